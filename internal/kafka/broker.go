@@ -1,0 +1,56 @@
+package kafka
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// Broker is an embedded Kafka-protocol broker (kfake) for the dev stack, the
+// `vmplane broker` role of small installs, and tests.
+type Broker struct {
+	c *kfake.Cluster
+}
+
+// StartBroker starts kfake on addr (host:port; port 0 picks one). With a
+// dataDir the log survives restarts.
+func StartBroker(addr, dataDir string) (*Broker, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("broker address %q: %w", addr, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return nil, fmt.Errorf("broker port %q: %w", port, err)
+	}
+	opts := []kfake.Opt{
+		kfake.NumBrokers(1),
+		kfake.Ports(p),
+		kfake.ListenFn(func(network, a string) (net.Listener, error) {
+			_, pp, _ := net.SplitHostPort(a)
+			return net.Listen(network, net.JoinHostPort(host, pp))
+		}),
+		kfake.BrokerConfigs(map[string]string{"transaction.max.timeout.ms": "900000"}),
+		kfake.GroupMinSessionTimeout(time.Second),
+	}
+	if dataDir != "" {
+		opts = append(opts, kfake.DataDir(dataDir))
+	}
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("start kfake on %s: %w", addr, err)
+	}
+	return &Broker{c: c}, nil
+}
+
+// Addrs returns the broker's listen addresses.
+func (b *Broker) Addrs() []string { return b.c.ListenAddrs() }
+
+// Cluster exposes kfake for fault injection in tests.
+func (b *Broker) Cluster() *kfake.Cluster { return b.c }
+
+// Close stops the broker, flushing its data directory.
+func (b *Broker) Close() { b.c.Close() }

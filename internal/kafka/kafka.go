@@ -1,0 +1,211 @@
+// Package kafka owns vmplane's Kafka plumbing shared by every role: client
+// options from configuration, the topic table applied with kadm, the
+// embedded kfake broker, and the translation between schemas.Record and
+// kgo.Record (framing, `type` header). It decides nothing about VMs.
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// Config says how to reach the cluster.
+type Config struct {
+	Brokers []string
+	// SASL/SCRAM-SHA-512 credentials; empty for none.
+	User, Password string
+	// RegistryURL switches the value framing to Confluent's (00 + schema id).
+	RegistryURL string
+	// Replication is the replication factor of created topics (1 for kfake).
+	Replication int16
+}
+
+// ConfigFromEnv reads VMPLANE_KAFKA_BROKERS (comma separated),
+// VMPLANE_KAFKA_USER, VMPLANE_KAFKA_PASSWORD and VMPLANE_SCHEMA_REGISTRY, with
+// def as the broker list when unset.
+func ConfigFromEnv(getenv func(string) string, def string) Config {
+	b := getenv("VMPLANE_KAFKA_BROKERS")
+	if b == "" {
+		b = def
+	}
+	return Config{
+		Brokers:     strings.Split(b, ","),
+		User:        getenv("VMPLANE_KAFKA_USER"),
+		Password:    getenv("VMPLANE_KAFKA_PASSWORD"),
+		RegistryURL: getenv("VMPLANE_SCHEMA_REGISTRY"),
+		Replication: 1,
+	}
+}
+
+// Opts returns the client options every vmplane client starts from.
+func (c Config) Opts(extra ...kgo.Opt) []kgo.Opt {
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(c.Brokers...),
+		kgo.ProducerLinger(2 * time.Millisecond),
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+	}
+	if c.User != "" {
+		opts = append(opts, kgo.SASL(scram.Auth{User: c.User, Pass: c.Password}.AsSha512Mechanism()))
+	}
+	return append(opts, extra...)
+}
+
+// Codec returns the value codec this configuration asks for.
+func (c Config) Codec() (*schemas.Codec, error) {
+	if c.RegistryURL == "" {
+		return schemas.NewCodec(nil), nil
+	}
+	cl, err := sr.NewClient(sr.URLs(c.RegistryURL))
+	if err != nil {
+		return nil, fmt.Errorf("schema registry %s: %w", c.RegistryURL, err)
+	}
+	return schemas.NewCodec(cl), nil
+}
+
+// EnsureTopics creates the missing topics of the table with kadm. Existing
+// topics are left as they are, but a partition count that breaks the
+// co-partitioning rule is an error.
+func EnsureTopics(ctx context.Context, cl *kgo.Client, topics []schemas.TopicSpec, replication int16) error {
+	adm := kadm.NewClient(cl)
+	names := make([]string, len(topics))
+	for i, t := range topics {
+		names[i] = t.Name
+	}
+	existing, err := adm.ListTopics(ctx, names...)
+	if err != nil {
+		return fmt.Errorf("list topics: %w", err)
+	}
+	for _, t := range topics {
+		want := t.PartitionsOf()
+		if d, ok := existing[t.Name]; ok && d.Err == nil {
+			if got := int32(len(d.Partitions)); got != want {
+				return fmt.Errorf("topic %s has %d partitions, the topic table says %d (co-partitioning)", t.Name, got, want)
+			}
+			continue
+		}
+		cfg := map[string]*string{}
+		if t.Compacted {
+			cfg["cleanup.policy"] = kadm.StringPtr("compact")
+		}
+		resp, err := adm.CreateTopic(ctx, want, replication, cfg, t.Name)
+		if err == nil {
+			err = resp.Err
+		}
+		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("create topic %s: %w", t.Name, err)
+		}
+	}
+	return nil
+}
+
+// ToKafka encodes r into a kgo.Record with the `type` header and r's headers.
+func ToKafka(ctx context.Context, c *schemas.Codec, r schemas.Record) (*kgo.Record, error) {
+	v, err := c.Encode(ctx, r.Value)
+	if err != nil {
+		return nil, fmt.Errorf("%s key %s: %w", r.Topic, r.Key, err)
+	}
+	kr := &kgo.Record{Topic: r.Topic, Key: []byte(r.Key), Value: v}
+	kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: "type", Value: []byte(schemas.TypeName(r.Value))})
+	for k, hv := range r.Headers {
+		if k != "type" {
+			kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: k, Value: []byte(hv)})
+		}
+	}
+	return kr, nil
+}
+
+// FromKafka decodes a consumed record. It checks that the value's type is
+// one the topic carries and agrees with the `type` header; the error names
+// topic, partition and offset.
+func FromKafka(ctx context.Context, c *schemas.Codec, kr *kgo.Record) (schemas.Record, error) {
+	r := schemas.Record{Topic: kr.Topic, Key: string(kr.Key), Partition: kr.Partition, Offset: kr.Offset, TimestampMs: kr.Timestamp.UnixMilli()}
+	var typ string
+	for _, h := range kr.Headers {
+		if h.Key == "type" {
+			typ = string(h.Value)
+			continue
+		}
+		if r.Headers == nil {
+			r.Headers = map[string]string{}
+		}
+		r.Headers[h.Key] = string(h.Value)
+	}
+	v, err := c.DecodeAt(ctx, kr.Topic, kr.Partition, kr.Offset, kr.Value)
+	if err != nil {
+		return r, err
+	}
+	name := schemas.TypeName(v)
+	where := func(err error) error {
+		return &schemas.DecodeError{Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset, Err: err}
+	}
+	if typ != "" && typ != name {
+		return r, where(fmt.Errorf("type header %q but the value is a %s", typ, name))
+	}
+	if spec, ok := schemas.TopicByName(kr.Topic); ok && !spec.Carries(name) {
+		return r, where(fmt.Errorf("topic does not carry %s", name))
+	}
+	r.Value = v
+	return r, nil
+}
+
+// DeadLetter builds the dlq.v1 record for a record that cannot be processed:
+// the original key and value, its headers, and the error and origin in headers.
+func DeadLetter(kr *kgo.Record, cause error, consumer string) *kgo.Record {
+	d := &kgo.Record{Topic: schemas.TopicDLQ, Key: kr.Key, Value: kr.Value}
+	d.Headers = append(d.Headers, kr.Headers...)
+	d.Headers = append(d.Headers,
+		kgo.RecordHeader{Key: "dlq.error", Value: []byte(cause.Error())},
+		kgo.RecordHeader{Key: "dlq.topic", Value: []byte(kr.Topic)},
+		kgo.RecordHeader{Key: "dlq.partition", Value: []byte(fmt.Sprint(kr.Partition))},
+		kgo.RecordHeader{Key: "dlq.offset", Value: []byte(fmt.Sprint(kr.Offset))},
+		kgo.RecordHeader{Key: "dlq.consumer", Value: []byte(consumer)},
+		kgo.RecordHeader{Key: "dlq.at", Value: []byte(time.Now().UTC().Format(time.RFC3339Nano))},
+	)
+	return d
+}
+
+// Partitioner hashes keys like Kafka's default partitioner (murmur2), so
+// every vmplane client puts a key in the same partition, except on the
+// topics listed, where a record goes to the partition it names: changelogs
+// must land in the partition of the input they mirror, whatever hashing
+// the input's producer used.
+func Partitioner(manualTopics ...string) kgo.Partitioner {
+	return partitioner{base: kgo.StickyKeyPartitioner(nil), manual: manualTopics}
+}
+
+type partitioner struct {
+	base   kgo.Partitioner
+	manual []string
+}
+
+func (p partitioner) ForTopic(t string) kgo.TopicPartitioner {
+	for _, m := range p.manual {
+		if m == t {
+			return manualPartition{}
+		}
+	}
+	return p.base.ForTopic(t)
+}
+
+type manualPartition struct{}
+
+func (manualPartition) RequiresConsistency(*kgo.Record) bool { return true }
+func (manualPartition) Partition(r *kgo.Record, n int) int {
+	if int(r.Partition) >= n {
+		return n - 1
+	}
+	return int(r.Partition)
+}

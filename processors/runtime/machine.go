@@ -1,0 +1,41 @@
+// Package runtime drives a pure state machine exactly once over Kafka:
+// consume its input topics, Step each record against the state of its key,
+// and produce the outputs, the changed state (to a compacted changelog) and
+// the consumed offsets in one Kafka transaction. It restores state from the
+// changelog when partitions are assigned, fires timers kept in state from an
+// injected clock, and sends undecodable records to dlq.v1.
+//
+// runtime knows nothing about VMs, hosts or zones: the deciding lives in the
+// machines (processors/vm, host, placement, lease), which never import it.
+package runtime
+
+import (
+	"time"
+
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// Machine is a pure state machine over keyed state S (a pointer to a schemas
+// record such as *schemas.VmRecord). A nil S is "no state".
+//
+// Step and Tick must not do I/O, read the clock or use randomness: every
+// input arrives as an argument. Returning a nil S deletes the key's state
+// (a tombstone on the changelog).
+type Machine[S any] interface {
+	// Step applies one consumed record (in.Key is the state key) and returns
+	// the new state and the records to produce.
+	Step(s S, in schemas.Record, now time.Time) (S, []schemas.Record)
+	// Tick runs the key's due timers.
+	Tick(s S, key string, now time.Time) (S, []schemas.Record)
+	// Wake says when the key's state next needs a Tick; the zero time for never.
+	Wake(s S) time.Time
+}
+
+// Clock is the runtime's source of time; tests inject a fake one.
+type Clock interface{ Now() time.Time }
+
+// SystemClock is the wall clock.
+type SystemClock struct{}
+
+// Now returns time.Now().
+func (SystemClock) Now() time.Time { return time.Now() }

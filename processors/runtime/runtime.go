@@ -1,0 +1,443 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// Config says what a processor consumes and where it keeps its state.
+type Config struct {
+	// Name names the processor: group "vmplane-<Name>", transactional id
+	// "vmplane-<Name>-<InstanceID>".
+	Name string
+	// Inputs are the consumed topics; they must be co-partitioned.
+	Inputs []string
+	// Changelog is the compacted topic holding the state per key.
+	Changelog string
+	Kafka     kafka.Config
+	// InstanceID makes the transactional id; a restarted instance with the
+	// same id fences its predecessor. Default: the host name.
+	InstanceID string
+	Clock      Clock
+	// TickInterval bounds how long timers wait to be checked (default 200 ms).
+	TickInterval time.Duration
+	// MaxPollRecords bounds one transaction's batch (default 5000).
+	MaxPollRecords int
+	// SessionTimeout of the group membership (default 10 s): how long a
+	// crashed owner's partitions wait before moving.
+	SessionTimeout time.Duration
+	Logger         *slog.Logger
+}
+
+// Processor drives one Machine exactly once.
+type Processor[S any] struct {
+	cfg   Config
+	m     Machine[S]
+	codec *schemas.Codec
+	log   *slog.Logger
+
+	// Owned by the poll loop.
+	states  map[string]S
+	keyPart map[string]int32
+	timers  timerHeap
+
+	mu       sync.Mutex
+	assigned map[int32]bool // from the group callbacks
+	pending  map[int32]bool // assigned, not yet restored
+	dropped  map[int32]bool // revoked or lost, state to drop
+
+	ready atomic.Bool
+	stats Stats
+}
+
+// Stats are counters of a processor, for metrics and tests.
+type Stats struct {
+	Records, Decoded, DeadLettered, Ticks, Commits, Aborts, Restored atomic.Int64
+}
+
+// New returns a processor of m.
+func New[S any](cfg Config, m Machine[S]) (*Processor[S], error) {
+	if cfg.Name == "" || len(cfg.Inputs) == 0 || cfg.Changelog == "" {
+		return nil, errors.New("runtime: Name, Inputs and Changelog are required")
+	}
+	if cfg.InstanceID == "" {
+		h, _ := os.Hostname()
+		cfg.InstanceID = h
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock{}
+	}
+	if cfg.TickInterval == 0 {
+		cfg.TickInterval = 200 * time.Millisecond
+	}
+	if cfg.MaxPollRecords == 0 {
+		cfg.MaxPollRecords = 5000
+	}
+	if cfg.SessionTimeout == 0 {
+		cfg.SessionTimeout = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	codec, err := cfg.Kafka.Codec()
+	if err != nil {
+		return nil, err
+	}
+	return &Processor[S]{
+		cfg: cfg, m: m, codec: codec,
+		log:      cfg.Logger.With("processor", cfg.Name),
+		states:   map[string]S{},
+		keyPart:  map[string]int32{},
+		assigned: map[int32]bool{},
+		pending:  map[int32]bool{},
+		dropped:  map[int32]bool{},
+	}, nil
+}
+
+// Ready reports whether every assigned partition's state is restored.
+func (p *Processor[S]) Ready() bool { return p.ready.Load() }
+
+// Stats returns the processor's counters.
+func (p *Processor[S]) Stats() *Stats { return &p.stats }
+
+// Group is the consumer group of the processor.
+func (p *Processor[S]) Group() string { return "vmplane-" + p.cfg.Name }
+
+// Run consumes until ctx ends. It returns nil on cancellation.
+func (p *Processor[S]) Run(ctx context.Context) error {
+	opts := p.cfg.Kafka.Opts(
+		kgo.ConsumerGroup(p.Group()),
+		kgo.ConsumeTopics(p.cfg.Inputs...),
+		kgo.TransactionalID(fmt.Sprintf("vmplane-%s-%s", p.cfg.Name, p.cfg.InstanceID)),
+		kgo.TransactionTimeout(60*time.Second),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.RequireStableFetchOffsets(),
+		kgo.SessionTimeout(p.cfg.SessionTimeout),
+		kgo.HeartbeatInterval(p.cfg.SessionTimeout/5),
+		kgo.RecordPartitioner(kafka.Partitioner(p.cfg.Changelog)),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+			p.onAssigned(m)
+		}),
+		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+			p.onDropped(m)
+		}),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+			p.onDropped(m)
+		}),
+	)
+	sess, err := kgo.NewGroupTransactSession(opts...)
+	if err != nil {
+		return fmt.Errorf("%s: client: %w", p.cfg.Name, err)
+	}
+	defer sess.Close()
+	restorer, err := kgo.NewClient(p.cfg.Kafka.Opts(kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())...)
+	if err != nil {
+		return fmt.Errorf("%s: restore client: %w", p.cfg.Name, err)
+	}
+	defer restorer.Close()
+
+	for ctx.Err() == nil {
+		if err := p.iterate(ctx, sess, restorer); err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *Processor[S]) onAssigned(m map[string][]int32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	// Every input has the same partitions; the first one is enough.
+	for _, parts := range m {
+		for _, part := range parts {
+			if !p.assigned[part] {
+				p.assigned[part] = true
+				p.pending[part] = true
+			}
+		}
+	}
+	p.ready.Store(false)
+}
+
+func (p *Processor[S]) onDropped(m map[string][]int32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, parts := range m {
+		for _, part := range parts {
+			if p.assigned[part] {
+				delete(p.assigned, part)
+				delete(p.pending, part)
+				p.dropped[part] = true
+			}
+		}
+	}
+}
+
+// iterate runs one poll → step → transaction round.
+func (p *Processor[S]) iterate(ctx context.Context, sess *kgo.GroupTransactSession, restorer *kgo.Client) error {
+	wait := p.cfg.TickInterval
+	if next, ok := p.timers.peek(); ok {
+		if d := next.Sub(p.cfg.Clock.Now()); d < wait {
+			wait = max(d, time.Millisecond)
+		}
+	}
+	pctx, cancel := context.WithTimeout(ctx, wait)
+	fetches := sess.PollRecords(pctx, p.cfg.MaxPollRecords)
+	cancel()
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err := p.applyAssignments(ctx, restorer); err != nil {
+		return err
+	}
+	var fatal error
+	fetches.EachError(func(t string, part int32, err error) {
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			p.log.Warn("fetch error", "topic", t, "partition", part, "err", err)
+			if errors.Is(err, kgo.ErrClientClosed) {
+				fatal = err
+			}
+		}
+	})
+	if fatal != nil {
+		return fatal
+	}
+
+	now := p.cfg.Clock.Now()
+	records := fetches.Records()
+	due := p.timers.due(now)
+	if len(records) == 0 && len(due) == 0 {
+		return nil
+	}
+	if err := sess.Begin(); err != nil {
+		return fmt.Errorf("%s: begin transaction: %w", p.cfg.Name, err)
+	}
+	dirty := map[string]bool{}
+	var produceErr error
+	var perr sync.Mutex
+	produce := func(kr *kgo.Record) {
+		sess.Produce(ctx, kr, func(_ *kgo.Record, err error) {
+			if err != nil {
+				perr.Lock()
+				produceErr = err
+				perr.Unlock()
+			}
+		})
+	}
+	emit := func(outs []schemas.Record, in *schemas.Record) error {
+		for _, o := range outs {
+			if o.Headers == nil && in != nil {
+				o.Headers = carryHeaders(in.Headers)
+			}
+			kr, err := kafka.ToKafka(ctx, p.codec, o)
+			if err != nil {
+				return fmt.Errorf("%s: machine output: %w", p.cfg.Name, err)
+			}
+			produce(kr)
+		}
+		return nil
+	}
+
+	for _, kr := range records {
+		if !p.owns(kr.Partition) {
+			// Assigned while we polled and not restored yet, or revoked:
+			// never step or skip a record without its state; abort, and
+			// the session fetches it again.
+			return p.abort(ctx, sess, nil)
+		}
+	}
+	for _, kr := range records {
+		p.stats.Records.Add(1)
+		in, err := kafka.FromKafka(ctx, p.codec, kr)
+		if err != nil {
+			p.stats.DeadLettered.Add(1)
+			p.log.Warn("dead letter", "err", err)
+			produce(kafka.DeadLetter(kr, err, p.Group()))
+			continue
+		}
+		p.stats.Decoded.Add(1)
+		key := in.Key
+		s, outs := p.m.Step(p.states[key], in, now)
+		p.setState(key, kr.Partition, s)
+		dirty[key] = true
+		if err := emit(outs, &in); err != nil {
+			return p.abort(ctx, sess, err)
+		}
+	}
+	for _, key := range due {
+		s, ok := p.states[key]
+		if !ok {
+			continue
+		}
+		if w := p.m.Wake(s); w.IsZero() || w.After(now) {
+			p.schedule(key, s)
+			continue
+		}
+		p.stats.Ticks.Add(1)
+		s2, outs := p.m.Tick(s, key, now)
+		p.setState(key, p.keyPart[key], s2)
+		dirty[key] = true
+		if err := emit(outs, nil); err != nil {
+			return p.abort(ctx, sess, err)
+		}
+	}
+	for key := range dirty {
+		kr := &kgo.Record{Topic: p.cfg.Changelog, Key: []byte(key), Partition: p.keyPart[key]}
+		if s, ok := p.states[key]; ok {
+			v, err := p.codec.Encode(ctx, s)
+			if err != nil {
+				return p.abort(ctx, sess, fmt.Errorf("%s: encode state of %s: %w", p.cfg.Name, key, err))
+			}
+			kr.Value = v
+			kr.Headers = []kgo.RecordHeader{{Key: "type", Value: []byte(schemas.TypeName(s))}}
+		}
+		produce(kr)
+		if _, ok := p.states[key]; !ok {
+			delete(p.keyPart, key)
+		}
+	}
+	committed, err := sess.End(ctx, kgo.TryCommit)
+	if err == nil && produceErr != nil {
+		err = produceErr
+	}
+	if err != nil || !committed {
+		p.stats.Aborts.Add(1)
+		if err != nil {
+			p.log.Warn("transaction failed", "err", err)
+		}
+		// The outputs are gone and the inputs will be fetched again; the
+		// state in memory ran ahead of the log, so restore it.
+		p.resetAll()
+		if err != nil && ctx.Err() == nil {
+			return fmt.Errorf("%s: end transaction: %w", p.cfg.Name, err)
+		}
+		return nil
+	}
+	p.stats.Commits.Add(1)
+	return nil
+}
+
+func (p *Processor[S]) abort(ctx context.Context, sess *kgo.GroupTransactSession, cause error) error {
+	_, _ = sess.End(ctx, kgo.TryAbort)
+	p.stats.Aborts.Add(1)
+	p.resetAll()
+	return cause
+}
+
+// resetAll forgets every state and marks every owned partition for restore.
+func (p *Processor[S]) resetAll() {
+	p.states = map[string]S{}
+	p.keyPart = map[string]int32{}
+	p.timers = timerHeap{}
+	p.mu.Lock()
+	for part := range p.assigned {
+		p.pending[part] = true
+	}
+	p.mu.Unlock()
+	p.ready.Store(false)
+}
+
+func (p *Processor[S]) owns(part int32) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.assigned[part] && !p.pending[part]
+}
+
+func (p *Processor[S]) setState(key string, part int32, s S) {
+	if isNil(s) {
+		delete(p.states, key)
+		p.timers.forget(key)
+		return
+	}
+	p.states[key] = s
+	p.keyPart[key] = part
+	p.schedule(key, s)
+}
+
+func (p *Processor[S]) schedule(key string, s S) {
+	if w := p.m.Wake(s); !w.IsZero() {
+		p.timers.push(w, key)
+	}
+}
+
+// applyAssignments drops revoked partitions' state and restores newly
+// assigned partitions from the changelog.
+func (p *Processor[S]) applyAssignments(ctx context.Context, restorer *kgo.Client) error {
+	p.mu.Lock()
+	dropped := p.dropped
+	p.dropped = map[int32]bool{}
+	var pending []int32
+	for part := range p.pending {
+		pending = append(pending, part)
+	}
+	p.mu.Unlock()
+	if len(dropped) > 0 {
+		for key, part := range p.keyPart {
+			if dropped[part] {
+				delete(p.states, key)
+				delete(p.keyPart, key)
+				p.timers.forget(key)
+			}
+		}
+	}
+	if len(pending) == 0 {
+		p.ready.Store(true)
+		return nil
+	}
+	start := time.Now()
+	n, err := p.restore(ctx, restorer, pending)
+	if err != nil {
+		return fmt.Errorf("%s: restore: %w", p.cfg.Name, err)
+	}
+	p.mu.Lock()
+	for _, part := range pending {
+		delete(p.pending, part)
+	}
+	p.mu.Unlock()
+	p.stats.Restored.Add(int64(n))
+	p.ready.Store(true)
+	p.log.Info("state restored", "partitions", pending, "keys", n, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// isNil reports whether a state value is "no state".
+func isNil[S any](s S) bool {
+	v := reflect.ValueOf(s)
+	if !v.IsValid() {
+		return true
+	}
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
+}
+
+// carryHeaders keeps the headers that follow a job from record to record.
+func carryHeaders(h map[string]string) map[string]string {
+	var out map[string]string
+	for _, k := range []string{"traceparent", "command_id"} {
+		if v, ok := h[k]; ok {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
+}

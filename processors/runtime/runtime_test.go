@@ -1,0 +1,300 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// counter is a toy machine: it counts the reports of each key in Epoch,
+// emits the count, and raises an alert AlarmAfter past the last report.
+type counter struct{ alarmAfter time.Duration }
+
+func (c counter) Step(s *schemas.VmRecord, in schemas.Record, now time.Time) (*schemas.VmRecord, []schemas.Record) {
+	if s == nil {
+		s = &schemas.VmRecord{VmID: in.Key}
+	}
+	s.Epoch++
+	s.UpdatedAt = now.UnixMilli()
+	s.ExpungeAt = now.Add(c.alarmAfter).UnixMilli()
+	return s, []schemas.Record{{Topic: schemas.TopicVmEvents, Key: in.Key,
+		Value: &schemas.PowerStateObserved{VmID: in.Key, Count: int32(s.Epoch), At: now.UnixMilli()}}}
+}
+
+func (c counter) Tick(s *schemas.VmRecord, key string, now time.Time) (*schemas.VmRecord, []schemas.Record) {
+	s.ExpungeAt = 0
+	return s, []schemas.Record{{Topic: schemas.TopicVmEvents, Key: key, Value: &schemas.AlertRaised{VmID: key, Kind: "Quiet", At: now.UnixMilli()}}}
+}
+
+func (c counter) Wake(s *schemas.VmRecord) time.Time {
+	if s.ExpungeAt == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(s.ExpungeAt)
+}
+
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (f *fakeClock) Now() time.Time { f.mu.Lock(); defer f.mu.Unlock(); return f.t }
+func (f *fakeClock) Add(d time.Duration) {
+	f.mu.Lock()
+	f.t = f.t.Add(d)
+	f.mu.Unlock()
+}
+
+func startBroker(t *testing.T) (*kafka.Broker, kafka.Config) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the embedded broker")
+	}
+	b, err := kafka.StartBroker("127.0.0.1:0", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	cfg := kafka.Config{Brokers: b.Addrs(), Replication: 1}
+	cl, err := kgo.NewClient(cfg.Opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := kafka.EnsureTopics(t.Context(), cl, schemas.Topics, 1); err != nil {
+		t.Fatal(err)
+	}
+	return b, cfg
+}
+
+func produceReports(t *testing.T, cfg kafka.Config, keys, each int) {
+	t.Helper()
+	cl, err := kgo.NewClient(cfg.Opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var rs []*kgo.Record
+	for i := 0; i < each; i++ {
+		for k := 0; k < keys; k++ {
+			r, err := kafka.ToKafka(t.Context(), schemas.NewCodec(nil), schemas.Record{Topic: schemas.TopicVmPower, Key: fmt.Sprintf("vm-%d", k),
+				Value: &schemas.PowerReport{VmID: fmt.Sprintf("vm-%d", k), PowerState: schemas.PowerOn, ReportSeq: int64(i)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs = append(rs, r)
+		}
+	}
+	if err := cl.ProduceSync(t.Context(), rs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readEvents reads vm.events.v1 (read_committed) until want records arrived.
+func readEvents(t *testing.T, cfg kafka.Config, want int) []schemas.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(cfg.Opts(kgo.ConsumeTopics(schemas.TopicVmEvents), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var out []schemas.Record
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	for len(out) < want && ctx.Err() == nil {
+		fs := cl.PollFetches(ctx)
+		for _, r := range fs.Records() {
+			rec, err := kafka.FromKafka(ctx, schemas.NewCodec(nil), r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, rec)
+		}
+	}
+	// Anything beyond want would be a duplicate: give it a moment to show.
+	ctx2, cancel2 := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel2()
+	for _, r := range cl.PollFetches(ctx2).Records() {
+		rec, _ := kafka.FromKafka(ctx, schemas.NewCodec(nil), r)
+		out = append(out, rec)
+	}
+	return out
+}
+
+// checkCounts asserts each key's counts are exactly 1..each, once each.
+func checkCounts(t *testing.T, evs []schemas.Record, keys, each int) {
+	t.Helper()
+	seen := map[string]map[int32]int{}
+	for _, e := range evs {
+		o, ok := e.Value.(*schemas.PowerStateObserved)
+		if !ok {
+			continue
+		}
+		if seen[e.Key] == nil {
+			seen[e.Key] = map[int32]int{}
+		}
+		seen[e.Key][o.Count]++
+	}
+	if len(seen) != keys {
+		t.Fatalf("%d keys seen, want %d", len(seen), keys)
+	}
+	for k, counts := range seen {
+		for i := 1; i <= each; i++ {
+			if counts[int32(i)] != 1 {
+				t.Fatalf("key %s count %d seen %d times (all: %v)", k, i, counts[int32(i)], counts)
+			}
+		}
+		if len(counts) != each {
+			t.Fatalf("key %s: counts %v", k, counts)
+		}
+	}
+}
+
+func runProcessor(t *testing.T, ctx context.Context, cfg kafka.Config, id string, clock Clock) (*Processor[*schemas.VmRecord], chan error) {
+	p, err := New(Config{Name: "test", Inputs: []string{schemas.TopicVmPower}, Changelog: schemas.TopicVmState,
+		Kafka: cfg, InstanceID: id, Clock: clock, SessionTimeout: 2 * time.Second, MaxPollRecords: 50}, Machine[*schemas.VmRecord](counter{alarmAfter: time.Hour}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	return p, done
+}
+
+func TestExactlyOnceAcrossRestart(t *testing.T) {
+	_, cfg := startBroker(t)
+	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	produceReports(t, cfg, 20, 5)
+
+	ctx1, stop1 := context.WithCancel(t.Context())
+	p1, done1 := runProcessor(t, ctx1, cfg, "a", clock)
+	readEvents(t, cfg, 100)
+	stop1()
+	if err := <-done1; err != nil {
+		t.Fatal(err)
+	}
+	if p1.Stats().Commits.Load() == 0 {
+		t.Fatal("no commit")
+	}
+
+	produceReports(t, cfg, 20, 5)
+	p2, done2 := runProcessor(t, t.Context(), cfg, "b", clock)
+	evs := readEvents(t, cfg, 200)
+	checkCounts(t, evs, 20, 10)
+	if p2.Stats().Restored.Load() != 20 {
+		t.Fatalf("restored %d keys, want 20", p2.Stats().Restored.Load())
+	}
+	_ = done2
+}
+
+func TestAbortedTransactionIsRedone(t *testing.T) {
+	b, cfg := startBroker(t)
+	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	// Fail the first transactional offset commit with an abortable error
+	// (a rebalance in progress): the session aborts the batch, which must be
+	// redone from restored state without duplicates or gaps.
+	var once sync.Once
+	b.Cluster().ControlKey(int16(kmsg.TxnOffsetCommit), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		b.Cluster().KeepControl()
+		var resp kmsg.Response
+		handled := false
+		once.Do(func() {
+			r := req.(*kmsg.TxnOffsetCommitRequest)
+			rr := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+			for _, t := range r.Topics {
+				rt := kmsg.NewTxnOffsetCommitResponseTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+					rp.Partition = p.Partition
+					rp.ErrorCode = kerr.RebalanceInProgress.Code
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				rr.Topics = append(rr.Topics, rt)
+			}
+			resp, handled = rr, true
+		})
+		return resp, nil, handled
+	})
+	produceReports(t, cfg, 10, 3)
+	p, done := runProcessor(t, t.Context(), cfg, "a", clock)
+	deadline := time.After(30 * time.Second)
+	for p.Stats().Commits.Load() == 0 {
+		select {
+		case err := <-done:
+			t.Fatalf("processor stopped: %v", err)
+		case <-deadline:
+			t.Fatal("no commit")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	evs := readEvents(t, cfg, 30)
+	checkCounts(t, evs, 10, 3)
+	if p.Stats().Aborts.Load() == 0 {
+		t.Fatal("the fault did not abort a transaction")
+	}
+}
+
+func TestGarbageGoesToDLQ(t *testing.T) {
+	_, cfg := startBroker(t)
+	cl, err := kgo.NewClient(cfg.Opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(t.Context(), &kgo.Record{Topic: schemas.TopicVmPower, Key: []byte("vm-0"), Value: []byte("garbage bytes")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	produceReports(t, cfg, 1, 2)
+	runProcessor(t, t.Context(), cfg, "a", &fakeClock{t: time.Unix(1_700_000_000, 0)})
+	checkCounts(t, readEvents(t, cfg, 2), 1, 2)
+
+	dl, err := kgo.NewClient(cfg.Opts(kgo.ConsumeTopics(schemas.TopicDLQ), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dl.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	fs := dl.PollFetches(ctx)
+	rs := fs.Records()
+	if len(rs) != 1 || string(rs[0].Value) != "garbage bytes" {
+		t.Fatalf("dlq: %d records", len(rs))
+	}
+	h := map[string]string{}
+	for _, x := range rs[0].Headers {
+		h[x.Key] = string(x.Value)
+	}
+	if h["dlq.topic"] != schemas.TopicVmPower || h["dlq.error"] == "" {
+		t.Fatalf("dlq headers %v", h)
+	}
+}
+
+func TestTimersFireFromInjectedClock(t *testing.T) {
+	_, cfg := startBroker(t)
+	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	produceReports(t, cfg, 3, 1)
+	runProcessor(t, t.Context(), cfg, "a", clock)
+	readEvents(t, cfg, 3)
+	clock.Add(2 * time.Hour)
+	evs := readEvents(t, cfg, 6)
+	alerts := 0
+	for _, e := range evs {
+		if _, ok := e.Value.(*schemas.AlertRaised); ok {
+			alerts++
+		}
+	}
+	if alerts != 3 {
+		t.Fatalf("%d alerts, want 3", alerts)
+	}
+}
+

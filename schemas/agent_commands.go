@@ -1,0 +1,88 @@
+package schemas
+
+// AgentCommand holds the fields of every command on agent.commands.v1.
+type AgentCommand struct {
+	CommandID string `avro:"command_id" doc:"Unique id; agents execute a command id once and answer repeats with the first answer."`
+	HostID    string `avro:"host_id" doc:"Host whose agent executes it; also the record key."`
+	VmID      string `avro:"vm_id" doc:"VM concerned; empty for host commands."`
+	Epoch     int64  `avro:"epoch" doc:"VM epoch, echoed in the answer."`
+	JobID     string `avro:"job_id" doc:"Job that sent it."`
+	IssuedAt  int64  `avro:"issued_at" doc:"Unix milliseconds."`
+}
+
+// StartVm defines (if needed) and powers on a VM on the host.
+type StartVm struct {
+	AgentCommand
+	Name     string `avro:"name" doc:"VM display name."`
+	CPU      int32  `avro:"cpu" doc:"Virtual CPUs."`
+	MemoryMB int64  `avro:"memory_mb" doc:"Memory in MiB."`
+}
+
+// StopVm powers off a VM.
+type StopVm struct {
+	AgentCommand
+	Force bool `avro:"force" doc:"Power off at once instead of a guest shutdown."`
+}
+
+// DestroyVm removes a VM and its disks from the host.
+type DestroyVm struct{ AgentCommand }
+
+// RebootVm restarts a VM.
+type RebootVm struct {
+	AgentCommand
+	Hard bool `avro:"hard" doc:"Reset instead of a guest reboot."`
+}
+
+// PauseVm freezes a VM.
+type PauseVm struct{ AgentCommand }
+
+// UnpauseVm resumes a frozen VM.
+type UnpauseVm struct{ AgentCommand }
+
+// SuspendVm saves a VM to disk.
+type SuspendVm struct{ AgentCommand }
+
+// ResumeVm restores a suspended VM.
+type ResumeVm struct{ AgentCommand }
+
+// RescueVm boots a VM from a rescue image.
+type RescueVm struct {
+	AgentCommand
+	Image string `avro:"image" doc:"Rescue image."`
+}
+
+// UnrescueVm returns a rescued VM to its own disk.
+type UnrescueVm struct{ AgentCommand }
+
+// RebuildVm reinstalls a VM's root disk.
+type RebuildVm struct {
+	AgentCommand
+	Image string `avro:"image" doc:"Image."`
+}
+
+// SnapshotVm snapshots a VM's disk.
+type SnapshotVm struct {
+	AgentCommand
+	SnapshotName string `avro:"snapshot_name" doc:"Snapshot name."`
+}
+
+// MigrateVm live-migrates a VM from this host (the source) to another.
+type MigrateVm struct {
+	AgentCommand
+	DestHostID string `avro:"dest_host_id" doc:"Destination host."`
+	CPU        int32  `avro:"cpu" doc:"Virtual CPUs at the destination."`
+	MemoryMB   int64  `avro:"memory_mb" doc:"Memory at the destination, MiB."`
+}
+
+// CheckHost asks an agent to check whether a neighbour host is alive.
+type CheckHost struct {
+	AgentCommand
+	TargetHostID string `avro:"target_host_id" doc:"Host to check."`
+}
+
+// AgentRejected tells an agent that its host is unknown or removed; its
+// reports are ignored.
+type AgentRejected struct {
+	AgentCommand
+	Reason string `avro:"reason" doc:"Why."`
+}

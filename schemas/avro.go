@@ -1,0 +1,289 @@
+package schemas
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+)
+
+// Namespace is the Avro namespace of every vmplane record.
+const Namespace = "vmplane"
+
+type avroRecord struct {
+	Type      string      `json:"type"`
+	Name      string      `json:"name"`
+	Namespace string      `json:"namespace,omitempty"`
+	Doc       string      `json:"doc,omitempty"`
+	Fields    []avroField `json:"fields"`
+}
+
+type avroField struct {
+	Name    string `json:"name"`
+	Type    any    `json:"type"`
+	Default any    `json:"default"`
+	Doc     string `json:"doc"`
+}
+
+// field is one Avro field of a Go struct, with embedded structs flattened.
+type field struct {
+	name  string
+	doc   string
+	index []int
+	typ   reflect.Type
+}
+
+// fieldsOf lists the Avro fields of struct type t in declaration order.
+func fieldsOf(t reflect.Type) []field {
+	var out []field
+	var walk func(t reflect.Type, prefix []int)
+	walk = func(t reflect.Type, prefix []int) {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			idx := append(append([]int(nil), prefix...), i)
+			if f.Anonymous && f.Type.Kind() == reflect.Struct {
+				walk(f.Type, idx)
+				continue
+			}
+			name := f.Tag.Get("avro")
+			if name == "" {
+				panic(fmt.Sprintf("schemas: %s.%s has no avro tag", t.Name(), f.Name))
+			}
+			out = append(out, field{name: name, doc: f.Tag.Get("doc"), index: idx, typ: f.Type})
+		}
+	}
+	walk(t, nil)
+	return out
+}
+
+// schemaOf renders the Avro schema of struct type t as indented JSON.
+func schemaOf(t reflect.Type, doc string) string {
+	defined := map[string]bool{}
+	rec := recordSchema(t, doc, defined)
+	rec.Namespace = Namespace
+	b, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		panic(err)
+	}
+	return string(b) + "\n"
+}
+
+func recordSchema(t reflect.Type, doc string, defined map[string]bool) avroRecord {
+	defined[t.Name()] = true
+	rec := avroRecord{Type: "record", Name: t.Name(), Doc: doc}
+	for _, f := range fieldsOf(t) {
+		if f.doc == "" {
+			panic(fmt.Sprintf("schemas: %s.%s has no doc", t.Name(), f.name))
+		}
+		rec.Fields = append(rec.Fields, avroField{
+			Name:    f.name,
+			Type:    typeSchema(f.typ, defined),
+			Default: defaultOf(f.typ),
+			Doc:     f.doc,
+		})
+	}
+	return rec
+}
+
+func typeSchema(t reflect.Type, defined map[string]bool) any {
+	switch t.Kind() {
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Int32:
+		return "int"
+	case reflect.Int64:
+		return "long"
+	case reflect.Float64:
+		return "double"
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return "bytes"
+		}
+		return map[string]any{"type": "array", "items": typeSchema(t.Elem(), defined)}
+	case reflect.Map:
+		if t.Key().Kind() != reflect.String {
+			panic("schemas: map keys must be strings")
+		}
+		return map[string]any{"type": "map", "values": typeSchema(t.Elem(), defined)}
+	case reflect.Struct:
+		if defined[t.Name()] {
+			return t.Name()
+		}
+		return recordSchema(t, "Embedded "+t.Name()+".", defined)
+	}
+	panic(fmt.Sprintf("schemas: unsupported Go type %s", t))
+}
+
+// defaultOf is the Avro default of a field of Go type t: its zero value.
+func defaultOf(t reflect.Type) any {
+	switch t.Kind() {
+	case reflect.String:
+		return ""
+	case reflect.Bool:
+		return false
+	case reflect.Int32, reflect.Int64:
+		return 0
+	case reflect.Float64:
+		return 0.0
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return ""
+		}
+		return []any{}
+	case reflect.Map:
+		return map[string]any{}
+	case reflect.Struct:
+		m := map[string]any{}
+		for _, f := range fieldsOf(t) {
+			m[f.name] = defaultOf(f.typ)
+		}
+		return m
+	}
+	panic(fmt.Sprintf("schemas: unsupported Go type %s", t))
+}
+
+// toNative turns a Go value into goavro's native form.
+func toNative(v reflect.Value) any {
+	switch v.Kind() {
+	case reflect.Struct:
+		fs := cachedFields(v.Type())
+		m := make(map[string]any, len(fs))
+		for _, f := range fs {
+			m[f.name] = toNative(v.FieldByIndex(f.index))
+		}
+		return m
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			if v.IsNil() {
+				return []byte{}
+			}
+			return v.Bytes()
+		}
+		out := make([]any, v.Len())
+		for i := range out {
+			out[i] = toNative(v.Index(i))
+		}
+		return out
+	case reflect.Map:
+		out := make(map[string]any, v.Len())
+		it := v.MapRange()
+		for it.Next() {
+			out[it.Key().String()] = toNative(it.Value())
+		}
+		return out
+	case reflect.String:
+		return v.String()
+	case reflect.Bool:
+		return v.Bool()
+	case reflect.Int32:
+		return int32(v.Int())
+	case reflect.Int64:
+		return v.Int()
+	case reflect.Float64:
+		return v.Float()
+	}
+	panic(fmt.Sprintf("schemas: unsupported Go type %s", v.Type()))
+}
+
+// fromNative fills the Go value v from goavro's native form.
+func fromNative(n any, v reflect.Value, path string) error {
+	bad := func() error { return fmt.Errorf("field %s: unexpected %T for %s", path, n, v.Type()) }
+	switch v.Kind() {
+	case reflect.Struct:
+		m, ok := n.(map[string]any)
+		if !ok {
+			return bad()
+		}
+		for _, f := range cachedFields(v.Type()) {
+			fv, ok := m[f.name]
+			if !ok {
+				continue
+			}
+			if err := fromNative(fv, v.FieldByIndex(f.index), joinPath(path, f.name)); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			b, ok := n.([]byte)
+			if !ok {
+				return bad()
+			}
+			v.SetBytes(append([]byte(nil), b...))
+			return nil
+		}
+		a, ok := n.([]any)
+		if !ok {
+			return bad()
+		}
+		if len(a) == 0 {
+			return nil
+		}
+		s := reflect.MakeSlice(v.Type(), len(a), len(a))
+		for i, e := range a {
+			if err := fromNative(e, s.Index(i), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+		v.Set(s)
+	case reflect.Map:
+		m, ok := n.(map[string]any)
+		if !ok {
+			return bad()
+		}
+		if len(m) == 0 {
+			return nil
+		}
+		out := reflect.MakeMapWithSize(v.Type(), len(m))
+		for k, e := range m {
+			ev := reflect.New(v.Type().Elem()).Elem()
+			if err := fromNative(e, ev, path+"."+k); err != nil {
+				return err
+			}
+			out.SetMapIndex(reflect.ValueOf(k), ev)
+		}
+		v.Set(out)
+	case reflect.String:
+		s, ok := n.(string)
+		if !ok {
+			return bad()
+		}
+		v.SetString(s)
+	case reflect.Bool:
+		b, ok := n.(bool)
+		if !ok {
+			return bad()
+		}
+		v.SetBool(b)
+	case reflect.Int32, reflect.Int64:
+		switch x := n.(type) {
+		case int32:
+			v.SetInt(int64(x))
+		case int64:
+			v.SetInt(x)
+		default:
+			return bad()
+		}
+	case reflect.Float64:
+		switch x := n.(type) {
+		case float64:
+			v.SetFloat(x)
+		case float32:
+			v.SetFloat(float64(x))
+		default:
+			return bad()
+		}
+	default:
+		return bad()
+	}
+	return nil
+}
+
+func joinPath(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return strings.Join([]string{a, b}, ".")
+}

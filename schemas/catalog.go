@@ -1,0 +1,32 @@
+package schemas
+
+// ServiceOffering is a catalog entry on the compacted catalog.v1 (key: id).
+type ServiceOffering struct {
+	Offering
+	Deleted   bool  `avro:"deleted" doc:"The offering was removed from the catalog."`
+	CreatedAt int64 `avro:"created_at" doc:"Unix milliseconds."`
+}
+
+// AccountCreated registers an account (accounts.v1, key: account id).
+type AccountCreated struct {
+	AccountID string `avro:"account_id" doc:"Account id; also the record key."`
+	Name      string `avro:"name" doc:"Account name."`
+	At        int64  `avro:"at" doc:"Unix milliseconds."`
+}
+
+// ApiKeyIssued registers an API key of an account; only its hash travels.
+type ApiKeyIssued struct {
+	KeyID     string `avro:"key_id" doc:"Public key id (the prefix of the key)."`
+	AccountID string `avro:"account_id" doc:"Account; also the record key."`
+	Role      string `avro:"role" doc:"admin or user."`
+	Hash      string `avro:"hash" doc:"Hex SHA-256 of the secret key."`
+	ExpiresAt int64  `avro:"expires_at" doc:"Unix milliseconds; 0 for never."`
+	At        int64  `avro:"at" doc:"Unix milliseconds."`
+}
+
+// ApiKeyRevoked revokes an API key.
+type ApiKeyRevoked struct {
+	KeyID     string `avro:"key_id" doc:"Key id."`
+	AccountID string `avro:"account_id" doc:"Account; also the record key."`
+	At        int64  `avro:"at" doc:"Unix milliseconds."`
+}

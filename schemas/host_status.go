@@ -1,0 +1,38 @@
+package schemas
+
+// HostStatus is the latest status of a host, on the compacted host.status.v1
+// (key host_id) and, keyed by zone, on placement.requests.v1 and
+// lease.commands.v1 so the zone owners see their hosts in order.
+type HostStatus struct {
+	HostID        string            `avro:"host_id" doc:"Host id."`
+	Name          string            `avro:"name" doc:"Host name."`
+	ZoneID        string            `avro:"zone_id" doc:"Zone."`
+	PodID         string            `avro:"pod_id" doc:"Pod."`
+	ClusterID     string            `avro:"cluster_id" doc:"Cluster."`
+	Hypervisor    string            `avro:"hypervisor" doc:"sim or qemu."`
+	Status        string            `avro:"status" doc:"Agent status: Creating, Connecting, Up, Down, Disconnected, Alert, Removed, Error, Rebalancing."`
+	ResourceState string            `avro:"resource_state" doc:"Admin intent: Creating, Enabled, Disabled, PrepareForMaintenance, ErrorInMaintenance, Maintenance, Error, Unmanaged."`
+	Reservable    bool              `avro:"reservable" doc:"status == Up and resource_state == Enabled."`
+	CPU           int32             `avro:"cpu" doc:"Physical CPUs."`
+	MemoryMB      int64             `avro:"memory_mb" doc:"Memory, MiB."`
+	CPUOvercommit float64           `avro:"cpu_overcommit" doc:"CPU over-commit ratio."`
+	MemOvercommit float64           `avro:"mem_overcommit" doc:"Memory over-commit ratio."`
+	Tags          []string          `avro:"tags" doc:"Host tags."`
+	Properties    map[string]string `avro:"properties" doc:"Host properties."`
+	LastPingAt    int64             `avro:"last_ping_at" doc:"Unix milliseconds of the last ping."`
+	Reason        string            `avro:"reason" doc:"Why the status last changed."`
+	UpdatedAt     int64             `avro:"updated_at" doc:"Unix milliseconds."`
+}
+
+// HostRecord is the host processor's state of one host (changelog host.state.v1).
+type HostRecord struct {
+	Status        HostStatus       `avro:"status" doc:"Current status as published."`
+	AgentID       string           `avro:"agent_id" doc:"Agent serving the host."`
+	LastReportSeq int64            `avro:"last_report_seq" doc:"Last report sequence."`
+	VmLastSeen    map[string]int64 `avro:"vm_last_seen" doc:"VM id to when the host last listed it, Unix milliseconds."`
+	MissingSent   []string         `avro:"missing_sent" doc:"VMs for which VmMissingFromHost was sent since they were last listed."`
+	PingDeadline  int64            `avro:"ping_deadline" doc:"When a missing ping starts an investigation, Unix milliseconds."`
+	GraceUntil    int64            `avro:"grace_until" doc:"Restart grace end, Unix milliseconds."`
+	Investigation string           `avro:"investigation" doc:"Investigator in progress; empty for none."`
+	AlertAt       int64            `avro:"alert_at" doc:"When an unresolved investigation becomes Alert, Unix milliseconds."`
+}

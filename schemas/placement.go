@@ -1,0 +1,118 @@
+package schemas
+
+// PlaceVm asks the zone's placement owner for a host.
+type PlaceVm struct {
+	RequestID     string   `avro:"request_id" doc:"Unique request id, echoed in the decision."`
+	VmID          string   `avro:"vm_id" doc:"VM to place."`
+	ZoneID        string   `avro:"zone_id" doc:"Zone; also the record key."`
+	Account       string   `avro:"account" doc:"Owning account."`
+	Epoch         int64    `avro:"epoch" doc:"VM epoch, echoed in the decision."`
+	Offering      Offering `avro:"offering" doc:"Offering to place with."`
+	AvoidHosts    []string `avro:"avoid_hosts" doc:"Hosts not to choose (e.g. the migration source)."`
+	HostID        string   `avro:"host_id" doc:"Host asked for; empty lets the planner choose."`
+	AffinityGroup string   `avro:"affinity_group" doc:"Affinity group."`
+	At            int64    `avro:"at" doc:"Unix milliseconds."`
+}
+
+// ReleaseVm frees a VM's allocation.
+type ReleaseVm struct {
+	RequestID string `avro:"request_id" doc:"Unique request id."`
+	VmID      string `avro:"vm_id" doc:"VM."`
+	ZoneID    string `avro:"zone_id" doc:"Zone; also the record key."`
+	HostID    string `avro:"host_id" doc:"Host to release on; empty for every host of the VM."`
+	At        int64  `avro:"at" doc:"Unix milliseconds."`
+}
+
+// ResizeVm changes a VM's allocation on its host, or asks for another host.
+type ResizeVm struct {
+	RequestID string   `avro:"request_id" doc:"Unique request id."`
+	VmID      string   `avro:"vm_id" doc:"VM."`
+	ZoneID    string   `avro:"zone_id" doc:"Zone; also the record key."`
+	Account   string   `avro:"account" doc:"Owning account."`
+	Epoch     int64    `avro:"epoch" doc:"VM epoch."`
+	Offering  Offering `avro:"offering" doc:"New offering."`
+	At        int64    `avro:"at" doc:"Unix milliseconds."`
+}
+
+// CapacityAllocated records a claim of host capacity for a VM.
+type CapacityAllocated struct {
+	ZoneID         string `avro:"zone_id" doc:"Zone; also the record key."`
+	HostID         string `avro:"host_id" doc:"Host."`
+	VmID           string `avro:"vm_id" doc:"VM."`
+	Account        string `avro:"account" doc:"Owning account."`
+	CPU            int32  `avro:"cpu" doc:"CPUs claimed."`
+	MemoryMB       int64  `avro:"memory_mb" doc:"Memory claimed, MiB."`
+	HostUsedCPU    int32  `avro:"host_used_cpu" doc:"CPUs in use on the host after the claim."`
+	HostUsedMemory int64  `avro:"host_used_memory_mb" doc:"Memory in use on the host after the claim, MiB."`
+	RequestID      string `avro:"request_id" doc:"Request that claimed it."`
+	At             int64  `avro:"at" doc:"Unix milliseconds."`
+}
+
+// CapacityReleased records a release of host capacity.
+type CapacityReleased struct {
+	ZoneID         string `avro:"zone_id" doc:"Zone; also the record key."`
+	HostID         string `avro:"host_id" doc:"Host."`
+	VmID           string `avro:"vm_id" doc:"VM."`
+	CPU            int32  `avro:"cpu" doc:"CPUs released."`
+	MemoryMB       int64  `avro:"memory_mb" doc:"Memory released, MiB."`
+	HostUsedCPU    int32  `avro:"host_used_cpu" doc:"CPUs in use on the host after the release."`
+	HostUsedMemory int64  `avro:"host_used_memory_mb" doc:"Memory in use after the release, MiB."`
+	RequestID      string `avro:"request_id" doc:"Request that released it."`
+	At             int64  `avro:"at" doc:"Unix milliseconds."`
+}
+
+// HostReserved records a planner host reservation (op_host_planner_reservation).
+type HostReserved struct {
+	ZoneID        string `avro:"zone_id" doc:"Zone; also the record key."`
+	HostID        string `avro:"host_id" doc:"Host."`
+	Planner       string `avro:"planner" doc:"Planner that reserved it."`
+	ResourceUsage string `avro:"resource_usage" doc:"Shared or Dedicated."`
+	Account       string `avro:"account" doc:"Account for Dedicated reservations."`
+	At            int64  `avro:"at" doc:"Unix milliseconds."`
+}
+
+// HostReservationReleased records the end of a planner host reservation.
+type HostReservationReleased struct {
+	ZoneID string `avro:"zone_id" doc:"Zone; also the record key."`
+	HostID string `avro:"host_id" doc:"Host."`
+	Reason string `avro:"reason" doc:"Why."`
+	At     int64  `avro:"at" doc:"Unix milliseconds."`
+}
+
+// ZoneRecord is the placement processor's state of one zone (changelog placement.state.v1).
+type ZoneRecord struct {
+	ZoneID      string         `avro:"zone_id" doc:"Zone id."`
+	Hosts       []HostCapacity `avro:"hosts" doc:"Hosts of the zone with their capacity and reservation."`
+	Allocations []Allocation   `avro:"allocations" doc:"Claims of capacity by VMs."`
+	Decided     []string       `avro:"decided" doc:"Latest request ids answered, for dedup."`
+}
+
+// HostCapacity is one host in the placement ledger.
+type HostCapacity struct {
+	HostID        string   `avro:"host_id" doc:"Host."`
+	PodID         string   `avro:"pod_id" doc:"Pod."`
+	ClusterID     string   `avro:"cluster_id" doc:"Cluster."`
+	CPU           int32    `avro:"cpu" doc:"Physical CPUs."`
+	MemoryMB      int64    `avro:"memory_mb" doc:"Memory, MiB."`
+	CPUOvercommit float64  `avro:"cpu_overcommit" doc:"CPU over-commit ratio."`
+	MemOvercommit float64  `avro:"mem_overcommit" doc:"Memory over-commit ratio."`
+	UsedCPU       int32    `avro:"used_cpu" doc:"CPUs allocated."`
+	UsedMemoryMB  int64    `avro:"used_memory_mb" doc:"Memory allocated, MiB."`
+	Reservable    bool     `avro:"reservable" doc:"Host is Up and Enabled."`
+	Tags          []string `avro:"tags" doc:"Host tags."`
+	Planner       string   `avro:"planner" doc:"Planner holding a reservation; empty for none."`
+	ResourceUsage string   `avro:"resource_usage" doc:"Shared or Dedicated, with planner."`
+	ReservedFor   string   `avro:"reserved_for" doc:"Account of a Dedicated reservation."`
+	EmptySince    int64    `avro:"empty_since" doc:"When the host last became empty, Unix milliseconds; 0 while it has VMs."`
+	LeaseProject  string   `avro:"lease_project" doc:"Project an active lease dedicates the host to; empty for none."`
+}
+
+// Allocation is one VM's claim on a host.
+type Allocation struct {
+	VmID      string `avro:"vm_id" doc:"VM."`
+	HostID    string `avro:"host_id" doc:"Host."`
+	Account   string `avro:"account" doc:"Owning account."`
+	CPU       int32  `avro:"cpu" doc:"CPUs."`
+	MemoryMB  int64  `avro:"memory_mb" doc:"Memory, MiB."`
+	RequestID string `avro:"request_id" doc:"Request that claimed it."`
+}

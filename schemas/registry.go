@@ -1,0 +1,108 @@
+package schemas
+
+import "reflect"
+
+// recordDocs lists every top-level record with the doc of its schema. The
+// order is the order of the .avsc files' generation; nothing depends on it.
+var recordDocs = []struct {
+	v   any
+	doc string
+}{
+	{Deploy{}, "Create a VM and start it on a host chosen by placement."},
+	{Start{}, "Power on a Stopped VM."},
+	{Stop{}, "Power off a VM."},
+	{Reboot{}, "Restart a running VM."},
+	{Pause{}, "Freeze a running VM."},
+	{Unpause{}, "Resume a Paused VM."},
+	{Suspend{}, "Save a running VM to disk."},
+	{Resume{}, "Restore a Suspended VM."},
+	{Rescue{}, "Boot a VM from a rescue image."},
+	{Unrescue{}, "Return a Rescued VM to its own disk."},
+	{Rebuild{}, "Reinstall a VM's root disk."},
+	{Snapshot{}, "Snapshot a VM's disk."},
+	{Migrate{}, "Move a VM to another host."},
+	{Resize{}, "Change a VM's offering."},
+	{ConfirmResize{}, "Keep a Resized VM's new size."},
+	{RevertResize{}, "Restore a Resized VM's old size."},
+	{Terminate{}, "Delete a VM; always allowed, cancels the job in flight."},
+	{PowerReport{}, "Raw power state of one VM as its host's agent saw it."},
+	{AgentAnswer{}, "Agent's answer to an agent command about a VM."},
+	{PlacementDecided{}, "Placement chose a host for a VM."},
+	{PlacementFailed{}, "Placement found no host for a VM."},
+	{HostDown{}, "The VM's last host was fenced."},
+	{VmMissingFromHost{}, "The VM's host stopped listing it."},
+	{JobAccepted{}, "A command became a job."},
+	{JobStepped{}, "One step of a job."},
+	{JobSucceeded{}, "A job reached its goal."},
+	{JobFailed{}, "A job failed."},
+	{JobCancelled{}, "A job was cancelled by Terminate."},
+	{JobRejected{}, "A command was not allowed."},
+	{VmStateChanged{}, "The VM after a change."},
+	{PowerStateObserved{}, "A power report agreed with the VM."},
+	{AlertRaised{}, "Something for an operator to look at."},
+	{VmExpunged{}, "A Deleted VM was expunged."},
+	{VmRecord{}, "VM processor state of one VM (changelog)."},
+	{StartVm{}, "Agent command: power on a VM."},
+	{StopVm{}, "Agent command: power off a VM."},
+	{DestroyVm{}, "Agent command: remove a VM."},
+	{RebootVm{}, "Agent command: restart a VM."},
+	{PauseVm{}, "Agent command: freeze a VM."},
+	{UnpauseVm{}, "Agent command: unfreeze a VM."},
+	{SuspendVm{}, "Agent command: suspend a VM."},
+	{ResumeVm{}, "Agent command: resume a VM."},
+	{RescueVm{}, "Agent command: rescue a VM."},
+	{UnrescueVm{}, "Agent command: unrescue a VM."},
+	{RebuildVm{}, "Agent command: rebuild a VM."},
+	{SnapshotVm{}, "Agent command: snapshot a VM."},
+	{MigrateVm{}, "Agent command: live-migrate a VM."},
+	{CheckHost{}, "Agent command: check a neighbour host."},
+	{AgentRejected{}, "The host processor refuses an agent's host."},
+	{AgentConnected{}, "An agent connected for a host."},
+	{AgentPing{}, "An agent's heartbeat for a host."},
+	{AgentDisconnected{}, "An agent stopped serving a host."},
+	{CheckHostAnswer{}, "Answer to CheckHost."},
+	{EnableHost{}, "Admin: enable a host."},
+	{DisableHost{}, "Admin: disable a host."},
+	{PrepareForMaintenance{}, "Admin: empty a host for maintenance."},
+	{CancelMaintenance{}, "Admin: leave maintenance."},
+	{RemoveHost{}, "Admin: remove a host."},
+	{HostStatus{}, "Latest status of a host."},
+	{HostRecord{}, "Host processor state of one host (changelog)."},
+	{PlaceVm{}, "Ask placement for a host."},
+	{ReleaseVm{}, "Free a VM's allocation."},
+	{ResizeVm{}, "Change a VM's allocation."},
+	{CapacityAllocated{}, "Host capacity claimed for a VM."},
+	{CapacityReleased{}, "Host capacity released."},
+	{HostReserved{}, "A planner reserved a host."},
+	{HostReservationReleased{}, "A planner host reservation ended."},
+	{ZoneRecord{}, "Placement processor state of one zone (changelog)."},
+	{CreateLease{}, "Reserve hosts over a time window."},
+	{UpdateLease{}, "Change a lease."},
+	{DeleteLease{}, "End and remove a lease."},
+	{LeaseStatusChanged{}, "A lease after a change."},
+	{ServiceOffering{}, "A service offering in the catalog."},
+	{AccountCreated{}, "An account was created."},
+	{ApiKeyIssued{}, "An API key was issued."},
+	{ApiKeyRevoked{}, "An API key was revoked."},
+}
+
+// Names returns the record name of every top-level record, in registry order.
+func Names() []string {
+	out := make([]string, len(recordDocs))
+	for i, r := range recordDocs {
+		out[i] = reflect.TypeOf(r.v).Name()
+	}
+	return out
+}
+
+// TypeName returns the record name of v (a value or pointer of a schemas type).
+func TypeName(v any) string {
+	t := reflect.TypeOf(v)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil {
+		return ""
+	}
+	return t.Name()
+}

@@ -1,0 +1,92 @@
+package schemas
+
+// VmCommand holds the fields every command on vm.commands.v1 carries.
+type VmCommand struct {
+	CommandID string `avro:"command_id" doc:"Unique id of the command; the job it creates has the same id. A repeated command_id returns the existing job."`
+	VmID      string `avro:"vm_id" doc:"VM the command is for; also the record key."`
+	Account   string `avro:"account" doc:"Account that asked for the command."`
+	Origin    string `avro:"origin" doc:"api, work or internal."`
+	IssuedAt  int64  `avro:"issued_at" doc:"When the command was issued, Unix milliseconds."`
+}
+
+// Deploy creates a VM and starts it on a host chosen by placement.
+type Deploy struct {
+	VmCommand
+	Name          string   `avro:"name" doc:"Display name of the VM."`
+	ZoneID        string   `avro:"zone_id" doc:"Zone to deploy in."`
+	Offering      Offering `avro:"offering" doc:"The service offering at the time of the request."`
+	HA            bool     `avro:"ha" doc:"Restart the VM elsewhere when its host fails."`
+	AffinityGroup string   `avro:"affinity_group" doc:"Affinity or anti-affinity group name; empty for none."`
+}
+
+// Start powers on a Stopped VM.
+type Start struct {
+	VmCommand
+	HostID string `avro:"host_id" doc:"Host to start on; empty lets placement choose."`
+}
+
+// Stop powers off a VM.
+type Stop struct {
+	VmCommand
+	Force bool `avro:"force" doc:"Power off at once instead of a guest shutdown."`
+}
+
+// Reboot restarts a running VM.
+type Reboot struct {
+	VmCommand
+	Hard bool `avro:"hard" doc:"Reset instead of a guest reboot."`
+}
+
+// Pause freezes a running VM in memory.
+type Pause struct{ VmCommand }
+
+// Unpause resumes a Paused VM.
+type Unpause struct{ VmCommand }
+
+// Suspend saves a running VM to disk and stops it.
+type Suspend struct{ VmCommand }
+
+// Resume restores a Suspended VM.
+type Resume struct{ VmCommand }
+
+// Rescue boots a VM from a rescue image.
+type Rescue struct {
+	VmCommand
+	Image string `avro:"image" doc:"Rescue image; empty for the default."`
+}
+
+// Unrescue returns a Rescued VM to its own disk.
+type Unrescue struct{ VmCommand }
+
+// Rebuild reinstalls a VM's root disk from an image.
+type Rebuild struct {
+	VmCommand
+	Image string `avro:"image" doc:"Image to rebuild from; empty for the VM's own."`
+}
+
+// Snapshot takes a disk snapshot of a VM.
+type Snapshot struct {
+	VmCommand
+	SnapshotName string `avro:"snapshot_name" doc:"Name of the snapshot."`
+}
+
+// Migrate moves a VM to another host (live when it runs, cold when Stopped).
+type Migrate struct {
+	VmCommand
+	HostID string `avro:"host_id" doc:"Destination host; empty lets placement choose one other than the source."`
+}
+
+// Resize changes a VM's offering.
+type Resize struct {
+	VmCommand
+	Offering Offering `avro:"offering" doc:"The new service offering."`
+}
+
+// ConfirmResize keeps a Resized VM's new size and releases the old allocation.
+type ConfirmResize struct{ VmCommand }
+
+// RevertResize restores a Resized VM's old size.
+type RevertResize struct{ VmCommand }
+
+// Terminate deletes a VM. It is always allowed and cancels the job in flight.
+type Terminate struct{ VmCommand }

@@ -1,0 +1,74 @@
+package schemas
+
+// VmRecord is the VM processor's state of one VM, written to the compacted
+// changelog vm.state.v1 after every change and read back on assignment.
+type VmRecord struct {
+	VmID                  string           `avro:"vm_id" doc:"VM id; also the record key."`
+	Name                  string           `avro:"name" doc:"Display name."`
+	Account               string           `avro:"account" doc:"Owning account."`
+	ZoneID                string           `avro:"zone_id" doc:"Zone."`
+	Offering              Offering         `avro:"offering" doc:"Current offering."`
+	OldOffering           Offering         `avro:"old_offering" doc:"Offering before a resize awaiting confirmation."`
+	HA                    bool             `avro:"ha" doc:"HA enabled."`
+	AffinityGroup         string           `avro:"affinity_group" doc:"Affinity group."`
+	VmState               string           `avro:"vm_state" doc:"Stationary state."`
+	TaskState             string           `avro:"task_state" doc:"Task state of the job in flight."`
+	PowerState            string           `avro:"power_state" doc:"Last reported power state."`
+	PowerHost             string           `avro:"power_host" doc:"Host of the last power report."`
+	PowerStateUpdateTime  int64            `avro:"power_state_update_time" doc:"Unix milliseconds."`
+	PowerStateUpdateCount int32            `avro:"power_state_update_count" doc:"Consecutive same-state reports."`
+	HostID                string           `avro:"host_id" doc:"Placed host."`
+	PodID                 string           `avro:"pod_id" doc:"Pod of the placed host."`
+	ClusterID             string           `avro:"cluster_id" doc:"Cluster of the placed host."`
+	Epoch                 int64            `avro:"epoch" doc:"Incremented per job; carried by every agent command."`
+	Job                   JobState         `avro:"job" doc:"Job in flight; job_id empty for none."`
+	Queue                 []QueuedCommand  `avro:"queue" doc:"Commands waiting for the job in flight to end (FIFO)."`
+	Recent                []RecentJob      `avro:"recent" doc:"Latest finished jobs, for command_id dedup."`
+	ReportSeq             map[string]int64 `avro:"report_seq" doc:"Last report sequence seen per host."`
+	HARetries             int32            `avro:"ha_retries" doc:"HA restarts tried since the VM was last Active."`
+	CreatedAt             int64            `avro:"created_at" doc:"Unix milliseconds."`
+	UpdatedAt             int64            `avro:"updated_at" doc:"Unix milliseconds."`
+	DeletedAt             int64            `avro:"deleted_at" doc:"When the VM reached Deleted, Unix milliseconds; 0 otherwise."`
+	ExpungeAt             int64            `avro:"expunge_at" doc:"When the Deleted VM is expunged, Unix milliseconds; 0 for never."`
+}
+
+// JobState is the job in flight of a VM: what it waits for and until when.
+type JobState struct {
+	JobID      string            `avro:"job_id" doc:"Job id; empty when no job runs."`
+	JobType    string            `avro:"job_type" doc:"Command name."`
+	Origin     string            `avro:"origin" doc:"api, work or internal."`
+	Account    string            `avro:"account" doc:"Account that asked."`
+	Phase      string            `avro:"phase" doc:"Flow-specific phase of the job."`
+	Seq        int32             `avro:"seq" doc:"Last step number emitted."`
+	StartedAt  int64             `avro:"started_at" doc:"Unix milliseconds."`
+	Deadline   int64             `avro:"deadline" doc:"Job timeout, Unix milliseconds."`
+	LastStepAt int64             `avro:"last_step_at" doc:"Unix milliseconds of the last step (stall detection)."`
+	StallAlert bool              `avro:"stall_alert" doc:"Whether JobStalled was raised."`
+	Wait       JobWait           `avro:"wait" doc:"What the job waits for."`
+	Params     map[string]string `avro:"params" doc:"Command parameters (force, host_id, ...)."`
+	NextWake   int64             `avro:"next_wake" doc:"Next periodic wake-up, Unix milliseconds."`
+}
+
+// JobWait is a join: the record that wakes the job, with a deadline.
+type JobWait struct {
+	Kind      string `avro:"kind" doc:"Placement, Answer, Power or empty."`
+	RequestID string `avro:"request_id" doc:"Placement request or agent command id waited on."`
+	HostID    string `avro:"host_id" doc:"Host expected to answer or report."`
+	Power     string `avro:"power" doc:"Power state expected."`
+	Answered  bool   `avro:"answered" doc:"The agent answered ok (for waits that need answer and report)."`
+	Reported  bool   `avro:"reported" doc:"The expected power report arrived."`
+	Deadline  int64  `avro:"deadline" doc:"Unix milliseconds."`
+}
+
+// QueuedCommand is a VM command waiting in the VM's queue, kept encoded.
+type QueuedCommand struct {
+	Type      string `avro:"type" doc:"Record name of the command."`
+	CommandID string `avro:"command_id" doc:"Its command id."`
+	Payload   []byte `avro:"payload" doc:"The command, Avro single-object encoded."`
+}
+
+// RecentJob remembers a finished job's outcome for duplicate command ids.
+type RecentJob struct {
+	JobID string `avro:"job_id" doc:"Job id."`
+	State string `avro:"state" doc:"succeeded, failed, cancelled or rejected."`
+}
