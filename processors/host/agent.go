@@ -1,0 +1,73 @@
+package host
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// Reasons recorded on a host's status or sent to its agent.
+const (
+	ReasonConnected              = "agent connected"
+	ReasonPing                   = "ping"
+	ReasonPingTimeout            = "ping timeout"
+	ReasonRemoved                = "removed by admin"
+	ReasonUnknownHost            = "unknown host"
+	ReasonRemovedHost            = "host removed"
+	ReasonMaintenanceUnsupported = "maintenance comes with the hosts issue"
+)
+
+// connected registers a host on its agent's hello, or refuses the agent of
+// an unknown (without auto-registration) or removed host.
+func (m *Machine) connected(s *schemas.HostRecord, ev *schemas.AgentConnected, in schemas.Record, now time.Time, hdr map[string]string) (*schemas.HostRecord, []schemas.Record) {
+	switch {
+	case s == nil && !m.cfg.AutoRegister:
+		return nil, []schemas.Record{reject(ev, in, ReasonUnknownHost, now, hdr)}
+	case s != nil && s.Status.Status == StatusRemoved:
+		return s, []schemas.Record{reject(ev, in, ReasonRemovedHost, now, hdr)}
+	}
+	var before *schemas.HostStatus
+	var r *schemas.HostRecord
+	if s == nil {
+		r = &schemas.HostRecord{Status: schemas.HostStatus{HostID: ev.HostID, ResourceState: ResourceEnabled}}
+	} else {
+		before = &s.Status
+		r = clone(s)
+	}
+	st := &r.Status
+	st.Name, st.ZoneID, st.PodID, st.ClusterID, st.Hypervisor = ev.Name, ev.ZoneID, ev.PodID, ev.ClusterID, ev.Hypervisor
+	st.CPU, st.MemoryMB = ev.CPU, ev.MemoryMB
+	st.Tags, st.Properties = ev.Tags, ev.Properties
+	r.AgentID = ev.AgentID
+	setStatus(st, StatusUp, ReasonConnected)
+	m.heard(r, now)
+	out := announce(before, r, now, hdr)
+	// The hello lists the host's VMs like a ping does.
+	return r, append(out, m.observeVms(r, ev.VmIDs, r.LastReportSeq, now, hdr)...)
+}
+
+// disconnected records an agent's orderly goodbye. No timer is left: a
+// host whose agent said goodbye is not expected to ping.
+func (m *Machine) disconnected(s *schemas.HostRecord, ev *schemas.AgentDisconnected, now time.Time, hdr map[string]string) (*schemas.HostRecord, []schemas.Record) {
+	if s == nil || s.Status.Status == StatusRemoved {
+		return s, nil
+	}
+	r := clone(s)
+	setStatus(&r.Status, StatusDisconnected, "agent disconnected: "+ev.Reason)
+	r.PingDeadline, r.GraceUntil = 0, 0
+	return r, announce(&s.Status, r, now, hdr)
+}
+
+// reject refuses an agent. The command id comes from the refused record's
+// place in the log, so a redelivery refuses with the same id.
+func reject(ev *schemas.AgentConnected, in schemas.Record, reason string, now time.Time, hdr map[string]string) schemas.Record {
+	return schemas.Record{Topic: schemas.TopicAgentCommands, Key: ev.HostID, Headers: hdr, Value: &schemas.AgentRejected{
+		AgentCommand: schemas.AgentCommand{
+			CommandID: fmt.Sprintf("reject:%s:%d:%d", ev.HostID, in.Partition, in.Offset),
+			HostID:    ev.HostID,
+			IssuedAt:  now.UnixMilli(),
+		},
+		Reason: reason,
+	}}
+}

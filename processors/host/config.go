@@ -1,0 +1,63 @@
+package host
+
+import "time"
+
+// Config holds the host settings (DESIGN §13).
+type Config struct {
+	// AutoRegister lets an agent's first AgentConnected register its host;
+	// without it, unknown hosts are refused.
+	AutoRegister bool
+	// PingInterval is ping.interval; PingTimeout (ping.timeout) is how long
+	// after a ping the next must have come. Zero PingTimeout means 2.5 ×
+	// PingInterval.
+	PingInterval time.Duration
+	PingTimeout  time.Duration
+	// MissingGrace is power.report.missing.grace: how long a VM may be absent
+	// from its host's pings before the VM is told. Zero means 2 × PingInterval.
+	MissingGrace time.Duration
+	// RestartGrace is restart.grace: after the processor was not running, how
+	// long every host gets to ping again before a missed ping counts.
+	RestartGrace time.Duration
+	// TickSlack is how late a Tick may come after its wake time and still be
+	// an ordinary timer; a later Tick means the processor was not running
+	// when the deadline passed. Zero means PingInterval / 2.
+	TickSlack time.Duration
+	// VmForget is how long a VM already reported missing is remembered.
+	VmForget time.Duration
+}
+
+// DefaultConfig returns the defaults of DESIGN §13.
+func DefaultConfig() Config {
+	return Config{
+		AutoRegister: true,
+		PingInterval: 60 * time.Second,
+		PingTimeout:  150 * time.Second,
+		MissingGrace: 120 * time.Second,
+		RestartGrace: 300 * time.Second,
+		TickSlack:    30 * time.Second,
+		VmForget:     24 * time.Hour,
+	}
+}
+
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.PingInterval <= 0 {
+		c.PingInterval = d.PingInterval
+	}
+	if c.PingTimeout <= 0 {
+		c.PingTimeout = c.PingInterval * 5 / 2
+	}
+	if c.MissingGrace <= 0 {
+		c.MissingGrace = 2 * c.PingInterval
+	}
+	if c.RestartGrace <= 0 {
+		c.RestartGrace = d.RestartGrace
+	}
+	if c.TickSlack <= 0 {
+		c.TickSlack = c.PingInterval / 2
+	}
+	if c.VmForget <= 0 {
+		c.VmForget = d.VmForget
+	}
+	return c
+}

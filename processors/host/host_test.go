@@ -1,0 +1,262 @@
+package host
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/vmplane/vmplane/schemas"
+)
+
+func TestTransitions(t *testing.T) {
+	disconnected := []any{hello(), &schemas.AgentDisconnected{HostID: "h1", Reason: "shutdown"}}
+	disabled := []any{hello(), &schemas.DisableHost{HostCommand: cmd()}}
+	removed := []any{hello(), &schemas.RemoveHost{HostCommand: cmd()}}
+	tests := []struct {
+		name       string
+		cfg        func(*Config)
+		setup      []any
+		in         any
+		status     string // "" for no state
+		resource   string
+		reservable bool
+		published  bool   // a HostStatus went out
+		other      string // the type of the one other output, if any
+	}{
+		{"new host registers", nil, nil, hello(), StatusUp, ResourceEnabled, true, true, ""},
+		{"unknown host without auto-registration", func(c *Config) { c.AutoRegister = false }, nil, hello(), "", "", false, false, "*schemas.AgentRejected"},
+		{"ping of an unknown host", nil, nil, pingOf(1), "", "", false, false, ""},
+		{"steady ping", nil, []any{hello()}, pingOf(1), StatusUp, ResourceEnabled, true, false, ""},
+		{"reconnect with the same facts", nil, []any{hello()}, hello(), StatusUp, ResourceEnabled, true, false, ""},
+		{"reconnect with more memory", nil, []any{hello()}, func() any { h := hello(); h.MemoryMB *= 2; return h }(), StatusUp, ResourceEnabled, true, true, ""},
+		{"orderly disconnect", nil, []any{hello()}, &schemas.AgentDisconnected{HostID: "h1"}, StatusDisconnected, ResourceEnabled, false, true, ""},
+		{"ping after disconnect", nil, disconnected, pingOf(2), StatusUp, ResourceEnabled, true, true, ""},
+		{"hello after disconnect", nil, disconnected, hello(), StatusUp, ResourceEnabled, true, true, ""},
+		{"disable", nil, []any{hello()}, &schemas.DisableHost{HostCommand: cmd()}, StatusUp, ResourceDisabled, false, true, ""},
+		{"disable twice", nil, disabled, &schemas.DisableHost{HostCommand: cmd()}, StatusUp, ResourceDisabled, false, false, ""},
+		{"enable", nil, disabled, &schemas.EnableHost{HostCommand: cmd()}, StatusUp, ResourceEnabled, true, true, ""},
+		{"enable an enabled host", nil, []any{hello()}, &schemas.EnableHost{HostCommand: cmd()}, StatusUp, ResourceEnabled, true, false, ""},
+		{"disabled host reconnects disabled", nil, disabled, hello(), StatusUp, ResourceDisabled, false, false, ""},
+		{"disable a disconnected host", nil, disconnected, &schemas.DisableHost{HostCommand: cmd()}, StatusDisconnected, ResourceDisabled, false, true, ""},
+		{"remove", nil, []any{hello()}, &schemas.RemoveHost{HostCommand: cmd()}, StatusRemoved, ResourceEnabled, false, true, ""},
+		{"remove a disabled host", nil, disabled, &schemas.RemoveHost{HostCommand: cmd()}, StatusRemoved, ResourceDisabled, false, true, ""},
+		{"agent of a removed host", nil, removed, hello(), StatusRemoved, ResourceEnabled, false, false, "*schemas.AgentRejected"},
+		{"ping of a removed host", nil, removed, pingOf(3), StatusRemoved, ResourceEnabled, false, false, ""},
+		{"enable a removed host", nil, removed, &schemas.EnableHost{HostCommand: cmd()}, StatusRemoved, ResourceEnabled, false, false, ""},
+		{"admin command on an unknown host", nil, nil, &schemas.DisableHost{HostCommand: cmd()}, "", "", false, false, ""},
+		{"prepare for maintenance", nil, []any{hello()}, &schemas.PrepareForMaintenance{HostCommand: cmd()}, StatusUp, ResourceEnabled, true, false, ""},
+		{"cancel maintenance", nil, disabled, &schemas.CancelMaintenance{HostCommand: cmd()}, StatusUp, ResourceDisabled, false, false, ""},
+		{"check host answer", nil, []any{hello()}, &schemas.CheckHostAnswer{TargetHostID: "h1", Result: "Up"}, StatusUp, ResourceEnabled, true, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			if tt.cfg != nil {
+				tt.cfg(&cfg)
+			}
+			m := New(cfg)
+			var r *schemas.HostRecord
+			for _, v := range tt.setup {
+				r, _ = m.Step(r, rec(v), t0)
+			}
+			var snapshot schemas.HostRecord
+			if r != nil {
+				snapshot = canon(clone(r))
+			}
+			before := r
+			r, out := m.Step(r, rec(tt.in), t0.Add(time.Second))
+			roundTrip(t, r)
+			if tt.status == "" {
+				if r != nil {
+					t.Fatalf("want no state, got %+v", r)
+				}
+			} else if r == nil || r.Status.Status != tt.status || r.Status.ResourceState != tt.resource || r.Status.Reservable != tt.reservable {
+				t.Fatalf("want %s/%s reservable=%v, got %+v", tt.status, tt.resource, tt.reservable, r)
+			}
+			sts := statuses(t, out)
+			if tt.published != (len(sts) == 1) || len(sts) > 1 {
+				t.Fatalf("published %d statuses, want published=%v: %+v", len(sts), tt.published, out)
+			}
+			if tt.published && (sts[0].Status != tt.status || sts[0].Reservable != tt.reservable || sts[0].UpdatedAt != t0.Add(time.Second).UnixMilli()) {
+				t.Fatalf("published %+v", sts[0])
+			}
+			var others []string
+			for _, o := range out {
+				if _, ok := o.Value.(*schemas.HostStatus); !ok {
+					others = append(others, typeName(o.Value))
+				}
+			}
+			if want := []string{tt.other}; tt.other == "" && len(others) != 0 || tt.other != "" && !slices.Equal(others, want) {
+				t.Fatalf("other outputs %v, want %q", others, tt.other)
+			}
+			if before != nil && !reflect.DeepEqual(canon(before), snapshot) {
+				t.Fatalf("Step changed the state it was given")
+			}
+		})
+	}
+}
+
+func typeName(v any) string {
+	switch v.(type) {
+	case *schemas.AgentRejected:
+		return "*schemas.AgentRejected"
+	case *schemas.VmMissingFromHost:
+		return "*schemas.VmMissingFromHost"
+	}
+	return "other"
+}
+
+func TestRegistrationCopiesFacts(t *testing.T) {
+	m := New(DefaultConfig())
+	r, out := m.Step(nil, rec(hello("vm1")), t0)
+	roundTrip(t, r)
+	st := statuses(t, out)[0]
+	if st.HostID != "h1" || st.Name != "host-1" || st.ZoneID != "z1" || st.PodID != "p1" || st.ClusterID != "c1" ||
+		st.Hypervisor != "sim" || st.CPU != 8 || st.MemoryMB != 16384 || !slices.Equal(st.Tags, []string{"ssd"}) ||
+		st.Properties["rack"] != "r7" || st.LastPingAt != t0.UnixMilli() || st.Reason != ReasonConnected {
+		t.Fatalf("registered status %+v", st)
+	}
+	if r.AgentID != "agent-a" || r.PingDeadline != t0.Add(150*time.Second).UnixMilli() || r.VmLastSeen["vm1"] != t0.UnixMilli() {
+		t.Fatalf("registered record %+v", r)
+	}
+}
+
+func TestRejectionIsStable(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.AutoRegister = false
+	m := New(cfg)
+	_, a := m.Step(nil, rec(hello()), t0)
+	_, b := m.Step(nil, rec(hello()), t0.Add(time.Minute))
+	ra, rb := a[0].Value.(*schemas.AgentRejected), b[0].Value.(*schemas.AgentRejected)
+	if a[0].Topic != schemas.TopicAgentCommands || a[0].Key != "h1" || ra.Reason != ReasonUnknownHost {
+		t.Fatalf("rejection %+v", a[0])
+	}
+	if ra.CommandID != rb.CommandID || ra.CommandID == "" {
+		t.Fatalf("redelivered hello rejected with another id: %q vs %q", ra.CommandID, rb.CommandID)
+	}
+}
+
+func TestSteadyPingsUpdateStateOnly(t *testing.T) {
+	m := New(DefaultConfig())
+	r, _ := m.Step(nil, rec(hello()), t0)
+	for i := 1; i <= 5; i++ {
+		now := t0.Add(time.Duration(i) * time.Minute)
+		var out []schemas.Record
+		r, out = m.Step(r, rec(pingOf(int64(i))), now)
+		if len(out) != 0 {
+			t.Fatalf("ping %d emitted %+v", i, out)
+		}
+		if r.Status.LastPingAt != now.UnixMilli() || r.PingDeadline != now.Add(150*time.Second).UnixMilli() || r.LastReportSeq != int64(i) {
+			t.Fatalf("ping %d not recorded: %+v", i, r)
+		}
+	}
+}
+
+func TestPingTimeout(t *testing.T) {
+	m := New(DefaultConfig())
+	r, _ := m.Step(nil, rec(hello()), t0)
+	deadline := t0.Add(150 * time.Second)
+	if w := m.Wake(r); !w.Equal(deadline) {
+		t.Fatalf("wake %v, want %v", w, deadline)
+	}
+	tests := []struct {
+		name   string
+		at     time.Time
+		status string
+		wake   time.Time
+	}{
+		{"before the deadline", deadline.Add(-time.Second), StatusUp, deadline},
+		{"at the deadline", deadline, StatusDisconnected, time.Time{}},
+		{"a little late", deadline.Add(30 * time.Second), StatusDisconnected, time.Time{}},
+		// Later than the slack: the processor was not running, hosts get
+		// the restart grace to ping again.
+		{"after a restart", deadline.Add(time.Hour), StatusUp, deadline.Add(time.Hour + 300*time.Second)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, out := m.Tick(r, "h1", tt.at)
+			roundTrip(t, got)
+			if got.Status.Status != tt.status || !m.Wake(got).Equal(tt.wake) {
+				t.Fatalf("status %s wake %v, want %s %v", got.Status.Status, m.Wake(got), tt.status, tt.wake)
+			}
+			sts := statuses(t, out)
+			if changed := tt.status != StatusUp; changed != (len(sts) == 1) {
+				t.Fatalf("outputs %+v", out)
+			}
+			if len(sts) == 1 && (sts[0].Reason != ReasonPingTimeout || sts[0].Reservable) {
+				t.Fatalf("published %+v", sts[0])
+			}
+			if r.Status.Status != StatusUp {
+				t.Fatalf("Tick changed its input")
+			}
+		})
+	}
+}
+
+func TestRestartGraceThenTimeout(t *testing.T) {
+	m := New(DefaultConfig())
+	r, _ := m.Step(nil, rec(hello()), t0)
+	restart := t0.Add(time.Hour)
+	r, out := m.Tick(r, "h1", restart)
+	if len(out) != 0 || r.Status.Status != StatusUp {
+		t.Fatalf("late tick acted: %+v", out)
+	}
+	// No ping within the grace: an ordinary timeout at its end.
+	r, out = m.Tick(r, "h1", m.Wake(r))
+	if r.Status.Status != StatusDisconnected || len(statuses(t, out)) != 1 {
+		t.Fatalf("after grace: %+v %+v", r.Status, out)
+	}
+	// With a ping in the grace, the ordinary deadline applies again.
+	r, _ = m.Step(nil, rec(hello()), t0)
+	r, _ = m.Tick(r, "h1", restart)
+	r, _ = m.Step(r, rec(pingOf(1)), restart.Add(10*time.Second))
+	if w := m.Wake(r); !w.Equal(restart.Add(160 * time.Second)) {
+		t.Fatalf("wake after ping in grace %v", w)
+	}
+}
+
+func TestVmMissingFromHost(t *testing.T) {
+	m := New(DefaultConfig())
+	r, _ := m.Step(nil, rec(hello("vm1", "vm2")), t0)
+	step := func(at time.Duration, vms ...string) []*schemas.VmMissingFromHost {
+		t.Helper()
+		var out []schemas.Record
+		r, out = m.Step(r, rec(pingOf(int64(at/time.Minute), vms...)), t0.Add(at))
+		roundTrip(t, r)
+		var ms []*schemas.VmMissingFromHost
+		for _, o := range out {
+			if v, ok := o.Value.(*schemas.VmMissingFromHost); ok {
+				if o.Topic != schemas.TopicVmSignals || o.Key != v.VmID {
+					t.Fatalf("missing signal on %s/%s", o.Topic, o.Key)
+				}
+				ms = append(ms, v)
+			}
+		}
+		return ms
+	}
+	if ms := step(time.Minute, "vm1"); len(ms) != 0 {
+		t.Fatalf("vm2 missing for 1 min reported: %+v", ms)
+	}
+	if ms := step(2*time.Minute, "vm1"); len(ms) != 0 {
+		t.Fatalf("vm2 missing for exactly the grace reported: %+v", ms)
+	}
+	ms := step(3*time.Minute, "vm1")
+	if len(ms) != 1 || ms[0].VmID != "vm2" || ms[0].HostID != "h1" || ms[0].LastSeenAt != t0.UnixMilli() || ms[0].ReportSeq != 3 {
+		t.Fatalf("want one VmMissingFromHost for vm2, got %+v", ms)
+	}
+	if ms := step(4*time.Minute, "vm1"); len(ms) != 0 {
+		t.Fatalf("repeated: %+v", ms)
+	}
+	// Listed again, then missing again: told again.
+	step(5*time.Minute, "vm1", "vm2")
+	step(6*time.Minute, "vm1")
+	if ms := step(8*time.Minute, "vm1"); len(ms) != 1 || ms[0].LastSeenAt != t0.Add(5*time.Minute).UnixMilli() {
+		t.Fatalf("second absence: %+v", ms)
+	}
+	// Told long ago: forgotten, and never told again.
+	step(25*time.Hour, "vm1")
+	if _, ok := r.VmLastSeen["vm2"]; ok || slices.Contains(r.MissingSent, "vm2") {
+		t.Fatalf("vm2 not forgotten: %+v", r)
+	}
+}

@@ -1,0 +1,72 @@
+package host
+
+import (
+	"time"
+
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// Machine is the host state machine. It satisfies the runtime's
+// Machine[*schemas.HostRecord] without importing it.
+type Machine struct {
+	cfg Config
+}
+
+// New returns a host machine; zero settings take their defaults.
+func New(cfg Config) *Machine {
+	return &Machine{cfg: cfg.withDefaults()}
+}
+
+// Step applies one record of host.events.v1 or host.commands.v1 to the host
+// in.Key. Values are the pointers schemas.Unmarshal returns; records of other
+// types leave the state as it is.
+func (m *Machine) Step(s *schemas.HostRecord, in schemas.Record, now time.Time) (*schemas.HostRecord, []schemas.Record) {
+	hdr := carried(in)
+	switch v := in.Value.(type) {
+	case *schemas.AgentConnected:
+		return m.connected(s, v, in, now, hdr)
+	case *schemas.AgentPing:
+		return m.ping(s, v, now, hdr)
+	case *schemas.AgentDisconnected:
+		return m.disconnected(s, v, now, hdr)
+	case *schemas.CheckHostAnswer:
+		// Answers feed the investigation, which comes with the hosts issue.
+		return s, nil
+	case *schemas.EnableHost:
+		return m.admin(s, now, hdr, func(r *schemas.HostRecord) { m.enable(r) })
+	case *schemas.DisableHost:
+		return m.admin(s, now, hdr, func(r *schemas.HostRecord) { m.disable(r) })
+	case *schemas.RemoveHost:
+		return m.admin(s, now, hdr, func(r *schemas.HostRecord) { m.remove(r) })
+	case *schemas.PrepareForMaintenance, *schemas.CancelMaintenance:
+		return m.admin(s, now, hdr, func(r *schemas.HostRecord) { r.Status.Reason = ReasonMaintenanceUnsupported })
+	default:
+		return s, nil
+	}
+}
+
+// Tick runs the ping deadline (ping.go).
+func (m *Machine) Tick(s *schemas.HostRecord, _ string, now time.Time) (*schemas.HostRecord, []schemas.Record) {
+	if s == nil {
+		return nil, nil
+	}
+	return m.pingTimeout(s, now)
+}
+
+// Wake returns when a missed ping is next to be looked at: the ping
+// deadline, or the end of the restart grace if that is later.
+func (m *Machine) Wake(s *schemas.HostRecord) time.Time {
+	if s == nil || s.PingDeadline == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(max(s.PingDeadline, s.GraceUntil))
+}
+
+// carried returns the headers an output inherits from its input: the trace
+// context, so one request can be followed across processors.
+func carried(in schemas.Record) map[string]string {
+	if tp, ok := in.Headers["traceparent"]; ok {
+		return map[string]string{"traceparent": tp}
+	}
+	return nil
+}

@@ -1,0 +1,17 @@
+package placement
+
+import (
+	"time"
+
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// stateMachine mirrors processors/runtime.Machine, which this package must
+// satisfy without importing it.
+type stateMachine[S any] interface {
+	Step(s S, in schemas.Record, now time.Time) (S, []schemas.Record)
+	Tick(s S, key string, now time.Time) (S, []schemas.Record)
+	Wake(s S) time.Time
+}
+
+var _ stateMachine[*schemas.ZoneRecord] = (*Machine)(nil)
