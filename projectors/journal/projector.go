@@ -1,0 +1,320 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// Config configures a Projector. Zero fields take the defaults named.
+type Config struct {
+	Kafka kafka.Config
+	// Addr is ClickHouse's native protocol address, host:port.
+	Addr string
+	// Database holds the tables; default "vmplane".
+	Database string
+	// Group is the Kafka consumer group; default "vmplane-projector-journal".
+	Group string
+	// BatchRows flushes a batch once it holds this many rows; default 1000.
+	BatchRows int
+	// FlushInterval flushes a batch this long after its first record at the
+	// latest; default 1s.
+	FlushInterval time.Duration
+	Logger        *slog.Logger
+}
+
+// insertFunc writes a batch's rows.
+type insertFunc func(ctx context.Context, jobs []jobRow, events []eventRow) error
+
+// attemptTimeout bounds one insert, DLQ produce or migration attempt.
+const attemptTimeout = 30 * time.Second
+
+// Projector consumes vm.events.v1 and writes job_journal and vm_events.
+type Projector struct {
+	cfg   Config
+	log   *slog.Logger
+	codec *schemas.Codec
+	wait  backoff
+
+	// insert, when set, replaces the ClickHouse insert; tests use it to
+	// count or fail inserts.
+	insert insertFunc
+	// afterInsert runs between a batch's insert and its offset commit; tests
+	// stop the projector there to replay a batch.
+	afterInsert func()
+
+	mu      sync.Mutex // guards pending against the revoke callback
+	pending batch
+
+	// A rebalance waiting on a flush that retries cancels it: the rows stay
+	// pending, the revoked partitions' rows are dropped, and the next owner
+	// re-reads them from the last commit.
+	rebalanceWanted atomic.Bool
+	cancelMu        sync.Mutex
+	cancelFlush     context.CancelFunc
+}
+
+// New checks cfg and returns a projector; it connects to nothing until Run.
+func New(cfg Config) (*Projector, error) {
+	if len(cfg.Kafka.Brokers) == 0 {
+		return nil, errors.New("journal projector: no Kafka brokers")
+	}
+	if cfg.Addr == "" {
+		return nil, errors.New("journal projector: no ClickHouse address")
+	}
+	if cfg.Database == "" {
+		cfg.Database = "vmplane"
+	}
+	if cfg.Group == "" {
+		cfg.Group = "vmplane-projector-journal"
+	}
+	if cfg.BatchRows <= 0 {
+		cfg.BatchRows = 1000
+	}
+	if cfg.FlushInterval <= 0 {
+		cfg.FlushInterval = time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	codec, err := cfg.Kafka.Codec()
+	if err != nil {
+		return nil, fmt.Errorf("journal projector: %w", err)
+	}
+	return &Projector{
+		cfg:     cfg,
+		log:     cfg.Logger.With("component", "projector.journal"),
+		codec:   codec,
+		wait:    backoff{first: 100 * time.Millisecond, max: 10 * time.Second},
+		pending: newBatch(),
+	}, nil
+}
+
+// Run creates the tables (retrying while ClickHouse is down) and projects
+// vm.events.v1 until ctx ends; it returns nil then. Rows inserted but not yet
+// committed are inserted again by the next run, which the tables absorb.
+func (p *Projector) Run(ctx context.Context) error {
+	conn, err := Open(p.cfg.Addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ins := p.insert
+	if ins == nil {
+		ins = func(ctx context.Context, jobs []jobRow, events []eventRow) error {
+			return insert(ctx, conn, p.cfg.Database, jobs, events)
+		}
+	}
+	p.mu.Lock()
+	p.pending = newBatch() // what an earlier Run left is re-read from the commit
+	p.mu.Unlock()
+	err = retry(ctx, p.log, "create clickhouse tables", p.wait, attemptTimeout, func(ctx context.Context) error {
+		return Migrate(ctx, conn, p.cfg.Database)
+	})
+	if err != nil {
+		return doneOr(ctx, err)
+	}
+
+	cl, err := kgo.NewClient(p.cfg.Kafka.Opts(
+		kgo.ConsumerGroup(p.cfg.Group),
+		kgo.ConsumeTopics(schemas.TopicVmEvents),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.DisableAutoCommit(),
+		// Between a poll and AllowRebalance no partition can move, so a flush
+		// commits only partitions this member owns.
+		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsRevoked(p.dropPartitions),
+		kgo.OnPartitionsLost(p.dropPartitions),
+		kgo.OnPartitionsCallbackBlocked(func(context.Context, *kgo.Client) { p.yieldToRebalance() }),
+	)...)
+	if err != nil {
+		return fmt.Errorf("journal projector: kafka client: %w", err)
+	}
+	defer cl.CloseAllowingRebalance()
+
+	for {
+		pctx, cancel := context.WithTimeout(ctx, p.untilDue())
+		fs := cl.PollRecords(pctx, p.cfg.BatchRows)
+		cancel()
+		err := p.handle(ctx, cl, fs, ins)
+		p.rebalanceWanted.Store(false)
+		cl.AllowRebalance()
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// handle takes one poll's records into the batch and flushes it when due.
+func (p *Projector) handle(ctx context.Context, cl *kgo.Client, fs kgo.Fetches, ins insertFunc) error {
+	if fs.IsClientClosed() {
+		return errors.New("journal projector: kafka client closed")
+	}
+	fs.EachError(func(topic string, partition int32, err error) {
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			p.log.Warn("fetch failed", "topic", topic, "partition", partition, "err", err)
+		}
+	})
+	for _, kr := range fs.Records() {
+		if err := p.take(ctx, cl, kr); err != nil {
+			return err
+		}
+	}
+	if p.due() {
+		return p.flush(ctx, cl, ins)
+	}
+	return nil
+}
+
+// take adds a record's rows to the batch, or dead-letters a record that
+// cannot be decoded or projected; either way its offset joins the batch.
+func (p *Projector) take(ctx context.Context, cl *kgo.Client, kr *kgo.Record) error {
+	var job *jobRow
+	var ev eventRow
+	rec, err := kafka.FromKafka(ctx, p.codec, kr)
+	if err == nil {
+		job, ev, err = rowsOf(rec)
+	}
+	if err != nil {
+		p.log.Error("dead-lettering a record", "partition", kr.Partition, "offset", kr.Offset, "err", err)
+		dead := kafka.DeadLetter(kr, err, p.cfg.Group)
+		perr := retry(ctx, p.log, "produce to "+schemas.TopicDLQ, p.wait, attemptTimeout, func(ctx context.Context) error {
+			return cl.ProduceSync(ctx, dead).FirstErr()
+		})
+		if perr != nil {
+			return perr
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pending.add(kr, job, ev, err == nil)
+	return nil
+}
+
+// flush inserts the batch, then commits the offsets of exactly its records.
+// It never commits before the insert succeeded.
+func (p *Projector) flush(ctx context.Context, cl *kgo.Client, ins insertFunc) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b := &p.pending
+	if b.records == 0 {
+		return nil
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	p.cancelMu.Lock()
+	p.cancelFlush = cancel
+	p.cancelMu.Unlock()
+	defer func() {
+		p.cancelMu.Lock()
+		p.cancelFlush = nil
+		p.cancelMu.Unlock()
+	}()
+	if p.rebalanceWanted.Load() {
+		return nil
+	}
+	err := retry(fctx, p.log, "insert into clickhouse", p.wait, attemptTimeout, func(ctx context.Context) error {
+		return ins(ctx, b.jobs, b.events)
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			p.log.Info("flush put off for a rebalance", "rows", len(b.jobs)+len(b.events))
+			return nil
+		}
+		return ctx.Err()
+	}
+	if p.afterInsert != nil {
+		p.afterInsert()
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err := commit(ctx, cl, b.next); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		// The rows are in ClickHouse; whoever owns the partitions now
+		// inserts them again, which the tables absorb.
+		p.log.Warn("offset commit failed after insert", "err", err)
+	}
+	p.log.Debug("flushed", "job_rows", len(b.jobs), "event_rows", len(b.events), "records", b.records)
+	p.pending = newBatch()
+	return nil
+}
+
+func commit(ctx context.Context, cl *kgo.Client, next map[int32]kgo.EpochOffset) error {
+	var errs error
+	cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{schemas.TopicVmEvents: next},
+		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+			if err != nil {
+				errs = err
+				return
+			}
+			for _, t := range resp.Topics {
+				for _, pt := range t.Partitions {
+					if err := kerr.ErrorForCode(pt.ErrorCode); err != nil {
+						errs = errors.Join(errs, fmt.Errorf("commit %s/%d: %w", t.Topic, pt.Partition, err))
+					}
+				}
+			}
+		})
+	return errs
+}
+
+// dropPartitions forgets the pending rows of partitions this member no
+// longer owns: their offsets were not committed, so the next owner reads
+// and inserts them again.
+func (p *Projector) dropPartitions(_ context.Context, _ *kgo.Client, gone map[string][]int32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pending.drop(gone[schemas.TopicVmEvents])
+}
+
+func (p *Projector) yieldToRebalance() {
+	p.rebalanceWanted.Store(true)
+	p.cancelMu.Lock()
+	defer p.cancelMu.Unlock()
+	if p.cancelFlush != nil {
+		p.cancelFlush()
+	}
+}
+
+// due reports whether the batch is full or old enough to flush.
+func (p *Projector) due() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b := &p.pending
+	return b.records > 0 && (b.rows() >= p.cfg.BatchRows || time.Since(b.started) >= p.cfg.FlushInterval)
+}
+
+// untilDue is how long a poll may wait before the batch must be flushed.
+func (p *Projector) untilDue() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pending.records == 0 {
+		return p.cfg.FlushInterval
+	}
+	return max(time.Until(p.pending.started.Add(p.cfg.FlushInterval)), time.Millisecond)
+}
+
+// doneOr returns nil when ctx ended (a normal stop), else err.
+func doneOr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,136 @@
+package journal
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// Seq values of the rows that are not steps: the accepted row reads first,
+// the end row last, whatever the number of steps.
+const (
+	acceptedSeq = 0
+	endSeq      = 1_000_000
+)
+
+// Kinds of job_journal rows.
+const (
+	KindAccepted  = "accepted"
+	KindStepped   = "stepped"
+	KindSucceeded = "succeeded"
+	KindFailed    = "failed"
+	KindCancelled = "cancelled"
+	KindRejected  = "rejected"
+)
+
+// jobRow is one row of job_journal, in the column order of insertJobs.
+type jobRow struct {
+	JobID, Kind                    string
+	Seq                            uint32
+	VmID, Account, JobType, Origin string
+	Step, TaskState, Text, Obj     string
+	Reason, Detail, VmState        string
+	AtMs                           int64
+	Topic                          string
+	Partition                      int32
+	Offset                         int64
+}
+
+// eventRow is one row of vm_events, in the column order of insertEvents.
+type eventRow struct {
+	VmID, Type, JobID, Payload             string
+	AtMs                                   int64
+	VmState, TaskState, PowerState, HostID string
+	Topic                                  string
+	Partition                              int32
+	Offset                                 int64
+}
+
+// rowsOf turns one decoded record of vm.events.v1 into its vm_events row and,
+// for a job event, its job_journal row. It is pure: the same record always
+// gives the same rows, which is what makes a retried batch harmless.
+func rowsOf(r schemas.Record) (*jobRow, eventRow, error) {
+	payload, err := json.Marshal(r.Value)
+	if err != nil {
+		return nil, eventRow{}, fmt.Errorf("render %s as JSON: %w", schemas.TypeName(r.Value), err)
+	}
+	ev := eventRow{
+		VmID: r.Key, Type: schemas.TypeName(r.Value), Payload: string(payload), AtMs: r.TimestampMs,
+		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
+	}
+	var job *jobRow
+	newJob := func(ref schemas.JobRef, kind string, seq uint32) *jobRow {
+		ev.JobID = ref.JobID
+		ev.VmID = ref.VmID
+		ev.AtMs = ref.At
+		return &jobRow{
+			JobID: ref.JobID, Kind: kind, Seq: seq,
+			VmID: ref.VmID, Account: ref.Account, JobType: ref.JobType, Origin: ref.Origin,
+			AtMs: ref.At, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
+		}
+	}
+	switch v := r.Value.(type) {
+	case *schemas.JobAccepted:
+		job = newJob(v.JobRef, KindAccepted, acceptedSeq)
+		job.Obj = mustJSON(map[string]any{"queued": v.Queued, "position": v.Position})
+		job.Text = "accepted"
+		if v.Queued {
+			job.Text = fmt.Sprintf("queued at position %d", v.Position)
+		}
+	case *schemas.JobStepped:
+		if v.Seq < 1 {
+			return nil, eventRow{}, fmt.Errorf("job %s: step seq %d, want 1 or more", v.JobID, v.Seq)
+		}
+		job = newJob(v.JobRef, KindStepped, uint32(v.Seq))
+		job.Step, job.TaskState, job.Text, job.Obj = v.Step, v.TaskState, v.Text, v.Obj
+		ev.TaskState = v.TaskState
+	case *schemas.JobSucceeded:
+		job = newJob(v.JobRef, KindSucceeded, endSeq)
+		job.VmState, job.Text = v.VmState, "succeeded, VM is "+v.VmState
+		ev.VmState = v.VmState
+	case *schemas.JobFailed:
+		job = newJob(v.JobRef, KindFailed, endSeq)
+		job.Reason, job.Detail, job.VmState, job.Text = v.Reason, v.Detail, v.VmState, v.Detail
+		ev.VmState = v.VmState
+	case *schemas.JobCancelled:
+		job = newJob(v.JobRef, KindCancelled, endSeq)
+		job.Reason, job.VmState, job.Text = v.Reason, v.VmState, v.Reason
+		ev.VmState = v.VmState
+	case *schemas.JobRejected:
+		job = newJob(v.JobRef, KindRejected, endSeq)
+		job.Reason, job.Detail, job.Text = v.Reason, v.Detail, v.Detail
+		job.Obj = mustJSON(map[string]any{"allowed_actions": v.AllowedActions})
+	case *schemas.VmStateChanged:
+		ev.VmID, ev.JobID, ev.AtMs = v.VmID, v.JobID, v.UpdatedAt
+		ev.VmState, ev.TaskState, ev.PowerState, ev.HostID = v.VmState, v.TaskState, v.PowerState, v.HostID
+	case *schemas.PowerStateObserved:
+		ev.VmID, ev.AtMs, ev.PowerState, ev.HostID = v.VmID, v.At, v.PowerState, v.HostID
+	case *schemas.AlertRaised:
+		ev.VmID, ev.JobID, ev.AtMs, ev.HostID = v.VmID, v.JobID, v.At, v.HostID
+	case *schemas.VmExpunged:
+		ev.VmID, ev.AtMs = v.VmID, v.At
+	}
+	// An event without a time of its own falls back to the record's Kafka
+	// timestamp, which the log keeps, so a replay still yields the same row.
+	if ev.AtMs <= 0 {
+		ev.AtMs = r.TimestampMs
+	}
+	if job != nil && job.AtMs <= 0 {
+		job.AtMs = r.TimestampMs
+	}
+	return job, ev, nil
+}
+
+// mustJSON renders maps of plain values, which cannot fail to encode.
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// dateTime is the DateTime column's value of a Unix millisecond time.
+func dateTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }

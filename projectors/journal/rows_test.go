@@ -1,0 +1,123 @@
+package journal
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/vmplane/vmplane/schemas"
+)
+
+func TestRowsOf(t *testing.T) {
+	ref := schemas.JobRef{JobID: "j1", VmID: "vm1", Account: "acme", JobType: "Start", Origin: "api", At: 1_700_000_000_123}
+	tests := []struct {
+		name    string
+		value   any
+		key     string
+		job     *jobRow // only the fields compared below
+		ev      eventRow
+		wantErr string
+	}{
+		{name: "accepted", value: &schemas.JobAccepted{JobRef: ref, Queued: true, Position: 2},
+			job: &jobRow{Kind: KindAccepted, Seq: 0, Text: "queued at position 2", Obj: `{"position":2,"queued":true}`},
+			ev:  eventRow{VmID: "vm1", Type: "JobAccepted", JobID: "j1", AtMs: ref.At}},
+		{name: "stepped", value: &schemas.JobStepped{JobRef: ref, Seq: 3, TaskState: "Spawning", Step: "start", Text: "starting on h1", Obj: `{"host":"h1"}`},
+			job: &jobRow{Kind: KindStepped, Seq: 3, Step: "start", TaskState: "Spawning", Text: "starting on h1", Obj: `{"host":"h1"}`},
+			ev:  eventRow{VmID: "vm1", Type: "JobStepped", JobID: "j1", AtMs: ref.At, TaskState: "Spawning"}},
+		{name: "step zero is poison", value: &schemas.JobStepped{JobRef: ref, Seq: 0}, wantErr: "step seq 0"},
+		{name: "succeeded", value: &schemas.JobSucceeded{JobRef: ref, VmState: "Running"},
+			job: &jobRow{Kind: KindSucceeded, Seq: endSeq, VmState: "Running", Text: "succeeded, VM is Running"},
+			ev:  eventRow{VmID: "vm1", Type: "JobSucceeded", JobID: "j1", AtMs: ref.At, VmState: "Running"}},
+		{name: "failed", value: &schemas.JobFailed{JobRef: ref, Reason: "Timeout", Detail: "no answer", VmState: "Stopped"},
+			job: &jobRow{Kind: KindFailed, Seq: endSeq, Reason: "Timeout", Detail: "no answer", VmState: "Stopped", Text: "no answer"},
+			ev:  eventRow{VmID: "vm1", Type: "JobFailed", JobID: "j1", AtMs: ref.At, VmState: "Stopped"}},
+		{name: "cancelled", value: &schemas.JobCancelled{JobRef: ref, Reason: "Cancelled by terminate job j2", VmState: "Stopped"},
+			job: &jobRow{Kind: KindCancelled, Seq: endSeq, Reason: "Cancelled by terminate job j2", VmState: "Stopped", Text: "Cancelled by terminate job j2"},
+			ev:  eventRow{VmID: "vm1", Type: "JobCancelled", JobID: "j1", AtMs: ref.At, VmState: "Stopped"}},
+		{name: "rejected", value: &schemas.JobRejected{JobRef: ref, Reason: "InvalidState", Detail: "VM is Stopped", AllowedActions: []string{"start"}},
+			job: &jobRow{Kind: KindRejected, Seq: endSeq, Reason: "InvalidState", Detail: "VM is Stopped", Text: "VM is Stopped", Obj: `{"allowed_actions":["start"]}`},
+			ev:  eventRow{VmID: "vm1", Type: "JobRejected", JobID: "j1", AtMs: ref.At}},
+		{name: "state changed", value: &schemas.VmStateChanged{VmID: "vm1", VmState: "Running", TaskState: "", PowerState: "PowerOn", HostID: "h1", JobID: "j1", UpdatedAt: 42},
+			ev: eventRow{VmID: "vm1", Type: "VmStateChanged", JobID: "j1", AtMs: 42, VmState: "Running", PowerState: "PowerOn", HostID: "h1"}},
+		{name: "power observed", value: &schemas.PowerStateObserved{VmID: "vm1", HostID: "h2", PowerState: "PowerOff", At: 43},
+			ev: eventRow{VmID: "vm1", Type: "PowerStateObserved", AtMs: 43, PowerState: "PowerOff", HostID: "h2"}},
+		{name: "host alert without vm keeps the kafka time", key: "", value: &schemas.AlertRaised{AlertID: "a1", HostID: "h3"},
+			ev: eventRow{Type: "AlertRaised", AtMs: 999, HostID: "h3"}},
+		{name: "expunged", value: &schemas.VmExpunged{VmID: "vm1", At: 44},
+			ev: eventRow{VmID: "vm1", Type: "VmExpunged", AtMs: 44}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := schemas.Record{Topic: schemas.TopicVmEvents, Key: tt.key, Value: tt.value, Partition: 4, Offset: 17, TimestampMs: 999}
+			job, ev, err := rowsOf(rec)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !json.Valid([]byte(ev.Payload)) {
+				t.Errorf("payload is not JSON: %s", ev.Payload)
+			}
+			var back map[string]any
+			_ = json.Unmarshal([]byte(ev.Payload), &back)
+			if len(back) == 0 {
+				t.Errorf("payload carries no fields: %s", ev.Payload)
+			}
+			ev.Payload = ""
+			tt.ev.Topic, tt.ev.Partition, tt.ev.Offset = schemas.TopicVmEvents, 4, 17
+			if ev != tt.ev {
+				t.Errorf("event row\n got %+v\nwant %+v", ev, tt.ev)
+			}
+			if (job == nil) != (tt.job == nil) {
+				t.Fatalf("job row = %+v, want %+v", job, tt.job)
+			}
+			if job == nil {
+				return
+			}
+			want := *tt.job
+			want.JobID, want.VmID, want.Account, want.JobType, want.Origin, want.AtMs = "j1", "vm1", "acme", "Start", "api", ref.At
+			want.Topic, want.Partition, want.Offset = schemas.TopicVmEvents, 4, 17
+			if *job != want {
+				t.Errorf("job row\n got %+v\nwant %+v", *job, want)
+			}
+		})
+	}
+}
+
+func TestBatchDrop(t *testing.T) {
+	b := newBatch()
+	for p := int32(0); p < 3; p++ {
+		for o := int64(0); o < 2; o++ {
+			b.add(&kgo.Record{Partition: p, Offset: o}, &jobRow{Partition: p, Offset: o}, eventRow{Partition: p, Offset: o}, true)
+		}
+	}
+	b.add(&kgo.Record{Partition: 3, Offset: 9}, nil, eventRow{}, false) // dead-lettered
+	if b.rows() != 12 || b.records != 7 || b.next[3].Offset != 10 || b.next[1].Offset != 2 {
+		t.Fatalf("after add: rows %d records %d next %v", b.rows(), b.records, b.next)
+	}
+	b.drop([]int32{1, 3})
+	if b.rows() != 8 {
+		t.Fatalf("rows after drop = %d, want 8", b.rows())
+	}
+	for _, r := range b.jobs {
+		if r.Partition == 1 {
+			t.Fatalf("job row of dropped partition kept: %+v", r)
+		}
+	}
+	if _, ok := b.next[1]; ok {
+		t.Fatal("offset of dropped partition 1 kept")
+	}
+	if _, ok := b.next[3]; ok {
+		t.Fatal("offset of dropped partition 3 kept")
+	}
+	b.drop([]int32{0, 2})
+	if b.records != 0 || b.rows() != 0 {
+		t.Fatalf("batch not empty after dropping every partition: %+v", b)
+	}
+}
