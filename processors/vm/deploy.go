@@ -1,0 +1,58 @@
+package vm
+
+import (
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// Deploy creates the VM in Building, asks placement for a host (Scheduling),
+// prepares network and disks (Networking, BlockDeviceMapping) and starts it
+// there (Spawning). It succeeds, Active, when the agent answered ok and the
+// host reported PowerOn, in either order.
+func deployFlow() flow {
+	return flow{start: deployStart, advance: deployAdvance, holds: holdsPlacement}
+}
+
+// holdsPlacement: once PlaceVm is sent, placement may have claimed capacity
+// for the job, so a failing job releases it.
+func holdsPlacement(j schemas.JobState) bool { return j.Phase != "" }
+
+// create makes the state of a VM that a Deploy brings into being.
+func (t *tx) create(d *schemas.Deploy) {
+	t.s = &schemas.VmRecord{
+		VmID:          t.key,
+		Name:          d.Name,
+		Account:       d.Account,
+		ZoneID:        d.ZoneID,
+		Offering:      d.Offering,
+		HA:            d.HA || d.Offering.HA,
+		AffinityGroup: d.AffinityGroup,
+		VmState:       StateBuilding,
+		PowerState:    schemas.PowerUnknown,
+		CreatedAt:     t.ms,
+		UpdatedAt:     t.ms,
+	}
+	t.changed(d.CommandID, "created by deploy job "+d.CommandID)
+}
+
+func deployStart(t *tx, _ any) {
+	t.step(TaskScheduling, "schedule", "asking placement for a host in zone "+t.s.ZoneID,
+		map[string]any{"zone_id": t.s.ZoneID, "request_id": t.nextID(), "epoch": t.s.Epoch})
+	t.requestPlacement("")
+}
+
+func deployAdvance(t *tx) {
+	s := t.s
+	switch s.Job.Phase {
+	case phasePlacing:
+		host := map[string]any{"host_id": s.HostID}
+		t.step(TaskNetworking, "network", "allocating the network of the VM on host "+s.HostID, host)
+		t.step(TaskBlockDeviceMapping, "block_devices", "mapping the block devices of the VM on host "+s.HostID, host)
+		t.step(TaskSpawning, "spawn", "starting the VM on host "+s.HostID,
+			map[string]any{"host_id": s.HostID, "command_id": t.nextID(), "epoch": s.Epoch})
+		t.callAgent(phaseSpawning, s.HostID, schemas.PowerOn)
+	case phaseSpawning:
+		s.VmState = StateActive
+		s.HARetries = 0
+		t.succeed("the VM runs on host " + s.HostID)
+	}
+}

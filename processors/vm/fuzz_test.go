@@ -1,0 +1,184 @@
+package vm
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// FuzzMachine feeds random sequences of inputs and timer runs to one VM and
+// checks the invariants that hold whatever happens: no panic, a VM with no
+// job has an empty task_state and no queue, one job at a time, every
+// accepted job ends exactly once, outputs encode, and the state survives
+// its encoding and is never modified in place.
+func FuzzMachine(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 1, 0, 3, 1, 4, 0, 7, 20})
+	f.Add([]byte{0, 0, 0, 0, 2, 1, 0, 3, 4, 1, 1, 3, 1, 0, 4, 0, 0, 1, 0, 3, 2, 1, 3, 9, 9, 9})
+	f.Add([]byte{0, 0, 0, 1, 0, 3, 1, 4, 0, 0, 2, 3, 0, 3, 1, 7, 255, 7, 255, 7, 255})
+	f.Add([]byte{0, 0, 0, 0, 1, 2, 0, 2, 4, 1, 5, 3, 0, 1, 6, 0, 7, 8, 7, 200, 0, 3, 5})
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzRun(t, data) })
+}
+
+// TestFuzzSeeds runs deterministic pseudo-random sequences in every plain
+// test run, beyond the seed corpus.
+func TestFuzzSeeds(t *testing.T) {
+	x := uint32(2463534242)
+	for range 300 {
+		data := make([]byte, 120)
+		for i := range data {
+			x ^= x << 13
+			x ^= x >> 17
+			x ^= x << 5
+			data[i] = byte(x)
+		}
+		fuzzRun(t, data)
+	}
+}
+
+func fuzzRun(t *testing.T, data []byte) {
+	// Long inputs add nothing but time: every timer run round-trips the
+	// state through Avro.
+	if len(data) > 300 {
+		data = data[:300]
+	}
+	m := New(Config{JobTimeout: 120 * time.Second, WakeupInterval: 10 * time.Second, StallThreshold: 30 * time.Second,
+		ResendAfter: 10 * time.Second, ExpungeDelay: 1000 * time.Second})
+	var s *schemas.VmRecord
+	now := time.UnixMilli(1_000_000).UTC()
+	ended := map[string]int{}
+	accepted := map[string]bool{}
+	pos := 0
+	next := func() byte {
+		if pos >= len(data) {
+			return 0
+		}
+		pos++
+		return data[pos-1]
+	}
+	hosts := []string{"h1", "h2", "h3"}
+	powers := []string{schemas.PowerOn, schemas.PowerOff, schemas.PowerPaused, schemas.PowerUnknown}
+	apply := func(step func(*schemas.VmRecord) (*schemas.VmRecord, []schemas.Record)) {
+		before := clone(s)
+		ns, outs := step(s)
+		if !reflect.DeepEqual(before, s) {
+			t.Fatalf("input state modified in place")
+		}
+		for _, o := range outs {
+			checkOutput(t, o)
+			switch v := o.Value.(type) {
+			case *schemas.JobAccepted:
+				if accepted[v.JobID] {
+					t.Fatalf("job %s accepted twice", v.JobID)
+				}
+				accepted[v.JobID] = true
+			case *schemas.JobSucceeded:
+				ended[v.JobID]++
+			case *schemas.JobFailed:
+				ended[v.JobID]++
+			case *schemas.JobCancelled:
+				ended[v.JobID]++
+			case *schemas.JobRejected:
+				if accepted[v.JobID] {
+					ended[v.JobID]++
+				}
+			}
+		}
+		for id, n := range ended {
+			if n > 1 {
+				t.Fatalf("job %s ended %d times", id, n)
+			}
+		}
+		s = restore(t, ns)
+		checkInvariants(t, s)
+		if s == nil {
+			// Expunged (or never created): a later Deploy starts afresh.
+			for id := range accepted {
+				if ended[id] != 1 {
+					t.Fatalf("job %s of an expunged VM never ended", id)
+				}
+			}
+			accepted, ended = map[string]bool{}, map[string]int{}
+		}
+	}
+	for pos < len(data) {
+		op := next() % 10
+		var in any
+		switch op {
+		case 0:
+			kinds := []string{ActDeploy, ActStart, ActStop, ActTerminate, ActReboot, ActResize}
+			v, _ := schemas.New(kinds[int(next())%len(kinds)])
+			_, _, _ = commandOf(v)
+			c := schemas.VmCommand{CommandID: fmt.Sprintf("c%d", next()%6), VmID: "vm1", Account: "acme"}
+			reflect.ValueOf(v).Elem().FieldByName("VmCommand").Set(reflect.ValueOf(c))
+			if d, ok := v.(*schemas.Deploy); ok {
+				d.ZoneID, d.Name = "z1", "web"
+			}
+			in = v
+		case 1, 2, 3:
+			var req string
+			var epoch int64
+			if s != nil {
+				req, epoch = s.Job.Wait.RequestID, s.Epoch
+			}
+			b := next()
+			if b&1 == 1 {
+				epoch--
+			}
+			if b&2 == 2 {
+				req = "other"
+			}
+			host := hosts[int(b>>2)%len(hosts)]
+			switch op {
+			case 1:
+				in = &schemas.PlacementDecided{VmID: "vm1", RequestID: req, Epoch: epoch, HostID: host}
+			case 2:
+				in = &schemas.PlacementFailed{VmID: "vm1", RequestID: req, Epoch: epoch, Reason: "full"}
+			default:
+				in = &schemas.AgentAnswer{VmID: "vm1", CommandID: req, Epoch: epoch, HostID: host, OK: b&16 == 0, AnsweredAt: now.UnixMilli() - int64(b%4)*1000}
+			}
+		case 4:
+			b := next()
+			in = &schemas.PowerReport{VmID: "vm1", HostID: hosts[int(b)%len(hosts)], PowerState: powers[int(b>>2)%len(powers)],
+				ReportSeq: int64(next() % 16), ReportedAt: now.UnixMilli() - int64(b%3)*1000}
+		case 5:
+			in = &schemas.HostDown{VmID: "vm1", HostID: hosts[int(next())%len(hosts)]}
+		case 6:
+			in = &schemas.VmMissingFromHost{VmID: "vm1", HostID: hosts[int(next())%len(hosts)], ReportSeq: int64(next() % 16)}
+		default:
+			b := next()
+			now = now.Add(time.Duration(b) * time.Second)
+			if b > 250 {
+				now = now.Add(2000 * time.Second)
+			}
+			for range 10000 {
+				w := m.Wake(s)
+				if w.IsZero() || w.After(now) {
+					break
+				}
+				apply(func(s *schemas.VmRecord) (*schemas.VmRecord, []schemas.Record) { return m.Tick(s, "vm1", w) })
+			}
+			continue
+		}
+		apply(func(s *schemas.VmRecord) (*schemas.VmRecord, []schemas.Record) {
+			return m.Step(s, schemas.Record{Topic: "in", Key: "vm1", Value: in}, now)
+		})
+	}
+	// Every accepted job that has not ended is running or queued.
+	open := map[string]bool{}
+	if s != nil {
+		if s.Job.JobID != "" {
+			open[s.Job.JobID] = true
+		}
+		for _, q := range s.Queue {
+			open[q.CommandID] = true
+		}
+	}
+	for id := range accepted {
+		if (ended[id] == 0) != open[id] {
+			t.Fatalf("job %s: ended %d times, open %v", id, ended[id], open[id])
+		}
+	}
+}

@@ -1,0 +1,524 @@
+package vm
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// What a job waits for (JobWait.Kind). An Answer wait with Power set needs
+// both the ok answer and a report of that power state from the host, in
+// either order.
+const (
+	waitPlacement = "Placement"
+	waitAnswer    = "Answer"
+)
+
+// Phases of the flows (JobState.Phase). Each agent-command phase maps to the
+// command it sent, so a Tick can send it again.
+const (
+	phasePlacing    = "placing"
+	phaseSpawning   = "spawning"
+	phaseStarting   = "starting"
+	phaseStopping   = "stopping"
+	phaseDestroying = "destroying"
+)
+
+var phaseCommand = map[string]string{
+	phaseSpawning:   "StartVm",
+	phaseStarting:   "StartVm",
+	phaseStopping:   "StopVm",
+	phaseDestroying: "DestroyVm",
+}
+
+// Outcomes kept in VmRecord.Recent.
+const (
+	outcomeSucceeded = "succeeded"
+	outcomeFailed    = "failed"
+	outcomeCancelled = "cancelled"
+	outcomeRejected  = "rejected"
+)
+
+// recentJobs is how many finished jobs a VM remembers for command-id dedup.
+const recentJobs = 16
+
+// paramAnsweredAt keeps, in JobState.Params, the agent's time of the ok
+// answer: a power report observed before it predates the command and is
+// not a contradiction.
+const paramAnsweredAt = "answered_at"
+
+// flow is one job type's behaviour; the job machinery calls it.
+type flow struct {
+	// start runs the first steps of a job that just began.
+	start func(t *tx, cmd any)
+	// advance goes on after the job's wait was satisfied.
+	advance func(t *tx)
+	// answerFailed handles a not-ok agent answer; nil fails the job with
+	// reason AgentError.
+	answerFailed func(t *tx, a *schemas.AgentAnswer)
+	// holds reports whether a failing job holds placement capacity that
+	// must be released.
+	holds func(j schemas.JobState) bool
+}
+
+func flowOf(action string) flow {
+	switch action {
+	case ActDeploy:
+		return deployFlow()
+	case ActStart:
+		return startFlow()
+	case ActStop:
+		return stopFlow()
+	case ActTerminate:
+		return terminateFlow()
+	}
+	// Unsupported actions are rejected before a job starts.
+	panic("vm: no flow for " + action)
+}
+
+func originOf(c schemas.VmCommand) string {
+	if c.Origin == "" {
+		return schemas.OriginAPI
+	}
+	return c.Origin
+}
+
+func (t *tx) refOf(action string, c schemas.VmCommand) schemas.JobRef {
+	account := c.Account
+	if account == "" && t.s != nil {
+		account = t.s.Account
+	}
+	return schemas.JobRef{JobID: c.CommandID, VmID: t.key, Account: account, JobType: action, Origin: originOf(c), At: t.ms}
+}
+
+// jobRef is the JobRef of the running job.
+func (t *tx) jobRef() schemas.JobRef {
+	j := t.s.Job
+	return schemas.JobRef{JobID: j.JobID, VmID: t.key, Account: j.Account, JobType: j.JobType, Origin: j.Origin, At: t.ms}
+}
+
+// command handles one record of vm.commands.v1.
+func (t *tx) command(action string, c schemas.VmCommand, v any) {
+	if t.key == "" {
+		t.key = c.VmID
+	}
+	ref := t.refOf(action, c)
+	if c.CommandID == "" {
+		t.reject(ref, "Invalid", "command_id is empty", nil)
+		return
+	}
+	if t.s == nil {
+		if action != ActDeploy {
+			t.reject(ref, "NotFound", "no VM "+t.key, nil)
+			return
+		}
+		t.create(v.(*schemas.Deploy))
+		t.event(&schemas.JobAccepted{JobRef: ref})
+		t.startJob(action, c, v)
+		return
+	}
+	if t.known(c.CommandID) {
+		// The job of this command id exists (running, queued or finished):
+		// the repeat changes nothing.
+		return
+	}
+	running := t.s.Job.JobID != ""
+	switch {
+	case action == ActDeploy:
+		t.reject(ref, "AlreadyExists", "VM "+t.key+" already exists", nil)
+	case action == ActTerminate:
+		t.terminate(ref, c, v)
+	case running && !supported[action]:
+		t.reject(ref, "Unsupported", unsupportedDetail(action), nil)
+	case running:
+		payload, err := schemas.Marshal(v)
+		if err != nil {
+			t.reject(ref, "Invalid", fmt.Sprintf("queue %s: %v", action, err), nil)
+			return
+		}
+		t.s.Queue = append(t.s.Queue, schemas.QueuedCommand{Type: action, CommandID: c.CommandID, Payload: payload})
+		t.event(&schemas.JobAccepted{JobRef: ref, Queued: true, Position: int32(len(t.s.Queue))})
+	case !IsAllowed(action, t.s.VmState, t.s.TaskState):
+		t.reject(ref, "InvalidState", fmt.Sprintf("%s is not allowed while the VM is %s", Snake(action), t.s.VmState),
+			AllowedActions(t.s.VmState, t.s.TaskState))
+	case !supported[action]:
+		t.reject(ref, "Unsupported", unsupportedDetail(action), nil)
+	default:
+		t.event(&schemas.JobAccepted{JobRef: ref})
+		t.startJob(action, c, v)
+	}
+}
+
+func unsupportedDetail(action string) string {
+	return Snake(action) + " is a valid action but this processor does not carry it out yet"
+}
+
+// known reports whether a command id already has a job: running, queued or
+// among the recent ones.
+func (t *tx) known(id string) bool {
+	if t.s.Job.JobID == id {
+		return true
+	}
+	for _, q := range t.s.Queue {
+		if q.CommandID == id {
+			return true
+		}
+	}
+	for _, r := range t.s.Recent {
+		if r.JobID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *tx) remember(id, outcome string) {
+	t.s.Recent = append(t.s.Recent, schemas.RecentJob{JobID: id, State: outcome})
+	if n := len(t.s.Recent); n > recentJobs {
+		t.s.Recent = append([]schemas.RecentJob(nil), t.s.Recent[n-recentJobs:]...)
+	}
+}
+
+func (t *tx) reject(ref schemas.JobRef, reason, detail string, allowed []string) {
+	t.event(&schemas.JobRejected{JobRef: ref, Reason: reason, Detail: detail, AllowedActions: allowed})
+	if t.s != nil && ref.JobID != "" {
+		t.remember(ref.JobID, outcomeRejected)
+	}
+}
+
+// terminate never queues: it cancels the running job and every queued one,
+// then runs.
+func (t *tx) terminate(ref schemas.JobRef, c schemas.VmCommand, v any) {
+	t.event(&schemas.JobAccepted{JobRef: ref})
+	why := "Cancelled by terminate job " + c.CommandID
+	if t.s.Job.JobID != "" {
+		t.endJob(outcomeCancelled, &schemas.JobCancelled{JobRef: t.jobRef(), Reason: why, VmState: t.s.VmState}, why, false)
+	}
+	for _, q := range t.s.Queue {
+		qref := schemas.JobRef{JobID: q.CommandID, VmID: t.key, JobType: q.Type, Origin: schemas.OriginAPI, At: t.ms}
+		if qv, err := schemas.Unmarshal(q.Payload); err == nil {
+			if action, qc, ok := commandOf(qv); ok {
+				qref = t.refOf(action, qc)
+			}
+		}
+		t.event(&schemas.JobCancelled{JobRef: qref, Reason: why, VmState: t.s.VmState})
+		t.remember(q.CommandID, outcomeCancelled)
+	}
+	t.s.Queue = nil
+	t.startJob(ActTerminate, c, v)
+}
+
+// startJob makes a command the VM's running job: a new epoch, a deadline,
+// and the flow's first steps.
+func (t *tx) startJob(action string, c schemas.VmCommand, v any) {
+	account := c.Account
+	if account == "" {
+		account = t.s.Account
+	}
+	t.s.Epoch++
+	t.s.Job = schemas.JobState{
+		JobID:      c.CommandID,
+		JobType:    action,
+		Origin:     originOf(c),
+		Account:    account,
+		StartedAt:  t.ms,
+		Deadline:   t.ms + t.cfg.JobTimeout.Milliseconds(),
+		LastStepAt: t.ms,
+		NextWake:   t.ms + t.cfg.WakeupInterval.Milliseconds(),
+		Params:     paramsOf(v),
+	}
+	flowOf(action).start(t, v)
+}
+
+func paramsOf(v any) map[string]string {
+	switch c := v.(type) {
+	case *schemas.Stop:
+		return map[string]string{"force": strconv.FormatBool(c.Force)}
+	case *schemas.Start:
+		if c.HostID != "" {
+			return map[string]string{"host_id": c.HostID}
+		}
+	}
+	return nil
+}
+
+// startNext starts queued commands until one runs or the queue is empty. A
+// queued command is checked against the VM's state when its turn comes.
+func (t *tx) startNext() {
+	for len(t.s.Queue) > 0 && t.s.Job.JobID == "" {
+		q := t.s.Queue[0]
+		t.s.Queue = t.s.Queue[1:]
+		v, err := schemas.Unmarshal(q.Payload)
+		action, c, ok := commandOf(v)
+		if err != nil || !ok {
+			ref := schemas.JobRef{JobID: q.CommandID, VmID: t.key, JobType: q.Type, Origin: schemas.OriginAPI, At: t.ms}
+			t.event(&schemas.JobFailed{JobRef: ref, Reason: "Internal", Detail: fmt.Sprintf("decode queued %s: %v", q.Type, err), VmState: t.s.VmState})
+			t.remember(q.CommandID, outcomeFailed)
+			continue
+		}
+		if !IsAllowed(action, t.s.VmState, "") {
+			t.reject(t.refOf(action, c), "InvalidState",
+				fmt.Sprintf("%s is not allowed while the VM is %s", Snake(action), t.s.VmState), AllowedActions(t.s.VmState, ""))
+			continue
+		}
+		t.startJob(action, c, v)
+	}
+	if len(t.s.Queue) == 0 {
+		t.s.Queue = nil
+	}
+}
+
+// endJob ends the running job with its end event; the VM rests in a
+// stationary state (task_state empty). next starts the queued commands.
+func (t *tx) endJob(outcome string, ev any, reason string, next bool) {
+	id := t.s.Job.JobID
+	t.remember(id, outcome)
+	t.s.Job = schemas.JobState{}
+	t.s.TaskState = ""
+	t.changed(id, reason)
+	t.event(ev)
+	if next {
+		t.startNext()
+	}
+}
+
+func (t *tx) succeed(text string) {
+	t.endJob(outcomeSucceeded, &schemas.JobSucceeded{JobRef: t.jobRef(), VmState: t.s.VmState}, text, true)
+}
+
+// fail ends the running job with JobFailed, releases the capacity it holds
+// and puts the VM in the stationary state matching the last power report.
+// follow is set when a power report caused the failure: the VM then follows
+// that report.
+func (t *tx) fail(reason, detail string, follow bool) {
+	j := t.s.Job
+	if f := flowOf(j.JobType); f.holds != nil && f.holds(j) {
+		t.release("")
+	}
+	t.s.VmState = t.failState(follow)
+	t.endJob(outcomeFailed, &schemas.JobFailed{JobRef: t.jobRef(), Reason: reason, Detail: detail, VmState: t.s.VmState},
+		fmt.Sprintf("job %s failed: %s", j.JobID, reason), true)
+}
+
+func (t *tx) failState(follow bool) string {
+	s := t.s
+	p := s.PowerState
+	if follow {
+		if st := stationaryFor(p); st != "" {
+			return st
+		}
+	}
+	if s.VmState == StateBuilding {
+		// A VM that never reached Active is in Error unless a host says it
+		// runs.
+		if onHost(p) {
+			return stationaryFor(p)
+		}
+		return StateError
+	}
+	if consistent(s.VmState, p) {
+		return s.VmState
+	}
+	if st := stationaryFor(p); st != "" {
+		return st
+	}
+	return s.VmState
+}
+
+// step emits one JobStepped and enters a task state.
+func (t *tx) step(task, name, text string, obj map[string]any) {
+	j := &t.s.Job
+	j.Seq++
+	j.LastStepAt = t.ms
+	j.StallAlert = false
+	t.s.TaskState = task
+	if obj == nil {
+		obj = map[string]any{}
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		b = []byte("{}")
+	}
+	t.event(&schemas.JobStepped{JobRef: t.jobRef(), Seq: j.Seq, TaskState: task, Step: name, Text: text, Obj: string(b)})
+	t.changed(j.JobID, text)
+}
+
+// nextID is the id of a request or agent command sent by the next step:
+// the job id and that step's number, so a replay derives the same id.
+func (t *tx) nextID() string { return fmt.Sprintf("%s-%d", t.s.Job.JobID, t.s.Job.Seq+1) }
+
+func (t *tx) currentID() string { return fmt.Sprintf("%s-%d", t.s.Job.JobID, t.s.Job.Seq) }
+
+// requestPlacement sends PlaceVm (id from the step just emitted) and joins
+// on the decision.
+func (t *tx) requestPlacement(hostHint string) {
+	s := t.s
+	id := t.currentID()
+	t.emit(schemas.TopicPlacementRequests, s.ZoneID, &schemas.PlaceVm{
+		RequestID: id, VmID: s.VmID, ZoneID: s.ZoneID, Account: s.Account, Epoch: s.Epoch,
+		Offering: s.Offering, HostID: hostHint, AffinityGroup: s.AffinityGroup, At: t.ms,
+	})
+	s.Job.Phase = phasePlacing
+	s.Job.Wait = schemas.JobWait{Kind: waitPlacement, RequestID: id, Deadline: s.Job.Deadline}
+}
+
+// release frees the VM's placement on host (every host for "").
+func (t *tx) release(host string) {
+	s := t.s
+	if s.ZoneID == "" {
+		return
+	}
+	id := fmt.Sprintf("%s-release", s.Job.JobID)
+	if s.Job.JobID == "" {
+		id = fmt.Sprintf("%s-release-%d", s.VmID, t.ms)
+	}
+	t.emit(schemas.TopicPlacementRequests, s.ZoneID, &schemas.ReleaseVm{RequestID: id, VmID: s.VmID, ZoneID: s.ZoneID, HostID: host, At: t.ms})
+}
+
+// callAgent sends an agent command (id from the step just emitted) and
+// joins on its answer and, when power is set, on that power report.
+func (t *tx) callAgent(phase, host, power string) {
+	s := t.s
+	id := t.currentID()
+	s.Job.Phase = phase
+	s.Job.Wait = schemas.JobWait{Kind: waitAnswer, RequestID: id, HostID: host, Power: power,
+		Deadline: t.ms + t.cfg.ResendAfter.Milliseconds()}
+	t.sendAgent(phaseCommand[phase], id, host)
+}
+
+func (t *tx) sendAgent(kind, id, host string) {
+	s := t.s
+	ac := schemas.AgentCommand{CommandID: id, HostID: host, VmID: s.VmID, Epoch: s.Epoch, JobID: s.Job.JobID, IssuedAt: t.ms}
+	var v any
+	switch kind {
+	case "StartVm":
+		v = &schemas.StartVm{AgentCommand: ac, Name: s.Name, CPU: s.Offering.CPU, MemoryMB: s.Offering.MemoryMB}
+	case "StopVm":
+		force := s.Job.JobType == ActTerminate || s.Job.Params["force"] == "true"
+		v = &schemas.StopVm{AgentCommand: ac, Force: force}
+	case "DestroyVm":
+		v = &schemas.DestroyVm{AgentCommand: ac}
+	default:
+		return
+	}
+	t.emit(schemas.TopicAgentCommands, host, v)
+}
+
+// advance ends the job's wait and lets its flow go on.
+func (t *tx) advance() {
+	t.s.Job.Wait = schemas.JobWait{}
+	flowOf(t.s.Job.JobType).advance(t)
+}
+
+// answer wakes a job waiting on this agent command of the current epoch;
+// any other answer is stale and ignored.
+func (t *tx) answer(a *schemas.AgentAnswer) {
+	j := &t.s.Job
+	w := &j.Wait
+	if j.JobID == "" || w.Kind != waitAnswer || w.Answered || a.CommandID != w.RequestID || a.Epoch != t.s.Epoch {
+		return
+	}
+	if !a.OK {
+		if f := flowOf(j.JobType); f.answerFailed != nil {
+			f.answerFailed(t, a)
+			return
+		}
+		t.fail("AgentError", fmt.Sprintf("%s on host %s: %s", a.CommandType, a.HostID, a.Error), false)
+		return
+	}
+	w.Answered = true
+	if j.Params == nil {
+		j.Params = map[string]string{}
+	}
+	j.Params[paramAnsweredAt] = strconv.FormatInt(a.AnsweredAt, 10)
+	if w.Power == "" || w.Reported {
+		t.advance()
+	}
+}
+
+func (t *tx) placementDecided(d *schemas.PlacementDecided) {
+	s := t.s
+	if s.Job.JobID == "" || s.Job.Wait.Kind != waitPlacement || d.RequestID != s.Job.Wait.RequestID || d.Epoch != s.Epoch {
+		return
+	}
+	s.HostID, s.PodID, s.ClusterID = d.HostID, d.PodID, d.ClusterID
+	t.advance()
+}
+
+func (t *tx) placementFailed(f *schemas.PlacementFailed) {
+	s := t.s
+	if s.Job.JobID == "" || s.Job.Wait.Kind != waitPlacement || f.RequestID != s.Job.Wait.RequestID || f.Epoch != s.Epoch {
+		return
+	}
+	// Nothing was allocated, so there is nothing to release.
+	s.Job.Phase = ""
+	t.fail("PlacementFailed", f.Reason, false)
+}
+
+// wakeJob hands a power report from host to the running job.
+func (t *tx) wakeJob(host, power string, at int64) {
+	w := &t.s.Job.Wait
+	if w.Kind != waitAnswer || w.Power == "" || host != w.HostID {
+		return
+	}
+	if power == w.Power {
+		w.Reported = true
+		if w.Answered {
+			t.advance()
+		}
+		return
+	}
+	w.Reported = false
+	if !w.Answered || power == schemas.PowerUnknown {
+		// Before the agent answered, the old power state is what to expect.
+		return
+	}
+	if answered, err := strconv.ParseInt(t.s.Job.Params[paramAnsweredAt], 10, 64); err == nil && at != 0 && at < answered {
+		// Observed before the command took effect; a report crossing the
+		// answer on another topic, not a contradiction.
+		return
+	}
+	t.fail("UnexpectedPowerState", fmt.Sprintf("host %s reported %s, expected %s", host, power, w.Power), true)
+}
+
+// tickJob runs the running job's timers.
+func (t *tx) tickJob() {
+	j := &t.s.Job
+	id := j.JobID
+	if t.ms >= j.Deadline {
+		t.fail("Timeout", fmt.Sprintf("no end within %s (phase %s)", t.cfg.JobTimeout, j.Phase), false)
+		return
+	}
+	if !j.StallAlert && t.ms-j.LastStepAt >= t.cfg.StallThreshold.Milliseconds() {
+		j.StallAlert = true
+		t.alert("JobStalled", fmt.Sprintf("%s-stalled-%d", id, j.Seq), j.Wait.HostID, id,
+			fmt.Sprintf("job %s (%s) has had no step for %s (phase %s)", id, j.JobType, time.Duration(t.ms-j.LastStepAt)*time.Millisecond, j.Phase))
+	}
+	w := &j.Wait
+	if w.Kind == waitAnswer && !w.Answered && w.Deadline != 0 && t.ms >= w.Deadline {
+		t.sendAgent(phaseCommand[j.Phase], w.RequestID, w.HostID)
+		w.Deadline = t.ms + t.cfg.ResendAfter.Milliseconds()
+	}
+	if w.Kind == waitAnswer && w.Answered && (w.Power == "" || w.Reported) {
+		t.advance()
+	}
+	if t.s.Job.JobID == id {
+		t.s.Job.NextWake = min(t.ms+t.cfg.WakeupInterval.Milliseconds(), t.s.Job.Deadline)
+	}
+}
+
+func (t *tx) alert(kind, id, host, job, msg string) {
+	t.event(&schemas.AlertRaised{AlertID: id, Kind: kind, VmID: t.s.VmID, HostID: host, Account: t.s.Account, JobID: job, Message: msg, At: t.ms})
+}
+
+// saturatingInc adds one without wrapping, for counters that may run long.
+func saturatingInc(n int32) int32 {
+	if n == math.MaxInt32 {
+		return n
+	}
+	return n + 1
+}

@@ -1,0 +1,151 @@
+// Package vm is the VM processor's pure state machine (DESIGN §5): one
+// *schemas.VmRecord per vm_id holding the VM's three state axes, its job in
+// flight with what that job waits for, the FIFO of queued commands and the
+// per-host power report sequence. It turns VM commands, agent answers, power
+// reports and placement/host signals into job events, VmStateChanged
+// snapshots, placement requests and agent commands.
+//
+// It owns the action table (which command a VM allows in which state), the
+// job lifecycle (one job per VM, queueing, cancellation by Terminate,
+// epochs, timeouts, stall alerts, command-id dedup) and the reaction to
+// power reports. It never does I/O, never reads the clock (time arrives as
+// an argument), never uses randomness (every id it makes derives from a job
+// id and a step number) and never decides placement or host health.
+//
+// Step and Tick never modify the state they are given: they work on a deep
+// copy and return it, or return the given pointer itself when nothing
+// changed. A nil state is "no such VM"; returning nil deletes it.
+package vm
+
+import (
+	"reflect"
+	"time"
+
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// Machine is the VM state machine. It satisfies runtime.Machine for
+// *schemas.VmRecord.
+type Machine struct{ cfg Config }
+
+// New returns a Machine; zero fields of cfg take their defaults.
+func New(cfg Config) *Machine { return &Machine{cfg: cfg.withDefaults()} }
+
+// Config returns the settings in effect.
+func (m *Machine) Config() Config { return m.cfg }
+
+// tx is one Step or Tick in progress: the working copy of the state and the
+// records produced so far.
+type tx struct {
+	cfg    Config
+	s      *schemas.VmRecord
+	key    string
+	now    time.Time
+	ms     int64
+	out    []schemas.Record
+	before watched
+	// cause and reason describe the latest change, for VmStateChanged.
+	cause, reason string
+}
+
+func (m *Machine) begin(s *schemas.VmRecord, key string, now time.Time) *tx {
+	return &tx{cfg: m.cfg, s: clone(s), key: key, now: now, ms: now.UnixMilli(), before: watch(s)}
+}
+
+// Step applies one record of vm.commands.v1, vm.power.v1, vm.answers.v1 or
+// vm.signals.v1 (in.Key is the vm_id). Other values are ignored.
+func (m *Machine) Step(s *schemas.VmRecord, in schemas.Record, now time.Time) (*schemas.VmRecord, []schemas.Record) {
+	t := m.begin(s, in.Key, now)
+	if action, cmd, ok := commandOf(in.Value); ok {
+		t.command(action, cmd, in.Value)
+		return t.finish(s)
+	}
+	if t.s == nil {
+		// Reports and signals about a VM that does not exist (never created,
+		// or expunged) have nothing to act on.
+		return s, nil
+	}
+	switch v := in.Value.(type) {
+	case *schemas.PowerReport:
+		t.powerReport(v)
+	case *schemas.AgentAnswer:
+		t.answer(v)
+	case *schemas.PlacementDecided:
+		t.placementDecided(v)
+	case *schemas.PlacementFailed:
+		t.placementFailed(v)
+	case *schemas.HostDown:
+		t.hostDown(v)
+	case *schemas.VmMissingFromHost:
+		t.missingFromHost(v)
+	}
+	return t.finish(s)
+}
+
+// Tick runs the VM's timers: job deadline, stall alert, answer re-send and
+// the periodic re-check of a running job; expunge of a Deleted VM.
+func (m *Machine) Tick(s *schemas.VmRecord, key string, now time.Time) (*schemas.VmRecord, []schemas.Record) {
+	if s == nil {
+		return nil, nil
+	}
+	t := m.begin(s, key, now)
+	switch {
+	case t.s.Job.JobID != "":
+		t.tickJob()
+	case t.s.ExpungeAt != 0 && t.ms >= t.s.ExpungeAt && t.s.VmState == StateDeleted:
+		t.event(&schemas.VmExpunged{VmID: t.s.VmID, Account: t.s.Account, At: t.ms})
+		return nil, t.out
+	}
+	return t.finish(s)
+}
+
+// Wake says when the VM next needs a Tick: the running job's next re-check
+// or deadline, or the expunge time of a Deleted VM; zero for never.
+func (m *Machine) Wake(s *schemas.VmRecord) time.Time {
+	switch {
+	case s == nil:
+		return time.Time{}
+	case s.Job.JobID != "":
+		at := s.Job.Deadline
+		if s.Job.NextWake != 0 && s.Job.NextWake < at {
+			at = s.Job.NextWake
+		}
+		return time.UnixMilli(at).UTC()
+	case s.VmState == StateDeleted && s.ExpungeAt != 0:
+		return time.UnixMilli(s.ExpungeAt).UTC()
+	}
+	return time.Time{}
+}
+
+// finish announces a change of the watched axes with one VmStateChanged and
+// returns the new state, or the original pointer when nothing changed.
+func (t *tx) finish(orig *schemas.VmRecord) (*schemas.VmRecord, []schemas.Record) {
+	if t.s == nil {
+		return nil, t.out
+	}
+	if watch(t.s) != t.before {
+		t.s.UpdatedAt = t.ms
+		job := t.s.Job.JobID
+		if job == "" {
+			job = t.cause
+		}
+		t.event(snapshot(t.s, job, t.reason))
+	}
+	if orig != nil && reflect.DeepEqual(orig, t.s) {
+		return orig, t.out
+	}
+	return t.s, t.out
+}
+
+// changed records why the VM is changing, for the VmStateChanged that
+// finish emits.
+func (t *tx) changed(jobID, reason string) {
+	t.cause, t.reason = jobID, reason
+}
+
+func (t *tx) emit(topic, key string, v any) {
+	t.out = append(t.out, schemas.Record{Topic: topic, Key: key, Value: v})
+}
+
+// event emits a record on vm.events.v1.
+func (t *tx) event(v any) { t.emit(schemas.TopicVmEvents, t.key, v) }

@@ -1,0 +1,132 @@
+package vm
+
+import (
+	"fmt"
+
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// Power reports (DESIGN §5.4). Agents report raw power state only. A report
+// wakes the job in flight, or, with no job, is a fact the VM follows (with
+// an alert when it contradicts the VM). Same-state reports past
+// PowerStateUpdateLimit produce nothing, which keeps the steady state free
+// of events and so of database writes.
+
+func (t *tx) powerReport(r *schemas.PowerReport) {
+	if !t.fresh(r.HostID, r.ReportSeq) {
+		return
+	}
+	t.observe(r.HostID, r.PowerState, r.ReportedAt, fmt.Sprintf("host %s reported %s", r.HostID, r.PowerState))
+}
+
+// fresh records a host's report sequence and reports whether seq is newer
+// than the last one seen from that host; an older one is stale.
+func (t *tx) fresh(host string, seq int64) bool {
+	if last, ok := t.s.ReportSeq[host]; ok && seq <= last {
+		return false
+	}
+	if t.s.ReportSeq == nil {
+		t.s.ReportSeq = map[string]int64{}
+	}
+	t.s.ReportSeq[host] = seq
+	return true
+}
+
+// observe applies one power observation of the VM on host. at is when the
+// host observed it (0 when unknown).
+func (t *tx) observe(host, power string, at int64, why string) {
+	s := t.s
+	job := s.Job.JobID
+	moved := false
+	if s.VmState == StateDeleted && job == "" {
+		// The VM is gone; late reports from its old host change nothing.
+		return
+	}
+	if host != s.HostID {
+		if s.HostID != "" && !onHost(power) {
+			// Another host saying the VM is not running there says nothing
+			// about where it runs (an old host's report must not override
+			// the current one's, CloudStack bug #3741).
+			return
+		}
+		if onHost(power) {
+			// The VM runs elsewhere (an external live migration, a start
+			// by another manager): the host is honoured, even during a job.
+			if s.HostID != "" {
+				why = fmt.Sprintf("%s (the VM was on host %s)", why, s.HostID)
+				moved = true
+			}
+			s.HostID, s.PodID, s.ClusterID = host, "", ""
+			t.changed(job, why)
+		}
+	}
+	same := s.PowerState == power && s.PowerHost == host
+	if same {
+		s.PowerStateUpdateCount = saturatingInc(s.PowerStateUpdateCount)
+	} else {
+		s.PowerStateUpdateCount = 1
+		t.changed(job, why)
+	}
+	s.PowerState, s.PowerHost, s.PowerStateUpdateTime = power, host, t.ms
+	if job != "" {
+		t.wakeJob(host, power, at)
+		return
+	}
+	if consistent(s.VmState, power) {
+		if moved {
+			t.alert("VmStateSync", fmt.Sprintf("%s-sync-%d", s.VmID, t.ms), host, "", why+": out-of-band move, the host follows")
+		}
+		if s.PowerStateUpdateCount <= t.cfg.PowerStateUpdateLimit {
+			t.event(&schemas.PowerStateObserved{VmID: s.VmID, HostID: host, PowerState: power, Count: s.PowerStateUpdateCount, At: t.ms})
+		}
+		return
+	}
+	t.follow(host, power, why)
+}
+
+// follow moves a VM with no job to the state a contradicting report says,
+// with an alert: the change happened outside vmplane.
+func (t *tx) follow(host, power, why string) {
+	s := t.s
+	from := s.VmState
+	s.VmState = stationaryFor(power)
+	msg := fmt.Sprintf("%s while the VM was %s: out-of-band change, the VM follows to %s", why, from, s.VmState)
+	if s.HA && from == StateActive && !onHost(power) {
+		// DESIGN §5.4 wants an HA restart job here; it comes with the HA
+		// slice. Until then the VM follows like any other.
+		msg += " (HA restart not carried out yet)"
+	}
+	t.alert("VmStateSync", fmt.Sprintf("%s-sync-%d", s.VmID, t.ms), host, "", msg)
+	t.changed("", msg)
+	if s.VmState == StateStopped && from != StateError {
+		// A Stopped VM holds no capacity (Start asks placement again).
+		t.release(s.HostID)
+	}
+}
+
+// hostDown treats a fenced host as a PowerOff report from it for the VM
+// that was there.
+func (t *tx) hostDown(d *schemas.HostDown) {
+	s := t.s
+	if d.HostID == "" || (d.HostID != s.HostID && d.HostID != s.PowerHost) {
+		return
+	}
+	t.observe(d.HostID, schemas.PowerOff, 0, fmt.Sprintf("host %s is down (%s)", d.HostID, d.Reason))
+}
+
+// missingFromHost treats a VM that its host stopped listing as PowerOff
+// from that host, unless a newer report says otherwise: the latest report
+// came from another host, or the same host reported after the miss.
+func (t *tx) missingFromHost(m *schemas.VmMissingFromHost) {
+	s := t.s
+	if m.HostID == "" || (m.HostID != s.HostID && m.HostID != s.PowerHost) {
+		return
+	}
+	if s.PowerHost != "" && s.PowerHost != m.HostID {
+		return
+	}
+	if last, ok := s.ReportSeq[m.HostID]; ok && last > m.ReportSeq {
+		return
+	}
+	t.observe(m.HostID, schemas.PowerOff, 0, fmt.Sprintf("host %s no longer lists the VM", m.HostID))
+}

@@ -1,0 +1,502 @@
+package vm
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// Scenario files (testdata/*.txt), in the manner of etcd raft's datadriven
+// tests: blocks of one directive line, "----", and the expected output
+// lines, ended by a blank line. Lines starting with # are comments.
+//
+//	config job_timeout=60s ...   settings (first block only)
+//	step <at> <Type> k=v ...      Step one input record; key vm_id or vm1
+//	tick <at>                     run every timer due up to <at>, as the runtime would
+//	state                         print the VM state
+//	wake                          print when the VM next needs a Tick
+//
+// <at> is a duration from the Unix epoch, so times in outputs (Unix ms)
+// read as offsets. Records print as Type[key] with their non-zero fields.
+// After every step the runner checks that the input state was not
+// modified, that every output encodes and goes to a topic that carries it,
+// and continues with the state as restored from its Avro encoding.
+//
+// go test ./processors/vm -run TestScenarios -update rewrites the expected
+// outputs; review the diff before keeping it.
+
+var update = flag.Bool("update", false, "rewrite the expected outputs of testdata/*.txt")
+
+const defaultKey = "vm1"
+
+type block struct {
+	directive string
+	expected  []string
+}
+
+func parseBlocks(t *testing.T, text string) (head []string, blocks []block, err error) {
+	lines := strings.Split(text, "\n")
+	for i := 0; i < len(lines); i++ {
+		l := strings.TrimSpace(lines[i])
+		if l == "" || strings.HasPrefix(l, "#") {
+			if len(blocks) == 0 {
+				head = append(head, lines[i])
+			}
+			continue
+		}
+		b := block{directive: l}
+		i++
+		if i >= len(lines) || strings.TrimSpace(lines[i]) != "----" {
+			return nil, nil, fmt.Errorf("line %d: want ---- after %q", i+1, l)
+		}
+		for i++; i < len(lines) && strings.TrimSpace(lines[i]) != ""; i++ {
+			b.expected = append(b.expected, strings.TrimSpace(lines[i]))
+		}
+		blocks = append(blocks, b)
+	}
+	return head, blocks, nil
+}
+
+func TestScenarios(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenario files: %v", err)
+	}
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) { runScenario(t, f) })
+	}
+}
+
+func runScenario(t *testing.T, path string) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, blocks, err := parseBlocks(t, string(raw))
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	r := &runner{t: t, m: New(DefaultConfig())}
+	var rewritten strings.Builder
+	// Keep the file's leading comments and every comment between blocks by
+	// rewriting block by block from the original text.
+	rest := string(raw)
+	for _, b := range blocks {
+		got := r.run(b.directive)
+		if *update {
+			idx := strings.Index(rest, b.directive)
+			rewritten.WriteString(rest[:idx])
+			rewritten.WriteString(b.directive + "\n----\n")
+			for _, g := range got {
+				rewritten.WriteString(g + "\n")
+			}
+			after := rest[idx+len(b.directive):]
+			// Skip the old ---- and expected lines.
+			after = strings.TrimPrefix(after, "\n----\n")
+			for len(after) > 0 {
+				nl := strings.IndexByte(after, '\n')
+				line := after
+				if nl >= 0 {
+					line = after[:nl]
+				}
+				if strings.TrimSpace(line) == "" {
+					break
+				}
+				if nl < 0 {
+					after = ""
+					break
+				}
+				after = after[nl+1:]
+			}
+			rest = after
+			continue
+		}
+		if strings.Join(got, "\n") != strings.Join(b.expected, "\n") {
+			t.Errorf("%s: %s\n got:\n  %s\nwant:\n  %s", path, b.directive, strings.Join(got, "\n  "), strings.Join(b.expected, "\n  "))
+		}
+	}
+	if *update {
+		rewritten.WriteString(rest)
+		if err := os.WriteFile(path, []byte(rewritten.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+type runner struct {
+	t *testing.T
+	m *Machine
+	s *schemas.VmRecord
+}
+
+func (r *runner) run(directive string) []string {
+	t := r.t
+	words := tokens(directive)
+	switch words[0] {
+	case "config":
+		cfg := DefaultConfig()
+		for _, kv := range words[1:] {
+			k, v, _ := strings.Cut(kv, "=")
+			d, err := time.ParseDuration(v)
+			n, nerr := strconv.Atoi(v)
+			switch {
+			case k == "job_timeout" && err == nil:
+				cfg.JobTimeout = d
+			case k == "wakeup_interval" && err == nil:
+				cfg.WakeupInterval = d
+			case k == "stall_threshold" && err == nil:
+				cfg.StallThreshold = d
+			case k == "expunge_delay" && err == nil:
+				cfg.ExpungeDelay = d
+			case k == "resend_after" && err == nil:
+				cfg.ResendAfter = d
+			case k == "power_state_update_limit" && nerr == nil:
+				cfg.PowerStateUpdateLimit = int32(n)
+			default:
+				t.Fatalf("bad config %q", kv)
+			}
+		}
+		r.m = New(cfg)
+		return nil
+	case "step":
+		now := at(t, words[1])
+		in := parseRecord(t, words[2], words[3:])
+		return r.apply(func(s *schemas.VmRecord) (*schemas.VmRecord, []schemas.Record) { return r.m.Step(s, in, now) })
+	case "tick":
+		until := at(t, words[1])
+		var out []string
+		for range 100000 {
+			w := r.m.Wake(r.s)
+			if w.IsZero() || w.After(until) {
+				return out
+			}
+			out = append(out, r.apply(func(s *schemas.VmRecord) (*schemas.VmRecord, []schemas.Record) { return r.m.Tick(s, defaultKey, w) })...)
+		}
+		t.Fatalf("%s: the timers never settle", directive)
+	case "state":
+		if r.s == nil {
+			return []string{"<nil>"}
+		}
+		return []string{render(reflect.ValueOf(r.s).Elem(), "")}
+	case "wake":
+		w := r.m.Wake(r.s)
+		if w.IsZero() {
+			return []string{"never"}
+		}
+		return []string{time.Duration(w.UnixMilli() * int64(time.Millisecond)).String()}
+	}
+	t.Fatalf("unknown directive %q", directive)
+	return nil
+}
+
+// apply runs one Step or Tick with the checks every step must pass, and
+// keeps the state as restored from its encoding.
+func (r *runner) apply(f func(*schemas.VmRecord) (*schemas.VmRecord, []schemas.Record)) []string {
+	t := r.t
+	t.Helper()
+	before := clone(r.s)
+	s, outs := f(r.s)
+	if !reflect.DeepEqual(before, r.s) {
+		t.Fatalf("the input state was modified in place")
+	}
+	var lines []string
+	for _, o := range outs {
+		checkOutput(t, o)
+		lines = append(lines, renderRecord(o))
+	}
+	r.s = restore(t, s)
+	checkInvariants(t, r.s)
+	return lines
+}
+
+func encodeState(t *testing.T, s *schemas.VmRecord) []byte {
+	if s == nil {
+		return nil
+	}
+	b, err := schemas.Marshal(s)
+	if err != nil {
+		t.Fatalf("encode state: %v", err)
+	}
+	return b
+}
+
+// restore round-trips the state through its Avro encoding, as a restart
+// restoring from vm.state.v1 would.
+func restore(t *testing.T, s *schemas.VmRecord) *schemas.VmRecord {
+	if s == nil {
+		return nil
+	}
+	b := encodeState(t, s)
+	v, err := schemas.Unmarshal(b)
+	if err != nil {
+		t.Fatalf("decode state: %v", err)
+	}
+	back := v.(*schemas.VmRecord)
+	// Avro writes map entries in Go's map order, so compare decoded values.
+	if render(reflect.ValueOf(s).Elem(), "") != render(reflect.ValueOf(back).Elem(), "") {
+		t.Fatalf("state does not survive a round trip")
+	}
+	return back
+}
+
+func checkOutput(t *testing.T, o schemas.Record) {
+	t.Helper()
+	name := schemas.TypeName(o.Value)
+	spec, ok := schemas.TopicByName(o.Topic)
+	if !ok || !spec.Carries(name) {
+		t.Fatalf("%s produced to %s, which does not carry it", name, o.Topic)
+	}
+	if o.Key == "" || o.Headers != nil {
+		t.Fatalf("%s: key %q headers %v", name, o.Key, o.Headers)
+	}
+	if _, err := schemas.Marshal(o.Value); err != nil {
+		t.Fatalf("encode output: %v", err)
+	}
+}
+
+func checkInvariants(t *testing.T, s *schemas.VmRecord) {
+	t.Helper()
+	if s == nil {
+		return
+	}
+	if (s.Job.JobID == "") != (s.TaskState == "") {
+		t.Fatalf("job %q with task_state %q", s.Job.JobID, s.TaskState)
+	}
+	seen := map[string]bool{s.Job.JobID: s.Job.JobID != ""}
+	for _, q := range s.Queue {
+		if seen[q.CommandID] {
+			t.Fatalf("command %s twice among the running and queued jobs", q.CommandID)
+		}
+		seen[q.CommandID] = true
+	}
+	if s.Job.JobID == "" && len(s.Queue) > 0 {
+		t.Fatalf("queued commands with no job running")
+	}
+}
+
+func at(t *testing.T, s string) time.Time {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		t.Fatalf("bad time %q: %v", s, err)
+	}
+	return time.UnixMilli(d.Milliseconds()).UTC()
+}
+
+// tokens splits on spaces, keeping k="quoted value" together.
+func tokens(line string) []string {
+	var out []string
+	var cur strings.Builder
+	quoted := false
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case c == '"':
+			quoted = !quoted
+			cur.WriteByte(c)
+		case c == '\\' && quoted && i+1 < len(line):
+			cur.WriteByte(c)
+			i++
+			cur.WriteByte(line[i])
+		case c == ' ' && !quoted:
+			if cur.Len() > 0 {
+				out = append(out, cur.String())
+				cur.Reset()
+			}
+		default:
+			cur.WriteByte(c)
+		}
+	}
+	if cur.Len() > 0 {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+// parseRecord builds an input record: Type k=v ... with avro field names
+// (offering.cpu for nested ones).
+func parseRecord(t *testing.T, typ string, kvs []string) schemas.Record {
+	v, ok := schemas.New(typ)
+	if !ok {
+		t.Fatalf("unknown record type %q", typ)
+	}
+	rv := reflect.ValueOf(v).Elem()
+	for _, kv := range kvs {
+		k, val, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(val, `"`) {
+			u, err := strconv.Unquote(val)
+			if err != nil {
+				t.Fatalf("bad quoted value %q", val)
+			}
+			val = u
+		}
+		f, ok := fieldByPath(rv, k)
+		if !ok {
+			t.Fatalf("%s has no field %q", typ, k)
+		}
+		setValue(t, f, val)
+	}
+	key := defaultKey
+	if f, ok := fieldByPath(rv, "vm_id"); ok {
+		if f.String() == "" {
+			f.SetString(defaultKey)
+		}
+		key = f.String()
+	}
+	var topic string
+	for _, tp := range []string{schemas.TopicVmCommands, schemas.TopicVmPower, schemas.TopicVmAnswers, schemas.TopicVmSignals} {
+		if spec, _ := schemas.TopicByName(tp); spec.Carries(typ) {
+			topic = tp
+		}
+	}
+	if topic == "" {
+		t.Fatalf("%s is not an input of the VM processor", typ)
+	}
+	return schemas.Record{Topic: topic, Key: key, Value: v}
+}
+
+func fieldByPath(v reflect.Value, path string) (reflect.Value, bool) {
+	head, rest, nested := strings.Cut(path, ".")
+	for _, f := range structFields(v.Type()) {
+		if f.name != head {
+			continue
+		}
+		fv := v.FieldByIndex(f.index)
+		if nested {
+			return fieldByPath(fv, rest)
+		}
+		return fv, true
+	}
+	return reflect.Value{}, false
+}
+
+type tfield struct {
+	name  string
+	index []int
+}
+
+// structFields lists a schemas struct's avro fields, embedded ones flattened.
+func structFields(t reflect.Type) []tfield {
+	var out []tfield
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			for _, g := range structFields(f.Type) {
+				out = append(out, tfield{g.name, append([]int{i}, g.index...)})
+			}
+			continue
+		}
+		out = append(out, tfield{f.Tag.Get("avro"), []int{i}})
+	}
+	return out
+}
+
+func setValue(t *testing.T, f reflect.Value, s string) {
+	switch f.Kind() {
+	case reflect.String:
+		f.SetString(s)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			t.Fatalf("bad bool %q", s)
+		}
+		f.SetBool(b)
+	case reflect.Int32, reflect.Int64:
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			t.Fatalf("bad int %q", s)
+		}
+		f.SetInt(n)
+	case reflect.Slice:
+		if f.Type().Elem().Kind() != reflect.String {
+			t.Fatalf("cannot set %s", f.Type())
+		}
+		f.Set(reflect.ValueOf(strings.Split(strings.Trim(s, "[]"), ",")))
+	default:
+		t.Fatalf("cannot set %s", f.Type())
+	}
+}
+
+// renderRecord prints an output as Type[key] k=v ...; vm_id is left out of
+// vm.events.v1 records, where it is the key.
+func renderRecord(o schemas.Record) string {
+	rv := reflect.ValueOf(o.Value).Elem()
+	line := fmt.Sprintf("%s[%s]", schemas.TypeName(o.Value), o.Key)
+	fields := render(rv, "")
+	if o.Topic == schemas.TopicVmEvents {
+		fields = strings.TrimSpace(strings.Replace(" "+fields+" ", " vm_id="+o.Key+" ", " ", 1))
+	}
+	if fields != "" {
+		line += " " + fields
+	}
+	return line
+}
+
+// render prints a struct's non-zero fields as k=v, nested structs with a
+// dotted prefix.
+func render(v reflect.Value, prefix string) string {
+	var parts []string
+	for _, f := range structFields(v.Type()) {
+		fv := v.FieldByIndex(f.index)
+		if fv.IsZero() {
+			continue
+		}
+		name := prefix + f.name
+		switch fv.Kind() {
+		case reflect.Struct:
+			if s := render(fv, name+"."); s != "" {
+				parts = append(parts, s)
+			}
+			continue
+		case reflect.Slice:
+			if fv.Len() == 0 {
+				continue
+			}
+		case reflect.Map:
+			if fv.Len() == 0 {
+				continue
+			}
+		}
+		parts = append(parts, name+"="+renderValue(fv))
+	}
+	return strings.Join(parts, " ")
+}
+
+func renderValue(v reflect.Value) string {
+	switch v.Kind() {
+	case reflect.String:
+		s := v.String()
+		if s == "" || strings.ContainsAny(s, " \"=[]{}") {
+			return strconv.Quote(s)
+		}
+		return s
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return fmt.Sprintf("<%d bytes>", v.Len())
+		}
+		var items []string
+		for i := 0; i < v.Len(); i++ {
+			items = append(items, renderValue(v.Index(i)))
+		}
+		return "[" + strings.Join(items, ",") + "]"
+	case reflect.Struct:
+		return "{" + render(v, "") + "}"
+	case reflect.Map:
+		keys := v.MapKeys()
+		sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+		var items []string
+		for _, k := range keys {
+			items = append(items, k.String()+":"+renderValue(v.MapIndex(k)))
+		}
+		return "{" + strings.Join(items, ",") + "}"
+	}
+	return fmt.Sprint(v.Interface())
+}

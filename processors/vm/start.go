@@ -1,0 +1,40 @@
+package vm
+
+import (
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// Start powers on a Stopped VM. Stop released its capacity, so it asks
+// placement again (Scheduling), preferring the host asked for or else the
+// last host, then starts it there (Starting). It succeeds, Active, on the
+// agent's ok answer and a PowerOn report from that host, in either order.
+func startFlow() flow { return flow{start: startStart, advance: startAdvance, holds: holdsPlacement} }
+
+func startStart(t *tx, _ any) {
+	s := t.s
+	host := s.Job.Params["host_id"]
+	if host == "" {
+		host = s.HostID
+	}
+	text := "asking placement for a host in zone " + s.ZoneID
+	if host != "" {
+		text += ", preferring host " + host
+	}
+	t.step(TaskScheduling, "schedule", text,
+		map[string]any{"zone_id": s.ZoneID, "host_id": host, "request_id": t.nextID(), "epoch": s.Epoch})
+	t.requestPlacement(host)
+}
+
+func startAdvance(t *tx) {
+	s := t.s
+	switch s.Job.Phase {
+	case phasePlacing:
+		t.step(TaskStarting, "start", "starting the VM on host "+s.HostID,
+			map[string]any{"host_id": s.HostID, "command_id": t.nextID(), "epoch": s.Epoch})
+		t.callAgent(phaseStarting, s.HostID, schemas.PowerOn)
+	case phaseStarting:
+		s.VmState = StateActive
+		s.HARetries = 0
+		t.succeed("the VM runs on host " + s.HostID)
+	}
+}

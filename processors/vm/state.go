@@ -1,0 +1,146 @@
+package vm
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// Stationary VM states (vm_state, DESIGN §5.1). Expunged is final: the
+// state is then deleted.
+const (
+	StateBuilding  = "Building"
+	StateActive    = "Active"
+	StateStopped   = "Stopped"
+	StatePaused    = "Paused"
+	StateSuspended = "Suspended"
+	StateRescued   = "Rescued"
+	StateResized   = "Resized"
+	StateError     = "Error"
+	StateDeleted   = "Deleted"
+	StateExpunged  = "Expunged"
+)
+
+// Task states: the step of the job in flight (empty for none).
+const (
+	TaskScheduling         = "Scheduling"
+	TaskNetworking         = "Networking"
+	TaskBlockDeviceMapping = "BlockDeviceMapping"
+	TaskSpawning           = "Spawning"
+	TaskStarting           = "Starting"
+	TaskStopping           = "Stopping"
+	TaskRebooting          = "Rebooting"
+	TaskPausing            = "Pausing"
+	TaskUnpausing          = "Unpausing"
+	TaskSuspending         = "Suspending"
+	TaskResuming           = "Resuming"
+	TaskMigrating          = "Migrating"
+	TaskResizing           = "Resizing"
+	TaskResizeVerify       = "ResizeVerify"
+	TaskRebuilding         = "Rebuilding"
+	TaskRescuing           = "Rescuing"
+	TaskUnrescuing         = "Unrescuing"
+	TaskSnapshotting       = "Snapshotting"
+	TaskDeleting           = "Deleting"
+)
+
+// clone deep-copies a VM record. Step and Tick work on a copy, so a caller
+// holding the previous pointer keeps an unchanged value.
+func clone(s *schemas.VmRecord) *schemas.VmRecord {
+	if s == nil {
+		return nil
+	}
+	c := *s
+	c.Offering.HostTags = slices.Clone(s.Offering.HostTags)
+	c.OldOffering.HostTags = slices.Clone(s.OldOffering.HostTags)
+	c.Job.Params = maps.Clone(s.Job.Params)
+	c.Queue = slices.Clone(s.Queue)
+	for i := range c.Queue {
+		c.Queue[i].Payload = slices.Clone(c.Queue[i].Payload)
+	}
+	c.Recent = slices.Clone(s.Recent)
+	c.ReportSeq = maps.Clone(s.ReportSeq)
+	return &c
+}
+
+// onHost reports whether a power state means the VM exists and is defined
+// on the reporting host (running, frozen or saved there).
+func onHost(power string) bool {
+	return power == schemas.PowerOn || power == schemas.PowerPaused || power == schemas.PowerSusp
+}
+
+// stationaryFor is the stationary state a VM follows a power report to; ""
+// when the report says nothing definite (PowerUnknown).
+func stationaryFor(power string) string {
+	switch power {
+	case schemas.PowerOn:
+		return StateActive
+	case schemas.PowerOff:
+		return StateStopped
+	case schemas.PowerPaused:
+		return StatePaused
+	case schemas.PowerSusp:
+		return StateSuspended
+	}
+	return ""
+}
+
+// consistent reports whether a stationary state agrees with a power state.
+// PowerUnknown contradicts nothing: the host could not tell.
+func consistent(vmState, power string) bool {
+	if power == schemas.PowerUnknown || power == "" {
+		return true
+	}
+	switch vmState {
+	case StateActive, StateResized, StateRescued:
+		return power == schemas.PowerOn
+	case StateStopped:
+		return power == schemas.PowerOff
+	case StatePaused:
+		return power == schemas.PowerPaused
+	case StateSuspended:
+		return power == schemas.PowerSusp
+	case StateError:
+		// An Error VM is not running; only finding it running is news.
+		return !onHost(power)
+	}
+	return true
+}
+
+// watched is the part of a VM whose change is announced with VmStateChanged.
+type watched struct{ vm, task, power, host string }
+
+func watch(s *schemas.VmRecord) watched {
+	if s == nil {
+		return watched{}
+	}
+	return watched{s.VmState, s.TaskState, s.PowerState, s.HostID}
+}
+
+// snapshot is the full VmStateChanged of a VM: the read model's row.
+func snapshot(s *schemas.VmRecord, jobID, reason string) *schemas.VmStateChanged {
+	return &schemas.VmStateChanged{
+		VmID:                  s.VmID,
+		Name:                  s.Name,
+		Account:               s.Account,
+		ZoneID:                s.ZoneID,
+		Offering:              s.Offering,
+		HA:                    s.HA,
+		VmState:               s.VmState,
+		TaskState:             s.TaskState,
+		PowerState:            s.PowerState,
+		PowerHost:             s.PowerHost,
+		LegacyState:           LegacyState(s.VmState, s.TaskState, s.PowerState),
+		HostID:                s.HostID,
+		Epoch:                 s.Epoch,
+		JobID:                 jobID,
+		PendingJobs:           int32(len(s.Queue)),
+		AllowedActions:        AllowedActions(s.VmState, s.TaskState),
+		Reason:                reason,
+		PowerStateUpdateTime:  s.PowerStateUpdateTime,
+		PowerStateUpdateCount: s.PowerStateUpdateCount,
+		CreatedAt:             s.CreatedAt,
+		UpdatedAt:             s.UpdatedAt,
+	}
+}

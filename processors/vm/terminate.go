@@ -1,0 +1,59 @@
+package vm
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// Terminate deletes a VM. It is always allowed and never queues: the job in
+// flight and the queued ones are cancelled first (see tx.terminate). Then,
+// all in task state Deleting: when a host holds the VM and it is not known
+// to be off, StopVm(force); then DestroyVm on that host; then the VM is
+// Deleted, its capacity released, and it is expunged after ExpungeDelay.
+func terminateFlow() flow {
+	return flow{start: terminateStart, advance: terminateNext, answerFailed: terminateAnswerFailed}
+}
+
+func terminateStart(t *tx, _ any) { terminateNext(t) }
+
+func terminateNext(t *tx) {
+	s := t.s
+	switch {
+	case s.HostID != "" && s.Job.Phase == "" && s.PowerState != schemas.PowerOff:
+		t.step(TaskDeleting, "stop", "force-stopping the VM on host "+s.HostID,
+			map[string]any{"host_id": s.HostID, "command_id": t.nextID(), "epoch": s.Epoch, "force": true})
+		t.callAgent(phaseStopping, s.HostID, "")
+	case s.HostID != "" && s.Job.Phase != phaseDestroying:
+		t.step(TaskDeleting, "destroy", "destroying the VM and its disks on host "+s.HostID,
+			map[string]any{"host_id": s.HostID, "command_id": t.nextID(), "epoch": s.Epoch})
+		t.callAgent(phaseDestroying, s.HostID, "")
+	default:
+		if s.Job.Phase == "" {
+			t.step(TaskDeleting, "delete", "no host holds the VM", nil)
+		}
+		s.VmState = StateDeleted
+		s.DeletedAt = t.ms
+		if s.ExpungeAt == 0 {
+			s.ExpungeAt = t.ms + t.cfg.ExpungeDelay.Milliseconds()
+		}
+		// Release every claim of the VM: this also frees what a PlaceVm of a
+		// cancelled job may still allocate, since placement handles the
+		// zone's requests in order.
+		t.release("")
+		s.HostID, s.PodID, s.ClusterID = "", "", ""
+		t.succeed(fmt.Sprintf("the VM is deleted; expunge at %s", time.UnixMilli(s.ExpungeAt).UTC().Format(time.RFC3339)))
+	}
+}
+
+// terminateAnswerFailed: a failed force stop does not stop a terminate
+// (DestroyVm removes a running VM too); a failed destroy fails the job.
+func terminateAnswerFailed(t *tx, a *schemas.AgentAnswer) {
+	if t.s.Job.Phase == phaseStopping {
+		t.s.Job.Wait = schemas.JobWait{}
+		terminateNext(t)
+		return
+	}
+	t.fail("AgentError", fmt.Sprintf("%s on host %s: %s", a.CommandType, a.HostID, a.Error), false)
+}
