@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	"github.com/linkedin/goavro/v2"
-	"github.com/twmb/franz-go/pkg/sr"
 )
 
 //go:embed avro/*.avsc avro/history/*.avsc
@@ -153,11 +152,21 @@ func (e *entry) decodeBody(body []byte) (any, error) {
 	return out.Interface(), nil
 }
 
+// Registry is the part of a Confluent-compatible Schema Registry the codec
+// uses; schemas/confluent adapts franz-go's pkg/sr client to it, so that
+// this package (and the pure processors importing it) stays free of HTTP.
+type Registry interface {
+	// Register returns the id of schema under subject, registering it if needed.
+	Register(ctx context.Context, subject, schema string) (int, error)
+	// SchemaByID returns the schema text of an id.
+	SchemaByID(ctx context.Context, id int) (string, error)
+}
+
 // Codec encodes and decodes records. The zero Codec and NewCodec(nil) use
-// single-object encoding; with a Schema Registry client it writes the
-// Confluent framing (00, 4-byte schema id, body). Decoding accepts both.
+// single-object encoding; with a Schema Registry it writes the Confluent
+// framing (00, 4-byte schema id, body). Decoding accepts both.
 type Codec struct {
-	reg *sr.Client
+	reg Registry
 
 	mu       sync.RWMutex
 	idByName map[string]int
@@ -165,7 +174,7 @@ type Codec struct {
 }
 
 // NewCodec returns a codec; reg may be nil for single-object encoding.
-func NewCodec(reg *sr.Client) *Codec {
+func NewCodec(reg Registry) *Codec {
 	return &Codec{reg: reg, idByName: map[string]int{}, byID: map[int]*entry{}}
 }
 
@@ -201,15 +210,15 @@ func (c *Codec) idFor(ctx context.Context, e *entry) (int, error) {
 	if ok {
 		return id, nil
 	}
-	ss, err := c.reg.CreateSchema(ctx, Subject(e.name), sr.Schema{Schema: e.schema, Type: sr.TypeAvro})
+	id, err := c.reg.Register(ctx, Subject(e.name), e.schema)
 	if err != nil {
 		return 0, fmt.Errorf("register %s: %w", e.name, err)
 	}
 	c.mu.Lock()
-	c.idByName[e.name] = ss.ID
-	c.byID[ss.ID] = e
+	c.idByName[e.name] = id
+	c.byID[id] = e
 	c.mu.Unlock()
-	return ss.ID, nil
+	return id, nil
 }
 
 // Decode decodes either framing and returns a pointer to the record.
@@ -238,11 +247,11 @@ func (c *Codec) entryByID(ctx context.Context, id int) (*entry, error) {
 	if ok {
 		return e, nil
 	}
-	s, err := c.reg.SchemaByID(ctx, id)
+	text, err := c.reg.SchemaByID(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("schema id %d: %w", id, err)
 	}
-	w, err := goavro.NewCodec(s.Schema)
+	w, err := goavro.NewCodec(text)
 	if err != nil {
 		return nil, fmt.Errorf("schema id %d: %w", id, err)
 	}
@@ -255,7 +264,7 @@ func (c *Codec) entryByID(ctx context.Context, id int) (*entry, error) {
 		// Written with another version of the schema: decode with the
 		// writer's codec; the native form is then read into today's type,
 		// whose new fields keep their zero defaults.
-		e = &entry{name: e.name, typ: e.typ, schema: s.Schema, codec: w}
+		e = &entry{name: e.name, typ: e.typ, schema: text, codec: w}
 	}
 	c.mu.Lock()
 	c.byID[id] = e

@@ -11,8 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/sr"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
+
+	"github.com/vmplane/vmplane/schemas/confluent"
 )
 
 var update = flag.Bool("update", false, "rewrite avro/*.avsc from the Go types (and add a history version for a changed schema)")
@@ -159,7 +160,7 @@ func TestSingleObjectRoundTrip(t *testing.T) {
 func TestConfluentFramingWithRegistry(t *testing.T) {
 	reg := srfake.New()
 	defer reg.Close()
-	cl, err := sr.NewClient(sr.URLs(reg.URL()))
+	cl, err := confluent.New(reg.URL())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,9 +15,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
-	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/vmplane/vmplane/schemas"
+	"github.com/vmplane/vmplane/schemas/confluent"
 )
 
 // Config says how to reach the cluster.
@@ -68,7 +68,7 @@ func (c Config) Codec() (*schemas.Codec, error) {
 	if c.RegistryURL == "" {
 		return schemas.NewCodec(nil), nil
 	}
-	cl, err := sr.NewClient(sr.URLs(c.RegistryURL))
+	cl, err := confluent.New(c.RegistryURL)
 	if err != nil {
 		return nil, fmt.Errorf("schema registry %s: %w", c.RegistryURL, err)
 	}

@@ -297,4 +297,3 @@ func TestTimersFireFromInjectedClock(t *testing.T) {
 		t.Fatalf("%d alerts, want 3", alerts)
 	}
 }
-
