@@ -1,0 +1,271 @@
+package postgres
+
+import (
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// changes is one poll's worth of records folded into the rows they leave
+// behind. Folding is pure: a VM changed ten times in a batch becomes one
+// upsert, a job's accepted/stepped/succeeded one row, so the write is a few
+// set-based statements instead of one round trip per record.
+type changes struct {
+	vms     map[string]*vmChange
+	vmOrder []string
+	jobs    map[string]*jobChange
+	jobIDs  []string
+	// newJobs are jobs seen only as commands: inserted as pending unless
+	// an event already made the row.
+	newJobs map[string]*jobChange
+	newIDs  []string
+	steps   []stepRow
+	// stmts are the low-volume topics' writes, one statement per record in
+	// log order (hosts, placement, catalog, accounts, alerts).
+	stmts []stmt
+}
+
+type stmt struct {
+	sql  string
+	args []any
+}
+
+type vmOp int
+
+const (
+	vmUpsert vmOp = iota // the whole row is known (VmStateChanged)
+	vmPower              // only the power fields changed (PowerStateObserved)
+	vmDelete             // VmExpunged
+)
+
+type vmChange struct {
+	op      vmOp
+	row     vmRow
+	version int64
+}
+
+// vmRow mirrors the vms table. For vmPower only the power fields are set.
+type vmRow struct {
+	ID, Name, Account, ZoneID, OfferingID, Offering string
+	CPU                                             int32
+	MemoryMB                                        int64
+	HA                                              bool
+	VmState, TaskState, PowerState, PowerHost       string
+	PowerUpdateTime                                 *time.Time
+	PowerUpdateCount                                int32
+	LegacyState, HostID                             string
+	Epoch                                           int64
+	JobID                                           string
+	PendingJobs                                     int32
+	AllowedActions                                  []string
+	Reason                                          string
+	CreatedAt, UpdatedAt                            time.Time
+}
+
+// jobChange is the net effect of a batch on one job. Nil pointers mean
+// "leave the stored value": a batch holding only JobSucceeded must not wipe
+// the task state an earlier batch wrote.
+type jobChange struct {
+	ID, VmID, Account, Type, Origin string
+	State                           string
+	Reason, Detail, TaskState       *string
+	AllowedActions                  []string // nil: unchanged
+	CreatedAt, UpdatedAt            time.Time
+	FinishedAt                      *time.Time
+	version                         int64
+}
+
+type stepRow struct {
+	JobID, VmID, TaskState, Step, Text, Obj string
+	Seq                                     int32
+	At                                      time.Time
+	version                                 int64
+}
+
+func newChanges() *changes {
+	return &changes{vms: map[string]*vmChange{}, jobs: map[string]*jobChange{}, newJobs: map[string]*jobChange{}}
+}
+
+// ms turns Unix milliseconds into a UTC time; fallback is used for 0.
+func ms(v int64, fallback time.Time) time.Time {
+	if v == 0 {
+		return fallback
+	}
+	return time.UnixMilli(v).UTC()
+}
+
+// msPtr is ms with 0 meaning "none".
+func msPtr(v int64) *time.Time {
+	if v == 0 {
+		return nil
+	}
+	t := time.UnixMilli(v).UTC()
+	return &t
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// add folds one decoded record. It reports false for a type the projector
+// has no table for (the offset still advances).
+func (c *changes) add(r schemas.Record) bool {
+	// The Kafka timestamp stands in for a missing event time.
+	ts := time.UnixMilli(r.TimestampMs).UTC()
+	switch v := r.Value.(type) {
+	case *schemas.VmStateChanged:
+		c.vmUpsert(v, r.Offset, ts)
+	case *schemas.PowerStateObserved:
+		c.vmPowerObserved(v, r.Offset, ts)
+	case *schemas.VmExpunged:
+		c.vm(v.VmID).op = vmDelete
+		c.vms[v.VmID].version = r.Offset
+	case *schemas.JobAccepted:
+		j := c.job(v.JobRef, r.Offset, ts)
+		j.State = "running"
+		if v.Queued {
+			j.State = "pending"
+		}
+	case *schemas.JobStepped:
+		j := c.job(v.JobRef, r.Offset, ts)
+		j.State = "running"
+		j.TaskState = ptr(v.TaskState)
+		c.steps = append(c.steps, stepRow{JobID: v.JobID, VmID: v.VmID, TaskState: v.TaskState, Step: v.Step,
+			Text: v.Text, Obj: v.Obj, Seq: v.Seq, At: ms(v.At, ts), version: r.Offset})
+	case *schemas.JobSucceeded:
+		c.finish(c.job(v.JobRef, r.Offset, ts), "succeeded", "", "", ts, v.At)
+	case *schemas.JobFailed:
+		c.finish(c.job(v.JobRef, r.Offset, ts), "failed", v.Reason, v.Detail, ts, v.At)
+	case *schemas.JobCancelled:
+		c.finish(c.job(v.JobRef, r.Offset, ts), "cancelled", v.Reason, "", ts, v.At)
+	case *schemas.JobRejected:
+		j := c.job(v.JobRef, r.Offset, ts)
+		c.finish(j, "rejected", v.Reason, v.Detail, ts, v.At)
+		j.AllowedActions = nonNil(v.AllowedActions)
+	case *schemas.AlertRaised:
+		c.stmts = append(c.stmts, stmt{sqlAlert, []any{v.AlertID, v.Kind, v.VmID, v.HostID, v.Account, v.JobID, v.Message, ms(v.At, ts), r.Offset}})
+	case *schemas.HostStatus:
+		c.stmts = append(c.stmts, stmt{sqlHostStatus, []any{v.HostID, v.Name, v.ZoneID, v.PodID, v.ClusterID, v.Hypervisor,
+			v.Status, v.ResourceState, v.Reservable, v.CPU, v.MemoryMB, v.CPUOvercommit, v.MemOvercommit, nonNil(v.Tags),
+			msPtr(v.LastPingAt), v.Reason, ms(v.UpdatedAt, ts), r.Offset}})
+	case *schemas.CapacityAllocated:
+		c.stmts = append(c.stmts,
+			stmt{sqlAllocation, []any{v.VmID, v.HostID, v.ZoneID, v.Account, v.CPU, v.MemoryMB, v.RequestID, ms(v.At, ts), r.Offset}},
+			stmt{sqlHostUsage, []any{v.HostID, v.ZoneID, v.HostUsedCPU, v.HostUsedMemory, ms(v.At, ts), r.Offset}})
+	case *schemas.CapacityReleased:
+		c.stmts = append(c.stmts,
+			stmt{sqlAllocationRelease, []any{v.VmID, v.HostID, r.Offset}},
+			stmt{sqlHostUsage, []any{v.HostID, v.ZoneID, v.HostUsedCPU, v.HostUsedMemory, ms(v.At, ts), r.Offset}})
+	case *schemas.ServiceOffering:
+		if v.Deleted {
+			c.stmts = append(c.stmts, stmt{sqlOfferingDelete, []any{v.ID, r.Offset}})
+		} else {
+			c.stmts = append(c.stmts, stmt{sqlOffering, []any{v.ID, v.Name, v.CPU, v.MemoryMB, v.HA, v.DeploymentPlanner,
+				nonNil(v.HostTags), ms(v.CreatedAt, ts), r.Offset}})
+		}
+	case *schemas.AccountCreated:
+		c.stmts = append(c.stmts, stmt{sqlAccount, []any{v.AccountID, v.Name, ms(v.At, ts), r.Offset}})
+	case *schemas.ApiKeyIssued:
+		c.stmts = append(c.stmts, stmt{sqlAPIKey, []any{v.KeyID, v.AccountID, v.Role, v.Hash, msPtr(v.ExpiresAt), ms(v.At, ts), r.Offset}})
+	case *schemas.ApiKeyRevoked:
+		c.stmts = append(c.stmts, stmt{sqlAPIKeyRevoke, []any{v.KeyID, r.Offset}})
+	default:
+		if cmd, ok := vmCommandOf(r.Value); ok {
+			c.command(cmd, schemas.TypeName(r.Value), ts)
+			return true
+		}
+		return false
+	}
+	return true
+}
+
+func (c *changes) vm(id string) *vmChange {
+	v, ok := c.vms[id]
+	if !ok {
+		v = &vmChange{op: vmPower, row: vmRow{ID: id}}
+		c.vms[id] = v
+		c.vmOrder = append(c.vmOrder, id)
+	}
+	return v
+}
+
+func (c *changes) vmUpsert(e *schemas.VmStateChanged, offset int64, ts time.Time) {
+	v := c.vm(e.VmID)
+	v.op, v.version = vmUpsert, offset
+	v.row = vmRow{
+		ID: e.VmID, Name: e.Name, Account: e.Account, ZoneID: e.ZoneID,
+		OfferingID: e.Offering.ID, Offering: e.Offering.Name, CPU: e.Offering.CPU, MemoryMB: e.Offering.MemoryMB,
+		HA: e.HA, VmState: e.VmState, TaskState: e.TaskState, PowerState: e.PowerState, PowerHost: e.PowerHost,
+		PowerUpdateTime: msPtr(e.PowerStateUpdateTime), PowerUpdateCount: e.PowerStateUpdateCount,
+		LegacyState: e.LegacyState, HostID: e.HostID, Epoch: e.Epoch, JobID: e.JobID, PendingJobs: e.PendingJobs,
+		AllowedActions: nonNil(e.AllowedActions), Reason: e.Reason,
+		CreatedAt: ms(e.CreatedAt, ts), UpdatedAt: ms(e.UpdatedAt, ts),
+	}
+}
+
+func (c *changes) vmPowerObserved(e *schemas.PowerStateObserved, offset int64, ts time.Time) {
+	v := c.vm(e.VmID)
+	if v.op == vmDelete {
+		return // an expunged VM has no row to report on
+	}
+	v.version = offset
+	v.row.PowerState, v.row.PowerHost, v.row.PowerUpdateCount = e.PowerState, e.HostID, e.Count
+	v.row.PowerUpdateTime = ptr(ms(e.At, ts))
+}
+
+func (c *changes) job(ref schemas.JobRef, offset int64, ts time.Time) *jobChange {
+	at := ms(ref.At, ts)
+	j, ok := c.jobs[ref.JobID]
+	if !ok {
+		j = &jobChange{ID: ref.JobID, CreatedAt: at}
+		c.jobs[ref.JobID] = j
+		c.jobIDs = append(c.jobIDs, ref.JobID)
+	}
+	j.VmID, j.Account, j.Type, j.Origin = ref.VmID, ref.Account, ref.JobType, ref.Origin
+	j.UpdatedAt, j.version = at, offset
+	if at.Before(j.CreatedAt) {
+		j.CreatedAt = at
+	}
+	return j
+}
+
+func (c *changes) finish(j *jobChange, state, reason, detail string, ts time.Time, at int64) {
+	j.State, j.Reason, j.Detail = state, ptr(reason), ptr(detail)
+	j.FinishedAt = ptr(ms(at, ts))
+}
+
+func (c *changes) command(cmd schemas.VmCommand, typ string, ts time.Time) {
+	if _, ok := c.newJobs[cmd.CommandID]; ok || cmd.CommandID == "" {
+		return
+	}
+	at := ms(cmd.IssuedAt, ts)
+	c.newJobs[cmd.CommandID] = &jobChange{ID: cmd.CommandID, VmID: cmd.VmID, Account: cmd.Account, Type: typ,
+		Origin: cmd.Origin, State: "pending", CreatedAt: at, UpdatedAt: at, version: -1}
+	c.newIDs = append(c.newIDs, cmd.CommandID)
+}
+
+// vmCommandOf returns the common fields of a vm.commands.v1 record: every
+// command type embeds schemas.VmCommand, so new commands need no change here.
+func vmCommandOf(v any) (schemas.VmCommand, bool) {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Elem().Kind() != reflect.Struct {
+		return schemas.VmCommand{}, false
+	}
+	f := rv.Elem().FieldByName("VmCommand")
+	if !f.IsValid() {
+		return schemas.VmCommand{}, false
+	}
+	cmd, ok := f.Interface().(schemas.VmCommand)
+	return cmd, ok
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// joinActions packs an action list into one text for unnest (Postgres has
+// no arrays of arrays of differing lengths); action names never hold commas.
+func joinActions(a []string) string { return strings.Join(a, ",") }

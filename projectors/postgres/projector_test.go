@@ -1,0 +1,233 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// scenario writes a small history touching every projected topic, with two
+// records vm.events.v1 must dead-letter in the middle.
+func scenario(p *producer) {
+	const at = int64(1_700_000_000_000)
+	small := schemas.Offering{ID: "off-small", Name: "small", CPU: 1, MemoryMB: 512}
+	job1 := schemas.JobRef{JobID: "job-1", VmID: "vm-1", Account: "acme", JobType: "Deploy", Origin: "api", At: at}
+	later := func(r schemas.JobRef, d int64) schemas.JobRef { r.At += d; return r }
+
+	p.send(schemas.TopicCatalog, "off-small", &schemas.ServiceOffering{Offering: small, CreatedAt: at})
+	p.send(schemas.TopicCatalog, "off-old", &schemas.ServiceOffering{Offering: schemas.Offering{ID: "off-old", Name: "old"}, CreatedAt: at})
+	p.send(schemas.TopicCatalog, "off-old", &schemas.ServiceOffering{Offering: schemas.Offering{ID: "off-old", Name: "old"}, Deleted: true})
+	p.send(schemas.TopicAccounts, "acme", &schemas.AccountCreated{AccountID: "acme", Name: "Acme", At: at})
+	p.send(schemas.TopicAccounts, "acme", &schemas.ApiKeyIssued{KeyID: "k1", AccountID: "acme", Role: "user", Hash: "ab", At: at})
+	p.send(schemas.TopicAccounts, "acme", &schemas.ApiKeyIssued{KeyID: "k2", AccountID: "acme", Role: "admin", Hash: "cd", At: at})
+	p.send(schemas.TopicAccounts, "acme", &schemas.ApiKeyRevoked{KeyID: "k2", AccountID: "acme", At: at})
+	for _, h := range []string{"h1", "h2"} {
+		p.send(schemas.TopicHostStatus, h, &schemas.HostStatus{HostID: h, Name: h, ZoneID: "z1", Status: "Connecting",
+			ResourceState: "Enabled", CPU: 16, MemoryMB: 65536, CPUOvercommit: 1, MemOvercommit: 1, UpdatedAt: at})
+		p.send(schemas.TopicHostStatus, h, &schemas.HostStatus{HostID: h, Name: h, ZoneID: "z1", Status: "Up",
+			ResourceState: "Enabled", Reservable: true, CPU: 16, MemoryMB: 65536, CPUOvercommit: 1, MemOvercommit: 1,
+			LastPingAt: at, UpdatedAt: at + 1})
+	}
+
+	p.send(schemas.TopicVmCommands, "vm-1", &schemas.Deploy{VmCommand: schemas.VmCommand{CommandID: "job-1", VmID: "vm-1",
+		Account: "acme", Origin: "api", IssuedAt: at}, Name: "web", ZoneID: "z1", Offering: small})
+	p.send(schemas.TopicVmEvents, "vm-1", &schemas.JobAccepted{JobRef: job1})
+	p.send(schemas.TopicVmEvents, "vm-1", &schemas.VmStateChanged{VmID: "vm-1", Name: "web", Account: "acme", ZoneID: "z1",
+		Offering: small, VmState: "Building", TaskState: "Scheduling", JobID: "job-1", CreatedAt: at, UpdatedAt: at})
+	p.send(schemas.TopicVmEvents, "vm-1", &schemas.JobStepped{JobRef: later(job1, 10), Seq: 1, TaskState: "Scheduling", Step: "place", Text: "asking placement"})
+	// Garbage and a type vm.events.v1 does not carry: both to dlq.v1.
+	p.raw(&kgo.Record{Topic: schemas.TopicVmEvents, Key: []byte("vm-1"), Value: []byte("not avro")})
+	p.send(schemas.TopicVmEvents, "vm-1", &schemas.HostStatus{HostID: "h9"})
+	p.send(schemas.TopicPlacementEvents, "z1", &schemas.CapacityAllocated{ZoneID: "z1", HostID: "h1", VmID: "vm-1",
+		Account: "acme", CPU: 1, MemoryMB: 512, HostUsedCPU: 1, HostUsedMemory: 512, RequestID: "r1", At: at + 20})
+	p.send(schemas.TopicVmEvents, "vm-1", &schemas.JobStepped{JobRef: later(job1, 30), Seq: 2, TaskState: "Spawning", Step: "start", Text: "starting on h1"})
+	p.send(schemas.TopicVmEvents, "vm-1", &schemas.JobSucceeded{JobRef: later(job1, 40), VmState: "Active"})
+	p.send(schemas.TopicVmEvents, "vm-1", &schemas.VmStateChanged{VmID: "vm-1", Name: "web", Account: "acme", ZoneID: "z1",
+		Offering: small, VmState: "Active", PowerState: "PowerOn", HostID: "h1", Epoch: 1, JobID: "job-1",
+		AllowedActions: []string{"stop", "reboot", "terminate"}, CreatedAt: at, UpdatedAt: at + 40})
+	p.send(schemas.TopicVmEvents, "vm-1", &schemas.PowerStateObserved{VmID: "vm-1", HostID: "h1", PowerState: "PowerOn", Count: 2, At: at + 50})
+
+	// vm-2: a command rejected; vm-3: a command nothing has answered yet.
+	p.send(schemas.TopicVmCommands, "vm-2", &schemas.Stop{VmCommand: schemas.VmCommand{CommandID: "job-2", VmID: "vm-2", Account: "other", Origin: "api", IssuedAt: at}})
+	p.send(schemas.TopicVmEvents, "vm-2", &schemas.JobRejected{JobRef: schemas.JobRef{JobID: "job-2", VmID: "vm-2", Account: "other",
+		JobType: "Stop", Origin: "api", At: at + 5}, Reason: "InvalidState", Detail: "Stopped", AllowedActions: []string{"start", "terminate"}})
+	p.send(schemas.TopicVmCommands, "vm-3", &schemas.Reboot{VmCommand: schemas.VmCommand{CommandID: "job-3", VmID: "vm-3", Account: "acme", Origin: "api", IssuedAt: at}})
+	// vm-4 lives and is expunged.
+	p.send(schemas.TopicVmEvents, "vm-4", &schemas.VmStateChanged{VmID: "vm-4", Account: "acme", VmState: "Deleted", CreatedAt: at, UpdatedAt: at})
+	p.send(schemas.TopicVmEvents, "vm-4", &schemas.AlertRaised{AlertID: "a1", Kind: "VmStateSync", VmID: "vm-4", Message: "gone", At: at})
+	p.send(schemas.TopicVmEvents, "vm-4", &schemas.VmExpunged{VmID: "vm-4", Account: "acme", At: at + 1})
+}
+
+func TestProjectorProjectsScenario(t *testing.T) {
+	kcfg, dsn := testBroker(t), testDB(t)
+	p := newProducer(t, kcfg)
+	scenario(p)
+	cfg := Config{Kafka: kcfg, DSN: dsn}
+	_, wait := startProjector(t, cfg, nil)
+	waitApplied(t, dsn, DefaultGroup, p)
+	_ = wait
+
+	r, err := NewReader(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx := t.Context()
+
+	vm, err := r.VM(ctx, "vm-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vm.VmState != "Active" || vm.PowerState != "PowerOn" || vm.HostID != "h1" || vm.Offering != "small" ||
+		!slices.Equal(vm.AllowedActions, []string{"stop", "reboot", "terminate"}) || vm.Version <= 0 {
+		t.Errorf("vm-1 = %+v", vm)
+	}
+	if _, err := r.VM(ctx, "vm-4"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("expunged vm-4: err %v, want ErrNotFound", err)
+	}
+
+	job, err := r.Job(ctx, "job-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job.State != "succeeded" || job.Type != "Deploy" || job.TaskState != "Spawning" || job.FinishedAt == nil || job.VmID != "vm-1" {
+		t.Errorf("job-1 = %+v", job)
+	}
+	steps, err := r.JobSteps(ctx, "job-1")
+	if err != nil || len(steps) != 2 || steps[0].Step != "place" || steps[1].TaskState != "Spawning" {
+		t.Errorf("job-1 steps = %+v, err %v", steps, err)
+	}
+	if j, err := r.Job(ctx, "job-2"); err != nil || j.State != "rejected" || j.Reason != "InvalidState" ||
+		!slices.Equal(j.AllowedActions, []string{"start", "terminate"}) {
+		t.Errorf("job-2 = %+v, err %v", j, err)
+	}
+	if j, err := r.Job(ctx, "job-3"); err != nil || j.State != "pending" || j.Type != "Reboot" || j.Account != "acme" {
+		t.Errorf("job-3 = %+v, err %v", j, err)
+	}
+
+	h1, err := r.Host(ctx, "h1")
+	if err != nil || h1.Status != "Up" || !h1.Reservable || h1.UsedCPU != 1 || h1.UsedMemoryMB != 512 || h1.LastPingAt == nil {
+		t.Errorf("h1 = %+v, err %v", h1, err)
+	}
+	if o, err := r.Offering(ctx, "small"); err != nil || o.ID != "off-small" {
+		t.Errorf("offering small = %+v, err %v", o, err)
+	}
+	if _, err := r.Offering(ctx, "off-old"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("deleted offering: err %v", err)
+	}
+	if k, err := r.APIKey(ctx, "k2"); err != nil || !k.Revoked || k.Role != "admin" {
+		t.Errorf("k2 = %+v, err %v", k, err)
+	}
+	if k, err := r.APIKey(ctx, "k1"); err != nil || k.Revoked {
+		t.Errorf("k1 = %+v, err %v", k, err)
+	}
+	d := dump(t, dsn)
+	if len(d["alerts"]) != 1 || len(d["allocations"]) != 1 || len(d["accounts"]) != 1 {
+		t.Errorf("alerts %v allocations %v accounts %v", d["alerts"], d["allocations"], d["accounts"])
+	}
+
+	dead := readDLQ(t, kcfg, 2)
+	for _, h := range dead {
+		if h["dlq.topic"] != schemas.TopicVmEvents || h["dlq.consumer"] != DefaultGroup || h["dlq.error"] == "" {
+			t.Errorf("dead letter headers %v", h)
+		}
+	}
+}
+
+// readDLQ reads want records of dlq.v1 and returns their headers.
+func readDLQ(t *testing.T, kcfg kafka.Config, want int) []map[string]string {
+	t.Helper()
+	cl, err := kgo.NewClient(kcfg.Opts(kgo.ConsumeTopics(schemas.TopicDLQ), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	var out []map[string]string
+	for len(out) < want {
+		f := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("dlq.v1: got %d records, want %d", len(out), want)
+		}
+		f.EachRecord(func(r *kgo.Record) {
+			h := map[string]string{}
+			for _, kv := range r.Headers {
+				h[kv.Key] = string(kv.Value)
+			}
+			out = append(out, h)
+		})
+	}
+	if len(out) != want {
+		t.Fatalf("dlq.v1: got %d records, want %d", len(out), want)
+	}
+	return out
+}
+
+// TestProjectorRestartAndReplay kills a projector after its first small
+// batch, restarts it, and then replays the whole log into the same database
+// under another group: every table must equal a single clean run's.
+func TestProjectorRestartAndReplay(t *testing.T) {
+	kcfg := testBroker(t)
+	p := newProducer(t, kcfg)
+	scenario(p)
+
+	cleanDSN := testDB(t)
+	cancel, wait := startProjector(t, Config{Kafka: kcfg, DSN: cleanDSN, Group: "clean"}, nil)
+	waitApplied(t, cleanDSN, "clean", p)
+	cancel()
+	wait()
+	want := dump(t, cleanDSN)
+
+	dsn := testDB(t)
+	small := Config{Kafka: kcfg, DSN: dsn, Group: "restart", MaxBatch: 3}
+	_, wait = startProjector(t, small, func(pr *Projector, cancel func()) {
+		pr.afterCommit = func(int) { cancel() }
+	})
+	wait()
+	t.Log("first run stopped")
+	stored, err := storedOffsetsOf(t, dsn, "restart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var applied, total int64
+	for _, n := range stored {
+		applied += n
+	}
+	for _, off := range p.last {
+		total += off + 1
+	}
+	if applied == 0 || applied >= total {
+		t.Fatalf("the first run applied %d of %d records; want a partial run", applied, total)
+	}
+	t.Log("restarting")
+	_, wait = startProjector(t, small, nil)
+	waitApplied(t, dsn, "restart", p)
+	t.Log("restarted run caught up")
+	if got := dump(t, dsn); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after restart:\n%v\nclean run:\n%v", got, want)
+	}
+
+	// A replay from offset 0 (a new group on the same tables) changes nothing.
+	_, _ = startProjector(t, Config{Kafka: kcfg, DSN: dsn, Group: "replay", MaxBatch: 4}, nil)
+	waitApplied(t, dsn, "replay", p)
+	if got := dump(t, dsn); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after replay:\n%v\nclean run:\n%v", got, want)
+	}
+	// Each group dead-letters the two bad records once, restart or not.
+	perGroup := map[string]int{}
+	for _, h := range readDLQ(t, kcfg, 6) {
+		perGroup[h["dlq.consumer"]]++
+	}
+	if want := map[string]int{"clean": 2, "restart": 2, "replay": 2}; !reflect.DeepEqual(perGroup, want) {
+		t.Fatalf("dead letters per group %v, want %v", perGroup, want)
+	}
+}

@@ -1,0 +1,126 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned by Reader lookups that find no row.
+var ErrNotFound = errors.New("not found")
+
+// VM is a row of the vms read model.
+type VM struct {
+	ID             string
+	Name           string
+	Account        string
+	ZoneID         string
+	Offering       string // offering name
+	OfferingID     string
+	CPU            int32
+	MemoryMB       int64
+	VmState        string
+	TaskState      string
+	PowerState     string
+	LegacyState    string
+	HostID         string
+	AllowedActions []string
+	HA             bool
+	JobID          string // job in flight or that made the last change
+	Epoch          int64
+	Version        int64 // Kafka offset of the event that wrote the row (ETag)
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+// Job is a row of the jobs read model.
+type Job struct {
+	ID             string
+	VmID           string
+	Account        string
+	Type           string
+	State          string // pending, running, succeeded, failed, cancelled, rejected
+	Reason         string
+	Detail         string
+	TaskState      string
+	Origin         string
+	AllowedActions []string // set for rejected jobs
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	FinishedAt     *time.Time
+}
+
+// JobStep is a row of job_steps.
+type JobStep struct {
+	JobID     string
+	Seq       int32
+	TaskState string
+	Step      string
+	Text      string
+	At        time.Time
+}
+
+// Host is a row of the hosts read model.
+type Host struct {
+	ID            string
+	Name          string
+	ZoneID        string
+	PodID         string
+	ClusterID     string
+	Hypervisor    string
+	Status        string
+	ResourceState string
+	Reservable    bool
+	CPU           int32
+	MemoryMB      int64
+	UsedCPU       int32
+	UsedMemoryMB  int64
+	CPUOvercommit float64
+	MemOvercommit float64
+	LastPingAt    *time.Time
+	UpdatedAt     time.Time
+}
+
+// Offering is a row of the offerings read model.
+type Offering struct {
+	ID                string
+	Name              string
+	CPU               int32
+	MemoryMB          int64
+	HA                bool
+	DeploymentPlanner string
+	HostTags          []string
+	CreatedAt         time.Time
+}
+
+// APIKey is a row of api_keys (the secret is only stored as a hash).
+type APIKey struct {
+	KeyID     string
+	AccountID string
+	Role      string // admin or user
+	Hash      string // hex SHA-256 of the secret
+	ExpiresAt *time.Time
+	Revoked   bool
+}
+
+// Page asks for one page of a list: at most Limit rows after the cursor.
+type Page struct {
+	Limit int
+	After string // opaque cursor: the last id of the previous page
+}
+
+// ReadModel is what the gateway reads. Account "" means every account (admin).
+type ReadModel interface {
+	VM(ctx context.Context, id string) (VM, error)
+	VMs(ctx context.Context, account string, p Page) ([]VM, error)
+	Job(ctx context.Context, id string) (Job, error)
+	JobSteps(ctx context.Context, jobID string) ([]JobStep, error)
+	Jobs(ctx context.Context, account, vmID, state string, p Page) ([]Job, error)
+	Host(ctx context.Context, id string) (Host, error)
+	Hosts(ctx context.Context, p Page) ([]Host, error)
+	Offering(ctx context.Context, idOrName string) (Offering, error)
+	Offerings(ctx context.Context) ([]Offering, error)
+	APIKey(ctx context.Context, keyID string) (APIKey, error)
+	// Ready reports whether the database answers.
+	Ready(ctx context.Context) error
+}

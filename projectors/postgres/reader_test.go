@@ -1,0 +1,135 @@
+package postgres
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// seededReader returns a Reader over a migrated database with five VMs and
+// jobs of "acme" (vm-0, vm-2, vm-4) and "other" (vm-1, vm-3).
+func seededReader(t *testing.T) *Reader {
+	t.Helper()
+	dsn := testDB(t)
+	if err := Migrate(t.Context(), dsn); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(t.Context())
+	for i := range 5 {
+		account := []string{"acme", "other"}[i%2]
+		vm := fmt.Sprintf("vm-%d", i)
+		if _, err := conn.Exec(t.Context(), `INSERT INTO vms (id, name, account, vm_state, allowed_actions, created_at, updated_at, version)
+			VALUES ($1, $1, $2, 'Active', '{stop}', now(), now(), $3)`, vm, account, i); err != nil {
+			t.Fatal(err)
+		}
+		state := []string{"succeeded", "running"}[i%2]
+		if _, err := conn.Exec(t.Context(), `INSERT INTO jobs (id, vm_id, account, type, state, created_at, updated_at, version)
+			VALUES ($1, $2, $3, 'Start', $4, now(), now(), $5)`, "job-"+vm, vm, account, state, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := conn.Exec(t.Context(), `INSERT INTO offerings (id, name, cpu, memory_mb, created_at, version)
+		VALUES ('off-1', 'small', 1, 512, now(), 0), ('small', 'tricky', 2, 1024, now(), 1)`); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReader(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	return r
+}
+
+func TestReaderNotFound(t *testing.T) {
+	r := seededReader(t)
+	ctx := t.Context()
+	checks := map[string]error{}
+	_, checks["vm"] = r.VM(ctx, "nope")
+	_, checks["job"] = r.Job(ctx, "nope")
+	_, checks["host"] = r.Host(ctx, "nope")
+	_, checks["offering"] = r.Offering(ctx, "nope")
+	_, checks["api key"] = r.APIKey(ctx, "nope")
+	for what, err := range checks {
+		if !errors.Is(err, ErrNotFound) {
+			t.Errorf("%s: err %v, want ErrNotFound", what, err)
+		}
+	}
+	if steps, err := r.JobSteps(ctx, "nope"); err != nil || len(steps) != 0 {
+		t.Errorf("steps of an unknown job: %v, %v", steps, err)
+	}
+	if err := r.Ready(ctx); err != nil {
+		t.Errorf("Ready: %v", err)
+	}
+}
+
+func TestReaderAccountFilterAndPages(t *testing.T) {
+	r := seededReader(t)
+	ctx := t.Context()
+	ids := func(vms []VM) []string {
+		var out []string
+		for _, v := range vms {
+			out = append(out, v.ID)
+		}
+		return out
+	}
+	tests := []struct {
+		account string
+		page    Page
+		want    []string
+	}{
+		{"", Page{}, []string{"vm-0", "vm-1", "vm-2", "vm-3", "vm-4"}},
+		{"acme", Page{}, []string{"vm-0", "vm-2", "vm-4"}},
+		{"other", Page{}, []string{"vm-1", "vm-3"}},
+		{"nobody", Page{}, nil},
+		{"", Page{Limit: 2}, []string{"vm-0", "vm-1"}},
+		{"", Page{Limit: 2, After: "vm-1"}, []string{"vm-2", "vm-3"}},
+		{"", Page{Limit: 2, After: "vm-3"}, []string{"vm-4"}},
+		{"acme", Page{Limit: 2, After: "vm-0"}, []string{"vm-2", "vm-4"}},
+		{"", Page{After: "vm-4"}, nil},
+	}
+	for _, tt := range tests {
+		got, err := r.VMs(ctx, tt.account, tt.page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(ids(got), tt.want) {
+			t.Errorf("VMs(%q, %+v) = %v, want %v", tt.account, tt.page, ids(got), tt.want)
+		}
+	}
+	if vm, err := r.VM(ctx, "vm-3"); err != nil || vm.Account != "other" || !slices.Equal(vm.AllowedActions, []string{"stop"}) {
+		t.Errorf("VM(vm-3) = %+v, %v", vm, err)
+	}
+
+	jobs, err := r.Jobs(ctx, "acme", "", "succeeded", Page{Limit: 2})
+	if err != nil || len(jobs) != 2 || jobs[0].ID != "job-vm-0" || jobs[1].ID != "job-vm-2" {
+		t.Errorf("acme succeeded jobs page 1 = %+v, %v", jobs, err)
+	}
+	jobs, err = r.Jobs(ctx, "acme", "", "succeeded", Page{Limit: 2, After: "job-vm-2"})
+	if err != nil || len(jobs) != 1 || jobs[0].ID != "job-vm-4" {
+		t.Errorf("acme succeeded jobs page 2 = %+v, %v", jobs, err)
+	}
+	if jobs, err := r.Jobs(ctx, "acme", "vm-1", "", Page{}); err != nil || len(jobs) != 0 {
+		t.Errorf("acme must not see other's vm-1 jobs: %+v, %v", jobs, err)
+	}
+	if jobs, err := r.Jobs(ctx, "", "vm-1", "running", Page{}); err != nil || len(jobs) != 1 {
+		t.Errorf("admin jobs of vm-1: %+v, %v", jobs, err)
+	}
+
+	// An id beats a name: "small" is the id of one offering and the name of another.
+	if o, err := r.Offering(ctx, "small"); err != nil || o.Name != "tricky" {
+		t.Errorf("Offering(small) = %+v, %v", o, err)
+	}
+	if o, err := r.Offering(ctx, "off-1"); err != nil || o.Name != "small" {
+		t.Errorf("Offering(off-1) = %+v, %v", o, err)
+	}
+	if all, err := r.Offerings(ctx); err != nil || len(all) != 2 {
+		t.Errorf("Offerings = %+v, %v", all, err)
+	}
+}

@@ -1,0 +1,278 @@
+package postgres
+
+import (
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The hot tables (vms, jobs, job_steps) are written set-based from arrays
+// with unnest; every upsert is gated on version so an older record never
+// overwrites a newer one.
+
+const sqlVmsUpsert = `
+INSERT INTO vms (id, name, account, zone_id, offering_id, offering, cpu, memory_mb, ha, vm_state, task_state,
+	power_state, power_host, power_state_update_time, power_state_update_count, legacy_state, host_id, epoch,
+	job_id, pending_jobs, allowed_actions, reason, created_at, updated_at, version)
+SELECT id, name, account, zone_id, offering_id, offering, cpu, memory_mb, ha, vm_state, task_state,
+	power_state, power_host, power_time, power_count, legacy_state, host_id, epoch,
+	job_id, pending_jobs, string_to_array(actions, ','), reason, created_at, updated_at, version
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::bigint[],
+	$9::bool[], $10::text[], $11::text[], $12::text[], $13::text[], $14::timestamptz[], $15::int[], $16::text[],
+	$17::text[], $18::bigint[], $19::text[], $20::int[], $21::text[], $22::text[], $23::timestamptz[],
+	$24::timestamptz[], $25::bigint[])
+	AS u(id, name, account, zone_id, offering_id, offering, cpu, memory_mb, ha, vm_state, task_state,
+	power_state, power_host, power_time, power_count, legacy_state, host_id, epoch, job_id, pending_jobs,
+	actions, reason, created_at, updated_at, version)
+ON CONFLICT (id) DO UPDATE SET
+	name = excluded.name, account = excluded.account, zone_id = excluded.zone_id,
+	offering_id = excluded.offering_id, offering = excluded.offering, cpu = excluded.cpu,
+	memory_mb = excluded.memory_mb, ha = excluded.ha, vm_state = excluded.vm_state,
+	task_state = excluded.task_state, power_state = excluded.power_state, power_host = excluded.power_host,
+	power_state_update_time = excluded.power_state_update_time,
+	power_state_update_count = excluded.power_state_update_count, legacy_state = excluded.legacy_state,
+	host_id = excluded.host_id, epoch = excluded.epoch, job_id = excluded.job_id,
+	pending_jobs = excluded.pending_jobs, allowed_actions = excluded.allowed_actions, reason = excluded.reason,
+	created_at = excluded.created_at, updated_at = excluded.updated_at, version = excluded.version
+WHERE vms.version < excluded.version`
+
+const sqlVmsPower = `
+UPDATE vms SET power_state = u.power_state, power_host = u.power_host, power_state_update_count = u.cnt,
+	power_state_update_time = u.at, version = u.version
+FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], $6::bigint[])
+	AS u(id, power_state, power_host, cnt, at, version)
+WHERE vms.id = u.id AND vms.version < u.version`
+
+const sqlVmsDelete = `
+DELETE FROM vms USING unnest($1::text[], $2::bigint[]) AS u(id, version)
+WHERE vms.id = u.id AND vms.version < u.version`
+
+// jobArgs are the unnest columns shared by sqlJobsUpdate and sqlJobsInsert.
+const jobArgs = `unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+	$8::text[], $9::text[], $10::text[], $11::timestamptz[], $12::timestamptz[], $13::timestamptz[], $14::bigint[])
+	AS u(id, vm_id, account, type, origin, state, reason, detail, task_state, actions, created_at, updated_at,
+	finished_at, version)`
+
+// sqlJobsUpdate changes existing jobs, keeping what the batch left NULL.
+const sqlJobsUpdate = `
+UPDATE jobs SET vm_id = u.vm_id, account = u.account, type = u.type, origin = u.origin, state = u.state,
+	reason = coalesce(u.reason, jobs.reason), detail = coalesce(u.detail, jobs.detail),
+	task_state = coalesce(u.task_state, jobs.task_state),
+	allowed_actions = coalesce(string_to_array(u.actions, ','), jobs.allowed_actions),
+	created_at = least(jobs.created_at, u.created_at), updated_at = u.updated_at,
+	finished_at = coalesce(u.finished_at, jobs.finished_at), version = u.version
+FROM ` + jobArgs + `
+WHERE jobs.id = u.id AND jobs.version < u.version`
+
+// sqlJobsInsert makes the jobs the update did not find. Its DO UPDATE only
+// matters when another projector instance inserted the command's row
+// (version -1) after the update's snapshot: the event row then wins.
+const sqlJobsInsert = `
+INSERT INTO jobs (id, vm_id, account, type, origin, state, reason, detail, task_state, allowed_actions,
+	created_at, updated_at, finished_at, version)
+SELECT id, vm_id, account, type, origin, state, coalesce(reason, ''), coalesce(detail, ''),
+	coalesce(task_state, ''), coalesce(string_to_array(actions, ','), '{}'), created_at, updated_at,
+	finished_at, version
+FROM ` + jobArgs + `
+ON CONFLICT (id) DO UPDATE SET vm_id = excluded.vm_id, account = excluded.account, type = excluded.type,
+	origin = excluded.origin, state = excluded.state, reason = excluded.reason, detail = excluded.detail,
+	task_state = excluded.task_state, allowed_actions = excluded.allowed_actions,
+	created_at = least(jobs.created_at, excluded.created_at), updated_at = excluded.updated_at,
+	finished_at = excluded.finished_at, version = excluded.version
+WHERE jobs.version < 0`
+
+// sqlJobsFromCommands makes a pending job visible as soon as the gateway's
+// command is in the log; any job event overwrites it. The command and the
+// job's events are on two topics read in no fixed order, so created_at is
+// the earliest of the two whichever lands first.
+const sqlJobsFromCommands = `
+INSERT INTO jobs (id, vm_id, account, type, origin, state, created_at, updated_at, version)
+SELECT id, vm_id, account, type, origin, 'pending', at, at, -1
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[])
+	AS u(id, vm_id, account, type, origin, at)
+ON CONFLICT (id) DO UPDATE SET created_at = excluded.created_at
+WHERE excluded.created_at < jobs.created_at`
+
+const sqlJobSteps = `
+INSERT INTO job_steps (job_id, seq, vm_id, task_state, step, text, obj, at, version)
+SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+	$8::timestamptz[], $9::bigint[])
+ON CONFLICT (job_id, seq) DO NOTHING`
+
+const sqlAlert = `
+INSERT INTO alerts (id, kind, vm_id, host_id, account, job_id, message, at, version)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+ON CONFLICT (id) DO NOTHING`
+
+const sqlHostStatus = `
+INSERT INTO hosts (id, name, zone_id, pod_id, cluster_id, hypervisor, status, resource_state, reservable, cpu,
+	memory_mb, cpu_overcommit, mem_overcommit, tags, last_ping_at, reason, updated_at, version)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+ON CONFLICT (id) DO UPDATE SET name = excluded.name, zone_id = excluded.zone_id, pod_id = excluded.pod_id,
+	cluster_id = excluded.cluster_id, hypervisor = excluded.hypervisor, status = excluded.status,
+	resource_state = excluded.resource_state, reservable = excluded.reservable, cpu = excluded.cpu,
+	memory_mb = excluded.memory_mb, cpu_overcommit = excluded.cpu_overcommit,
+	mem_overcommit = excluded.mem_overcommit, tags = excluded.tags, last_ping_at = excluded.last_ping_at,
+	reason = excluded.reason, updated_at = excluded.updated_at, version = excluded.version
+WHERE hosts.version < excluded.version`
+
+// sqlHostUsage records the placement ledger's usage; a capacity event may
+// come before the host's first status, so it can create the row.
+const sqlHostUsage = `
+INSERT INTO hosts (id, zone_id, used_cpu, used_memory_mb, updated_at, usage_version)
+VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (id) DO UPDATE SET used_cpu = excluded.used_cpu, used_memory_mb = excluded.used_memory_mb,
+	usage_version = excluded.usage_version
+WHERE hosts.usage_version < excluded.usage_version`
+
+const sqlAllocation = `
+INSERT INTO allocations (vm_id, host_id, zone_id, account, cpu, memory_mb, request_id, at, version)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+ON CONFLICT (vm_id, host_id) DO UPDATE SET zone_id = excluded.zone_id, account = excluded.account,
+	cpu = excluded.cpu, memory_mb = excluded.memory_mb, request_id = excluded.request_id, at = excluded.at,
+	version = excluded.version
+WHERE allocations.version < excluded.version`
+
+const sqlAllocationRelease = `DELETE FROM allocations WHERE vm_id = $1 AND host_id = $2 AND version < $3`
+
+const sqlOffering = `
+INSERT INTO offerings (id, name, cpu, memory_mb, ha, deployment_planner, host_tags, created_at, version)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+ON CONFLICT (id) DO UPDATE SET name = excluded.name, cpu = excluded.cpu, memory_mb = excluded.memory_mb,
+	ha = excluded.ha, deployment_planner = excluded.deployment_planner, host_tags = excluded.host_tags,
+	created_at = excluded.created_at, version = excluded.version
+WHERE offerings.version < excluded.version`
+
+const sqlOfferingDelete = `DELETE FROM offerings WHERE id = $1 AND version < $2`
+
+const sqlAccount = `
+INSERT INTO accounts (id, name, created_at, version) VALUES ($1, $2, $3, $4)
+ON CONFLICT (id) DO UPDATE SET name = excluded.name, version = excluded.version
+WHERE accounts.version < excluded.version`
+
+const sqlAPIKey = `
+INSERT INTO api_keys (key_id, account_id, role, hash, expires_at, created_at, version)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT (key_id) DO UPDATE SET account_id = excluded.account_id, role = excluded.role,
+	hash = excluded.hash, expires_at = excluded.expires_at, version = excluded.version
+WHERE api_keys.version < excluded.version`
+
+const sqlAPIKeyRevoke = `UPDATE api_keys SET revoked = true, version = $2 WHERE key_id = $1 AND version < $2`
+
+const sqlOffsets = `
+INSERT INTO consumer_offsets ("group", topic, "partition", next_offset)
+SELECT $1, topic, p, next FROM unnest($2::text[], $3::int[], $4::bigint[]) AS u(topic, p, next)
+ON CONFLICT ("group", topic, "partition") DO UPDATE SET next_offset = excluded.next_offset
+WHERE consumer_offsets.next_offset < excluded.next_offset`
+
+// queue adds the batch's writes to b in an order that keeps the semantics of
+// the log: job rows from events before the command placeholders (which then
+// do nothing), and the low-volume statements in log order.
+func (c *changes) queue(b *pgx.Batch) {
+	var up, pw, del vmColumns
+	for _, id := range c.vmOrder {
+		v := c.vms[id]
+		switch v.op {
+		case vmUpsert:
+			up.add(v)
+		case vmPower:
+			pw.add(v)
+		case vmDelete:
+			del.add(v)
+		}
+	}
+	if len(up.id) > 0 {
+		b.Queue(sqlVmsUpsert, up.id, up.name, up.account, up.zone, up.offeringID, up.offering, up.cpu, up.mem,
+			up.ha, up.vmState, up.taskState, up.powerState, up.powerHost, up.powerTime, up.powerCount,
+			up.legacy, up.host, up.epoch, up.job, up.pending, up.actions, up.reason, up.created, up.updated,
+			up.version)
+	}
+	if len(pw.id) > 0 {
+		b.Queue(sqlVmsPower, pw.id, pw.powerState, pw.powerHost, pw.powerCount, pw.powerTime, pw.version)
+	}
+	if len(del.id) > 0 {
+		b.Queue(sqlVmsDelete, del.id, del.version)
+	}
+
+	if len(c.jobIDs) > 0 {
+		var j jobColumns
+		for _, id := range c.jobIDs {
+			j.add(c.jobs[id])
+		}
+		args := []any{j.id, j.vm, j.account, j.typ, j.origin, j.state, j.reason, j.detail, j.taskState,
+			j.actions, j.created, j.updated, j.finished, j.version}
+		b.Queue(sqlJobsUpdate, args...)
+		b.Queue(sqlJobsInsert, args...)
+	}
+	if len(c.newIDs) > 0 {
+		var id, vm, account, typ, origin []string
+		var at []time.Time
+		for _, k := range c.newIDs {
+			n := c.newJobs[k]
+			id, vm, account = append(id, n.ID), append(vm, n.VmID), append(account, n.Account)
+			typ, origin, at = append(typ, n.Type), append(origin, n.Origin), append(at, n.CreatedAt)
+		}
+		b.Queue(sqlJobsFromCommands, id, vm, account, typ, origin, at)
+	}
+	if len(c.steps) > 0 {
+		n := len(c.steps)
+		job, vm, ts, step, text, obj := make([]string, n), make([]string, n), make([]string, n),
+			make([]string, n), make([]string, n), make([]string, n)
+		seq, at, ver := make([]int32, n), make([]time.Time, n), make([]int64, n)
+		for i, s := range c.steps {
+			job[i], seq[i], vm[i], ts[i], step[i], text[i], obj[i], at[i], ver[i] =
+				s.JobID, s.Seq, s.VmID, s.TaskState, s.Step, s.Text, s.Obj, s.At, s.version
+		}
+		b.Queue(sqlJobSteps, job, seq, vm, ts, step, text, obj, at, ver)
+	}
+	for _, s := range c.stmts {
+		b.Queue(s.sql, s.args...)
+	}
+}
+
+type vmColumns struct {
+	id, name, account, zone, offeringID, offering           []string
+	cpu, powerCount, pending                                []int32
+	mem, epoch, version                                     []int64
+	ha                                                      []bool
+	vmState, taskState, powerState, powerHost, legacy, host []string
+	job, actions, reason                                    []string
+	powerTime                                               []*time.Time
+	created, updated                                        []time.Time
+}
+
+func (c *vmColumns) add(v *vmChange) {
+	r := v.row
+	c.id, c.name, c.account, c.zone = append(c.id, r.ID), append(c.name, r.Name), append(c.account, r.Account), append(c.zone, r.ZoneID)
+	c.offeringID, c.offering = append(c.offeringID, r.OfferingID), append(c.offering, r.Offering)
+	c.cpu, c.powerCount, c.pending = append(c.cpu, r.CPU), append(c.powerCount, r.PowerUpdateCount), append(c.pending, r.PendingJobs)
+	c.mem, c.epoch, c.version = append(c.mem, r.MemoryMB), append(c.epoch, r.Epoch), append(c.version, v.version)
+	c.ha = append(c.ha, r.HA)
+	c.vmState, c.taskState = append(c.vmState, r.VmState), append(c.taskState, r.TaskState)
+	c.powerState, c.powerHost = append(c.powerState, r.PowerState), append(c.powerHost, r.PowerHost)
+	c.legacy, c.host, c.job = append(c.legacy, r.LegacyState), append(c.host, r.HostID), append(c.job, r.JobID)
+	c.actions, c.reason = append(c.actions, joinActions(r.AllowedActions)), append(c.reason, r.Reason)
+	c.powerTime = append(c.powerTime, r.PowerUpdateTime)
+	c.created, c.updated = append(c.created, r.CreatedAt), append(c.updated, r.UpdatedAt)
+}
+
+type jobColumns struct {
+	id, vm, account, typ, origin, state []string
+	reason, detail, taskState, actions  []*string
+	created, updated                    []time.Time
+	finished                            []*time.Time
+	version                             []int64
+}
+
+func (c *jobColumns) add(j *jobChange) {
+	c.id, c.vm, c.account = append(c.id, j.ID), append(c.vm, j.VmID), append(c.account, j.Account)
+	c.typ, c.origin, c.state = append(c.typ, j.Type), append(c.origin, j.Origin), append(c.state, j.State)
+	c.reason, c.detail, c.taskState = append(c.reason, j.Reason), append(c.detail, j.Detail), append(c.taskState, j.TaskState)
+	var actions *string
+	if j.AllowedActions != nil {
+		actions = ptr(joinActions(j.AllowedActions))
+	}
+	c.actions = append(c.actions, actions)
+	c.created, c.updated, c.finished = append(c.created, j.CreatedAt), append(c.updated, j.UpdatedAt), append(c.finished, j.FinishedAt)
+	c.version = append(c.version, j.version)
+}
