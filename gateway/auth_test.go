@@ -1,0 +1,121 @@
+package gateway_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vmplane/vmplane/gateway"
+	"github.com/vmplane/vmplane/projectors/postgres"
+)
+
+func TestAuthentication(t *testing.T) {
+	e := newEnv(t, gateway.Config{})
+	revoked, revokedID, revokedHash, _ := gateway.NewAPIKey()
+	e.rm.PutAPIKey(postgres.APIKey{KeyID: revokedID, AccountID: "acct-a", Role: "user", Hash: revokedHash, Revoked: true})
+	expired, expiredID, expiredHash, _ := gateway.NewAPIKey()
+	past := time.Now().Add(-time.Minute)
+	e.rm.PutAPIKey(postgres.APIKey{KeyID: expiredID, AccountID: "acct-a", Role: "user", Hash: expiredHash, ExpiresAt: &past})
+	future := time.Now().Add(time.Hour)
+	valid, validID, validHash, _ := gateway.NewAPIKey()
+	e.rm.PutAPIKey(postgres.APIKey{KeyID: validID, AccountID: "acct-a", Role: "user", Hash: validHash, ExpiresAt: &future})
+	unknown, _, _, _ := gateway.NewAPIKey()
+	// Right key id, wrong secret.
+	forged := e.alice[:len(e.alice)-4] + "AAAA"
+	if forged == e.alice {
+		forged = e.alice[:len(e.alice)-4] + "BBBB"
+	}
+
+	for _, tc := range []struct {
+		name   string
+		header string
+		status int
+	}{
+		{"no header", "", http.StatusUnauthorized},
+		{"basic scheme", "Basic " + e.alice, http.StatusUnauthorized},
+		{"malformed key", "Bearer vmp_nothex_secret", http.StatusUnauthorized},
+		{"unknown key", "Bearer " + unknown, http.StatusUnauthorized},
+		{"wrong secret", "Bearer " + forged, http.StatusUnauthorized},
+		{"revoked", "Bearer " + revoked, http.StatusUnauthorized},
+		{"expired", "Bearer " + expired, http.StatusUnauthorized},
+		{"valid with expiry", "Bearer " + valid, http.StatusOK},
+		{"valid", "Bearer " + e.alice, http.StatusOK},
+		{"lower-case scheme", "bearer " + e.alice, http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := e.do("GET", "/v1/vms/vm-a1", "", nil, "Authorization", tc.header)
+			wantStatus(t, rec, tc.status)
+			if tc.status == http.StatusUnauthorized {
+				if got := decode[errBody](t, rec).Error.Code; got != "unauthorized" {
+					t.Fatalf("code %q, want unauthorized", got)
+				}
+			}
+		})
+	}
+}
+
+func TestAccountScoping(t *testing.T) {
+	e := newEnv(t, gateway.Config{})
+	for _, tc := range []struct {
+		name, method, path, key string
+		body                    any
+		status                  int
+	}{
+		{"user reads own vm", "GET", "/v1/vms/vm-a1", e.alice, nil, http.StatusOK},
+		{"user reads other account's vm", "GET", "/v1/vms/vm-b1", e.alice, nil, http.StatusNotFound},
+		{"user reads missing vm", "GET", "/v1/vms/vm-zz", e.alice, nil, http.StatusNotFound},
+		{"admin reads any vm", "GET", "/v1/vms/vm-b1", e.admin, nil, http.StatusOK},
+		{"user acts on other account's vm", "POST", "/v1/vms/vm-b1/actions", e.alice, map[string]any{"action": "start"}, http.StatusNotFound},
+		{"user deletes other account's vm", "DELETE", "/v1/vms/vm-b1", e.alice, nil, http.StatusNotFound},
+		{"user reads own job", "GET", "/v1/jobs/job-a1", e.alice, nil, http.StatusOK},
+		{"user reads other account's job", "GET", "/v1/jobs/job-b1", e.alice, nil, http.StatusNotFound},
+		{"user waits on other account's job", "GET", "/v1/jobs/job-b1?wait=1s", e.alice, nil, http.StatusNotFound},
+		{"user lists hosts", "GET", "/v1/hosts", e.alice, nil, http.StatusForbidden},
+		{"admin lists hosts", "GET", "/v1/hosts", e.admin, nil, http.StatusOK},
+		{"user lists offerings", "GET", "/v1/offerings", e.bob, nil, http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := e.do(tc.method, tc.path, tc.key, tc.body)
+			wantStatus(t, rec, tc.status)
+			if tc.status == http.StatusNotFound && strings.Contains(rec.Body.String(), "acct-b") {
+				t.Fatalf("404 leaks the owner: %s", rec.Body.String())
+			}
+		})
+	}
+	if n := len(e.pub.Records()); n != 0 {
+		t.Fatalf("%d records published by refused requests", n)
+	}
+}
+
+func TestListVMsIsScopedAndPaged(t *testing.T) {
+	e := newEnv(t, gateway.Config{})
+	e.rm.PutVM(postgres.VM{ID: "vm-a2", Account: "acct-a"})
+	e.rm.PutVM(postgres.VM{ID: "vm-a3", Account: "acct-a"})
+
+	type list struct {
+		Items []gateway.VM `json:"items"`
+		Next  string       `json:"next"`
+	}
+	var ids []string
+	next := ""
+	for range 3 {
+		rec := e.do("GET", "/v1/vms?limit=2&cursor="+next, e.alice, nil)
+		wantStatus(t, rec, http.StatusOK)
+		l := decode[list](t, rec)
+		for _, v := range l.Items {
+			ids = append(ids, v.ID)
+		}
+		if next = l.Next; next == "" {
+			break
+		}
+	}
+	if got := strings.Join(ids, ","); got != "vm-a1,vm-a2,vm-a3" {
+		t.Fatalf("alice pages = %s, want vm-a1,vm-a2,vm-a3", got)
+	}
+	all := decode[list](t, e.do("GET", "/v1/vms", e.admin, nil))
+	if len(all.Items) != 4 || all.Next != "" {
+		t.Fatalf("admin sees %d VMs (next %q), want 4 on one page", len(all.Items), all.Next)
+	}
+	wantStatus(t, e.do("GET", "/v1/vms?limit=0", e.alice, nil), http.StatusUnprocessableEntity)
+}

@@ -1,0 +1,100 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// issueFunc validates a request and builds its command record and the job
+// the command will become, given the command id. It returns an *apiError
+// for a request that cannot be accepted.
+type issueFunc func(ctx context.Context, commandID string, now time.Time) (schemas.Record, Job, error)
+
+const maxIdempotencyKey = 255
+
+// submit runs the common path of every command-issuing request: the
+// Idempotency-Key check, validation, publish, and the 202 with the job.
+// Validation happens after the idempotency check on purpose: a retried
+// "stop" must get its first job back even though the VM is no longer in a
+// state that allows a stop.
+func (s *Server) submit(w http.ResponseWriter, r *http.Request, body []byte, issue issueFunc) error {
+	ctx := r.Context()
+	p := principalOf(ctx)
+	var entry *idemEntry
+	if key := r.Header.Get("Idempotency-Key"); key != "" {
+		if len(key) > maxIdempotencyKey {
+			return errorf(http.StatusUnprocessableEntity, codeValidation, "Idempotency-Key longer than %d characters", maxIdempotencyKey)
+		}
+		outcome, e, err := s.idem.begin(ctx, idemKey{account: p.Account, key: key}, fingerprint(r.Method, r.URL.Path, body), s.now())
+		if err != nil {
+			return err
+		}
+		switch outcome {
+		case idemMismatch:
+			return errorf(http.StatusUnprocessableEntity, codeIdempotency, "Idempotency-Key %q was used with a different request", key)
+		case idemReplay:
+			writeAccepted(w, e.job)
+			return nil
+		}
+		entry = e
+	}
+	job, err := s.issue(ctx, issue)
+	if entry != nil {
+		if err != nil {
+			s.idem.finish(entry, Job{}, 0)
+		} else {
+			s.idem.finish(entry, job, http.StatusAccepted)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	writeAccepted(w, job)
+	return nil
+}
+
+func (s *Server) issue(ctx context.Context, issue issueFunc) (Job, error) {
+	commandID := s.newID()
+	rec, job, err := issue(ctx, commandID, s.now().UTC())
+	if err != nil {
+		return Job{}, err
+	}
+	if rec.Headers == nil {
+		rec.Headers = map[string]string{}
+	}
+	rec.Headers["command_id"] = commandID
+	if err := s.pub.Publish(ctx, rec); err != nil {
+		var ae *apiError
+		if errors.As(err, &ae) {
+			return Job{}, err
+		}
+		s.log.Error("publish command", "request_id", requestID(ctx), "command_id", commandID, "err", err)
+		return Job{}, errorf(http.StatusServiceUnavailable, codeUnavailable, "the command could not be written to the log; retry (request %s)", requestID(ctx))
+	}
+	return job, nil
+}
+
+// vmCommand fills the fields every command carries. account is the VM's
+// owner: an admin acting on a user's VM acts on that account's VM.
+func vmCommand(commandID, vmID, account string, now time.Time) schemas.VmCommand {
+	return schemas.VmCommand{CommandID: commandID, VmID: vmID, Account: account, Origin: schemas.OriginAPI, IssuedAt: now.UnixMilli()}
+}
+
+// pendingJob is the job a command becomes, as known before the processor
+// has seen it.
+func pendingJob(commandID, vmID, typ string, now time.Time) Job {
+	return Job{ID: commandID, VmID: vmID, Type: typ, State: JobPending, CreatedAt: now}
+}
+
+func commandRecord(vmID string, v any) schemas.Record {
+	return schemas.Record{Topic: schemas.TopicVmCommands, Key: vmID, Value: v}
+}
+
+func writeAccepted(w http.ResponseWriter, job Job) {
+	w.Header().Set("Location", "/v1/jobs/"+job.ID)
+	writeJSON(w, http.StatusAccepted, job)
+}

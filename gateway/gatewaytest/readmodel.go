@@ -1,0 +1,171 @@
+package gatewaytest
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/vmplane/vmplane/projectors/postgres"
+)
+
+// ReadModel is an in-memory postgres.ReadModel. Tests fill it with the Put
+// methods, playing the projector.
+type ReadModel struct {
+	mu        sync.Mutex
+	vms       map[string]postgres.VM
+	jobs      map[string]postgres.Job
+	steps     map[string][]postgres.JobStep
+	hosts     map[string]postgres.Host
+	offerings map[string]postgres.Offering
+	keys      map[string]postgres.APIKey
+	readyErr  error
+}
+
+var _ postgres.ReadModel = (*ReadModel)(nil)
+
+// NewReadModel returns an empty read model.
+func NewReadModel() *ReadModel {
+	return &ReadModel{
+		vms: map[string]postgres.VM{}, jobs: map[string]postgres.Job{}, steps: map[string][]postgres.JobStep{},
+		hosts: map[string]postgres.Host{}, offerings: map[string]postgres.Offering{}, keys: map[string]postgres.APIKey{},
+	}
+}
+
+func (m *ReadModel) PutVM(v postgres.VM) { m.mu.Lock(); m.vms[v.ID] = v; m.mu.Unlock() }
+
+func (m *ReadModel) PutJob(j postgres.Job) { m.mu.Lock(); m.jobs[j.ID] = j; m.mu.Unlock() }
+
+func (m *ReadModel) AddStep(s postgres.JobStep) {
+	m.mu.Lock()
+	m.steps[s.JobID] = append(m.steps[s.JobID], s)
+	m.mu.Unlock()
+}
+
+func (m *ReadModel) PutHost(h postgres.Host) { m.mu.Lock(); m.hosts[h.ID] = h; m.mu.Unlock() }
+
+func (m *ReadModel) PutOffering(o postgres.Offering) {
+	m.mu.Lock()
+	m.offerings[o.ID] = o
+	m.mu.Unlock()
+}
+
+func (m *ReadModel) PutAPIKey(k postgres.APIKey) { m.mu.Lock(); m.keys[k.KeyID] = k; m.mu.Unlock() }
+
+// SetReady makes Ready answer err.
+func (m *ReadModel) SetReady(err error) { m.mu.Lock(); m.readyErr = err; m.mu.Unlock() }
+
+func (m *ReadModel) VM(_ context.Context, id string) (postgres.VM, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.vms[id]
+	if !ok {
+		return postgres.VM{}, postgres.ErrNotFound
+	}
+	return v, nil
+}
+
+func (m *ReadModel) VMs(_ context.Context, account string, p postgres.Page) ([]postgres.VM, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return page(m.vms, p, func(v postgres.VM) bool { return account == "" || v.Account == account }), nil
+}
+
+func (m *ReadModel) Job(_ context.Context, id string) (postgres.Job, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	j, ok := m.jobs[id]
+	if !ok {
+		return postgres.Job{}, postgres.ErrNotFound
+	}
+	return j, nil
+}
+
+func (m *ReadModel) JobSteps(_ context.Context, jobID string) ([]postgres.JobStep, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := slices.Clone(m.steps[jobID])
+	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
+	return out, nil
+}
+
+func (m *ReadModel) Jobs(_ context.Context, account, vmID, state string, p postgres.Page) ([]postgres.Job, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return page(m.jobs, p, func(j postgres.Job) bool {
+		return (account == "" || j.Account == account) && (vmID == "" || j.VmID == vmID) && (state == "" || j.State == state)
+	}), nil
+}
+
+func (m *ReadModel) Host(_ context.Context, id string) (postgres.Host, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h, ok := m.hosts[id]
+	if !ok {
+		return postgres.Host{}, postgres.ErrNotFound
+	}
+	return h, nil
+}
+
+func (m *ReadModel) Hosts(_ context.Context, p postgres.Page) ([]postgres.Host, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return page(m.hosts, p, func(postgres.Host) bool { return true }), nil
+}
+
+func (m *ReadModel) Offering(_ context.Context, idOrName string) (postgres.Offering, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if o, ok := m.offerings[idOrName]; ok {
+		return o, nil
+	}
+	for _, o := range m.offerings {
+		if o.Name == idOrName {
+			return o, nil
+		}
+	}
+	return postgres.Offering{}, postgres.ErrNotFound
+}
+
+func (m *ReadModel) Offerings(context.Context) ([]postgres.Offering, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return page(m.offerings, postgres.Page{}, func(postgres.Offering) bool { return true }), nil
+}
+
+func (m *ReadModel) APIKey(_ context.Context, keyID string) (postgres.APIKey, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k, ok := m.keys[keyID]
+	if !ok {
+		return postgres.APIKey{}, postgres.ErrNotFound
+	}
+	return k, nil
+}
+
+func (m *ReadModel) Ready(context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.readyErr
+}
+
+// page returns the rows of rows that keep accepts, ordered by id, after the
+// cursor, at most p.Limit of them (all when Limit is 0).
+func page[T any](rows map[string]T, p postgres.Page, keep func(T) bool) []T {
+	ids := make([]string, 0, len(rows))
+	for id, r := range rows {
+		if keep(r) && strings.Compare(id, p.After) > 0 {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	if p.Limit > 0 && len(ids) > p.Limit {
+		ids = ids[:p.Limit]
+	}
+	out := make([]T, len(ids))
+	for i, id := range ids {
+		out[i] = rows[id]
+	}
+	return out
+}

@@ -1,0 +1,130 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/vmplane/vmplane/projectors/postgres"
+)
+
+// maxWait bounds ?wait= so that a long-poll fits within proxies' and our
+// own write timeouts.
+const maxWait = 60 * time.Second
+
+// getJob is GET /v1/jobs/{id}[?wait=30s][&steps=1][&after_step=N]. With
+// wait it long-polls until the job is finished or the wait ends, then
+// answers the job as it is; with after_step too, it also answers as soon as
+// the job has a step numbered above N, so that a client can show progress
+// without polling fast. A job not projected yet is a 404 without wait, and
+// waited for with it: a 202 answers before the processor and projector have
+// seen the command.
+func (s *Server) getJob(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	id := mux.Vars(r)["id"]
+	wait, err := waitOf(r)
+	if err != nil {
+		return err
+	}
+	afterStep := int32(-1)
+	if v := r.URL.Query().Get("after_step"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil || n < 0 {
+			e := errorf(http.StatusUnprocessableEntity, codeValidation, "after_step must be a step number, not %q", v)
+			e.Details = map[string]any{"field": "after_step"}
+			return e
+		}
+		afterStep = int32(n)
+	}
+	job, err := s.waitJob(ctx, id, wait, afterStep)
+	if err != nil {
+		return err
+	}
+	out := jobJSON(job)
+	if b, _ := strconv.ParseBool(r.URL.Query().Get("steps")); b {
+		steps, err := s.rm.JobSteps(ctx, id)
+		if err != nil {
+			return fmt.Errorf("read steps of job %s: %w", id, err)
+		}
+		out.Steps = make([]JobStep, len(steps))
+		for i, st := range steps {
+			out.Steps[i] = stepJSON(st)
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func waitOf(r *http.Request) (time.Duration, error) {
+	v := r.URL.Query().Get("wait")
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		// A bare number is seconds.
+		n, nerr := strconv.Atoi(v)
+		if nerr != nil {
+			e := errorf(http.StatusUnprocessableEntity, codeValidation, "wait must be a duration such as 30s, not %q", v)
+			e.Details = map[string]any{"field": "wait"}
+			return 0, e
+		}
+		d = time.Duration(n) * time.Second
+	}
+	if d < 0 {
+		e := errorf(http.StatusUnprocessableEntity, codeValidation, "wait must not be negative")
+		e.Details = map[string]any{"field": "wait"}
+		return 0, e
+	}
+	return min(d, maxWait), nil
+}
+
+// waitJob polls the read model every pollEvery until the job is finished,
+// has a step above afterStep (when not -1), or wait has passed. The read
+// model is the only source: the gateway consumes no events, so any gateway
+// instance can answer any poll.
+func (s *Server) waitJob(ctx context.Context, id string, wait time.Duration, afterStep int32) (postgres.Job, error) {
+	p := principalOf(ctx)
+	deadline := time.Now().Add(wait)
+	tick := time.NewTicker(s.pollEvery)
+	defer tick.Stop()
+	for {
+		job, err := s.rm.Job(ctx, id)
+		switch {
+		case err == nil && !p.owns(job.Account):
+			return postgres.Job{}, notFound("job", id)
+		case err == nil && (Finished(job.State) || !time.Now().Before(deadline)):
+			return job, nil
+		case err == nil && afterStep >= 0:
+			steps, err := s.rm.JobSteps(ctx, id)
+			if err != nil {
+				return postgres.Job{}, fmt.Errorf("read steps of job %s: %w", id, err)
+			}
+			if len(steps) > 0 && slices.MaxFunc(steps, bySeq).Seq > afterStep {
+				return job, nil
+			}
+		case errors.Is(err, postgres.ErrNotFound):
+			if !time.Now().Before(deadline) {
+				return postgres.Job{}, notFound("job", id)
+			}
+		case err != nil:
+			return postgres.Job{}, fmt.Errorf("read job %s: %w", id, err)
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return postgres.Job{}, ctx.Err()
+		case <-draining(ctx):
+			// Shutting down: answer with what there is now.
+			deadline = time.Now()
+		}
+	}
+}
+
+func bySeq(a, b postgres.JobStep) int { return int(a.Seq) - int(b.Seq) }

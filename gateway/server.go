@@ -1,0 +1,171 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/vmplane/vmplane/projectors/postgres"
+)
+
+// Config configures a Server. Zero fields take the defaults below.
+type Config struct {
+	// Addr is the listen address (default 127.0.0.1:8080).
+	Addr string
+	// ZoneID is the zone new VMs are deployed in (default zone-1).
+	ZoneID string
+	// MaxBodyBytes bounds request bodies (default 64 KiB).
+	MaxBodyBytes int64
+	// Logger receives one line per request (default slog.Default()).
+	Logger *slog.Logger
+	// Ready is checked by /readyz besides the read model, e.g. that Kafka
+	// answers. Nil means nothing more to check.
+	Ready func(ctx context.Context) error
+	// IdempotencyTTL is how long an Idempotency-Key is remembered (default
+	// 24h); IdempotencyMax bounds the remembered keys (default 100000).
+	IdempotencyTTL time.Duration
+	IdempotencyMax int
+}
+
+func (c Config) withDefaults() Config {
+	if c.Addr == "" {
+		c.Addr = "127.0.0.1:8080"
+	}
+	if c.ZoneID == "" {
+		c.ZoneID = "zone-1"
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = 64 << 10
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.IdempotencyTTL <= 0 {
+		c.IdempotencyTTL = 24 * time.Hour
+	}
+	if c.IdempotencyMax <= 0 {
+		c.IdempotencyMax = 100_000
+	}
+	return c
+}
+
+// Server is the REST API.
+type Server struct {
+	cfg   Config
+	rm    postgres.ReadModel
+	pub   Publisher
+	log   *slog.Logger
+	idem  *idempotencyStore
+	now   func() time.Time
+	newID func() string
+	// pollEvery is how often a long-poll re-reads the read model.
+	pollEvery time.Duration
+}
+
+// New returns a Server that reads rm and publishes commands through pub.
+func New(cfg Config, rm postgres.ReadModel, pub Publisher) *Server {
+	cfg = cfg.withDefaults()
+	return &Server{
+		cfg:       cfg,
+		rm:        rm,
+		pub:       pub,
+		log:       cfg.Logger,
+		idem:      newIdempotencyStore(cfg.IdempotencyTTL, cfg.IdempotencyMax),
+		now:       time.Now,
+		newID:     newUUID,
+		pollEvery: 100 * time.Millisecond,
+	}
+}
+
+// Handler returns the routes wrapped in the request-id, logging and
+// recovery middleware.
+func (s *Server) Handler() http.Handler {
+	r := mux.NewRouter()
+	r.Handle("/healthz", s.handle(s.healthz)).Methods(http.MethodGet, http.MethodHead)
+	r.Handle("/readyz", s.handle(s.readyz)).Methods(http.MethodGet, http.MethodHead)
+
+	// Routes are registered on the root router: a gorilla/mux subrouter
+	// answers a method mismatch with 404 instead of 405.
+	api := func(path string, h func(http.ResponseWriter, *http.Request) error, method string) {
+		r.Handle("/v1"+path, s.authenticate(s.handle(h))).Methods(method)
+	}
+	api("/vms", s.deployVM, http.MethodPost)
+	api("/vms", s.listVMs, http.MethodGet)
+	api("/vms/{id}", s.getVM, http.MethodGet)
+	api("/vms/{id}", s.deleteVM, http.MethodDelete)
+	api("/vms/{id}/actions", s.vmAction, http.MethodPost)
+	api("/jobs/{id}", s.getJob, http.MethodGet)
+	api("/hosts", s.adminOnly(s.listHosts), http.MethodGet)
+	api("/offerings", s.listOfferings, http.MethodGet)
+
+	noRoute := s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		return errorf(http.StatusNotFound, codeNotFound, "no route %s %s", r.Method, r.URL.Path)
+	})
+	badMethod := s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		return errorf(http.StatusMethodNotAllowed, codeInvalidRequest, "method %s not allowed on %s", r.Method, r.URL.Path)
+	})
+	r.NotFoundHandler = noRoute
+	r.MethodNotAllowedHandler = badMethod
+	return s.withRequestID(s.withRecovery(r))
+}
+
+// Run serves until ctx is cancelled, then shuts down gracefully: requests in
+// flight get up to 10 s to finish, and long-polls answer at once with the
+// job as it is rather than holding the shutdown.
+func (s *Server) Run(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("gateway listen %s: %w", s.cfg.Addr, err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve is Run on a listener the caller opened (tests use port 0).
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	drain := make(chan struct{})
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		// A long-poll holds the response for up to maxWait; the write
+		// timeout leaves room for it.
+		WriteTimeout: maxWait + 15*time.Second,
+		IdleTimeout:  120 * time.Second,
+		BaseContext: func(net.Listener) context.Context {
+			return context.WithValue(context.WithoutCancel(ctx), drainKey{}, drain)
+		},
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	s.log.Info("gateway listening", "addr", ln.Addr().String())
+	select {
+	case err := <-errc:
+		return fmt.Errorf("gateway serve: %w", err)
+	case <-ctx.Done():
+	}
+	close(drain)
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("gateway shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("gateway serve: %w", err)
+	}
+	return nil
+}
+
+// drainKey carries, in a request's context, the channel closed when the
+// server starts shutting down.
+type drainKey struct{}
+
+func draining(ctx context.Context) <-chan struct{} {
+	ch, _ := ctx.Value(drainKey{}).(chan struct{})
+	return ch // nil (never ready) under httptest
+}

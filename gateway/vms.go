@@ -1,0 +1,63 @@
+package gateway
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gorilla/mux"
+
+	"github.com/vmplane/vmplane/projectors/postgres"
+)
+
+// listVMs is GET /v1/vms: the caller's VMs (every VM for an admin), one page.
+func (s *Server) listVMs(w http.ResponseWriter, r *http.Request) error {
+	page, err := pageOf(r)
+	if err != nil {
+		return err
+	}
+	rows, err := s.rm.VMs(r.Context(), principalOf(r.Context()).scope(), page.ask())
+	if err != nil {
+		return fmt.Errorf("list vms: %w", err)
+	}
+	rows, next := cutPage(page, rows, func(v postgres.VM) string { return v.ID })
+	out := List[VM]{Items: make([]VM, len(rows)), Next: next}
+	for i, v := range rows {
+		out.Items[i] = vmJSON(v)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// getVM is GET /v1/vms/{id}. The ETag is the row's version (the offset of
+// the event that wrote it), so a client polling a VM pays nothing while it
+// does not change.
+func (s *Server) getVM(w http.ResponseWriter, r *http.Request) error {
+	vm, err := s.visibleVM(r.Context(), mux.Vars(r)["id"])
+	if err != nil {
+		return err
+	}
+	etag := `"` + strconv.FormatInt(vm.Version, 10) + `"`
+	w.Header().Set("ETag", etag)
+	if etagMatches(r.Header.Get("If-None-Match"), etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	writeJSON(w, http.StatusOK, vmJSON(vm))
+	return nil
+}
+
+// etagMatches implements If-None-Match's weak comparison over a list.
+func etagMatches(header, etag string) bool {
+	if header == "" {
+		return false
+	}
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == "*" || t == etag {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+)
+
+// client speaks the vmplane REST API.
+type client struct {
+	base string // e.g. http://127.0.0.1:8080
+	key  string
+	http *http.Client
+}
+
+func newClient(base, key string) *client {
+	// No client-wide timeout: a long-poll legitimately holds a response
+	// for up to a minute; each call is bounded by its context instead.
+	return &client{base: strings.TrimRight(base, "/"), key: key, http: &http.Client{}}
+}
+
+// apiError is the API's error shape, with the HTTP status.
+type apiError struct {
+	Status  int            `json:"-"`
+	Code    string         `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details"`
+}
+
+func (e *apiError) Error() string {
+	msg := fmt.Sprintf("%s (HTTP %d %s)", e.Message, e.Status, e.Code)
+	if allowed, ok := e.Details["allowed_actions"].([]any); ok {
+		names := make([]string, len(allowed))
+		for i, a := range allowed {
+			names[i] = fmt.Sprint(a)
+		}
+		sort.Strings(names)
+		msg += "; allowed actions: " + strings.Join(names, ", ")
+	}
+	return msg
+}
+
+func isNotFound(err error) bool {
+	var ae *apiError
+	return errors.As(err, &ae) && ae.Status == http.StatusNotFound
+}
+
+// call sends body (JSON, when not nil) and decodes a 2xx answer into out
+// (when not nil). A non-2xx answer is an *apiError.
+func (c *client) call(ctx context.Context, method, path string, query url.Values, body, out any) error {
+	u := c.base + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return fmt.Errorf("encode request: %w", err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	if c.key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		// url.Error repeats method and URL; the base is what the user can fix.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("cannot reach the API at %s (--api, VMPLANE_API): %w", c.base, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return fmt.Errorf("%s %s: read answer: %w", method, path, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		var eb struct{ Error *apiError }
+		if json.Unmarshal(raw, &eb) != nil || eb.Error == nil {
+			return &apiError{Status: resp.StatusCode, Code: "http_error", Message: strings.TrimSpace(firstLine(string(raw), resp.Status))}
+		}
+		eb.Error.Status = resp.StatusCode
+		return eb.Error
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+	}
+	return nil
+}
+
+func firstLine(s, fallback string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if s == "" {
+		return fallback
+	}
+	return s
+}
+
+// The API's resources, as much of them as vmctl shows.
+
+type vm struct {
+	ID             string    `json:"id"`
+	Name           string    `json:"name"`
+	Account        string    `json:"account"`
+	Offering       string    `json:"offering"`
+	VmState        string    `json:"vm_state"`
+	TaskState      string    `json:"task_state"`
+	PowerState     string    `json:"power_state"`
+	LegacyState    string    `json:"legacy_state"`
+	HostID         string    `json:"host_id"`
+	AllowedActions []string  `json:"allowed_actions"`
+	HA             bool      `json:"ha"`
+	CPU            int32     `json:"cpu"`
+	MemoryMB       int64     `json:"memory_mb"`
+	ZoneID         string    `json:"zone_id"`
+	CreatedAt      time.Time `json:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
+}
+
+type job struct {
+	ID         string     `json:"id"`
+	VmID       string     `json:"vm_id"`
+	Type       string     `json:"type"`
+	State      string     `json:"state"`
+	Reason     string     `json:"reason"`
+	Detail     string     `json:"detail"`
+	TaskState  string     `json:"task_state"`
+	CreatedAt  time.Time  `json:"created_at"`
+	FinishedAt *time.Time `json:"finished_at"`
+	Steps      []jobStep  `json:"steps"`
+}
+
+func (j job) finished() bool {
+	switch j.State {
+	case "succeeded", "failed", "cancelled", "rejected":
+		return true
+	}
+	return false
+}
+
+type jobStep struct {
+	Seq       int32     `json:"seq"`
+	TaskState string    `json:"task_state"`
+	Step      string    `json:"step"`
+	Text      string    `json:"text"`
+	At        time.Time `json:"at"`
+}
+
+type host struct {
+	ID            string     `json:"id"`
+	Name          string     `json:"name"`
+	ZoneID        string     `json:"zone_id"`
+	ClusterID     string     `json:"cluster_id"`
+	Hypervisor    string     `json:"hypervisor"`
+	Status        string     `json:"status"`
+	ResourceState string     `json:"resource_state"`
+	CPU           int32      `json:"cpu"`
+	MemoryMB      int64      `json:"memory_mb"`
+	UsedCPU       int32      `json:"used_cpu"`
+	UsedMemoryMB  int64      `json:"used_memory_mb"`
+	LastPingAt    *time.Time `json:"last_ping_at"`
+}
+
+type offering struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	CPU      int32  `json:"cpu"`
+	MemoryMB int64  `json:"memory_mb"`
+	HA       bool   `json:"ha"`
+}
+
+type list[T any] struct {
+	Items []T    `json:"items"`
+	Next  string `json:"next"`
+}
+
+// all follows the next cursors of a list endpoint.
+func all[T any](ctx context.Context, c *client, path string) ([]T, error) {
+	var out []T
+	q := url.Values{"limit": {"500"}}
+	for {
+		var page list[T]
+		if err := c.call(ctx, http.MethodGet, path, q, nil, &page); err != nil {
+			return nil, err
+		}
+		out = append(out, page.Items...)
+		if page.Next == "" {
+			return out, nil
+		}
+		q.Set("cursor", page.Next)
+	}
+}

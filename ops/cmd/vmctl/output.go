@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// emit prints raw (the API's JSON) indented in json mode, or calls table.
+func (a *cli) emit(raw json.RawMessage, table func(w io.Writer) error) error {
+	if a.output == "json" {
+		var buf bytes.Buffer
+		if err := json.Indent(&buf, raw, "", "  "); err != nil {
+			return fmt.Errorf("format answer: %w", err)
+		}
+		buf.WriteByte('\n')
+		_, err := a.stdout.Write(buf.Bytes())
+		return err
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	if err := table(tw); err != nil {
+		return err
+	}
+	return tw.Flush()
+}
+
+func decodeRaw[T any](raw json.RawMessage) (T, error) {
+	var v T
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return v, fmt.Errorf("decode answer: %w", err)
+	}
+	return v, nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func ago(t *time.Time) string {
+	if t == nil || t.IsZero() {
+		return "-"
+	}
+	return time.Since(*t).Round(time.Second).String() + " ago"
+}
+
+func printVM(w io.Writer, v vm) {
+	fmt.Fprintf(w, "id:\t%s\n", v.ID)
+	fmt.Fprintf(w, "name:\t%s\n", v.Name)
+	fmt.Fprintf(w, "account:\t%s\n", v.Account)
+	fmt.Fprintf(w, "state:\t%s\n", stateOf(v))
+	fmt.Fprintf(w, "power:\t%s\n", orDash(v.PowerState))
+	fmt.Fprintf(w, "host:\t%s\n", orDash(v.HostID))
+	fmt.Fprintf(w, "offering:\t%s (%d vCPU, %d MiB)\n", v.Offering, v.CPU, v.MemoryMB)
+	fmt.Fprintf(w, "zone:\t%s\n", orDash(v.ZoneID))
+	fmt.Fprintf(w, "ha:\t%v\n", v.HA)
+	fmt.Fprintf(w, "allowed actions:\t%s\n", orDash(strings.Join(v.AllowedActions, ", ")))
+	fmt.Fprintf(w, "created:\t%s\n", v.CreatedAt.Format(time.RFC3339))
+	fmt.Fprintf(w, "updated:\t%s\n", v.UpdatedAt.Format(time.RFC3339))
+}
+
+func stateOf(v vm) string {
+	if v.TaskState == "" {
+		return orDash(v.VmState)
+	}
+	return v.VmState + " (" + v.TaskState + ")"
+}
+
+func printJob(w io.Writer, j job) {
+	fmt.Fprintf(w, "id:\t%s\n", j.ID)
+	fmt.Fprintf(w, "vm:\t%s\n", j.VmID)
+	fmt.Fprintf(w, "type:\t%s\n", j.Type)
+	fmt.Fprintf(w, "state:\t%s\n", j.State)
+	if j.TaskState != "" {
+		fmt.Fprintf(w, "task state:\t%s\n", j.TaskState)
+	}
+	if j.Reason != "" {
+		fmt.Fprintf(w, "reason:\t%s\n", strings.TrimSpace(j.Reason+" "+j.Detail))
+	}
+	fmt.Fprintf(w, "created:\t%s\n", j.CreatedAt.Format(time.RFC3339))
+	if j.FinishedAt != nil {
+		fmt.Fprintf(w, "finished:\t%s (%s)\n", j.FinishedAt.Format(time.RFC3339), j.FinishedAt.Sub(j.CreatedAt).Round(time.Millisecond))
+	}
+	for _, s := range j.Steps {
+		fmt.Fprintln(w, stepLine(s))
+	}
+}
+
+// stepLine is how a job step reads in vmctl: "  [3] Spawning: StartVm sent to host-2".
+func stepLine(s jobStep) string {
+	text := s.Text
+	if text == "" {
+		text = s.Step
+	}
+	return fmt.Sprintf("  [%d] %s: %s", s.Seq, orDash(s.TaskState), text)
+}
