@@ -1,0 +1,314 @@
+// Package agent is the hypervisor agent: it announces the hosts a Driver
+// serves (AgentConnected), reports raw VM power states every ping interval
+// and at once on every change (vm.power.v1, AgentPing), and executes agent
+// commands from agent.commands.v1 idempotently, answering each on
+// vm.answers.v1 with the epoch it carried. It knows nothing of jobs, VM
+// states or placement: it reports what the hypervisor says and does what it
+// is told, never deciding anything on its own.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// Config configures an agent.
+type Config struct {
+	// ID names the agent process; its consumer group is vmplane-agent-<ID>.
+	ID    string
+	Kafka kafka.Config
+	// PingInterval is the report round period (default 60 s, ping.interval).
+	PingInterval time.Duration
+	Logger       *slog.Logger
+	// Clock gives the wall time of `at` fields and of the report sequence
+	// base (default time.Now).
+	Clock func() time.Time
+	// Workers bounds how many VMs have commands executing at once (default 16).
+	Workers int
+	// AnswerCache is how many recent answers per host are kept to answer a
+	// repeated command id without executing it again (default 256).
+	AnswerCache int
+	// ShutdownGrace bounds how long commands in flight may still finish, and
+	// AgentDisconnected be sent, after Run's context ends (default 10 s).
+	ShutdownGrace time.Duration
+}
+
+func (c *Config) defaults() {
+	if c.PingInterval <= 0 {
+		c.PingInterval = 60 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	if c.Workers <= 0 {
+		c.Workers = 16
+	}
+	if c.AnswerCache <= 0 {
+		c.AnswerCache = 256
+	}
+	if c.ShutdownGrace <= 0 {
+		c.ShutdownGrace = 10 * time.Second
+	}
+}
+
+// hostState is what the agent keeps per host it serves.
+type hostState struct {
+	info HostInfo
+	seq  atomic.Int64
+	// connected is false until AgentConnected went out for the host since
+	// the agent (re)connected or the host became reachable again; reports
+	// wait for it.
+	connected atomic.Bool
+	// rejected is set by AgentRejected: the host is then silent until the
+	// agent restarts.
+	rejected atomic.Bool
+	answers  answerCache
+}
+
+// nextSeq returns the host's next report sequence. It is taken before the
+// driver is read, so a report never carries a state older than one with a
+// smaller sequence.
+func (h *hostState) nextSeq() int64 { return h.seq.Add(1) }
+
+// Agent serves the hosts of one Driver.
+type Agent struct {
+	cfg   Config
+	drv   Driver
+	log   *slog.Logger
+	hosts map[string]*hostState
+	order []string
+
+	codec *schemas.Codec
+	cl    *kgo.Client
+	// brokerLost is set when a broker dial fails; the next successful dial
+	// sends AgentConnected again for every host.
+	brokerLost atomic.Bool
+	reconnect  chan struct{}
+
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	stopped bool
+	done    chan struct{}
+}
+
+// New returns an agent for the driver's hosts; Run starts it.
+func New(cfg Config, driver Driver) *Agent {
+	cfg.defaults()
+	a := &Agent{
+		cfg:       cfg,
+		drv:       driver,
+		log:       cfg.Logger.With("agent", cfg.ID),
+		hosts:     map[string]*hostState{},
+		reconnect: make(chan struct{}, 1),
+		done:      make(chan struct{}),
+	}
+	base := cfg.Clock().UnixMilli() * 1000
+	for _, h := range driver.Hosts() {
+		hs := &hostState{info: h}
+		hs.seq.Store(base)
+		hs.answers.limit = cfg.AnswerCache
+		a.hosts[h.ID] = hs
+		a.order = append(a.order, h.ID)
+	}
+	return a
+}
+
+// Group is the agent's consumer group on agent.commands.v1.
+func (a *Agent) Group() string { return "vmplane-agent-" + a.cfg.ID }
+
+// Run connects, reports and executes commands until ctx ends or Stop is
+// called; then it sends AgentDisconnected for its hosts and returns nil.
+// Broker outages are waited out, never returned.
+func (a *Agent) Run(ctx context.Context) error {
+	defer close(a.done)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	a.mu.Lock()
+	if a.stopped {
+		a.mu.Unlock()
+		return nil
+	}
+	a.cancel = cancel
+	a.mu.Unlock()
+	if len(a.hosts) == 0 {
+		return errors.New("agent: the driver serves no hosts")
+	}
+
+	codec, err := a.cfg.Kafka.Codec()
+	if err != nil {
+		return fmt.Errorf("agent %s: %w", a.cfg.ID, err)
+	}
+	a.codec = codec
+	start := a.cfg.Clock()
+	cl, err := kgo.NewClient(a.cfg.Kafka.Opts(
+		kgo.ClientID(a.Group()),
+		kgo.ConsumerGroup(a.Group()),
+		kgo.ConsumeTopics(schemas.TopicAgentCommands),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		// A new agent starts at its own start: older commands were meant
+		// for an earlier incarnation whose jobs have timed out. A restarted
+		// agent resumes from its committed offsets.
+		kgo.ConsumeResetOffset(kgo.NewOffset().AfterMilli(start.Add(-a.cfg.PingInterval).UnixMilli())),
+		kgo.RetryBackoffFn(backoff),
+		// A command waits at most this long in a broker that misses a
+		// fetch wake-up (kfake, the dev broker, sometimes does); one idle
+		// fetch a second per agent costs nothing.
+		kgo.FetchMaxWait(time.Second),
+		kgo.WithHooks(connWatch{a}),
+	)...)
+	if err != nil {
+		return fmt.Errorf("agent %s: kafka client: %w", a.cfg.ID, err)
+	}
+	a.cl = cl
+
+	// hard outlives ctx by the shutdown grace so that commands in flight can
+	// finish, be answered and committed.
+	hard, hardCancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer hardCancel()
+	loops := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			select {
+			case <-time.After(a.cfg.ShutdownGrace):
+				hardCancel()
+			case <-loops:
+			}
+		case <-loops:
+		}
+	}()
+
+	a.log.Info("agent starting", "hosts", len(a.hosts), "ping_interval", a.cfg.PingInterval)
+	pool := newPool(hard, a.cfg.Workers)
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { defer wg.Done(); a.reportLoop(ctx) }()
+	go func() { defer wg.Done(); a.changeLoop(ctx) }()
+	go func() { defer wg.Done(); a.commandLoop(ctx, hard, pool) }()
+	wg.Wait()
+	pool.close()
+	close(loops)
+
+	a.disconnect(hard)
+	cl.AllowRebalance()
+	cl.Close()
+	a.log.Info("agent stopped")
+	return nil
+}
+
+// Stop ends Run and waits for it to return.
+func (a *Agent) Stop() {
+	a.mu.Lock()
+	a.stopped = true
+	cancel := a.cancel
+	a.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-a.done
+	}
+}
+
+// disconnect says goodbye for every host that was announced, best effort.
+func (a *Agent) disconnect(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.ShutdownGrace)
+	defer cancel()
+	at := a.cfg.Clock().UnixMilli()
+	var recs []schemas.Record
+	for _, id := range a.order {
+		h := a.hosts[id]
+		if h.rejected.Load() || !h.connected.Load() {
+			continue
+		}
+		recs = append(recs, schemas.Record{Topic: schemas.TopicHostEvents, Key: id,
+			Value: &schemas.AgentDisconnected{HostID: id, Reason: "agent " + a.cfg.ID + " stopping", At: at}})
+	}
+	if err := a.produce(ctx, recs...); err != nil {
+		a.log.Warn("agent disconnect not sent", "err", err)
+	}
+}
+
+// produce encodes and writes records, waiting for all of them. Records of
+// one key keep their order.
+func (a *Agent) produce(ctx context.Context, recs ...schemas.Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		mu.Unlock()
+	}
+	for _, r := range recs {
+		kr, err := kafka.ToKafka(ctx, a.codec, r)
+		if err != nil {
+			fail(err)
+			continue
+		}
+		wg.Add(1)
+		a.cl.Produce(ctx, kr, func(_ *kgo.Record, err error) {
+			if err != nil {
+				fail(fmt.Errorf("produce %s key %s: %w", r.Topic, r.Key, err))
+			}
+			wg.Done()
+		})
+	}
+	// An idempotent producer cannot fail a record already in flight on a
+	// cancelled context, and retries it while the broker is away: give up
+	// waiting here instead, the record stays buffered until Close.
+	waited := make(chan struct{})
+	go func() { wg.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-ctx.Done():
+		return fmt.Errorf("produce %d records: %w", len(recs), ctx.Err())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return firstErr
+}
+
+// connWatch notices a broker coming back after an outage so that the hosts
+// are announced again: the host processor may have marked them
+// Disconnected meanwhile.
+type connWatch struct{ a *Agent }
+
+func (w connWatch) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	if err != nil {
+		if !w.a.brokerLost.Swap(true) {
+			w.a.log.Warn("broker unreachable; retrying with backoff", "err", err)
+		}
+		return
+	}
+	if w.a.brokerLost.Swap(false) {
+		for _, h := range w.a.hosts {
+			h.connected.Store(false)
+		}
+		select {
+		case w.a.reconnect <- struct{}{}:
+		default:
+		}
+	}
+}

@@ -1,0 +1,228 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// errUnsupported answers the agent commands this agent cannot carry out yet.
+const errUnsupported = "unsupported by agent"
+
+// commandLoop consumes agent.commands.v1 batch by batch: every command of
+// the batch for one of the agent's hosts is executed on the pool, and the
+// batch's offsets are committed once all of them are answered. Polling uses
+// ctx; execution, answers and commits use hard, which outlives ctx by the
+// shutdown grace.
+func (a *Agent) commandLoop(ctx, hard context.Context, p *pool) {
+	failures := 0
+	for {
+		fs := a.cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		var fetchErr error
+		fs.EachError(func(t string, part int32, err error) {
+			if fetchErr == nil {
+				fetchErr = fmt.Errorf("fetch %s/%d: %w", t, part, err)
+			}
+		})
+		var wg sync.WaitGroup
+		var recs []*kgo.Record
+		fs.EachRecord(func(kr *kgo.Record) {
+			recs = append(recs, kr)
+			a.dispatch(ctx, hard, p, kr, &wg)
+		})
+		wg.Wait()
+		if len(recs) > 0 {
+			if err := a.cl.CommitRecords(hard, recs...); err != nil {
+				a.log.Warn("commit failed; the commands may be delivered again", "err", err)
+			}
+		}
+		a.cl.AllowRebalance()
+		if fetchErr != nil && len(recs) == 0 {
+			a.log.Warn("polling agent commands", "err", fetchErr)
+			if !sleep(ctx, backoff(failures)) {
+				return
+			}
+			failures++
+			continue
+		}
+		failures = 0
+	}
+}
+
+// dispatch decodes one record and hands a command for one of our hosts to
+// the pool. An undecodable record goes to dlq.v1; commands for other hosts
+// are skipped.
+func (a *Agent) dispatch(ctx, hard context.Context, p *pool, kr *kgo.Record, wg *sync.WaitGroup) {
+	rec, err := kafka.FromKafka(hard, a.codec, kr)
+	var cmd *schemas.AgentCommand
+	if err == nil {
+		var ok bool
+		if cmd, ok = commandOf(rec.Value); !ok {
+			err = fmt.Errorf("%s is not an agent command", schemas.TypeName(rec.Value))
+		}
+	}
+	if err != nil {
+		a.log.Warn("undecodable agent command to dlq", "partition", kr.Partition, "offset", kr.Offset, "err", err)
+		if err := a.produceRaw(hard, kafka.DeadLetter(kr, err, a.Group())); err != nil {
+			a.log.Error("dead letter not written", "partition", kr.Partition, "offset", kr.Offset, "err", err)
+		}
+		return
+	}
+	h, ok := a.hosts[cmd.HostID]
+	if !ok {
+		return
+	}
+	if r, ok := rec.Value.(*schemas.AgentRejected); ok {
+		if !h.rejected.Swap(true) {
+			a.log.Error("host rejected by the control plane; no more reports for it", "host", cmd.HostID, "reason", r.Reason)
+		}
+		return
+	}
+	key := cmd.VmID
+	if key == "" {
+		key = cmd.CommandID
+	}
+	wg.Add(1)
+	if !p.submit(ctx, job{key: key, run: func(ctx context.Context) { a.execute(ctx, h, rec, cmd) }, done: wg.Done}) {
+		wg.Done()
+	}
+}
+
+// execute carries out one command and answers it, unless the command id was
+// answered before: then the first answer is sent again and nothing runs.
+func (a *Agent) execute(ctx context.Context, h *hostState, rec schemas.Record, cmd *schemas.AgentCommand) {
+	if prev, ok := h.answers.get(cmd.CommandID); ok {
+		if err := a.produce(ctx, prev); err != nil {
+			a.log.Warn("repeated answer not sent", "command", cmd.CommandID, "err", err)
+		}
+		return
+	}
+	var (
+		err    error
+		report bool // a PowerReport follows a successful power change
+	)
+	switch c := rec.Value.(type) {
+	case *schemas.StartVm:
+		err = a.drv.Start(ctx, cmd.HostID, VMSpec{ID: c.VmID, Name: c.Name, CPU: c.CPU, MemoryMB: c.MemoryMB})
+		report = true
+	case *schemas.StopVm:
+		err = a.drv.Stop(ctx, cmd.HostID, c.VmID, c.Force)
+		report = true
+	case *schemas.DestroyVm:
+		err = a.drv.Destroy(ctx, cmd.HostID, c.VmID)
+		if errors.Is(err, ErrUnknownVM) {
+			err = nil // already gone: destroying is idempotent
+		}
+	case *schemas.CheckHost:
+		a.answerCheckHost(ctx, h, c)
+		return
+	default:
+		err = errors.New(errUnsupported)
+	}
+	if errors.Is(err, ErrHostUnreachable) {
+		// The agent of a crashed or partitioned host cannot answer; the
+		// job that sent the command times out, as with a real outage.
+		a.log.Warn("command for an unreachable host dropped", "host", cmd.HostID, "command", cmd.CommandID, "err", err)
+		return
+	}
+	if ctx.Err() != nil {
+		return // shutting down: not answered, so not committed either
+	}
+
+	seq := h.nextSeq()
+	state := schemas.PowerUnknown
+	if states, serr := a.drv.PowerStates(cmd.HostID); serr == nil {
+		if state = states[cmd.VmID]; state == "" {
+			state = schemas.PowerOff
+		}
+	}
+	at := a.cfg.Clock().UnixMilli()
+	answer := &schemas.AgentAnswer{CommandID: cmd.CommandID, VmID: cmd.VmID, HostID: cmd.HostID, Epoch: cmd.Epoch,
+		CommandType: schemas.TypeName(rec.Value), OK: err == nil, PowerState: state, AnsweredAt: at}
+	if err != nil {
+		answer.Error = err.Error()
+	}
+	ar := schemas.Record{Topic: schemas.TopicVmAnswers, Key: cmd.VmID, Value: answer, Headers: answerHeaders(rec, cmd)}
+	h.answers.put(cmd.CommandID, ar)
+	out := []schemas.Record{ar}
+	if err == nil && report && !h.rejected.Load() && h.connected.Load() {
+		out = append(out, schemas.Record{Topic: schemas.TopicVmPower, Key: cmd.VmID, Value: &schemas.PowerReport{
+			VmID: cmd.VmID, HostID: cmd.HostID, PowerState: state, ReportSeq: seq, ReportedAt: at}})
+	}
+	a.log.Debug("command executed", "host", cmd.HostID, "vm", cmd.VmID, "type", answer.CommandType, "ok", answer.OK, "err", answer.Error)
+	if err := a.produce(ctx, out...); err != nil {
+		a.log.Warn("answer not sent", "command", cmd.CommandID, "err", err)
+	}
+}
+
+// answerCheckHost answers a neighbour check. The agent has no way yet to
+// probe another host, so it says Unknown, which sends the host processor to
+// its next investigator.
+func (a *Agent) answerCheckHost(ctx context.Context, h *hostState, c *schemas.CheckHost) {
+	r := schemas.Record{Topic: schemas.TopicHostEvents, Key: c.TargetHostID, Value: &schemas.CheckHostAnswer{
+		CommandID: c.CommandID, HostID: c.HostID, TargetHostID: c.TargetHostID, Result: "Unknown", At: a.cfg.Clock().UnixMilli()},
+		Headers: map[string]string{"command_id": c.CommandID}}
+	h.answers.put(c.CommandID, r)
+	if err := a.produce(ctx, r); err != nil {
+		a.log.Warn("check host answer not sent", "command", c.CommandID, "err", err)
+	}
+}
+
+// answerHeaders carries the command id and the trace of the command.
+func answerHeaders(rec schemas.Record, cmd *schemas.AgentCommand) map[string]string {
+	h := map[string]string{"command_id": cmd.CommandID}
+	if tp := rec.Headers["traceparent"]; tp != "" {
+		h["traceparent"] = tp
+	}
+	return h
+}
+
+func (a *Agent) produceRaw(ctx context.Context, kr *kgo.Record) error {
+	return a.cl.ProduceSync(ctx, kr).FirstErr()
+}
+
+// commandOf returns the fields every agent command shares.
+func commandOf(v any) (*schemas.AgentCommand, bool) {
+	switch c := v.(type) {
+	case *schemas.StartVm:
+		return &c.AgentCommand, true
+	case *schemas.StopVm:
+		return &c.AgentCommand, true
+	case *schemas.DestroyVm:
+		return &c.AgentCommand, true
+	case *schemas.RebootVm:
+		return &c.AgentCommand, true
+	case *schemas.PauseVm:
+		return &c.AgentCommand, true
+	case *schemas.UnpauseVm:
+		return &c.AgentCommand, true
+	case *schemas.SuspendVm:
+		return &c.AgentCommand, true
+	case *schemas.ResumeVm:
+		return &c.AgentCommand, true
+	case *schemas.RescueVm:
+		return &c.AgentCommand, true
+	case *schemas.UnrescueVm:
+		return &c.AgentCommand, true
+	case *schemas.RebuildVm:
+		return &c.AgentCommand, true
+	case *schemas.SnapshotVm:
+		return &c.AgentCommand, true
+	case *schemas.MigrateVm:
+		return &c.AgentCommand, true
+	case *schemas.CheckHost:
+		return &c.AgentCommand, true
+	case *schemas.AgentRejected:
+		return &c.AgentCommand, true
+	}
+	return nil, false
+}

@@ -1,0 +1,70 @@
+package agent
+
+import (
+	"context"
+	"errors"
+)
+
+// Errors a Driver returns, wrapped with the host or VM concerned. The agent
+// tells them apart: an unknown VM on DestroyVm is already gone (success), an
+// unreachable host is neither pinged nor reported.
+var (
+	ErrUnknownHost = errors.New("unknown host")
+	ErrUnknownVM   = errors.New("unknown vm")
+	// ErrHostUnreachable means the agent cannot reach the host right now
+	// (crashed, partitioned): nothing about it can be observed or done.
+	ErrHostUnreachable = errors.New("host unreachable")
+)
+
+// HostInfo is what a host offers, as announced in AgentConnected.
+type HostInfo struct {
+	ID         string
+	Name       string
+	Zone       string
+	Pod        string
+	Cluster    string
+	Hypervisor string
+	CPU        int32
+	MemoryMB   int64
+	Tags       []string
+	Properties map[string]string
+}
+
+// VMSpec is what a hypervisor needs to define and start a VM.
+type VMSpec struct {
+	ID       string
+	Name     string
+	CPU      int32
+	MemoryMB int64
+}
+
+// Change says that a VM's power state changed in a way the driver saw on
+// its own (an out-of-band pause or kill, a guest shutdown, a QMP event). The
+// agent reads the state again and reports it at once.
+type Change struct {
+	HostID string
+	VmID   string
+}
+
+// Driver is the hypervisor an agent serves its hosts through. Methods are
+// called concurrently, for different VMs at once but never for the same VM
+// at once. A driver never blocks on Changes: when nobody reads fast enough it
+// may drop a change, since the next report round carries the state anyway.
+type Driver interface {
+	// Hosts lists the hosts the driver serves; fixed for the driver's life.
+	Hosts() []HostInfo
+	// Start defines the VM if needed and powers it on; starting a running
+	// VM succeeds.
+	Start(ctx context.Context, hostID string, vm VMSpec) error
+	// Stop powers a VM off, at once when force is set; stopping a stopped
+	// VM succeeds.
+	Stop(ctx context.Context, hostID, vmID string, force bool) error
+	// Destroy removes a VM and its disks, powering it off first.
+	Destroy(ctx context.Context, hostID, vmID string) error
+	// PowerStates returns the power state (schemas.PowerOn, PowerOff, …) of
+	// every VM on the host. The error is ErrUnknownHost or
+	// ErrHostUnreachable (wrapped) when the host cannot be observed.
+	PowerStates(hostID string) (map[string]string, error)
+	// Changes signals power changes the driver saw on its own.
+	Changes() <-chan Change
+}

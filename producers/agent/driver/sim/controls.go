@@ -1,0 +1,76 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/vmplane/vmplane/producers/agent"
+)
+
+// CrashHost makes a host fail hard: every VM on it powers off (they stay
+// defined, as after a power loss), and nothing can be observed or done on it
+// until RecoverHost. Its agent goes silent, as the agent of a dead host does.
+func (d *Driver) CrashHost(id string) error {
+	return d.control(id, func(h *host) {
+		h.crashed = true
+		for i := range h.vms {
+			h.vms[i].power = powerOff
+		}
+	})
+}
+
+// RecoverHost boots a crashed host again; its VMs stay off.
+func (d *Driver) RecoverHost(id string) error {
+	return d.control(id, func(h *host) { h.crashed = false })
+}
+
+// Partition cuts a host off the network: its VMs keep running, but its agent
+// can neither report nor act until Heal.
+func (d *Driver) Partition(id string) error {
+	return d.control(id, func(h *host) { h.partitioned = true })
+}
+
+// Heal ends a partition.
+func (d *Driver) Heal(id string) error {
+	return d.control(id, func(h *host) { h.partitioned = false })
+}
+
+// OutOfBand changes a VM's power state behind vmplane's back (an operator
+// pausing it, a guest shutting down, a kill) and signals it on Changes. The
+// state is one of schemas.PowerOn, PowerOff, PowerPaused and PowerSusp.
+func (d *Driver) OutOfBand(hostID, vmID, state string) error {
+	p, ok := parsePower(state)
+	if !ok {
+		return fmt.Errorf("out-of-band %s: unknown power state %q", vmID, state)
+	}
+	h, ok := d.hosts[hostID]
+	if !ok {
+		return fmt.Errorf("out-of-band %s: host %s: %w", vmID, hostID, agent.ErrUnknownHost)
+	}
+	h.mu.Lock()
+	i, ok := h.index[vmID]
+	if ok {
+		h.vms[i].power = p
+	}
+	h.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("out-of-band %s on %s: %w", vmID, hostID, agent.ErrUnknownVM)
+	}
+	// Dropping a change when the agent lags is safe: the next report round
+	// carries the state anyway.
+	select {
+	case d.changes <- agent.Change{HostID: hostID, VmID: vmID}:
+	default:
+	}
+	return nil
+}
+
+func (d *Driver) control(id string, f func(*host)) error {
+	h, ok := d.hosts[id]
+	if !ok {
+		return fmt.Errorf("host %s: %w", id, agent.ErrUnknownHost)
+	}
+	h.mu.Lock()
+	f(h)
+	h.mu.Unlock()
+	return nil
+}

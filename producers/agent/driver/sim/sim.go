@@ -1,0 +1,254 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/vmplane/vmplane/producers/agent"
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// ErrInjected is the failure the simulator injects at Config.FailureRate.
+var ErrInjected = errors.New("sim: injected failure")
+
+// power is a VM power state in one byte; the schemas strings are made only
+// when reporting.
+type power uint8
+
+const (
+	powerOff power = iota
+	powerOn
+	powerPaused
+	powerSuspended
+)
+
+var powerNames = [...]string{powerOff: schemas.PowerOff, powerOn: schemas.PowerOn, powerPaused: schemas.PowerPaused, powerSuspended: schemas.PowerSusp}
+
+func parsePower(s string) (power, bool) {
+	for p, n := range powerNames {
+		if n == s {
+			return power(p), true
+		}
+	}
+	return 0, false
+}
+
+// vm is one simulated VM; the name is not kept since nothing reads it back.
+type vm struct {
+	id       string
+	memoryMB uint32
+	cpu      uint16
+	power    power
+}
+
+type host struct {
+	info agent.HostInfo
+
+	mu          sync.Mutex
+	crashed     bool
+	partitioned bool
+	vms         []vm
+	index       map[string]int32 // vm id -> position in vms
+}
+
+// Driver is the simulated hypervisor; it implements agent.Driver.
+type Driver struct {
+	cfg     Config
+	hosts   map[string]*host
+	order   []string // host ids in configuration order
+	changes chan agent.Change
+
+	rmu sync.Mutex
+	rnd *rand.Rand
+}
+
+var _ agent.Driver = (*Driver)(nil)
+
+// New builds a simulated hypervisor with the configured hosts, all up and
+// empty.
+func New(cfg Config) (*Driver, error) {
+	infos, err := cfg.hosts()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Jitter < 0 || cfg.Jitter > 1 {
+		return nil, fmt.Errorf("sim: jitter %v outside 0..1", cfg.Jitter)
+	}
+	for _, r := range []float64{cfg.FailureRate.Start, cfg.FailureRate.Stop, cfg.FailureRate.Destroy} {
+		if r < 0 || r > 1 {
+			return nil, fmt.Errorf("sim: failure rate %v outside 0..1", r)
+		}
+	}
+	if cfg.ChangeBuffer <= 0 {
+		cfg.ChangeBuffer = 1024
+	}
+	d := &Driver{
+		cfg:     cfg,
+		hosts:   make(map[string]*host, len(infos)),
+		order:   make([]string, len(infos)),
+		changes: make(chan agent.Change, cfg.ChangeBuffer),
+		rnd:     rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+	}
+	for i, info := range infos {
+		d.hosts[info.ID] = &host{info: info}
+		d.order[i] = info.ID
+	}
+	return d, nil
+}
+
+// Hosts lists the simulated hosts in configuration order.
+func (d *Driver) Hosts() []agent.HostInfo {
+	out := make([]agent.HostInfo, len(d.order))
+	for i, id := range d.order {
+		out[i] = d.hosts[id].info
+	}
+	return out
+}
+
+// Changes signals out-of-band power changes (see OutOfBand).
+func (d *Driver) Changes() <-chan agent.Change { return d.changes }
+
+// Start defines the VM if needed and powers it on.
+func (d *Driver) Start(ctx context.Context, hostID string, spec agent.VMSpec) error {
+	h, err := d.operate(ctx, hostID, d.cfg.Latency.Start)
+	if err != nil {
+		return fmt.Errorf("start vm %s: %w", spec.ID, err)
+	}
+	defer h.mu.Unlock()
+	if d.fail(d.cfg.FailureRate.Start) {
+		return fmt.Errorf("start vm %s on %s: %w", spec.ID, hostID, ErrInjected)
+	}
+	i, ok := h.index[spec.ID]
+	if !ok {
+		if h.index == nil {
+			h.index = make(map[string]int32)
+		}
+		i = int32(len(h.vms))
+		h.vms = append(h.vms, vm{id: spec.ID})
+		h.index[spec.ID] = i
+	}
+	v := &h.vms[i]
+	v.cpu, v.memoryMB, v.power = uint16(spec.CPU), uint32(spec.MemoryMB), powerOn
+	return nil
+}
+
+// Stop powers a VM off; the simulator does not tell a guest shutdown from a
+// forced one.
+func (d *Driver) Stop(ctx context.Context, hostID, vmID string, force bool) error {
+	h, err := d.operate(ctx, hostID, d.cfg.Latency.Stop)
+	if err != nil {
+		return fmt.Errorf("stop vm %s: %w", vmID, err)
+	}
+	defer h.mu.Unlock()
+	i, ok := h.index[vmID]
+	if !ok {
+		return fmt.Errorf("stop vm %s on %s: %w", vmID, hostID, agent.ErrUnknownVM)
+	}
+	if d.fail(d.cfg.FailureRate.Stop) {
+		return fmt.Errorf("stop vm %s on %s: %w", vmID, hostID, ErrInjected)
+	}
+	h.vms[i].power = powerOff
+	return nil
+}
+
+// Destroy removes a VM.
+func (d *Driver) Destroy(ctx context.Context, hostID, vmID string) error {
+	h, err := d.operate(ctx, hostID, d.cfg.Latency.Destroy)
+	if err != nil {
+		return fmt.Errorf("destroy vm %s: %w", vmID, err)
+	}
+	defer h.mu.Unlock()
+	i, ok := h.index[vmID]
+	if !ok {
+		return fmt.Errorf("destroy vm %s on %s: %w", vmID, hostID, agent.ErrUnknownVM)
+	}
+	if d.fail(d.cfg.FailureRate.Destroy) {
+		return fmt.Errorf("destroy vm %s on %s: %w", vmID, hostID, ErrInjected)
+	}
+	// Swap-remove keeps the slice dense; the moved VM's index follows.
+	last := int32(len(h.vms) - 1)
+	if i != last {
+		h.vms[i] = h.vms[last]
+		h.index[h.vms[i].id] = i
+	}
+	h.vms[last] = vm{}
+	h.vms = h.vms[:last]
+	delete(h.index, vmID)
+	return nil
+}
+
+// PowerStates returns every VM's power state on a reachable host.
+func (d *Driver) PowerStates(hostID string) (map[string]string, error) {
+	h, ok := d.hosts[hostID]
+	if !ok {
+		return nil, fmt.Errorf("power states of %s: %w", hostID, agent.ErrUnknownHost)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.reachable(); err != nil {
+		return nil, fmt.Errorf("power states: %w", err)
+	}
+	out := make(map[string]string, len(h.vms))
+	for _, v := range h.vms {
+		out[v.id] = powerNames[v.power]
+	}
+	return out, nil
+}
+
+// operate waits the operation's latency, then returns the host locked and
+// reachable. The wait happens before the lock so that slow operations on one
+// host run side by side, as on a real hypervisor.
+func (d *Driver) operate(ctx context.Context, hostID string, latency time.Duration) (*host, error) {
+	h, ok := d.hosts[hostID]
+	if !ok {
+		return nil, fmt.Errorf("host %s: %w", hostID, agent.ErrUnknownHost)
+	}
+	if wait := d.jittered(latency); wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+	h.mu.Lock()
+	if err := h.reachable(); err != nil {
+		h.mu.Unlock()
+		return nil, err
+	}
+	return h, nil
+}
+
+func (h *host) reachable() error {
+	switch {
+	case h.crashed:
+		return fmt.Errorf("host %s crashed: %w", h.info.ID, agent.ErrHostUnreachable)
+	case h.partitioned:
+		return fmt.Errorf("host %s partitioned: %w", h.info.ID, agent.ErrHostUnreachable)
+	}
+	return nil
+}
+
+func (d *Driver) jittered(base time.Duration) time.Duration {
+	if base <= 0 || d.cfg.Jitter == 0 {
+		return base
+	}
+	d.rmu.Lock()
+	f := d.rnd.Float64()
+	d.rmu.Unlock()
+	return base + time.Duration((2*f-1)*d.cfg.Jitter*float64(base))
+}
+
+func (d *Driver) fail(rate float64) bool {
+	if rate <= 0 {
+		return false
+	}
+	d.rmu.Lock()
+	defer d.rmu.Unlock()
+	return d.rnd.Float64() < rate
+}

@@ -1,0 +1,172 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// reportLoop announces the hosts, then runs a report round every ping
+// interval, and at once when the broker comes back after an outage.
+func (a *Agent) reportLoop(ctx context.Context) {
+	t := time.NewTicker(a.cfg.PingInterval)
+	defer t.Stop()
+	failures := 0
+	for {
+		if err := a.round(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			// Announce again once the broker takes records: the host
+			// processor may have marked the hosts Disconnected meanwhile.
+			for _, h := range a.hosts {
+				h.connected.Store(false)
+			}
+			a.log.Warn("report round failed", "err", err)
+			if !sleep(ctx, backoff(failures)) {
+				return
+			}
+			failures++
+			continue
+		}
+		failures = 0
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-a.reconnect:
+			a.log.Info("broker reachable again, announcing hosts")
+		}
+	}
+}
+
+// round reports every host: AgentConnected first for a host not announced
+// yet, then one PowerReport per VM and an AgentPing, all with the same new
+// report_seq. An unreachable (crashed, partitioned) host is skipped, and
+// announced again once it is back.
+func (a *Agent) round(ctx context.Context) error {
+	at := a.cfg.Clock().UnixMilli()
+	var recs []schemas.Record
+	var firstErr error
+	// Hosts are produced in chunks so that a round over thousands of hosts
+	// never holds all its records at once.
+	const chunk = 2000
+	for _, id := range a.order {
+		h := a.hosts[id]
+		if h.rejected.Load() {
+			continue
+		}
+		seq := h.nextSeq()
+		states, err := a.drv.PowerStates(id)
+		if err != nil {
+			if h.connected.Swap(false) || !errors.Is(err, ErrHostUnreachable) {
+				a.log.Warn("host not reported", "host", id, "err", err)
+			}
+			continue
+		}
+		ids := sortedIDs(states)
+		if !h.connected.Load() {
+			recs = append(recs, a.connected(h, ids, at))
+		}
+		for _, vm := range ids {
+			recs = append(recs, schemas.Record{Topic: schemas.TopicVmPower, Key: vm, Value: &schemas.PowerReport{
+				VmID: vm, HostID: id, PowerState: states[vm], ReportSeq: seq, ReportedAt: at}})
+		}
+		recs = append(recs, schemas.Record{Topic: schemas.TopicHostEvents, Key: id, Value: &schemas.AgentPing{
+			HostID: id, ReportSeq: seq, VmIDs: ids, At: at}})
+		if len(recs) >= chunk {
+			if err := a.produce(ctx, recs...); err != nil && firstErr == nil {
+				firstErr = err
+			}
+			recs = recs[:0]
+		}
+		h.connected.Store(true)
+	}
+	if err := a.produce(ctx, recs...); err != nil && firstErr == nil {
+		firstErr = err
+	}
+	return firstErr
+}
+
+func (a *Agent) connected(h *hostState, vmIDs []string, at int64) schemas.Record {
+	i := h.info
+	a.log.Info("announcing host", "host", i.ID, "vms", len(vmIDs))
+	return schemas.Record{Topic: schemas.TopicHostEvents, Key: i.ID, Value: &schemas.AgentConnected{
+		HostID: i.ID, Name: i.Name, AgentID: a.cfg.ID, ZoneID: i.Zone, PodID: i.Pod, ClusterID: i.Cluster,
+		Hypervisor: i.Hypervisor, CPU: i.CPU, MemoryMB: i.MemoryMB, Tags: orEmpty(i.Tags),
+		Properties: orEmptyMap(i.Properties), VmIDs: vmIDs, At: at}}
+}
+
+// changeLoop reports a VM at once when the driver saw its power change.
+func (a *Agent) changeLoop(ctx context.Context) {
+	changes := a.drv.Changes()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case c, ok := <-changes:
+			if !ok {
+				return
+			}
+			if err := a.reportVM(ctx, c.HostID, c.VmID); err != nil && ctx.Err() == nil {
+				a.log.Warn("change not reported", "host", c.HostID, "vm", c.VmID, "err", err)
+			}
+		}
+	}
+}
+
+// reportVM sends one PowerReport for a VM with a new report_seq of its
+// host. A VM no longer on the host is reported PowerOff. Nothing is sent for
+// a host not announced (the next round reports it) or rejected.
+func (a *Agent) reportVM(ctx context.Context, hostID, vmID string) error {
+	r, ok := a.powerReport(hostID, vmID)
+	if !ok {
+		return nil
+	}
+	return a.produce(ctx, r)
+}
+
+func (a *Agent) powerReport(hostID, vmID string) (schemas.Record, bool) {
+	h, ok := a.hosts[hostID]
+	if !ok || h.rejected.Load() || !h.connected.Load() {
+		return schemas.Record{}, false
+	}
+	seq := h.nextSeq()
+	states, err := a.drv.PowerStates(hostID)
+	if err != nil {
+		return schemas.Record{}, false
+	}
+	state, ok := states[vmID]
+	if !ok {
+		state = schemas.PowerOff
+	}
+	return schemas.Record{Topic: schemas.TopicVmPower, Key: vmID, Value: &schemas.PowerReport{
+		VmID: vmID, HostID: hostID, PowerState: state, ReportSeq: seq, ReportedAt: a.cfg.Clock().UnixMilli()}}, true
+}
+
+func sortedIDs(states map[string]string) []string {
+	ids := make([]string, 0, len(states))
+	for id := range states {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Avro has no null for these fields: nil becomes empty.
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func orEmptyMap(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
