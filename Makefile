@@ -1,0 +1,42 @@
+# vmplane — `make run` starts the whole system on this machine, `make test`
+# runs every test. Both install what is missing first (ops/install.sh).
+
+GO      ?= go
+ARGS    ?=
+PKGS    ?= ./...
+BIN     := bin
+
+.PHONY: help run test test-short bench check build install clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
+
+install: ## install the Debian packages vmplane needs (ClickHouse, QEMU, kcat, Postgres if none answers)
+	@bash ops/install.sh
+
+run: install ## start the dev stack: broker, Postgres, ClickHouse, processors, projectors, gateway :8080, sim agent
+	$(GO) run ./ops/cmd/vmplane dev $(ARGS)
+
+test: install ## run every test (race detector on) against the real broker, Postgres, ClickHouse
+	@bash ops/test.sh $(PKGS)
+
+test-short: ## unit tests only (no Postgres, ClickHouse or QEMU)
+	$(GO) test -short -count=1 $(PKGS)
+
+bench: install ## run the benchmarks (QUICK=1 for a tiny size)
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime=$(if $(QUICK),100x,1x) ./...
+
+check: ## gofmt, go vet, go mod tidy, import boundaries
+	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
+	$(GO) vet ./...
+	@tmp=$$(mktemp -d); cp go.mod go.sum $$tmp/; $(GO) mod tidy; \
+	 if ! cmp -s go.mod $$tmp/go.mod || ! cmp -s go.sum $$tmp/go.sum; then \
+	   echo "go mod tidy changes go.mod/go.sum:"; diff -u $$tmp/go.mod go.mod || true; \
+	   cp $$tmp/go.mod $$tmp/go.sum .; rm -rf $$tmp; exit 1; fi; rm -rf $$tmp
+	@bash ops/check-imports.sh
+
+build: ## build the binaries into bin/
+	$(GO) build -o $(BIN)/ ./ops/cmd/...
+
+clean: ## remove build output and the dev stack's data (var/)
+	rm -rf $(BIN) var

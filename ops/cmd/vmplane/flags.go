@@ -1,0 +1,68 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/vmplane/vmplane/internal/kafka"
+)
+
+// flags is a FlagSet whose defaults come from environment variables.
+type flags struct{ *flag.FlagSet }
+
+func newFlags(role string) flags {
+	return flags{flag.NewFlagSet("vmplane "+role, flag.ExitOnError)}
+}
+
+func (f flags) str(name, env, def, help string) *string {
+	if v := os.Getenv(env); v != "" {
+		def = v
+	}
+	return f.String(name, def, fmt.Sprintf("%s (env %s)", help, env))
+}
+
+func (f flags) dur(name, env string, def time.Duration, help string) *time.Duration {
+	if v := os.Getenv(env); v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			def = d
+		}
+	}
+	return f.Duration(name, def, fmt.Sprintf("%s (env %s)", help, env))
+}
+
+func (f flags) num(name, env string, def int, help string) *int {
+	if v := os.Getenv(env); v != "" {
+		fmt.Sscan(v, &def)
+	}
+	return f.Int(name, def, fmt.Sprintf("%s (env %s)", help, env))
+}
+
+// kafkaFlags are the flags of every role that talks to Kafka.
+type kafkaFlags struct {
+	brokers, user, password, registry *string
+}
+
+func (f flags) kafka() kafkaFlags {
+	return kafkaFlags{
+		brokers:  f.str("brokers", "VMPLANE_KAFKA_BROKERS", "127.0.0.1:9092", "Kafka bootstrap brokers, comma separated"),
+		user:     f.str("kafka-user", "VMPLANE_KAFKA_USER", "", "SASL/SCRAM-SHA-512 user"),
+		password: f.str("kafka-password", "VMPLANE_KAFKA_PASSWORD", "", "SASL/SCRAM-SHA-512 password"),
+		registry: f.str("schema-registry", "VMPLANE_SCHEMA_REGISTRY", "", "Schema Registry URL (switches to the Confluent framing)"),
+	}
+}
+
+func (k kafkaFlags) config() kafka.Config {
+	return kafka.Config{Brokers: strings.Split(*k.brokers, ","), User: *k.user, Password: *k.password, RegistryURL: *k.registry, Replication: 1}
+}
+
+func (f flags) instance() *string {
+	h, _ := os.Hostname()
+	return f.str("instance", "VMPLANE_INSTANCE", h, "instance id (transactional ids and agent group)")
+}
+
+func (f flags) settings() *time.Duration {
+	return f.dur("ping-interval", "VMPLANE_PING_INTERVAL", 60*time.Second, "agent ping and report interval (ping.interval)")
+}

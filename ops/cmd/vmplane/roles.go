@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/vmplane/vmplane/gateway"
+	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/ops/dev"
+	"github.com/vmplane/vmplane/ops/roles"
+	"github.com/vmplane/vmplane/processors/runtime"
+	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/schemas"
+)
+
+func runDev(ctx context.Context, args []string, log *slog.Logger) error {
+	f := newFlags("dev")
+	varDir := f.str("var", "VMPLANE_VAR", "var", "directory for the stack's data")
+	kafkaAddr := f.str("kafka-addr", "VMPLANE_KAFKA_ADDR", "127.0.0.1:9092", "listen address of the embedded broker")
+	httpAddr := f.str("http", "VMPLANE_HTTP_ADDR", "127.0.0.1:8080", "listen address of the gateway")
+	dsn := f.str("pg-dsn", "VMPLANE_PG_DSN", "postgres://postgres@127.0.0.1:5432/postgres", "Postgres server (a local one is started under --var when none answers)")
+	ch := f.str("clickhouse", "VMPLANE_CH_ADDR", "127.0.0.1:9000", "ClickHouse native address (a local one is started under --var when none answers)")
+	hosts := f.num("hosts", "VMPLANE_SIM_HOSTS", 4, "simulated hosts (one zone, two clusters)")
+	ping := f.dur("ping-interval", "VMPLANE_PING_INTERVAL", 5*time.Second, "agent ping and report interval")
+	f.Parse(args)
+	abs, err := filepath.Abs(*varDir)
+	if err != nil {
+		return err
+	}
+	st, err := dev.Start(ctx, dev.Config{VarDir: abs, KafkaAddr: *kafkaAddr, HTTPAddr: *httpAddr, PostgresDSN: *dsn,
+		ClickHouse: *ch, Hosts: *hosts, PingInterval: *ping, Logger: log})
+	if err != nil {
+		return err
+	}
+	fmt.Print(st.Banner())
+	<-ctx.Done()
+	fmt.Println("\nstopping vmplane dev…")
+	st.Stop()
+	return nil
+}
+
+func runBroker(ctx context.Context, args []string, log *slog.Logger) error {
+	f := newFlags("broker")
+	addr := f.str("addr", "VMPLANE_KAFKA_ADDR", "127.0.0.1:9092", "listen address")
+	data := f.str("data", "VMPLANE_KAFKA_DATA", "var/kafka", "data directory (the log survives restarts)")
+	f.Parse(args)
+	b, err := kafka.StartBroker(*addr, *data)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	cl, err := kgo.NewClient(kafka.Config{Brokers: b.Addrs()}.Opts()...)
+	if err != nil {
+		return err
+	}
+	err = kafka.EnsureTopics(ctx, cl, schemas.Topics, 1)
+	cl.Close()
+	if err != nil {
+		return err
+	}
+	log.Info("broker up", "addrs", b.Addrs(), "data", *data)
+	<-ctx.Done()
+	return nil
+}
+
+func runProcessor(ctx context.Context, args []string, log *slog.Logger) error {
+	f := newFlags("processor")
+	kind := f.str("kind", "VMPLANE_PROCESSOR", "", "vm, host or placement")
+	k := f.kafka()
+	inst := f.instance()
+	ping := f.settings()
+	f.Parse(args)
+	p, err := roles.NewProcessor(*kind, roles.Options{Kafka: k.config(), InstanceID: *inst, Logger: log}, roles.Settings{PingInterval: *ping}, runtime.SystemClock{})
+	if err != nil {
+		return err
+	}
+	return p.Run(ctx)
+}
+
+func runProjector(ctx context.Context, args []string, log *slog.Logger) error {
+	f := newFlags("projector")
+	kind := f.str("kind", "VMPLANE_PROJECTOR", "", "postgres or journal")
+	k := f.kafka()
+	dsn := f.str("pg-dsn", "VMPLANE_PG_DSN", "postgres://postgres@127.0.0.1:5432/vmplane", "Postgres database of the read models")
+	ch := f.str("clickhouse", "VMPLANE_CH_ADDR", "127.0.0.1:9000", "ClickHouse native address")
+	chdb := f.str("clickhouse-db", "VMPLANE_CH_DATABASE", "vmplane", "ClickHouse database")
+	f.Parse(args)
+	o := roles.Options{Kafka: k.config(), Logger: log}
+	var r roles.Runner
+	var err error
+	switch *kind {
+	case "postgres":
+		if err := postgres.Migrate(ctx, *dsn); err != nil {
+			return err
+		}
+		r, err = roles.NewPostgresProjector(o, *dsn)
+	case "journal":
+		r, err = roles.NewJournalProjector(o, *ch, *chdb)
+	default:
+		return fmt.Errorf("unknown projector kind %q (want postgres or journal)", *kind)
+	}
+	if err != nil {
+		return err
+	}
+	return r.Run(ctx)
+}
+
+func runGateway(ctx context.Context, args []string, log *slog.Logger) error {
+	f := newFlags("gateway")
+	k := f.kafka()
+	dsn := f.str("pg-dsn", "VMPLANE_PG_DSN", "postgres://postgres@127.0.0.1:5432/vmplane", "Postgres database of the read models")
+	addr := f.str("http", "VMPLANE_HTTP_ADDR", "127.0.0.1:8080", "listen address")
+	zone := f.str("zone", "VMPLANE_ZONE", "zone-1", "zone new VMs are deployed in")
+	f.Parse(args)
+	if err := postgres.Migrate(ctx, *dsn); err != nil {
+		return err
+	}
+	g, err := roles.NewGateway(ctx, roles.Options{Kafka: k.config(), Logger: log}, *dsn, gateway.Config{Addr: *addr, ZoneID: *zone})
+	if err != nil {
+		return err
+	}
+	return g.Run(ctx)
+}
+
+func runAgent(ctx context.Context, args []string, log *slog.Logger) error {
+	f := newFlags("agent")
+	k := f.kafka()
+	inst := f.instance()
+	ping := f.settings()
+	prefix := f.str("prefix", "VMPLANE_SIM_PREFIX", "sim", "host id prefix of the simulated hosts")
+	zone := f.str("zone", "VMPLANE_ZONE", "zone-1", "zone of the simulated hosts")
+	hosts := f.num("hosts", "VMPLANE_SIM_HOSTS", 4, "simulated hosts")
+	clusters := f.num("clusters", "VMPLANE_SIM_CLUSTERS", 2, "clusters the hosts are spread over")
+	f.Parse(args)
+	a, err := roles.NewSimAgent(roles.Options{Kafka: k.config(), InstanceID: *inst, Logger: log},
+		roles.SimLayout{Prefix: *prefix, Zone: *zone, Pods: 1, Clusters: *clusters, Hosts: *hosts}, roles.Settings{PingInterval: *ping})
+	if err != nil {
+		return err
+	}
+	return a.Run(ctx)
+}

@@ -1,0 +1,212 @@
+// Package dev is the one-process dev stack behind `vmplane dev` and
+// `make run`: an embedded broker with its data under var/kafka, Postgres
+// and ClickHouse (the configured ones when they answer, else local servers
+// with their data under var/), every processor and projector, the gateway
+// and a sim agent. It seeds the offerings and the admin API key. It owns
+// no logic of its own beyond starting, seeding and stopping.
+package dev
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/vmplane/vmplane/gateway"
+	"github.com/vmplane/vmplane/internal/chserver"
+	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/internal/pgserver"
+	"github.com/vmplane/vmplane/ops/roles"
+	"github.com/vmplane/vmplane/processors/runtime"
+	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// Config of the dev stack; every field has a flag and an environment variable.
+type Config struct {
+	VarDir       string        // var
+	KafkaAddr    string        // 127.0.0.1:9092
+	HTTPAddr     string        // 127.0.0.1:8080
+	PostgresDSN  string        // postgres://postgres@127.0.0.1:5432/postgres
+	ClickHouse   string        // 127.0.0.1:9000
+	Database     string        // Postgres and ClickHouse database (vmplane)
+	Hosts        int           // sim hosts (4)
+	PingInterval time.Duration // agent ping interval (5 s in dev)
+	Logger       *slog.Logger
+}
+
+// Stack is a running dev stack.
+type Stack struct {
+	cfg      Config
+	log      *slog.Logger
+	broker   *kafka.Broker
+	pg       pgserver.Server
+	ch       chserver.Server
+	kcfg     kafka.Config
+	dsn      string
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	procs    []roles.Processor
+	AdminKey string
+}
+
+// Start brings the stack up and returns once the gateway answers.
+func Start(ctx context.Context, cfg Config) (*Stack, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Stack{cfg: cfg, log: cfg.Logger}
+	ok := false
+	defer func() {
+		if !ok {
+			s.Stop()
+		}
+	}()
+	if err := os.MkdirAll(filepath.Join(cfg.VarDir, "dev"), 0o755); err != nil {
+		return nil, err
+	}
+
+	// Kafka: the embedded broker keeps its log under var/kafka.
+	b, err := kafka.StartBroker(cfg.KafkaAddr, filepath.Join(cfg.VarDir, "kafka"))
+	if err != nil {
+		return nil, err
+	}
+	s.broker = b
+	s.kcfg = kafka.Config{Brokers: b.Addrs(), Replication: 1}
+	admin, err := kgo.NewClient(s.kcfg.Opts()...)
+	if err != nil {
+		return nil, err
+	}
+	err = kafka.EnsureTopics(ctx, admin, schemas.Topics, 1)
+	admin.Close()
+	if err != nil {
+		return nil, err
+	}
+
+	// Postgres and ClickHouse: the configured servers, or local ones.
+	s.pg, err = pgserver.Ensure(ctx, cfg.PostgresDSN, cfg.VarDir, s.log)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if cfg.Database == "" {
+		cfg.Database = "vmplane"
+		s.cfg.Database = cfg.Database
+	}
+	s.dsn, err = pgserver.EnsureDatabase(ctx, s.pg.DSN(), cfg.Database)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if err := postgres.Migrate(ctx, s.dsn); err != nil {
+		return nil, err
+	}
+	s.ch, err = chserver.Ensure(ctx, cfg.ClickHouse, cfg.VarDir, s.log)
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse: %w", err)
+	}
+	if err := chserver.EnsureDatabase(ctx, s.ch.Addr(), cfg.Database); err != nil {
+		return nil, fmt.Errorf("clickhouse: %w", err)
+	}
+
+	runCtx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	o := roles.Options{Kafka: s.kcfg, InstanceID: "dev", Logger: s.log}
+	settings := roles.Settings{PingInterval: cfg.PingInterval}
+	for _, kind := range roles.ProcessorKinds {
+		p, err := roles.NewProcessor(kind, o, settings, runtime.SystemClock{})
+		if err != nil {
+			return nil, err
+		}
+		s.procs = append(s.procs, p)
+		s.run(runCtx, "processor-"+kind, p)
+	}
+	pgp, err := roles.NewPostgresProjector(o, s.dsn)
+	if err != nil {
+		return nil, err
+	}
+	s.run(runCtx, "projector-postgres", pgp)
+	jp, err := roles.NewJournalProjector(o, s.ch.Addr(), cfg.Database)
+	if err != nil {
+		return nil, err
+	}
+	s.run(runCtx, "projector-journal", jp)
+	gw, err := roles.NewGateway(runCtx, o, s.dsn, gateway.Config{Addr: cfg.HTTPAddr, Logger: s.log})
+	if err != nil {
+		return nil, err
+	}
+	s.run(runCtx, "gateway", gw)
+	ag, err := roles.NewSimAgent(o, roles.SimLayout{Prefix: "host", Zone: "zone-1", Pods: 1, Clusters: 2, Hosts: cfg.Hosts}, settings)
+	if err != nil {
+		return nil, err
+	}
+	s.run(runCtx, "agent", ag)
+
+	if err := s.seed(ctx); err != nil {
+		return nil, err
+	}
+	if err := waitHTTP(ctx, "http://"+cfg.HTTPAddr+"/healthz", 30*time.Second); err != nil {
+		return nil, err
+	}
+	ok = true
+	return s, nil
+}
+
+func (s *Stack) run(ctx context.Context, name string, r roles.Runner) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		roles.Supervise(ctx, s.log, name, r)
+	}()
+}
+
+// Ready reports whether every processor has restored its state.
+func (s *Stack) Ready() bool {
+	for _, p := range s.procs {
+		if !p.Ready() {
+			return false
+		}
+	}
+	return true
+}
+
+// Kafka returns the configuration to reach the stack's broker.
+func (s *Stack) Kafka() kafka.Config { return s.kcfg }
+
+// PostgresDSN returns the DSN of the read models.
+func (s *Stack) PostgresDSN() string { return s.dsn }
+
+// ClickHouseAddr returns the native address of ClickHouse.
+func (s *Stack) ClickHouseAddr() string { return s.ch.Addr() }
+
+// Stop shuts every role down, then the broker and the servers it started.
+func (s *Stack) Stop() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.wg.Wait()
+	if s.broker != nil {
+		s.broker.Close()
+	}
+	s.ch.Stop()
+	s.pg.Stop()
+}
+
+// Banner is what `vmplane dev` prints once the stack is up.
+func (s *Stack) Banner() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nvmplane dev is up\n")
+	fmt.Fprintf(&b, "  gateway     http://%s\n", s.cfg.HTTPAddr)
+	fmt.Fprintf(&b, "  kafka       %s (data in %s)\n", strings.Join(s.kcfg.Brokers, ","), filepath.Join(s.cfg.VarDir, "kafka"))
+	fmt.Fprintf(&b, "  postgres    %s\n", s.dsn)
+	fmt.Fprintf(&b, "  clickhouse  %s (database %s)\n", s.ch.Addr(), s.cfg.Database)
+	fmt.Fprintf(&b, "  admin key   %s (in %s)\n\n", s.AdminKey, filepath.Join(s.cfg.VarDir, "dev", "admin-key"))
+	fmt.Fprintf(&b, "Try:\n  go run ./ops/cmd/vmctl vm deploy --name web-1 --offering small --wait\n")
+	fmt.Fprintf(&b, "  curl -s -H \"Authorization: Bearer $(cat %s)\" http://%s/v1/hosts\n\nCtrl-C stops everything; the data stays in %s.\n",
+		filepath.Join(s.cfg.VarDir, "dev", "admin-key"), s.cfg.HTTPAddr, s.cfg.VarDir)
+	return b.String()
+}

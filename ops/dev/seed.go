@@ -1,0 +1,133 @@
+package dev
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/vmplane/vmplane/gateway"
+	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// Offerings are the catalog entries every dev stack starts with.
+var Offerings = []schemas.Offering{
+	{ID: "off-small", Name: "small", CPU: 1, MemoryMB: 1024},
+	{ID: "off-medium", Name: "medium", CPU: 2, MemoryMB: 4096},
+	{ID: "off-large", Name: "large", CPU: 4, MemoryMB: 8192, HA: true},
+}
+
+// seed publishes what a fresh stack needs, once: the offerings and the admin
+// account with its API key, written to var/dev/admin-key.
+func (s *Stack) seed(ctx context.Context) error {
+	rm, err := postgres.NewReader(ctx, s.dsn)
+	if err != nil {
+		return err
+	}
+	defer rm.Close()
+	cl, err := kgo.NewClient(s.kcfg.Opts()...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	codec := schemas.NewCodec(nil)
+	var recs []schemas.Record
+	now := time.Now().UnixMilli()
+	for _, o := range Offerings {
+		if _, err := rm.Offering(ctx, o.Name); err == nil {
+			continue
+		} else if !errors.Is(err, postgres.ErrNotFound) {
+			return err
+		}
+		recs = append(recs, schemas.Record{Topic: schemas.TopicCatalog, Key: o.ID, Value: &schemas.ServiceOffering{Offering: o, CreatedAt: now}})
+	}
+
+	keyFile := filepath.Join(s.cfg.VarDir, "dev", "admin-key")
+	if b, err := os.ReadFile(keyFile); err == nil {
+		key := strings.TrimSpace(string(b))
+		if keyKnown(ctx, rm, key) {
+			s.AdminKey = key
+		}
+	}
+	if s.AdminKey == "" {
+		key, id, hash, err := gateway.NewAPIKey()
+		if err != nil {
+			return err
+		}
+		recs = append(recs,
+			schemas.Record{Topic: schemas.TopicAccounts, Key: "admin", Value: &schemas.AccountCreated{AccountID: "admin", Name: "admin", At: now}},
+			schemas.Record{Topic: schemas.TopicAccounts, Key: "admin", Value: &schemas.ApiKeyIssued{KeyID: id, AccountID: "admin", Role: "admin", Hash: hash, At: now}},
+		)
+		s.AdminKey = key
+		if err := os.WriteFile(keyFile, []byte(key+"\n"), 0o600); err != nil {
+			return err
+		}
+	}
+	var krs []*kgo.Record
+	for _, r := range recs {
+		kr, err := kafka.ToKafka(ctx, codec, r)
+		if err != nil {
+			return err
+		}
+		krs = append(krs, kr)
+	}
+	if err := cl.ProduceSync(ctx, krs...).FirstErr(); err != nil {
+		return fmt.Errorf("seed: %w", err)
+	}
+	// Wait for the projection, so the first request with the key works.
+	deadline := time.Now().Add(30 * time.Second)
+	for !keyKnown(ctx, rm, s.AdminKey) {
+		if time.Now().After(deadline) {
+			return errors.New("seed: the admin key did not reach the read model in 30 s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return nil
+}
+
+// keyKnown reports whether the read model knows the key, giving a restarted
+// projector a few seconds to catch up before a new key is issued.
+func keyKnown(ctx context.Context, rm *postgres.Reader, key string) bool {
+	// Keys read vmp_<12 hex key id>_<secret>.
+	if len(key) < 17 || !strings.HasPrefix(key, "vmp_") || key[16] != '_' {
+		return false
+	}
+	id := key[4:16]
+	for i := 0; i < 50; i++ {
+		if _, err := rm.APIKey(ctx, id); err == nil {
+			return true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return false
+}
+
+func waitHTTP(ctx context.Context, url string, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not answer in %s: %v", url, d, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,173 @@
+package roles
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/processors/runtime"
+	"github.com/vmplane/vmplane/producers/agent"
+	"github.com/vmplane/vmplane/producers/agent/driver/sim"
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// TestDeploySurvivesVMProcessorKill kills the VM processor after placement
+// and before the agent answers, starts another instance, and checks that the
+// job succeeds and that vm.events.v1 (read_committed) holds each of its
+// events exactly once.
+func TestDeploySurvivesVMProcessorKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs the embedded broker")
+	}
+	ctx := t.Context()
+	b, err := kafka.StartBroker("127.0.0.1:0", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	kcfg := kafka.Config{Brokers: b.Addrs(), Replication: 1}
+	cl, err := kgo.NewClient(kcfg.Opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := kafka.EnsureTopics(ctx, cl, schemas.Topics, 1); err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	o := Options{Kafka: kcfg, InstanceID: "a", Logger: log}
+	set := Settings{PingInterval: time.Second}
+	for _, kind := range []string{KindPlacement, KindHost} {
+		p, err := NewProcessor(kind, o, set, runtime.SystemClock{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go p.Run(ctx)
+	}
+	// The agent takes 3 s to start a VM: time to kill the VM processor.
+	d, err := sim.New(sim.Config{Layout: sim.Layout{Prefix: "h", Zone: "zone-1", Pods: 1, ClustersPerPod: 2, HostsPerCluster: 2, CPU: 16, MemoryMB: 65536},
+		Latency: sim.Durations{Start: 3 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go agent.New(agent.Config{ID: "test", Kafka: kcfg, PingInterval: time.Second, Logger: log}, d).Run(ctx)
+
+	vmCtx, kill := context.WithCancel(ctx)
+	vmA, err := NewProcessor(KindVM, Options{Kafka: kcfg, InstanceID: "a", Logger: log}, set, runtime.SystemClock{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doneA := make(chan error, 1)
+	go func() { doneA <- vmA.Run(vmCtx) }()
+
+	// Wait for the hosts to reach placement, then deploy.
+	time.Sleep(2 * time.Second)
+	deploy := &schemas.Deploy{VmCommand: schemas.VmCommand{CommandID: "job-1", VmID: "vm-1", Account: "acme", Origin: schemas.OriginAPI, IssuedAt: time.Now().UnixMilli()},
+		Name: "web-1", ZoneID: "zone-1", Offering: schemas.Offering{ID: "off-small", Name: "small", CPU: 1, MemoryMB: 1024}}
+	produce(t, cl, schemas.Record{Topic: schemas.TopicVmCommands, Key: "vm-1", Value: deploy})
+
+	// After placement (StartVm on its way to the agent), before the answer.
+	waitFor(t, kcfg, schemas.TopicAgentCommands, func(r schemas.Record) bool {
+		s, ok := r.Value.(*schemas.StartVm)
+		return ok && s.VmID == "vm-1"
+	})
+	kill()
+	<-doneA
+
+	vmB, err := NewProcessor(KindVM, Options{Kafka: kcfg, InstanceID: "b", Logger: log}, set, runtime.SystemClock{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go vmB.Run(ctx)
+	waitFor(t, kcfg, schemas.TopicVmEvents, func(r schemas.Record) bool {
+		s, ok := r.Value.(*schemas.JobSucceeded)
+		return ok && s.JobID == "job-1"
+	})
+	time.Sleep(500 * time.Millisecond)
+
+	// Each of the job's events exactly once.
+	seen := map[string]int{}
+	for _, r := range readAll(t, kcfg, schemas.TopicVmEvents) {
+		switch v := r.Value.(type) {
+		case *schemas.JobAccepted:
+			seen["accepted"]++
+		case *schemas.JobStepped:
+			seen[fmt.Sprintf("step %d %s", v.Seq, v.TaskState)]++
+		case *schemas.JobSucceeded:
+			seen["succeeded"]++
+		case *schemas.JobFailed, *schemas.JobCancelled:
+			t.Fatalf("job did not succeed: %#v", v)
+		}
+	}
+	if seen["accepted"] != 1 || seen["succeeded"] != 1 || len(seen) < 4 {
+		t.Fatalf("job events: %v", seen)
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Errorf("%s seen %d times", k, n)
+		}
+	}
+	t.Logf("job events: %v", seen)
+}
+
+func produce(t *testing.T, cl *kgo.Client, r schemas.Record) {
+	t.Helper()
+	kr, err := kafka.ToKafka(t.Context(), schemas.NewCodec(nil), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(t.Context(), kr).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readAll(t *testing.T, kcfg kafka.Config, topic string) []schemas.Record {
+	t.Helper()
+	var out []schemas.Record
+	cl, err := kgo.NewClient(kcfg.Opts(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		rs := fs.Records()
+		if len(rs) == 0 {
+			return out
+		}
+		for _, kr := range rs {
+			r, err := kafka.FromKafka(t.Context(), schemas.NewCodec(nil), kr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, r)
+		}
+	}
+}
+
+func waitFor(t *testing.T, kcfg kafka.Config, topic string, match func(schemas.Record) bool) {
+	t.Helper()
+	cl, err := kgo.NewClient(kcfg.Opts(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	for ctx.Err() == nil {
+		for _, kr := range cl.PollFetches(ctx).Records() {
+			r, err := kafka.FromKafka(ctx, schemas.NewCodec(nil), kr)
+			if err == nil && match(r) {
+				return
+			}
+		}
+	}
+	t.Fatalf("no matching record on %s", topic)
+}

@@ -1,0 +1,52 @@
+package roles
+
+import (
+	"fmt"
+
+	"github.com/vmplane/vmplane/processors/host"
+	"github.com/vmplane/vmplane/processors/placement"
+	"github.com/vmplane/vmplane/processors/runtime"
+	"github.com/vmplane/vmplane/processors/vm"
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// Processor kinds.
+const (
+	KindVM        = "vm"
+	KindHost      = "host"
+	KindPlacement = "placement"
+)
+
+// ProcessorKinds lists the processors in the order the dev stack starts them.
+var ProcessorKinds = []string{KindPlacement, KindHost, KindVM}
+
+// Processor is a runtime processor of any machine.
+type Processor interface {
+	Runner
+	Ready() bool
+}
+
+// NewProcessor returns the processor of a kind.
+func NewProcessor(kind string, o Options, s Settings, clock runtime.Clock) (Processor, error) {
+	cfg := runtime.Config{Name: "processor-" + kind, Kafka: o.Kafka, InstanceID: o.InstanceID, Clock: clock, Logger: o.Logger}
+	switch kind {
+	case KindVM:
+		cfg.Inputs = []string{schemas.TopicVmCommands, schemas.TopicVmPower, schemas.TopicVmAnswers, schemas.TopicVmSignals}
+		cfg.Changelog = schemas.TopicVmState
+		return runtime.New(cfg, runtime.Machine[*schemas.VmRecord](vm.New(vm.DefaultConfig())))
+	case KindHost:
+		cfg.Inputs = []string{schemas.TopicHostEvents, schemas.TopicHostCommands}
+		cfg.Changelog = schemas.TopicHostState
+		hc := host.DefaultConfig()
+		if s.PingInterval > 0 {
+			// Timeout and grace follow the interval (DESIGN §13).
+			hc.PingInterval, hc.PingTimeout, hc.MissingGrace = s.PingInterval, 0, 0
+		}
+		return runtime.New(cfg, runtime.Machine[*schemas.HostRecord](host.New(hc)))
+	case KindPlacement:
+		cfg.Inputs = []string{schemas.TopicPlacementRequests}
+		cfg.Changelog = schemas.TopicPlacementState
+		return runtime.New(cfg, runtime.Machine[*schemas.ZoneRecord](placement.New(placement.DefaultConfig())))
+	}
+	return nil, fmt.Errorf("unknown processor kind %q (want vm, host or placement)", kind)
+}

@@ -1,0 +1,16 @@
+package roles
+
+import (
+	"github.com/vmplane/vmplane/projectors/journal"
+	"github.com/vmplane/vmplane/projectors/postgres"
+)
+
+// NewPostgresProjector returns the read-model projector.
+func NewPostgresProjector(o Options, dsn string) (Runner, error) {
+	return postgres.New(postgres.Config{Kafka: o.Kafka, DSN: dsn, Logger: o.Logger})
+}
+
+// NewJournalProjector returns the ClickHouse journal projector.
+func NewJournalProjector(o Options, addr, database string) (Runner, error) {
+	return journal.New(journal.Config{Kafka: o.Kafka, Addr: addr, Database: database, Logger: o.Logger})
+}
