@@ -43,17 +43,20 @@ type Config struct {
 
 // Stack is a running dev stack.
 type Stack struct {
-	cfg      Config
-	log      *slog.Logger
-	broker   *kafka.Broker
-	pg       pgserver.Server
-	ch       chserver.Server
-	kcfg     kafka.Config
-	dsn      string
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	procs    []roles.Processor
-	AdminKey string
+	cfg    Config
+	log    *slog.Logger
+	broker *kafka.Broker
+	pg     pgserver.Server
+	ch     chserver.Server
+	kcfg   kafka.Config
+	dsn    string
+	cancel context.CancelFunc
+	// agentCancel stops the agent ahead of the rest.
+	agentCancel context.CancelFunc
+	agentDone   chan struct{}
+	wg          sync.WaitGroup
+	procs       []roles.Processor
+	AdminKey    string
 }
 
 // Start brings the stack up and returns once the gateway answers.
@@ -144,12 +147,25 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.run(runCtx, "agent", ag)
+	// The agent stops first, so its goodbye reaches the host processor and
+	// the read model while they still run.
+	agentCtx, agentCancel := context.WithCancel(runCtx)
+	s.agentCancel = agentCancel
+	s.agentDone = make(chan struct{})
+	go func() {
+		defer close(s.agentDone)
+		roles.Supervise(agentCtx, s.log, "agent", ag)
+	}()
 
 	if err := s.seed(ctx); err != nil {
 		return nil, err
 	}
 	if err := waitHTTP(ctx, "http://"+cfg.HTTPAddr+"/healthz", 30*time.Second); err != nil {
+		return nil, err
+	}
+	// The agent announces its hosts again at every start (and said goodbye at
+	// the last stop): wait until they are Up, so the first deploy finds them.
+	if err := s.waitHostsUp(ctx, cfg.Hosts, 30*time.Second); err != nil {
 		return nil, err
 	}
 	ok = true
@@ -185,6 +201,11 @@ func (s *Stack) ClickHouseAddr() string { return s.ch.Addr() }
 
 // Stop shuts every role down, then the broker and the servers it started.
 func (s *Stack) Stop() {
+	if s.agentCancel != nil {
+		s.agentCancel()
+		<-s.agentDone
+		time.Sleep(500 * time.Millisecond) // let the goodbye be projected
+	}
 	if s.cancel != nil {
 		s.cancel()
 	}

@@ -131,3 +131,36 @@ func waitHTTP(ctx context.Context, url string, d time.Duration) error {
 		}
 	}
 }
+
+// waitHostsUp waits until the read model shows n hosts Up and Enabled.
+func (s *Stack) waitHostsUp(ctx context.Context, n int, d time.Duration) error {
+	rm, err := postgres.NewReader(ctx, s.dsn)
+	if err != nil {
+		return err
+	}
+	defer rm.Close()
+	deadline := time.Now().Add(d)
+	for {
+		hosts, err := rm.Hosts(ctx, postgres.Page{Limit: 1000})
+		if err != nil {
+			return err
+		}
+		up := 0
+		for _, h := range hosts {
+			if h.Reservable {
+				up++
+			}
+		}
+		if up >= n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("only %d of %d sim hosts are Up after %s", up, n, d)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
