@@ -111,6 +111,6 @@ func (s *Server) offering(ctx context.Context, idOrName string) (schemas.Offerin
 	}
 	return schemas.Offering{
 		ID: o.ID, Name: o.Name, CPU: o.CPU, MemoryMB: o.MemoryMB, HA: o.HA,
-		DeploymentPlanner: o.DeploymentPlanner, HostTags: o.HostTags,
+		DeploymentPlanner: o.DeploymentPlanner, HostTags: o.HostTags, PlannerMode: o.PlannerMode,
 	}, nil
 }

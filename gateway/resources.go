@@ -82,6 +82,7 @@ type Offering struct {
 	MemoryMB          int64    `json:"memory_mb"`
 	HA                bool     `json:"ha"`
 	DeploymentPlanner string   `json:"deployment_planner"`
+	PlannerMode       string   `json:"planner_mode,omitempty"`
 	HostTags          []string `json:"host_tags"`
 }
 
@@ -161,6 +162,6 @@ func hostJSON(h postgres.Host) Host {
 func offeringJSON(o postgres.Offering) Offering {
 	return Offering{
 		ID: o.ID, Name: o.Name, CPU: o.CPU, MemoryMB: o.MemoryMB, HA: o.HA,
-		DeploymentPlanner: o.DeploymentPlanner, HostTags: nonNil(o.HostTags),
+		DeploymentPlanner: o.DeploymentPlanner, PlannerMode: o.PlannerMode, HostTags: nonNil(o.HostTags),
 	}
 }

@@ -31,6 +31,9 @@ type Config struct {
 	// 24h); IdempotencyMax bounds the remembered keys (default 100000).
 	IdempotencyTTL time.Duration
 	IdempotencyMax int
+	// Capacity reads the placement views (zone capacity); nil means the
+	// read model's, when it has them.
+	Capacity postgres.CapacityReader
 }
 
 func (c Config) withDefaults() Config {
@@ -101,8 +104,14 @@ func (s *Server) Handler() http.Handler {
 	api("/vms/{id}", s.deleteVM, http.MethodDelete)
 	api("/vms/{id}/actions", s.vmAction, http.MethodPost)
 	api("/jobs/{id}", s.getJob, http.MethodGet)
+	api("/jobs", s.listJobs, http.MethodGet)
+	api("/jobs/{id}/journal", s.jobJournal, http.MethodGet)
+	api("/alerts", s.listAlerts, http.MethodGet)
 	api("/hosts", s.adminOnly(s.listHosts), http.MethodGet)
 	api("/offerings", s.listOfferings, http.MethodGet)
+	api("/offerings", s.adminOnly(s.createOffering), http.MethodPost)
+	api("/planners", s.listPlanners, http.MethodGet)
+	api("/zones/{id}/capacity", s.adminOnly(s.zoneCapacity), http.MethodGet)
 
 	noRoute := s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		return errorf(http.StatusNotFound, codeNotFound, "no route %s %s", r.Method, r.URL.Path)

@@ -17,7 +17,8 @@ func (s *Server) listVMs(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rows, err := s.rm.VMs(r.Context(), principalOf(r.Context()).scope(), page.ask())
+	q := r.URL.Query()
+	rows, err := s.rm.FilterVMs(r.Context(), postgres.VMFilter{Account: principalOf(r.Context()).scope(), VmState: q.Get("state"), HostID: q.Get("host")}, page.ask())
 	if err != nil {
 		return fmt.Errorf("list vms: %w", err)
 	}

@@ -74,10 +74,26 @@ type MigrateVm struct {
 	MemoryMB   int64  `avro:"memory_mb" doc:"Memory at the destination, MiB."`
 }
 
-// CheckHost asks an agent to check whether a neighbour host is alive.
+// CheckHost asks an agent to check whether a neighbour host is alive. It is
+// addressed by cluster, not by host: the record is keyed by the target host,
+// and any agent serving another live host of ClusterID answers it (the
+// target's own agent may be the one that is gone).
 type CheckHost struct {
 	AgentCommand
-	TargetHostID string `avro:"target_host_id" doc:"Host to check."`
+	TargetHostID string   `avro:"target_host_id" doc:"Host to check."`
+	ClusterID    string   `avro:"cluster_id" doc:"Cluster of the target; an agent serving another host of it answers."`
+	Method       string   `avro:"method" doc:"neighbour (can a neighbour reach the host) or vm-activity (do the host's VMs still write to shared storage)."`
+	VmIDs        []string `avro:"vm_ids" doc:"VMs last seen on the target, for vm-activity."`
+}
+
+// FenceHost asks an agent serving another host of the target's cluster to
+// power the target off through its fencing device (IPMI, a PDU, the
+// simulator). Addressed like CheckHost; answered by a CheckHostAnswer whose
+// result is Down once the target is off for sure, else Unknown.
+type FenceHost struct {
+	AgentCommand
+	TargetHostID string `avro:"target_host_id" doc:"Host to fence."`
+	ClusterID    string `avro:"cluster_id" doc:"Cluster of the target; an agent serving another host of it fences."`
 }
 
 // AgentRejected tells an agent that its host is unknown or removed; its

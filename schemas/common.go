@@ -37,4 +37,5 @@ type Offering struct {
 	HA                bool     `avro:"ha" doc:"Whether VMs of this offering are restarted elsewhere when their host fails."`
 	DeploymentPlanner string   `avro:"deployment_planner" doc:"Planner name; empty means the global vm.deployment.planner."`
 	HostTags          []string `avro:"host_tags" doc:"Tags a host must carry to run VMs of this offering."`
+	PlannerMode       string   `avro:"planner_mode" doc:"Mode of the planner: Strict or Preferred (ImplicitDedicationPlanner); empty is Strict."`
 }

@@ -38,5 +38,19 @@ type CheckHostAnswer struct {
 	HostID       string `avro:"host_id" doc:"Host of the asked agent."`
 	TargetHostID string `avro:"target_host_id" doc:"Host checked; also the record key."`
 	Result       string `avro:"result" doc:"Up, Down or Unknown."`
+	Detail       string `avro:"detail" doc:"What the checker saw, for people."`
 	At           int64  `avro:"at" doc:"Unix milliseconds."`
+}
+
+// MaintenanceMigrationEnded tells a host in PrepareForMaintenance that one of
+// the Migrate jobs draining it ended. The host relay forwards it from the
+// job's end on vm.events.v1 (keyed by VM) to host.events.v1 (keyed by host),
+// so the host processor can join its fan-out.
+type MaintenanceMigrationEnded struct {
+	HostID string `avro:"host_id" doc:"Host being drained; also the record key."`
+	VmID   string `avro:"vm_id" doc:"VM migrated."`
+	JobID  string `avro:"job_id" doc:"The Migrate job (its command id, minted by the host processor)."`
+	OK     bool   `avro:"ok" doc:"The job succeeded."`
+	Reason string `avro:"reason" doc:"Why it failed; empty on success."`
+	At     int64  `avro:"at" doc:"Unix milliseconds of the job's end."`
 }

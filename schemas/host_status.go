@@ -35,4 +35,9 @@ type HostRecord struct {
 	GraceUntil    int64            `avro:"grace_until" doc:"Restart grace end, Unix milliseconds."`
 	Investigation string           `avro:"investigation" doc:"Investigator in progress; empty for none."`
 	AlertAt       int64            `avro:"alert_at" doc:"When an unresolved investigation becomes Alert, Unix milliseconds."`
+	Round         int64            `avro:"round" doc:"Investigation round, minting the investigators' command ids."`
+	StepDeadline  int64            `avro:"step_deadline" doc:"When the investigator in progress counts as Unknown, Unix milliseconds."`
+	Maintenance   int64            `avro:"maintenance" doc:"PrepareForMaintenance round, minting the Migrate command ids."`
+	Draining      []string         `avro:"draining" doc:"VMs whose maintenance Migrate job has not ended."`
+	DrainFailed   []string         `avro:"drain_failed" doc:"VMs whose maintenance Migrate job failed."`
 }

@@ -67,4 +67,66 @@ type LeaseStatusChanged struct {
 	Event        string        `avro:"event" doc:"What happened: created, started, healed, updated, update_failed, ended, deleted, ..."`
 	Detail       string        `avro:"detail" doc:"Free text."`
 	At           int64         `avro:"at" doc:"Unix milliseconds."`
+	CommandID    string        `avro:"command_id" doc:"Command that caused the change; empty for timers and healing."`
+}
+
+// LeaseHostChanged is the resource status notification of a lease zone: a
+// host the lease processor knows turned reservable or stopped being so
+// (Blazar's "resource status change"), with the leases it affects.
+type LeaseHostChanged struct {
+	ZoneID        string   `avro:"zone_id" doc:"Zone; also the record key."`
+	HostID        string   `avro:"host_id" doc:"Host."`
+	Reservable    bool     `avro:"reservable" doc:"Whether the host may be reserved now."`
+	Status        string   `avro:"status" doc:"Agent status of the host."`
+	ResourceState string   `avro:"resource_state" doc:"Admin resource state of the host."`
+	Leases        []string `avro:"leases" doc:"Leases holding the host in a window that has not ended."`
+	Reason        string   `avro:"reason" doc:"Why the host changed, as the host processor said."`
+	At            int64    `avro:"at" doc:"Unix milliseconds."`
+}
+
+// LeaseZoneRecord is the lease processor's state of one zone (changelog
+// lease.state.v1): the leases, the latest host status table and which VMs
+// of which account run on which host.
+type LeaseZoneRecord struct {
+	ZoneID  string        `avro:"zone_id" doc:"Zone id."`
+	Leases  []LeaseRecord `avro:"leases" doc:"Leases of the zone, terminal ones until their retention ends."`
+	Hosts   []LeaseHost   `avro:"hosts" doc:"Latest status of each host of the zone."`
+	Vms     []LeaseVm     `avro:"vms" doc:"VM allocations as placement reported them."`
+	Handled []string      `avro:"handled" doc:"Latest command ids applied, for dedup."`
+	PollAt  int64         `avro:"poll_at" doc:"Next periodic reconcile, Unix milliseconds; 0 for none."`
+}
+
+// LeaseRecord is one lease in the lease processor's state.
+type LeaseRecord struct {
+	LeaseID      string        `avro:"lease_id" doc:"Lease id."`
+	Project      string        `avro:"project" doc:"Owning account."`
+	Name         string        `avro:"name" doc:"Lease name."`
+	Status       string        `avro:"status" doc:"Lease status."`
+	Degraded     bool          `avro:"degraded" doc:"Some reservation lacks or changed resources."`
+	Start        int64         `avro:"start" doc:"Unix milliseconds."`
+	End          int64         `avro:"end" doc:"Unix milliseconds."`
+	Reservations []Reservation `avro:"reservations" doc:"Reservations with their hosts (the host calendar)."`
+	Reason       string        `avro:"reason" doc:"Why the lease is in ERROR, or why its end was incomplete."`
+	Dedicated    []string      `avro:"dedicated" doc:"Hosts placement was last told the lease dedicates to its project."`
+	StopWait     []string      `avro:"stop_wait" doc:"VMs whose Stop the lease's end waits on (their capacity release)."`
+	StopDeadline int64         `avro:"stop_deadline" doc:"When the end stops waiting, Unix milliseconds."`
+	CreatedAt    int64         `avro:"created_at" doc:"Unix milliseconds."`
+	DoneAt       int64         `avro:"done_at" doc:"When the lease reached a terminal status, Unix milliseconds."`
+}
+
+// LeaseHost is one host in the lease processor's host status table.
+type LeaseHost struct {
+	HostID        string            `avro:"host_id" doc:"Host."`
+	Status        string            `avro:"status" doc:"Agent status."`
+	ResourceState string            `avro:"resource_state" doc:"Admin resource state."`
+	Reservable    bool              `avro:"reservable" doc:"Up and Enabled."`
+	Properties    map[string]string `avro:"properties" doc:"Host properties a reservation may ask for."`
+	UpdatedAt     int64             `avro:"updated_at" doc:"Unix milliseconds."`
+}
+
+// LeaseVm is one VM allocation as placement reported it.
+type LeaseVm struct {
+	VmID    string `avro:"vm_id" doc:"VM."`
+	HostID  string `avro:"host_id" doc:"Host."`
+	Account string `avro:"account" doc:"Owning account."`
 }

@@ -105,14 +105,16 @@ type HostCapacity struct {
 	ReservedFor   string   `avro:"reserved_for" doc:"Account of a Dedicated reservation."`
 	EmptySince    int64    `avro:"empty_since" doc:"When the host last became empty, Unix milliseconds; 0 while it has VMs."`
 	LeaseProject  string   `avro:"lease_project" doc:"Project an active lease dedicates the host to; empty for none."`
+	LeaseID       string   `avro:"lease_id" doc:"Active lease holding the host; empty for none."`
 }
 
 // Allocation is one VM's claim on a host.
 type Allocation struct {
-	VmID      string `avro:"vm_id" doc:"VM."`
-	HostID    string `avro:"host_id" doc:"Host."`
-	Account   string `avro:"account" doc:"Owning account."`
-	CPU       int32  `avro:"cpu" doc:"CPUs."`
-	MemoryMB  int64  `avro:"memory_mb" doc:"Memory, MiB."`
-	RequestID string `avro:"request_id" doc:"Request that claimed it."`
+	VmID          string `avro:"vm_id" doc:"VM."`
+	HostID        string `avro:"host_id" doc:"Host."`
+	Account       string `avro:"account" doc:"Owning account."`
+	CPU           int32  `avro:"cpu" doc:"CPUs."`
+	MemoryMB      int64  `avro:"memory_mb" doc:"Memory, MiB."`
+	RequestID     string `avro:"request_id" doc:"Request that claimed it."`
+	AffinityGroup string `avro:"affinity_group" doc:"Account-scoped affinity group key (account/kind:name) of the VM; empty for none."`
 }

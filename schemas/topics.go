@@ -24,6 +24,7 @@ const (
 	TopicHostCommands      = "host.commands.v1"
 	TopicHostStatus        = "host.status.v1"
 	TopicHostState         = "host.state.v1"
+	TopicHostRelay         = "host.relay.v1"
 	TopicPlacementRequests = "placement.requests.v1"
 	TopicPlacementEvents   = "placement.events.v1"
 	TopicPlacementState    = "placement.state.v1"
@@ -59,7 +60,7 @@ var vmCommandTypes = []string{"Deploy", "Start", "Stop", "Reboot", "Pause", "Unp
 	"Rescue", "Unrescue", "Rebuild", "Snapshot", "Migrate", "Resize", "ConfirmResize", "RevertResize", "Terminate"}
 
 var agentCommandTypes = []string{"StartVm", "StopVm", "DestroyVm", "RebootVm", "PauseVm", "UnpauseVm",
-	"SuspendVm", "ResumeVm", "RescueVm", "UnrescueVm", "RebuildVm", "SnapshotVm", "MigrateVm", "CheckHost", "AgentRejected"}
+	"SuspendVm", "ResumeVm", "RescueVm", "UnrescueVm", "RebuildVm", "SnapshotVm", "MigrateVm", "CheckHost", "FenceHost", "AgentRejected"}
 
 // Topics is the topic table of DESIGN §3 plus the processors' changelogs.
 var Topics = []TopicSpec{
@@ -70,16 +71,17 @@ var Topics = []TopicSpec{
 	{TopicVmEvents, KeyVM, false, []string{"JobAccepted", "JobStepped", "JobSucceeded", "JobFailed", "JobCancelled", "JobRejected", "VmStateChanged", "PowerStateObserved", "AlertRaised", "VmExpunged"}, "VM and job events."},
 	{TopicVmState, KeyVM, true, []string{"VmRecord"}, "Changelog of the VM processor."},
 	{TopicAgentCommands, KeyHost, false, agentCommandTypes, "Commands to agents."},
-	{TopicHostEvents, KeyHost, false, []string{"AgentConnected", "AgentPing", "AgentDisconnected", "CheckHostAnswer"}, "Agent connect, ping, disconnect."},
+	{TopicHostEvents, KeyHost, false, []string{"AgentConnected", "AgentPing", "AgentDisconnected", "CheckHostAnswer", "MaintenanceMigrationEnded"}, "Agent connect, ping, disconnect, investigation answers, maintenance job ends."},
 	{TopicHostCommands, KeyHost, false, []string{"EnableHost", "DisableHost", "PrepareForMaintenance", "CancelMaintenance", "RemoveHost"}, "Admin host commands."},
 	{TopicHostStatus, KeyHost, true, []string{"HostStatus"}, "Latest status of each host."},
 	{TopicHostState, KeyHost, true, []string{"HostRecord"}, "Changelog of the host processor."},
+	{TopicHostRelay, KeyVM, true, []string{}, "Changelog of the host relay, which keeps no state (tombstones only)."},
 	{TopicPlacementRequests, KeyZone, false, []string{"PlaceVm", "ReleaseVm", "ResizeVm", "HostStatus", "LeaseStatusChanged"}, "Placement requests and the zone's host status."},
 	{TopicPlacementEvents, KeyZone, false, []string{"CapacityAllocated", "CapacityReleased", "HostReserved", "HostReservationReleased"}, "Capacity ledger changes."},
 	{TopicPlacementState, KeyZone, true, []string{"ZoneRecord"}, "Changelog of the placement processor."},
 	{TopicLeaseCommands, KeyZone, false, []string{"CreateLease", "UpdateLease", "DeleteLease", "HostStatus"}, "Lease commands and the zone's host status."},
-	{TopicLeaseEvents, KeyZone, false, []string{"LeaseStatusChanged"}, "Lease notifications."},
-	{TopicLeaseState, KeyZone, true, []string{}, "Changelog of the lease processor (records arrive with the lease processor)."},
+	{TopicLeaseEvents, KeyZone, false, []string{"LeaseStatusChanged", "LeaseHostChanged"}, "Lease and resource notifications."},
+	{TopicLeaseState, KeyZone, true, []string{"LeaseZoneRecord"}, "Changelog of the lease processor."},
 	{TopicCatalog, KeyCatalog, true, []string{"ServiceOffering"}, "Service offerings."},
 	{TopicAccounts, KeyAccount, false, []string{"AccountCreated", "ApiKeyIssued", "ApiKeyRevoked"}, "Accounts and API keys."},
 	{TopicDLQ, "", false, nil, "Undecodable or poison records; the error is in headers."},

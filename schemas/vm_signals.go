@@ -18,6 +18,7 @@ type PlacementFailed struct {
 	RequestID string `avro:"request_id" doc:"The PlaceVm request answered."`
 	Epoch     int64  `avro:"epoch" doc:"VM epoch of the request."`
 	Reason    string `avro:"reason" doc:"Why, e.g. InsufficientCapacity."`
+	Detail    string `avro:"detail" doc:"Which filters removed how many hosts, for people."`
 }
 
 // HostDown tells a VM that its last host was fenced (definitely down).

@@ -30,6 +30,9 @@ type VmRecord struct {
 	UpdatedAt             int64            `avro:"updated_at" doc:"Unix milliseconds."`
 	DeletedAt             int64            `avro:"deleted_at" doc:"When the VM reached Deleted, Unix milliseconds; 0 otherwise."`
 	ExpungeAt             int64            `avro:"expunge_at" doc:"When the Deleted VM is expunged, Unix milliseconds; 0 for never."`
+	StaleIgnored          int64            `avro:"stale_ignored" doc:"Answers, reports and placement decisions ignored as stale (older epoch or report sequence)."`
+	ResizeSourceHost      string           `avro:"resize_source_host" doc:"Host a Resized VM left (its old allocation is kept there until confirm); empty when resized in place."`
+	HARetryAt             int64            `avro:"ha_retry_at" doc:"When the next HA restart is due, Unix milliseconds; 0 for none."`
 }
 
 // JobState is the job in flight of a VM: what it waits for and until when.

@@ -20,6 +20,7 @@ type ReadModel struct {
 	hosts     map[string]postgres.Host
 	offerings map[string]postgres.Offering
 	keys      map[string]postgres.APIKey
+	alerts    map[string]postgres.Alert
 	readyErr  error
 }
 
@@ -70,6 +71,34 @@ func (m *ReadModel) VMs(_ context.Context, account string, p postgres.Page) ([]p
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return page(m.vms, p, func(v postgres.VM) bool { return account == "" || v.Account == account }), nil
+}
+
+// FilterVMs narrows VMs by account, state and host.
+func (m *ReadModel) FilterVMs(_ context.Context, f postgres.VMFilter, p postgres.Page) ([]postgres.VM, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return page(m.vms, p, func(v postgres.VM) bool {
+		return (f.Account == "" || v.Account == f.Account) && (f.VmState == "" || v.VmState == f.VmState) && (f.HostID == "" || v.HostID == f.HostID)
+	}), nil
+}
+
+// PutAlert stores an alert.
+func (m *ReadModel) PutAlert(a postgres.Alert) {
+	m.mu.Lock()
+	if m.alerts == nil {
+		m.alerts = map[string]postgres.Alert{}
+	}
+	m.alerts[a.ID] = a
+	m.mu.Unlock()
+}
+
+// Alerts lists alerts by account and VM.
+func (m *ReadModel) Alerts(_ context.Context, account, vmID string, p postgres.Page) ([]postgres.Alert, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return page(m.alerts, p, func(a postgres.Alert) bool {
+		return (account == "" || a.Account == account) && (vmID == "" || a.VmID == vmID)
+	}), nil
 }
 
 func (m *ReadModel) Job(_ context.Context, id string) (postgres.Job, error) {

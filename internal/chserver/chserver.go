@@ -371,3 +371,16 @@ func removeIfPID(pidFile string, pid int) {
 		_ = os.Remove(pidFile)
 	}
 }
+
+// DropDatabase drops database name if it exists.
+func DropDatabase(ctx context.Context, addr, name string) error {
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}, Protocol: clickhouse.Native, DialTimeout: pingTimeout})
+	if err != nil {
+		return fmt.Errorf("open clickhouse %s: %w", addr, err)
+	}
+	defer conn.Close()
+	if err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+QuoteIdent(name)); err != nil {
+		return fmt.Errorf("drop clickhouse database %s: %w", name, err)
+	}
+	return nil
+}

@@ -422,3 +422,16 @@ func (c *cluster) chown() error {
 		}
 	}
 }
+
+// DropDatabase drops database name (closing its sessions) if it exists.
+func DropDatabase(ctx context.Context, dsn, name string) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return fmt.Errorf("connect postgres: %w", err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+		return fmt.Errorf("drop database %s: %w", name, err)
+	}
+	return nil
+}

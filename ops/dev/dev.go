@@ -75,7 +75,11 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, err
 	}
 
-	// Kafka: the embedded broker keeps its log under var/kafka.
+	// Kafka: the embedded broker keeps its log under var/kafka. A new log
+	// means the projections of any earlier log are stale (their stored
+	// offsets point into a log that is gone): they are dropped below.
+	_, statErr := os.Stat(filepath.Join(cfg.VarDir, "kafka"))
+	freshLog := os.IsNotExist(statErr)
 	b, err := kafka.StartBroker(cfg.KafkaAddr, filepath.Join(cfg.VarDir, "kafka"))
 	if err != nil {
 		return nil, err
@@ -101,6 +105,12 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		cfg.Database = "vmplane"
 		s.cfg.Database = cfg.Database
 	}
+	if freshLog {
+		s.log.Info("new Kafka log: dropping the read models of an earlier one", "database", cfg.Database)
+		if err := pgserver.DropDatabase(ctx, s.pg.DSN(), cfg.Database); err != nil {
+			return nil, err
+		}
+	}
 	s.dsn, err = pgserver.EnsureDatabase(ctx, s.pg.DSN(), cfg.Database)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -111,6 +121,11 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	s.ch, err = chserver.Ensure(ctx, cfg.ClickHouse, cfg.VarDir, s.log)
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse: %w", err)
+	}
+	if freshLog {
+		if err := chserver.DropDatabase(ctx, s.ch.Addr(), cfg.Database); err != nil {
+			return nil, err
+		}
 	}
 	if err := chserver.EnsureDatabase(ctx, s.ch.Addr(), cfg.Database); err != nil {
 		return nil, fmt.Errorf("clickhouse: %w", err)

@@ -15,10 +15,13 @@ const (
 	KindVM        = "vm"
 	KindHost      = "host"
 	KindPlacement = "placement"
+	// KindHostRelay brings the ends of maintenance migrations back to
+	// their host (processors/host.Relay).
+	KindHostRelay = "host-relay"
 )
 
 // ProcessorKinds lists the processors in the order the dev stack starts them.
-var ProcessorKinds = []string{KindPlacement, KindHost, KindVM}
+var ProcessorKinds = []string{KindPlacement, KindHost, KindHostRelay, KindVM}
 
 // Processor is a runtime processor of any machine.
 type Processor interface {
@@ -43,10 +46,14 @@ func NewProcessor(kind string, o Options, s Settings, clock runtime.Clock) (Proc
 			hc.PingInterval, hc.PingTimeout, hc.MissingGrace = s.PingInterval, 0, 0
 		}
 		return runtime.New(cfg, runtime.Machine[*schemas.HostRecord](host.New(hc)))
+	case KindHostRelay:
+		cfg.Inputs = []string{schemas.TopicVmEvents}
+		cfg.Changelog = schemas.TopicHostRelay
+		return runtime.New(cfg, runtime.Machine[*schemas.HostRecord](host.Relay{}))
 	case KindPlacement:
 		cfg.Inputs = []string{schemas.TopicPlacementRequests}
 		cfg.Changelog = schemas.TopicPlacementState
 		return runtime.New(cfg, runtime.Machine[*schemas.ZoneRecord](placement.New(placement.DefaultConfig())))
 	}
-	return nil, fmt.Errorf("unknown processor kind %q (want vm, host or placement)", kind)
+	return nil, fmt.Errorf("unknown processor kind %q (want vm, host, host-relay or placement)", kind)
 }

@@ -42,4 +42,6 @@ func (m *Machine) disable(r *schemas.HostRecord) {
 func (m *Machine) remove(r *schemas.HostRecord) {
 	setStatus(&r.Status, StatusRemoved, ReasonRemoved)
 	r.PingDeadline, r.GraceUntil = 0, 0
+	r.Investigation, r.StepDeadline, r.AlertAt = "", 0, 0
+	r.Draining, r.DrainFailed = nil, nil
 }

@@ -9,13 +9,12 @@ import (
 
 // Reasons recorded on a host's status or sent to its agent.
 const (
-	ReasonConnected              = "agent connected"
-	ReasonPing                   = "ping"
-	ReasonPingTimeout            = "ping timeout"
-	ReasonRemoved                = "removed by admin"
-	ReasonUnknownHost            = "unknown host"
-	ReasonRemovedHost            = "host removed"
-	ReasonMaintenanceUnsupported = "maintenance comes with the hosts issue"
+	ReasonConnected   = "agent connected"
+	ReasonPing        = "ping"
+	ReasonPingTimeout = "ping timeout"
+	ReasonRemoved     = "removed by admin"
+	ReasonUnknownHost = "unknown host"
+	ReasonRemovedHost = "host removed"
 )
 
 // connected registers a host on its agent's hello, or refuses the agent of
@@ -56,6 +55,7 @@ func (m *Machine) disconnected(s *schemas.HostRecord, ev *schemas.AgentDisconnec
 	r := clone(s)
 	setStatus(&r.Status, StatusDisconnected, "agent disconnected: "+ev.Reason)
 	r.PingDeadline, r.GraceUntil = 0, 0
+	r.Investigation, r.StepDeadline, r.AlertAt = "", 0, 0
 	return r, announce(&s.Status, r, now, hdr)
 }
 

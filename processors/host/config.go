@@ -24,6 +24,20 @@ type Config struct {
 	TickSlack time.Duration
 	// VmForget is how long a VM already reported missing is remembered.
 	VmForget time.Duration
+	// Investigators are asked in order when a ping is missed (DESIGN §6):
+	// InvestigatorNeighbour, InvestigatorVmActivity, InvestigatorFence.
+	// Empty means all three in that order.
+	Investigators []string
+	// StepTimeout is how long one investigator may take to answer before
+	// it counts as Unknown. Zero means PingInterval / 2, at least 5 s.
+	StepTimeout time.Duration
+	// AlertWait is alert.wait: how long after the ping timeout a host that
+	// no investigator could decide turns Alert.
+	AlertWait time.Duration
+	// StatusRefresh republishes an Up host's unchanged status when its last
+	// publication is this old, so last_ping_at in the read models is never
+	// staler than this. Zero means 10 × PingInterval.
+	StatusRefresh time.Duration
 }
 
 // DefaultConfig returns the defaults of DESIGN §13.
@@ -36,6 +50,7 @@ func DefaultConfig() Config {
 		RestartGrace: 300 * time.Second,
 		TickSlack:    30 * time.Second,
 		VmForget:     24 * time.Hour,
+		AlertWait:    1800 * time.Second,
 	}
 }
 
@@ -58,6 +73,18 @@ func (c Config) withDefaults() Config {
 	}
 	if c.VmForget <= 0 {
 		c.VmForget = d.VmForget
+	}
+	if len(c.Investigators) == 0 {
+		c.Investigators = []string{InvestigatorNeighbour, InvestigatorVmActivity, InvestigatorFence}
+	}
+	if c.StepTimeout <= 0 {
+		c.StepTimeout = max(c.PingInterval/2, 5*time.Second)
+	}
+	if c.AlertWait <= 0 {
+		c.AlertWait = d.AlertWait
+	}
+	if c.StatusRefresh <= 0 {
+		c.StatusRefresh = 10 * c.PingInterval
 	}
 	return c
 }

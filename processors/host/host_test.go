@@ -1,6 +1,7 @@
 package host
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -45,9 +46,11 @@ func TestTransitions(t *testing.T) {
 		{"ping of a removed host", nil, removed, pingOf(3), StatusRemoved, ResourceEnabled, false, false, ""},
 		{"enable a removed host", nil, removed, &schemas.EnableHost{HostCommand: cmd()}, StatusRemoved, ResourceEnabled, false, false, ""},
 		{"admin command on an unknown host", nil, nil, &schemas.DisableHost{HostCommand: cmd()}, "", "", false, false, ""},
-		{"prepare for maintenance", nil, []any{hello()}, &schemas.PrepareForMaintenance{HostCommand: cmd()}, StatusUp, ResourceEnabled, true, false, ""},
-		{"cancel maintenance", nil, disabled, &schemas.CancelMaintenance{HostCommand: cmd()}, StatusUp, ResourceDisabled, false, false, ""},
-		{"check host answer", nil, []any{hello()}, &schemas.CheckHostAnswer{TargetHostID: "h1", Result: "Up"}, StatusUp, ResourceEnabled, true, false, ""},
+		{"prepare an empty host for maintenance", nil, []any{hello()}, &schemas.PrepareForMaintenance{HostCommand: cmd()}, StatusUp, ResourceMaintenance, false, true, ""},
+		{"prepare a host with a VM", nil, []any{hello("vm1")}, &schemas.PrepareForMaintenance{HostCommand: cmd()}, StatusUp, ResourcePrepareForMaintenance, false, true, "*schemas.Migrate"},
+		{"prepare a disconnected host", nil, disconnected, &schemas.PrepareForMaintenance{HostCommand: cmd()}, StatusDisconnected, ResourceEnabled, false, false, ""},
+		{"cancel maintenance of a host not in it", nil, disabled, &schemas.CancelMaintenance{HostCommand: cmd()}, StatusUp, ResourceDisabled, false, false, ""},
+		{"check host answer nobody asked for", nil, []any{hello()}, &schemas.CheckHostAnswer{TargetHostID: "h1", Result: "Down"}, StatusUp, ResourceEnabled, true, false, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -98,13 +101,7 @@ func TestTransitions(t *testing.T) {
 }
 
 func typeName(v any) string {
-	switch v.(type) {
-	case *schemas.AgentRejected:
-		return "*schemas.AgentRejected"
-	case *schemas.VmMissingFromHost:
-		return "*schemas.VmMissingFromHost"
-	}
-	return "other"
+	return fmt.Sprintf("%T", v)
 }
 
 func TestRegistrationCopiesFacts(t *testing.T) {
@@ -167,8 +164,9 @@ func TestPingTimeout(t *testing.T) {
 		wake   time.Time
 	}{
 		{"before the deadline", deadline.Add(-time.Second), StatusUp, deadline},
-		{"at the deadline", deadline, StatusDisconnected, time.Time{}},
-		{"a little late", deadline.Add(30 * time.Second), StatusDisconnected, time.Time{}},
+		// Disconnected, and the first investigator has StepTimeout (30 s).
+		{"at the deadline", deadline, StatusDisconnected, deadline.Add(30 * time.Second)},
+		{"a little late", deadline.Add(30 * time.Second), StatusDisconnected, deadline.Add(60 * time.Second)},
 		// Later than the slack: the processor was not running, hosts get
 		// the restart grace to ping again.
 		{"after a restart", deadline.Add(time.Hour), StatusUp, deadline.Add(time.Hour + 300*time.Second)},
@@ -258,5 +256,66 @@ func TestVmMissingFromHost(t *testing.T) {
 	step(25*time.Hour, "vm1")
 	if _, ok := r.VmLastSeen["vm2"]; ok || slices.Contains(r.MissingSent, "vm2") {
 		t.Fatalf("vm2 not forgotten: %+v", r)
+	}
+}
+
+func TestMaintenanceJobID(t *testing.T) {
+	tests := []struct {
+		id    string
+		host  string
+		round int64
+		ok    bool
+	}{
+		{MaintenanceJobID("z1-p1-c1-h1", 3, "vm-9"), "z1-p1-c1-h1", 3, true},
+		{"maint:h1:x:vm1", "", 0, false},
+		{"maint:h1:2", "", 0, false},
+		{"maint::2:vm1", "", 0, false},
+		{"d1-4", "", 0, false},
+	}
+	for _, tt := range tests {
+		host, round, ok := ParseMaintenanceJobID(tt.id)
+		if host != tt.host || round != tt.round || ok != tt.ok {
+			t.Errorf("%q: got %q %d %v", tt.id, host, round, ok)
+		}
+	}
+}
+
+func TestRelay(t *testing.T) {
+	id := MaintenanceJobID("h1", 2, "vm1")
+	ref := schemas.JobRef{JobID: id, VmID: "vm1", At: 7}
+	tests := []struct {
+		name   string
+		in     any
+		ok     bool
+		reason string
+		relay  bool
+	}{
+		{"succeeded", &schemas.JobSucceeded{JobRef: ref}, true, "", true},
+		{"failed", &schemas.JobFailed{JobRef: ref, Reason: "Timeout"}, false, "Timeout", true},
+		{"cancelled", &schemas.JobCancelled{JobRef: ref}, false, "Cancelled", true},
+		{"rejected", &schemas.JobRejected{JobRef: ref, Reason: "InvalidState"}, false, "Rejected: InvalidState", true},
+		{"a step", &schemas.JobStepped{JobRef: ref}, false, "", false},
+		{"another job", &schemas.JobSucceeded{JobRef: schemas.JobRef{JobID: "api-1", VmID: "vm1"}}, false, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, out := Relay{}.Step(nil, schemas.Record{Topic: schemas.TopicVmEvents, Key: "vm1", Value: tt.in}, t0)
+			if s != nil {
+				t.Fatalf("relay kept state %+v", s)
+			}
+			if !tt.relay {
+				if len(out) != 0 {
+					t.Fatalf("relayed %+v", out)
+				}
+				return
+			}
+			e, ok := out[0].Value.(*schemas.MaintenanceMigrationEnded)
+			if len(out) != 1 || !ok || out[0].Topic != schemas.TopicHostEvents || out[0].Key != "h1" {
+				t.Fatalf("relayed %+v", out)
+			}
+			if *e != (schemas.MaintenanceMigrationEnded{HostID: "h1", VmID: "vm1", JobID: id, OK: tt.ok, Reason: tt.reason, At: 7}) {
+				t.Fatalf("relayed %+v", e)
+			}
+		})
 	}
 }

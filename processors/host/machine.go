@@ -30,36 +30,55 @@ func (m *Machine) Step(s *schemas.HostRecord, in schemas.Record, now time.Time) 
 	case *schemas.AgentDisconnected:
 		return m.disconnected(s, v, now, hdr)
 	case *schemas.CheckHostAnswer:
-		// Answers feed the investigation, which comes with the hosts issue.
-		return s, nil
+		return m.answer(s, v, now, hdr)
+	case *schemas.MaintenanceMigrationEnded:
+		return m.migrationEnded(s, v, now, hdr)
 	case *schemas.EnableHost:
 		return m.admin(s, now, hdr, func(r *schemas.HostRecord) { m.enable(r) })
 	case *schemas.DisableHost:
 		return m.admin(s, now, hdr, func(r *schemas.HostRecord) { m.disable(r) })
 	case *schemas.RemoveHost:
 		return m.admin(s, now, hdr, func(r *schemas.HostRecord) { m.remove(r) })
-	case *schemas.PrepareForMaintenance, *schemas.CancelMaintenance:
-		return m.admin(s, now, hdr, func(r *schemas.HostRecord) { r.Status.Reason = ReasonMaintenanceUnsupported })
+	case *schemas.PrepareForMaintenance:
+		return m.prepare(s, v, now, hdr)
+	case *schemas.CancelMaintenance:
+		return m.admin(s, now, hdr, func(r *schemas.HostRecord) { m.cancelMaintenance(r) })
 	default:
 		return s, nil
 	}
 }
 
-// Tick runs the ping deadline (ping.go).
+// Tick runs the host's one due timer: an investigator's deadline, the alert
+// deadline of an inconclusive investigation, or the ping deadline.
 func (m *Machine) Tick(s *schemas.HostRecord, _ string, now time.Time) (*schemas.HostRecord, []schemas.Record) {
-	if s == nil {
+	switch {
+	case s == nil:
 		return nil, nil
+	case s.Investigation != "":
+		return m.stepTimeout(s, now)
+	case s.AlertAt != 0:
+		return m.alert(s, now)
+	default:
+		return m.pingTimeout(s, now)
 	}
-	return m.pingTimeout(s, now)
 }
 
-// Wake returns when a missed ping is next to be looked at: the ping
-// deadline, or the end of the restart grace if that is later.
+// Wake returns when the host next needs a Tick: the deadline of the
+// investigator in progress, else the alert deadline of an inconclusive
+// investigation, else when a missed ping is next to be looked at (the ping
+// deadline, or the end of the restart grace if that is later).
 func (m *Machine) Wake(s *schemas.HostRecord) time.Time {
-	if s == nil || s.PingDeadline == 0 {
+	switch {
+	case s == nil:
 		return time.Time{}
+	case s.Investigation != "":
+		return time.UnixMilli(s.StepDeadline)
+	case s.AlertAt != 0:
+		return time.UnixMilli(s.AlertAt)
+	case s.PingDeadline != 0:
+		return time.UnixMilli(max(s.PingDeadline, s.GraceUntil))
 	}
-	return time.UnixMilli(max(s.PingDeadline, s.GraceUntil))
+	return time.Time{}
 }
 
 // carried returns the headers an output inherits from its input: the trace

@@ -20,15 +20,21 @@ func (m *Machine) ping(s *schemas.HostRecord, p *schemas.AgentPing, now time.Tim
 	m.heard(r, now)
 	r.LastReportSeq = max(r.LastReportSeq, p.ReportSeq)
 	out := announce(&s.Status, r, now, hdr)
+	if out == nil && now.Sub(time.UnixMilli(r.Status.UpdatedAt)) >= m.cfg.StatusRefresh {
+		// Unchanged, but the published last_ping_at is getting old: one
+		// refresh per StatusRefresh keeps it honest at a bounded cost.
+		out = publish(r, now, hdr)
+	}
 	return r, append(out, m.observeVms(r, p.VmIDs, p.ReportSeq, now, hdr)...)
 }
 
 // heard moves the ping deadline on. A host that has pinged has nothing left
-// to prove, so any restart grace ends with it.
+// to prove, so any restart grace and any investigation end with it.
 func (m *Machine) heard(r *schemas.HostRecord, now time.Time) {
 	r.Status.LastPingAt = now.UnixMilli()
 	r.PingDeadline = now.Add(m.cfg.PingTimeout).UnixMilli()
 	r.GraceUntil = 0
+	r.Investigation, r.StepDeadline, r.AlertAt = "", 0, 0
 }
 
 // observeVms records which VMs the host lists and tells each VM the host
@@ -69,7 +75,9 @@ func (m *Machine) observeVms(r *schemas.HostRecord, vmIDs []string, seq int64, n
 	return out
 }
 
-// pingTimeout makes an Up host whose ping deadline passed Disconnected.
+// pingTimeout makes an Up host whose ping deadline passed Disconnected and
+// opens an investigation (investigate.go); a Disconnected host found alive
+// by an earlier round that is still silent is investigated again.
 //
 // The runtime cannot say that it restarted, yet after a restart (or a
 // partition handover) every deadline that fell while no one was running is
@@ -82,7 +90,7 @@ func (m *Machine) observeVms(r *schemas.HostRecord, vmIDs []string, seq int64, n
 // so ping.timeout keeps its meaning while the processor runs.
 func (m *Machine) pingTimeout(s *schemas.HostRecord, now time.Time) (*schemas.HostRecord, []schemas.Record) {
 	wake := m.Wake(s)
-	if wake.IsZero() || now.Before(wake) || s.Status.Status != StatusUp {
+	if wake.IsZero() || now.Before(wake) || (s.Status.Status != StatusUp && s.Status.Status != StatusDisconnected) {
 		return s, nil
 	}
 	r := clone(s)
@@ -91,6 +99,6 @@ func (m *Machine) pingTimeout(s *schemas.HostRecord, now time.Time) (*schemas.Ho
 		return r, nil
 	}
 	setStatus(&r.Status, StatusDisconnected, ReasonPingTimeout)
-	r.PingDeadline, r.GraceUntil = 0, 0
-	return r, announce(&s.Status, r, now, nil)
+	out := announce(&s.Status, r, now, nil)
+	return r, append(out, m.investigate(r, now, nil)...)
 }

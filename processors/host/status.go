@@ -73,6 +73,11 @@ func announce(before *schemas.HostStatus, r *schemas.HostRecord, now time.Time, 
 	if before != nil && reflect.DeepEqual(published(*before), published(r.Status)) {
 		return nil
 	}
+	return publish(r, now, hdr)
+}
+
+// publish returns the records that publish a host's status, changed or not.
+func publish(r *schemas.HostRecord, now time.Time, hdr map[string]string) []schemas.Record {
 	r.Status.UpdatedAt = now.UnixMilli()
 	st := copyStatus(r.Status)
 	out := []schemas.Record{{Topic: schemas.TopicHostStatus, Key: st.HostID, Value: st, Headers: hdr}}
@@ -98,5 +103,7 @@ func clone(r *schemas.HostRecord) *schemas.HostRecord {
 	c.Status = *copyStatus(r.Status)
 	c.VmLastSeen = maps.Clone(r.VmLastSeen)
 	c.MissingSent = slices.Clone(r.MissingSent)
+	c.Draining = slices.Clone(r.Draining)
+	c.DrainFailed = slices.Clone(r.DrainFailed)
 	return &c
 }

@@ -9,6 +9,13 @@
 // PlacementDecided / PlacementFailed on vm.signals.v1 and the ledger changes
 // on placement.events.v1.
 //
+// Planners (planner.go and one file each) only order clusters and declare
+// their resource usage; the planning manager (place.go) applies every filter
+// (filters.go), host reservations (reservation.go), affinity groups
+// (affinity.go) and lease dedications (lease.go). A VM holds two claims only
+// while it moves: a PlaceVm that avoids a host the VM holds (migration) or a
+// ResizeVm that does not fit in place keeps the old claim until ReleaseVm.
+//
 // It never does I/O, never reads the clock (time arrives as an argument),
 // never uses randomness, and never decides a host's health: a host is
 // reservable only when the host processor says so.

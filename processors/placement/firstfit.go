@@ -1,10 +1,6 @@
 package placement
 
-import (
-	"sort"
-
-	"github.com/vmplane/vmplane/schemas"
-)
+import "github.com/vmplane/vmplane/schemas"
 
 // FirstFitName is the name of the FirstFitPlanner, the default planner.
 const FirstFitName = "FirstFitPlanner"
@@ -23,20 +19,5 @@ func (FirstFit) ResourceUsage() string { return Shared }
 
 // OrderClusters implements Planner.
 func (FirstFit) OrderClusters(zone View, _ *schemas.PlaceVm) []string {
-	cs := append([]Cluster(nil), zone.Clusters...)
-	sort.SliceStable(cs, func(i, j int) bool {
-		a, b := cs[i], cs[j]
-		if a.FreeCPU != b.FreeCPU {
-			return a.FreeCPU > b.FreeCPU
-		}
-		if a.FreeMemoryMB != b.FreeMemoryMB {
-			return a.FreeMemoryMB > b.FreeMemoryMB
-		}
-		return a.ID < b.ID
-	})
-	ids := make([]string, len(cs))
-	for i, c := range cs {
-		ids[i] = c.ID
-	}
-	return ids
+	return orderBy(zone.Clusters, byFreeCapacity)
 }

@@ -3,42 +3,53 @@ package placement
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/vmplane/vmplane/schemas"
 )
 
-// FuzzLedger drives a zone with random sequences of HostStatus, PlaceVm,
-// ReleaseVm and timer ticks and checks the ledger invariants (and the state
-// round trip) after every step, plus what each answer promises the VM.
+// FuzzLedger drives a zone with random sequences of host status changes
+// (disables, removals), deploys through every planner for two accounts,
+// migrations, resizes, releases (stops, confirmations), lease changes and
+// timer ticks, and checks after every step the ledger invariants of
+// checkInvariants (used within capacity × over-commit, no Dedicated host
+// with two accounts' VMs, reservations match allocations, the index
+// matches the ledger, the state round-trips) plus what each answer
+// promises and that every release gives back exactly what was claimed.
 func FuzzLedger(f *testing.F) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 150 {
-		b := make([]byte, 4*(10+r.IntN(60)))
+		b := make([]byte, 5*(10+r.IntN(60)))
 		for i := range b {
 			b[i] = byte(r.Uint32())
 		}
 		f.Add(b)
 	}
+	planners := []string{"", FirstFitName, UserDispersingName, UserConcentratedPodName, ImplicitDedicationName, BinpackName, SpreadName}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		cfg := DefaultConfig()
 		cfg.DecidedMemory = 8 // small, so forgotten request ids are exercised too
 		m := New(cfg)
 		var z *schemas.ZoneRecord
 		now := t0
-		for len(b) >= 4 {
-			op, a, c, d := b[0], b[1], b[2], b[3]
-			b = b[4:]
+		seq := 0
+		for len(b) >= 5 {
+			op, a, c, d, e := b[0], b[1], b[2], b[3], b[4]
+			b = b[5:]
 			now = now.Add(time.Duration(d) * 3 * time.Second)
-			hostID := fmt.Sprintf("h%d", a%5)
+			hostID := fmt.Sprintf("h%d", a%6)
 			vmID := fmt.Sprintf("vm%d", c%8)
+			account := []string{"acme", "bolt"}[int(c%8)%2] // a VM keeps its account
+			seq++
 			var out []schemas.Record
-			switch op % 5 {
+			switch op % 8 {
 			case 0:
 				// Capacity is fixed per host so "used never exceeds capacity"
 				// is a fair invariant; everything else may change.
-				st := hostUp(hostID, fmt.Sprintf("c%d", c%2), int32(a%5+1), int64(a%5+1)*1024)
+				st := hostUp(hostID, fmt.Sprintf("c%d", c%3), int32(a%6+1), int64(a%6+1)*1024)
+				st.PodID = fmt.Sprintf("p%d", c%3%2)
 				st.Reservable = d%4 != 0
 				if d%3 == 0 {
 					st.Tags = []string{"ssd"}
@@ -52,29 +63,68 @@ func FuzzLedger(f *testing.F) {
 				}
 			case 1, 2:
 				req := placeReq(fmt.Sprintf("r%d", d%16), vmID, int32(c%5), int64(d%4)*512)
+				req.Account = account
+				req.Offering.DeploymentPlanner = planners[int(e)%len(planners)]
+				if e%5 == 0 {
+					req.Offering.PlannerMode = schemas.PlannerModePreferred
+				}
+				if e%3 == 0 {
+					req.AffinityGroup = []string{"web", "affinity:db"}[e%2]
+				}
 				if a%3 == 0 {
 					req.HostID = hostID
-				}
-				if a%4 == 1 {
-					req.AvoidHosts = []string{hostID}
 				}
 				if a%5 == 2 {
 					req.Offering.HostTags = []string{"ssd"}
 				}
+				if a%4 == 1 {
+					// A migration: avoid the host the VM holds, if any.
+					if cs := claimsOf(z, vmID); len(cs) > 0 {
+						req.AvoidHosts = []string{cs[0].HostID}
+					} else {
+						req.AvoidHosts = []string{hostID}
+					}
+				}
+				before := claimsOf(z, vmID)
 				z, out = m.Step(z, rec(req), now)
-				checkAnswer(t, z, req, out)
+				checkAnswer(t, z, req, before, out)
 			case 3:
-				rel := &schemas.ReleaseVm{RequestID: "x", VmID: vmID}
+				rel := &schemas.ReleaseVm{RequestID: fmt.Sprintf("x%d", seq), VmID: vmID}
 				if a%2 == 0 {
 					rel.HostID = hostID
 				}
+				before := claimsOf(z, vmID)
 				z, out = m.Step(z, rec(rel), now)
-				for _, al := range z.Allocations {
-					if al.VmID == vmID && (rel.HostID == "" || al.HostID == rel.HostID) {
+				for _, al := range claimsOf(z, vmID) {
+					if rel.HostID == "" || al.HostID == rel.HostID {
 						t.Fatalf("release left %+v", al)
 					}
 				}
+				// Every release gives back exactly what its claim took.
+				for _, ev := range only[*schemas.CapacityReleased](out) {
+					i := slices.IndexFunc(before, func(a schemas.Allocation) bool { return a.HostID == ev.HostID })
+					if i < 0 || before[i].CPU != ev.CPU || before[i].MemoryMB != ev.MemoryMB {
+						t.Fatalf("released %+v, the claims were %+v", ev, before)
+					}
+				}
 			case 4:
+				rs := &schemas.ResizeVm{RequestID: fmt.Sprintf("rs%d", d%16), VmID: vmID, ZoneID: "z1", Account: account,
+					Epoch: 3, Offering: schemas.Offering{CPU: int32(d % 5), MemoryMB: int64(e%4) * 512, DeploymentPlanner: planners[int(e)%len(planners)]}}
+				before := claimsOf(z, vmID)
+				z, out = m.Step(z, rec(rs), now)
+				ds := only[*schemas.PlacementDecided](out)
+				if len(ds) == 1 && len(only[*schemas.CapacityAllocated](out)) == 1 && len(before) == 1 && ds[0].HostID != before[0].HostID {
+					// Resized away: the old claim stays until released.
+					if !slices.ContainsFunc(claimsOf(z, vmID), func(a schemas.Allocation) bool { return a == before[0] }) {
+						t.Fatalf("resize to %s dropped the old claim %+v", ds[0].HostID, before[0])
+					}
+				}
+			case 5:
+				l := &schemas.LeaseStatusChanged{LeaseID: fmt.Sprintf("l%d", a%2), Project: []string{"acme", "bolt"}[d%2],
+					Status:       []string{"ACTIVE", "TERMINATED"}[e%2],
+					Reservations: []schemas.Reservation{{Status: "active", Hosts: []string{hostID}}}}
+				z, _ = m.Step(z, rec(l), now)
+			default:
 				if w := m.Wake(z); !w.IsZero() && !now.Before(w) {
 					z, out = m.Tick(z, "z1", now)
 					if len(out) == 0 {
@@ -90,27 +140,57 @@ func FuzzLedger(f *testing.F) {
 	})
 }
 
-// checkAnswer holds what a PlaceVm answer promises: exactly one signal, and
-// a decision names the host the VM now holds its only claim on.
-func checkAnswer(t *testing.T, z *schemas.ZoneRecord, req *schemas.PlaceVm, out []schemas.Record) {
+func claimsOf(z *schemas.ZoneRecord, vmID string) []schemas.Allocation {
+	if z == nil {
+		return nil
+	}
+	var out []schemas.Allocation
+	for _, a := range z.Allocations {
+		if a.VmID == vmID {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// checkAnswer holds what a PlaceVm answer promises: exactly one signal; a
+// decision names a host the VM now holds a claim of this request on, and
+// only claims on avoided hosts (a migration's source) survive beside it; a
+// failure leaves no claim but those.
+func checkAnswer(t *testing.T, z *schemas.ZoneRecord, req *schemas.PlaceVm, before []schemas.Allocation, out []schemas.Record) {
 	t.Helper()
 	ds, fs := only[*schemas.PlacementDecided](out), only[*schemas.PlacementFailed](out)
-	i := allocationOf(z, req.VmID)
+	claims := claimsOf(z, req.VmID)
 	switch {
 	case len(ds) == 1 && len(fs) == 0:
-		if i < 0 || z.Allocations[i].HostID != ds[0].HostID || z.Allocations[i].RequestID != req.RequestID {
-			t.Fatalf("decided %s but the VM holds %+v", ds[0].HostID, z.Allocations)
+		if !slices.ContainsFunc(claims, func(a schemas.Allocation) bool {
+			return a.HostID == ds[0].HostID && a.RequestID == req.RequestID
+		}) {
+			t.Fatalf("decided %s but the VM holds %+v", ds[0].HostID, claims)
 		}
 		if len(only[*schemas.CapacityAllocated](out)) == 0 {
 			return // a repeat: answered as first decided, whatever changed since
 		}
+		for _, a := range claims {
+			if a.HostID != ds[0].HostID && !slices.Contains(req.AvoidHosts, a.HostID) {
+				t.Fatalf("decided %s, the VM still holds %+v", ds[0].HostID, a)
+			}
+		}
 		h := z.Hosts[hostIndex(z, ds[0].HostID)]
-		if !h.Reservable || !hasTags(h.Tags, req.Offering.HostTags) {
-			t.Fatalf("decided %s not reservable or without tags %v", h.HostID, req.Offering.HostTags)
+		if !h.Reservable || !hasTags(h.Tags, req.Offering.HostTags) || slices.Contains(req.AvoidHosts, h.HostID) {
+			t.Fatalf("decided %s: not reservable, avoided or without tags %v", h.HostID, req.Offering.HostTags)
+		}
+		if h.LeaseProject != "" && h.LeaseProject != req.Account {
+			t.Fatalf("decided %s leased to %s for %s", h.HostID, h.LeaseProject, req.Account)
 		}
 	case len(fs) == 1 && len(ds) == 0:
-		if i >= 0 {
-			t.Fatalf("failed placement but the VM holds %+v", z.Allocations[i])
+		for _, a := range claims {
+			if !slices.Contains(req.AvoidHosts, a.HostID) {
+				t.Fatalf("failed placement but the VM holds %+v", a)
+			}
+		}
+		if fs[0].Detail == "" {
+			t.Fatalf("failure without detail: %+v", fs[0])
 		}
 	case len(out) == 0:
 		// A stale request: decided before, released since.

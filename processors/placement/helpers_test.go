@@ -2,7 +2,9 @@ package placement
 
 import (
 	"bytes"
+	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -44,8 +46,12 @@ func run(t *testing.T, m *Machine, vs ...any) (*schemas.ZoneRecord, []schemas.Re
 }
 
 // checkInvariants holds what must be true of every ledger: allocations sum
-// to used, nothing is over the over-committed capacity, no VM holds two
-// claims, and the state survives its changelog encoding.
+// to used, nothing is over the over-committed capacity, a VM holds at most
+// two claims (one while it migrates or resizes away) and never two on one
+// host, no Dedicated host runs VMs of two accounts or of another account,
+// a reserved host with VMs is not waiting for release, the incremental
+// index equals one built from scratch, and the state survives its
+// changelog encoding.
 func checkInvariants(t *testing.T, m *Machine, z *schemas.ZoneRecord) {
 	t.Helper()
 	if z == nil {
@@ -56,15 +62,27 @@ func checkInvariants(t *testing.T, m *Machine, z *schemas.ZoneRecord) {
 		mem int64
 	}
 	sums := map[string]sum{}
-	vms := map[string]bool{}
+	claims := map[string][]string{}
+	accounts := map[string]map[string]bool{}
 	for _, a := range z.Allocations {
-		if vms[a.VmID] {
-			t.Fatalf("vm %s holds two allocations: %+v", a.VmID, z.Allocations)
+		if slices.Contains(claims[a.VmID], a.HostID) {
+			t.Fatalf("vm %s holds two allocations on %s: %+v", a.VmID, a.HostID, z.Allocations)
 		}
-		vms[a.VmID] = true
-		if hostIndex(z, a.HostID) < 0 {
+		claims[a.VmID] = append(claims[a.VmID], a.HostID)
+		if len(claims[a.VmID]) > 2 {
+			t.Fatalf("vm %s holds %d allocations: %+v", a.VmID, len(claims[a.VmID]), z.Allocations)
+		}
+		i := hostIndex(z, a.HostID)
+		if i < 0 {
 			t.Fatalf("allocation of %s on unknown host %s", a.VmID, a.HostID)
 		}
+		if h := z.Hosts[i]; h.ResourceUsage == Dedicated && h.ReservedFor != a.Account {
+			t.Fatalf("dedicated host %s (for %s) holds %s of %s", h.HostID, h.ReservedFor, a.VmID, a.Account)
+		}
+		if accounts[a.HostID] == nil {
+			accounts[a.HostID] = map[string]bool{}
+		}
+		accounts[a.HostID][a.Account] = true
 		s := sums[a.HostID]
 		sums[a.HostID] = sum{s.cpu + a.CPU, s.mem + a.MemoryMB}
 	}
@@ -76,11 +94,89 @@ func checkInvariants(t *testing.T, m *Machine, z *schemas.ZoneRecord) {
 		if int64(h.UsedCPU) > cpuLimit(h) || h.UsedMemoryMB > memLimit(h) {
 			t.Fatalf("host %s over capacity: used %d/%d limit %d/%d", h.HostID, h.UsedCPU, h.UsedMemoryMB, cpuLimit(h), memLimit(h))
 		}
+		if h.ResourceUsage == Dedicated && len(accounts[h.HostID]) > 1 {
+			t.Fatalf("dedicated host %s holds VMs of %v", h.HostID, accounts[h.HostID])
+		}
+		if h.Planner == "" && (h.ResourceUsage != "" || h.ReservedFor != "") {
+			t.Fatalf("host %s: reservation fields without a planner: %+v", h.HostID, h)
+		}
+		if hasClaim(z, h.HostID) && h.Planner == "" {
+			t.Fatalf("host %s holds VMs without a reservation", h.HostID)
+		}
+		if hasClaim(z, h.HostID) && h.EmptySince != 0 {
+			t.Fatalf("host %s holds VMs but is marked empty since %d", h.HostID, h.EmptySince)
+		}
 	}
 	if len(z.Decided) > m.cfg.DecidedMemory {
 		t.Fatalf("decided holds %d ids, memory is %d", len(z.Decided), m.cfg.DecidedMemory)
 	}
+	checkIndex(t, m, z)
 	roundTrip(t, z)
+}
+
+func hasClaim(z *schemas.ZoneRecord, hostID string) bool {
+	return slices.ContainsFunc(z.Allocations, func(a schemas.Allocation) bool { return a.HostID == hostID })
+}
+
+// checkIndex compares the machine's incremental index of z with one built
+// from scratch.
+func checkIndex(t *testing.T, m *Machine, z *schemas.ZoneRecord) {
+	t.Helper()
+	ix := m.index(z)
+	fresh := buildIndex(z)
+	norm := func(ix *zoneIndex) map[string]any {
+		cl := map[string]string{}
+		for id, c := range ix.clusters {
+			var hs []string
+			for _, i := range c.hosts {
+				hs = append(hs, z.Hosts[i].HostID)
+			}
+			cl[id] = fmt.Sprintf("%s %v free=%d/%d", c.pod, hs, c.freeCPU, c.freeMemoryMB)
+		}
+		acc := map[string]string{}
+		for a, u := range ix.accounts {
+			if len(nonZero(u.hosts)) > 0 {
+				acc[a] = fmt.Sprint(nonZero(u.hosts), nonZero(u.clusters), nonZero(u.pods))
+			}
+		}
+		ded := map[string]string{}
+		for a, d := range ix.dedicated {
+			if nz := nonZero(d); len(nz) > 0 {
+				ded[a] = fmt.Sprint(nz)
+			}
+		}
+		grp := map[string]string{}
+		for g, hs := range ix.groups {
+			if len(hs) > 0 {
+				grp[g] = fmt.Sprint(hs)
+			}
+		}
+		allocs := map[string]string{}
+		for vm, ps := range ix.allocs {
+			var hs []string
+			for _, p := range ps {
+				hs = append(hs, z.Allocations[p].VmID+"@"+z.Allocations[p].HostID)
+			}
+			slices.Sort(hs)
+			allocs[vm] = fmt.Sprint(hs)
+		}
+		return map[string]any{"host": fmt.Sprint(ix.host), "clusters": cl, "ids": fmt.Sprint(ix.clusterIDs),
+			"allocs": allocs, "hostVMs": fmt.Sprint(ix.hostVMs), "accounts": acc, "dedicated": ded,
+			"groups": grp, "releasable": fmt.Sprint(ix.releasable), "decided": fmt.Sprint(ix.decided)}
+	}
+	if got, want := norm(ix), norm(fresh); !reflect.DeepEqual(got, want) {
+		t.Fatalf("incremental index differs from a fresh one:\n got %v\nwant %v", got, want)
+	}
+}
+
+func nonZero(m map[string]int) map[string]int {
+	out := map[string]int{}
+	for k, v := range m {
+		if v != 0 {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 func roundTrip(t *testing.T, z *schemas.ZoneRecord) {
@@ -134,6 +230,11 @@ func only[T any](out []schemas.Record) []T {
 		}
 	}
 	return vs
+}
+
+// allocationOf returns the index of a VM's first allocation, or -1.
+func allocationOf(z *schemas.ZoneRecord, vmID string) int {
+	return slices.IndexFunc(z.Allocations, func(a schemas.Allocation) bool { return a.VmID == vmID })
 }
 
 func host(t *testing.T, z *schemas.ZoneRecord, id string) schemas.HostCapacity {

@@ -15,26 +15,40 @@ const hostStatusRemoved = "Removed"
 // status. Used capacity, allocations and reservations are placement's own
 // and are kept; a removed host with nothing allocated leaves the ledger.
 func (m *Machine) applyHostStatus(z *schemas.ZoneRecord, st *schemas.HostStatus) {
-	i := hostIndex(z, st.HostID)
-	if st.Status == hostStatusRemoved && !hasAllocations(z, st.HostID) {
-		if i >= 0 {
+	ix := m.index(z)
+	i, known := ix.host[st.HostID]
+	if st.Status == hostStatusRemoved && ix.hostVMs[st.HostID] == 0 {
+		if known {
+			// Rare: positions shift, so the index is rebuilt.
 			z.Hosts = slices.Delete(z.Hosts, i, i+1)
+			m.indexes[z.ZoneID] = buildIndex(z)
 		}
 		return
 	}
-	if i < 0 {
-		z.Hosts = append(z.Hosts, schemas.HostCapacity{HostID: st.HostID})
-		i = len(z.Hosts) - 1
+	row := schemas.HostCapacity{HostID: st.HostID}
+	if known {
+		row = z.Hosts[i]
 	}
-	h := &z.Hosts[i]
-	h.PodID = st.PodID
-	h.ClusterID = st.ClusterID
-	h.CPU = st.CPU
-	h.MemoryMB = st.MemoryMB
-	h.CPUOvercommit = ratio(st.CPUOvercommit, m.cfg.CPUOvercommit)
-	h.MemOvercommit = ratio(st.MemOvercommit, m.cfg.MemOvercommit)
-	h.Reservable = st.Reservable
-	h.Tags = slices.Clone(st.Tags)
+	row.PodID, row.ClusterID = st.PodID, st.ClusterID
+	row.CPU, row.MemoryMB = st.CPU, st.MemoryMB
+	row.CPUOvercommit = ratio(st.CPUOvercommit, m.cfg.CPUOvercommit)
+	row.MemOvercommit = ratio(st.MemOvercommit, m.cfg.MemOvercommit)
+	row.Reservable = st.Reservable
+	row.Tags = slices.Clone(st.Tags)
+	if !known {
+		ix.addHost(row)
+		return
+	}
+	old := z.Hosts[i]
+	if old.ClusterID != row.ClusterID || old.PodID != row.PodID {
+		// A host that moved carries its VMs' counts to the new cluster.
+		z.Hosts[i] = row
+		m.indexes[z.ZoneID] = buildIndex(z)
+		return
+	}
+	ix.count(i, -1)
+	z.Hosts[i] = row
+	ix.count(i, +1)
 }
 
 // ratio is the host's own over-commit ratio when it has one, else the zone's.
@@ -64,10 +78,11 @@ func overcommit(r float64) float64 {
 }
 
 // fits reports whether a host has room for cpu and memory more.
-func fits(h schemas.HostCapacity, cpu int32, memoryMB int64) bool {
-	return int64(h.UsedCPU)+int64(cpu) <= cpuLimit(h) && h.UsedMemoryMB+memoryMB <= memLimit(h)
+func fits(h *schemas.HostCapacity, cpu int32, memoryMB int64) bool {
+	return int64(h.UsedCPU)+int64(cpu) <= cpuLimit(*h) && h.UsedMemoryMB+memoryMB <= memLimit(*h)
 }
 
+// hostIndex returns the position of a host in the ledger, or -1.
 func hostIndex(z *schemas.ZoneRecord, hostID string) int {
 	for i := range z.Hosts {
 		if z.Hosts[i].HostID == hostID {
@@ -77,25 +92,20 @@ func hostIndex(z *schemas.ZoneRecord, hostID string) int {
 	return -1
 }
 
-func hasAllocations(z *schemas.ZoneRecord, hostID string) bool {
-	for _, a := range z.Allocations {
-		if a.HostID == hostID {
-			return true
-		}
-	}
-	return false
-}
-
 // allocate claims capacity on host i for a VM and returns the event.
-func allocate(z *schemas.ZoneRecord, i int, req *schemas.PlaceVm, now time.Time) *schemas.CapacityAllocated {
+func (ix *zoneIndex) allocate(i int, req *schemas.PlaceVm, group string, now time.Time) *schemas.CapacityAllocated {
+	z := ix.z
+	ix.count(i, -1)
 	h := &z.Hosts[i]
 	h.UsedCPU += req.Offering.CPU
 	h.UsedMemoryMB += req.Offering.MemoryMB
 	h.EmptySince = 0
-	z.Allocations = append(z.Allocations, schemas.Allocation{
+	ix.count(i, +1)
+	ix.appendAllocation(schemas.Allocation{
 		VmID: req.VmID, HostID: h.HostID, Account: req.Account,
-		CPU: req.Offering.CPU, MemoryMB: req.Offering.MemoryMB, RequestID: req.RequestID,
+		CPU: req.Offering.CPU, MemoryMB: req.Offering.MemoryMB, RequestID: req.RequestID, AffinityGroup: group,
 	})
+	ix.track(h.HostID)
 	return &schemas.CapacityAllocated{
 		ZoneID: z.ZoneID, HostID: h.HostID, VmID: req.VmID, Account: req.Account,
 		CPU: req.Offering.CPU, MemoryMB: req.Offering.MemoryMB,
@@ -105,55 +115,40 @@ func allocate(z *schemas.ZoneRecord, i int, req *schemas.PlaceVm, now time.Time)
 }
 
 // release removes a VM's allocations (only those on hostID when it is set)
-// and returns one CapacityReleased per allocation removed. A host left empty
-// starts its reservation release period.
-func release(z *schemas.ZoneRecord, vmID, hostID, requestID string, now time.Time) []*schemas.CapacityReleased {
+// and returns one CapacityReleased per allocation removed, each giving back
+// exactly what its claim took. A host left empty starts its reservation
+// release period.
+func (ix *zoneIndex) release(vmID, hostID, requestID string, now time.Time) []*schemas.CapacityReleased {
+	z := ix.z
 	var out []*schemas.CapacityReleased
-	kept := z.Allocations[:0]
-	for _, a := range z.Allocations {
-		if a.VmID != vmID || (hostID != "" && a.HostID != hostID) {
-			kept = append(kept, a)
-			continue
+	for {
+		p := -1
+		for _, q := range ix.allocationsOf(vmID) {
+			if hostID == "" || z.Allocations[q].HostID == hostID {
+				p = q
+				break
+			}
 		}
+		if p < 0 {
+			return out
+		}
+		a := ix.removeAllocation(p)
 		ev := &schemas.CapacityReleased{
 			ZoneID: z.ZoneID, HostID: a.HostID, VmID: a.VmID, CPU: a.CPU, MemoryMB: a.MemoryMB,
 			RequestID: requestID, At: now.UnixMilli(),
 		}
-		if i := hostIndex(z, a.HostID); i >= 0 {
+		if i, ok := ix.host[a.HostID]; ok {
+			ix.count(i, -1)
 			h := &z.Hosts[i]
 			h.UsedCPU -= a.CPU
 			h.UsedMemoryMB -= a.MemoryMB
+			if ix.hostVMs[a.HostID] == 0 {
+				h.EmptySince = now.UnixMilli()
+			}
+			ix.count(i, +1)
+			ix.track(a.HostID)
 			ev.HostUsedCPU, ev.HostUsedMemory = h.UsedCPU, h.UsedMemoryMB
 		}
 		out = append(out, ev)
-	}
-	z.Allocations = kept
-	for _, ev := range out {
-		if i := hostIndex(z, ev.HostID); i >= 0 && !hasAllocations(z, ev.HostID) {
-			z.Hosts[i].EmptySince = now.UnixMilli()
-		}
-	}
-	return out
-}
-
-// allocationOf returns the index of a VM's allocation, or -1.
-func allocationOf(z *schemas.ZoneRecord, vmID string) int {
-	for i, a := range z.Allocations {
-		if a.VmID == vmID {
-			return i
-		}
-	}
-	return -1
-}
-
-// clone copies a zone so that Step never changes the state it was given: the
-// runtime may step the same state again after an aborted transaction.
-// Tags are replaced, never edited in place, so they may be shared.
-func clone(z *schemas.ZoneRecord) *schemas.ZoneRecord {
-	return &schemas.ZoneRecord{
-		ZoneID:      z.ZoneID,
-		Hosts:       slices.Clone(z.Hosts),
-		Allocations: slices.Clone(z.Allocations),
-		Decided:     slices.Clone(z.Decided),
 	}
 }

@@ -1,7 +1,6 @@
 package placement
 
 import (
-	"sort"
 	"time"
 
 	"github.com/vmplane/vmplane/schemas"
@@ -9,39 +8,48 @@ import (
 
 // Machine is the placement state machine. It satisfies the runtime's
 // Machine[*schemas.ZoneRecord] without importing it.
+//
+// Unlike the VM and host machines, Step and Tick change the zone they are
+// given and return it: a zone of 10,000 hosts is megabytes, and copying it
+// per decision would cost more than the decision. This is safe with the
+// runtime, which never steps a state again after a failed transaction but
+// restores it from the changelog. A Machine is driven by one goroutine.
 type Machine struct {
 	cfg      Config
 	planners map[string]Planner
+	// indexes are derived from the zones (see zoneIndex), by zone id.
+	indexes map[string]*zoneIndex
 }
 
 // New returns a placement machine with the built-in planners.
 func New(cfg Config) *Machine {
-	m := &Machine{cfg: cfg.withDefaults(), planners: map[string]Planner{}}
-	for _, p := range []Planner{FirstFit{}} {
+	m := &Machine{cfg: cfg.withDefaults(), planners: map[string]Planner{}, indexes: map[string]*zoneIndex{}}
+	for _, p := range builtins() {
 		m.planners[p.Name()] = p
 	}
 	return m
 }
 
-// Planners lists the names of the planners this machine knows, sorted.
-func (m *Machine) Planners() []string {
-	names := make([]string, 0, len(m.planners))
-	for n := range m.planners {
-		names = append(names, n)
+// Planners lists the planners this machine knows, in the order of
+// schemas.Planners (the API's listDeploymentPlanners).
+func (m *Machine) Planners() []schemas.PlannerSpec {
+	var out []schemas.PlannerSpec
+	for _, s := range schemas.Planners {
+		if p, ok := m.planners[s.Name]; ok {
+			s.ResourceUsage = p.ResourceUsage()
+			out = append(out, s)
+		}
 	}
-	sort.Strings(names)
-	return names
+	return out
 }
 
 // Step applies one record of placement.requests.v1 to the zone in.Key.
 // Values are the pointers schemas.Unmarshal returns. Records of types this
 // machine does not act on leave the state as it is.
 func (m *Machine) Step(s *schemas.ZoneRecord, in schemas.Record, now time.Time) (*schemas.ZoneRecord, []schemas.Record) {
-	var z *schemas.ZoneRecord
-	if s == nil {
+	z := s
+	if z == nil {
 		z = &schemas.ZoneRecord{ZoneID: in.Key}
-	} else {
-		z = clone(s)
 	}
 	hdr := carried(in)
 	switch v := in.Value.(type) {
@@ -53,15 +61,10 @@ func (m *Machine) Step(s *schemas.ZoneRecord, in schemas.Record, now time.Time) 
 	case *schemas.ReleaseVm:
 		return z, m.releaseVm(z, v, now, hdr)
 	case *schemas.ResizeVm:
-		// Resizing in place needs the VM's old claim and the new offering to
-		// be weighed together; until that is built the VM is told plainly.
-		return s, []schemas.Record{signal(v.VmID, &schemas.PlacementFailed{
-			VmID: v.VmID, RequestID: v.RequestID, Epoch: v.Epoch, Reason: ReasonUnsupported,
-		}, hdr)}
+		return z, m.resize(z, v, now, hdr)
 	case *schemas.LeaseStatusChanged:
-		// Lease dedications (HostCapacity.LeaseProject) come with the lease
-		// processor; until then leases do not restrict placement.
-		return s, nil
+		m.applyLease(z, v)
+		return z, nil
 	default:
 		return s, nil
 	}
@@ -73,12 +76,7 @@ func (m *Machine) Tick(s *schemas.ZoneRecord, _ string, now time.Time) (*schemas
 	if s == nil {
 		return nil, nil
 	}
-	z := clone(s)
-	out := m.releaseReservations(z, now)
-	if len(out) == 0 {
-		return s, nil
-	}
-	return z, out
+	return s, m.releaseReservations(s, now)
 }
 
 // Wake returns when the next host reservation is due for release.
@@ -87,8 +85,9 @@ func (m *Machine) Wake(s *schemas.ZoneRecord) time.Time {
 	if s == nil {
 		return next
 	}
-	for _, h := range s.Hosts {
-		if due, ok := m.releaseDue(h); ok && (next.IsZero() || due.Before(next)) {
+	ix := m.index(s)
+	for id := range ix.releasable {
+		if due, ok := m.releaseDue(&s.Hosts[ix.host[id]]); ok && (next.IsZero() || due.Before(next)) {
 			next = due
 		}
 	}

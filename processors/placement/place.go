@@ -7,101 +7,134 @@ import (
 	"github.com/vmplane/vmplane/schemas"
 )
 
-// Reasons of PlacementFailed.
+// Reasons of PlacementFailed; PlacementFailed.Detail says which filters
+// removed how many hosts.
 const (
 	ReasonInsufficientCapacity = "InsufficientCapacity"
 	ReasonNoReservableHost     = "NoReservableHost"
 	ReasonUnknownPlanner       = "UnknownPlanner"
-	ReasonUnsupported          = "Unsupported"
+	ReasonMoveInProgress       = "MoveInProgress"
 )
 
 // place is the planning manager: it answers one PlaceVm, claiming capacity
 // at most once per request.
 func (m *Machine) place(z *schemas.ZoneRecord, req *schemas.PlaceVm, now time.Time, hdr map[string]string) []schemas.Record {
-	if i := allocationOf(z, req.VmID); i >= 0 && z.Allocations[i].RequestID == req.RequestID {
-		// A redelivered or repeated request: answer as before, claim nothing.
-		return []schemas.Record{signal(req.VmID, decided(z, req, z.Allocations[i].HostID, m.plannerName(req)), hdr)}
+	ix := m.index(z)
+	for _, q := range ix.allocationsOf(req.VmID) {
+		if a := z.Allocations[q]; a.RequestID == req.RequestID {
+			// A redelivered or repeated request: answer as before, claim nothing.
+			return []schemas.Record{signal(req.VmID, decided(ix, req, a.HostID, m.plannerName(req)), hdr)}
+		}
 	}
-	if slices.Contains(z.Decided, req.RequestID) {
+	if ix.decided[req.RequestID] {
 		// Decided once, and the VM has released that claim since: the
 		// request is stale and answering it again could only mislead.
 		return nil
 	}
-	p, ok := m.planners[m.plannerName(req)]
-	if !ok {
-		return []schemas.Record{signal(req.VmID, failed(req, ReasonUnknownPlanner), hdr)}
-	}
-
 	var out []schemas.Record
 	// A VM holding a claim from another request (a retried job, a start
-	// after a failed one) gives it back first, so a VM never counts twice.
-	for _, ev := range release(z, req.VmID, "", req.RequestID, now) {
+	// after a failed one) gives it back first, so a VM never counts twice —
+	// except while it migrates: a request that avoids a host the VM holds
+	// keeps that claim until the VM releases it after the move.
+	for _, ev := range ix.releaseExcept(req.VmID, req.AvoidHosts, req.RequestID, now) {
 		out = append(out, event(z.ZoneID, ev, hdr))
 	}
+	group, anti := affinityOf(req.Account, req.AffinityGroup)
+	return append(out, m.decide(ix, req, group, anti, now, hdr)...)
+}
 
-	i, reason := m.choose(z, p, req)
+// decide chooses a host for req and claims it, or answers why not.
+func (m *Machine) decide(ix *zoneIndex, req *schemas.PlaceVm, group string, anti bool, now time.Time, hdr map[string]string) []schemas.Record {
+	z := ix.z
+	p, ok := m.planners[m.plannerName(req)]
+	if !ok {
+		return []schemas.Record{signal(req.VmID, failed(req, ReasonUnknownPlanner, "unknown planner "+m.plannerName(req)), hdr)}
+	}
+	a := &ask{req: req, planner: p, usage: p.ResourceUsage(), group: group, anti: anti, members: ix.groups[group]}
+	v := ix.view()
+	clusters := p.OrderClusters(v, req)
+	i := ix.choose(v, a, clusters)
 	if i < 0 {
-		return append(out, signal(req.VmID, failed(req, reason), hdr))
+		if fb, ok := p.(fallbackPlanner); ok && a.usage == Dedicated && fb.FallBackToShared(req) {
+			a.usage = Shared
+			i = ix.choose(v, a, clusters)
+		}
 	}
-	if ev := reserve(z, i, p, req.Account, now); ev != nil {
+	if i < 0 {
+		reason := ReasonNoReservableHost
+		if slices.ContainsFunc(z.Hosts, func(h schemas.HostCapacity) bool { return h.Reservable }) {
+			reason = ReasonInsufficientCapacity
+		}
+		return []schemas.Record{signal(req.VmID, failed(req, reason, ix.whyNot(a, clusters)), hdr)}
+	}
+	var out []schemas.Record
+	if ev := ix.reserve(i, p.Name(), a.usage, req.Account, now); ev != nil {
 		out = append(out, event(z.ZoneID, ev, hdr))
 	}
-	out = append(out, event(z.ZoneID, allocate(z, i, req, now), hdr))
-	m.remember(z, req.RequestID)
-	return append(out, signal(req.VmID, decided(z, req, z.Hosts[i].HostID, p.Name()), hdr))
+	out = append(out, event(z.ZoneID, ix.allocate(i, req, group, now), hdr))
+	m.remember(ix, req.RequestID)
+	return append(out, signal(req.VmID, decided(ix, req, z.Hosts[i].HostID, p.Name()), hdr))
 }
 
-// choose returns the index of the first acceptable host in the order the
-// planner gives (the asked-for host first), or -1 and why none was.
-func (m *Machine) choose(z *schemas.ZoneRecord, p Planner, req *schemas.PlaceVm) (int, string) {
-	v := view(z)
-	clusters := map[string]Cluster{}
-	for _, c := range v.Clusters {
-		clusters[c.ID] = c
-	}
-	var order []string
-	if req.HostID != "" {
-		order = append(order, req.HostID)
-	}
-	for _, id := range p.OrderClusters(v, req) {
-		for _, h := range clusters[id].Hosts {
-			order = append(order, h.HostID)
+// choose returns the position of the host to claim: the asked-for host when
+// it is acceptable, else the first acceptable host (or, for a HostScorer,
+// the best scored) of the first cluster that has one; -1 for none.
+func (ix *zoneIndex) choose(v View, a *ask, clusters []string) int {
+	if id := a.req.HostID; id != "" {
+		if i, ok := ix.host[id]; ok && ix.refuse(&ix.z.Hosts[i], a) == "" {
+			return i
 		}
 	}
-	for _, id := range order {
-		i := hostIndex(z, id)
-		if i >= 0 && acceptable(z.Hosts[i], p, req) {
-			return i, ""
+	scorer, scored := a.planner.(HostScorer)
+	for _, id := range clusters {
+		c, ok := ix.clusters[id]
+		if !ok {
+			continue
+		}
+		best, bestScore := -1, 0.0
+		for _, i := range c.hosts {
+			h := &ix.z.Hosts[i]
+			if ix.refuse(h, a) != "" {
+				continue
+			}
+			if !scored {
+				return i
+			}
+			if s := scorer.ScoreHost(v, h, a.req); best < 0 || s > bestScore {
+				best, bestScore = i, s
+			}
+		}
+		if best >= 0 {
+			return best
 		}
 	}
-	if slices.ContainsFunc(z.Hosts, func(h schemas.HostCapacity) bool { return h.Reservable }) {
-		return -1, ReasonInsufficientCapacity
-	}
-	return -1, ReasonNoReservableHost
+	return -1
 }
 
-// acceptable holds every rule a host must pass, whatever the planner.
-func acceptable(h schemas.HostCapacity, p Planner, req *schemas.PlaceVm) bool {
-	return h.Reservable &&
-		!slices.Contains(req.AvoidHosts, h.HostID) &&
-		hasTags(h.Tags, req.Offering.HostTags) &&
-		fits(h, req.Offering.CPU, req.Offering.MemoryMB) &&
-		reservationAllows(h, p, req.Account)
-}
-
-func hasTags(have, want []string) bool {
-	for _, t := range want {
-		if !slices.Contains(have, t) {
-			return false
+// releaseExcept releases a VM's claims except those on the hosts in keep.
+func (ix *zoneIndex) releaseExcept(vmID string, keep []string, requestID string, now time.Time) []*schemas.CapacityReleased {
+	var hosts []string
+	for _, q := range ix.allocationsOf(vmID) {
+		if h := ix.z.Allocations[q].HostID; !slices.Contains(keep, h) {
+			hosts = append(hosts, h)
 		}
 	}
-	return true
+	var out []*schemas.CapacityReleased
+	for _, h := range hosts {
+		out = append(out, ix.release(vmID, h, requestID, now)...)
+	}
+	return out
 }
 
 // remember keeps the latest decided request ids, oldest dropped first.
-func (m *Machine) remember(z *schemas.ZoneRecord, requestID string) {
+func (m *Machine) remember(ix *zoneIndex, requestID string) {
+	z := ix.z
 	z.Decided = append(z.Decided, requestID)
+	ix.decided[requestID] = true
 	if n := len(z.Decided) - m.cfg.DecidedMemory; n > 0 {
+		for _, id := range z.Decided[:n] {
+			delete(ix.decided, id)
+		}
 		z.Decided = slices.Delete(z.Decided, 0, n)
 	}
 }
@@ -115,17 +148,17 @@ func (m *Machine) plannerName(req *schemas.PlaceVm) string {
 }
 
 // decided builds the decision naming a host.
-func decided(z *schemas.ZoneRecord, req *schemas.PlaceVm, hostID, planner string) *schemas.PlacementDecided {
+func decided(ix *zoneIndex, req *schemas.PlaceVm, hostID, planner string) *schemas.PlacementDecided {
 	d := &schemas.PlacementDecided{
 		VmID: req.VmID, RequestID: req.RequestID, Epoch: req.Epoch,
-		ZoneID: z.ZoneID, HostID: hostID, Planner: planner,
+		ZoneID: ix.z.ZoneID, HostID: hostID, Planner: planner,
 	}
-	if i := hostIndex(z, hostID); i >= 0 {
-		d.PodID, d.ClusterID = z.Hosts[i].PodID, z.Hosts[i].ClusterID
+	if i, ok := ix.host[hostID]; ok {
+		d.PodID, d.ClusterID = ix.z.Hosts[i].PodID, ix.z.Hosts[i].ClusterID
 	}
 	return d
 }
 
-func failed(req *schemas.PlaceVm, reason string) *schemas.PlacementFailed {
-	return &schemas.PlacementFailed{VmID: req.VmID, RequestID: req.RequestID, Epoch: req.Epoch, Reason: reason}
+func failed(req *schemas.PlaceVm, reason, detail string) *schemas.PlacementFailed {
+	return &schemas.PlacementFailed{VmID: req.VmID, RequestID: req.RequestID, Epoch: req.Epoch, Reason: reason, Detail: detail}
 }

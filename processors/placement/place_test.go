@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -126,10 +127,12 @@ func TestReservationAllows(t *testing.T) {
 
 func TestPlaceSkipsDedicatedHost(t *testing.T) {
 	m := New(DefaultConfig())
-	z, _ := run(t, m, hostUp("h1", "c", 4, 8192), hostUp("h2", "c", 4, 8192))
-	z.Hosts[hostIndex(z, "h1")].Planner = "ImplicitDedicationPlanner"
-	z.Hosts[hostIndex(z, "h1")].ResourceUsage = Dedicated
-	z.Hosts[hostIndex(z, "h1")].ReservedFor = "other"
+	ded := placeReq("r0", "vm0", 1, 512)
+	ded.Account, ded.Offering.DeploymentPlanner = "other", ImplicitDedicationName
+	z, _ := run(t, m, hostUp("h1", "c", 4, 8192), hostUp("h2", "c", 4, 8192), ded)
+	if h := host(t, z, "h1"); h.ResourceUsage != Dedicated || h.ReservedFor != "other" {
+		t.Fatalf("h1 not dedicated to other: %+v", h)
+	}
 	z, out := m.Step(z, rec(placeReq("r1", "vm1", 1, 512)), t0)
 	checkInvariants(t, m, z)
 	if ds := only[*schemas.PlacementDecided](out); len(ds) != 1 || ds[0].HostID != "h2" {
@@ -234,19 +237,6 @@ func TestRelease(t *testing.T) {
 	}
 }
 
-func TestOtherRequests(t *testing.T) {
-	m := New(DefaultConfig())
-	z, _ := run(t, m, hostUp("h1", "c", 4, 8192))
-	_, out := m.Step(z, rec(&schemas.ResizeVm{RequestID: "r", VmID: "vm1", Epoch: 4}), t0)
-	if fs := only[*schemas.PlacementFailed](out); len(fs) != 1 || fs[0].Reason != ReasonUnsupported || fs[0].Epoch != 4 {
-		t.Fatalf("resize: want PlacementFailed{Unsupported}, got %+v", out)
-	}
-	z2, out := m.Step(z, rec(&schemas.LeaseStatusChanged{}), t0)
-	if len(out) != 0 || z2 != z {
-		t.Fatalf("lease status: want no change, got %+v", out)
-	}
-}
-
 func TestHostStatusUpdatesLedger(t *testing.T) {
 	m := New(DefaultConfig())
 	z, _ := run(t, m, hostUp("h1", "c", 4, 8192, "ssd"), placeReq("r1", "vm1", 2, 1024))
@@ -275,19 +265,44 @@ func TestHostStatusUpdatesLedger(t *testing.T) {
 	}
 }
 
-func TestStepDoesNotChangeItsInput(t *testing.T) {
+// TestRestoredZoneDecidesAlike steps a zone and a decoded copy of it (what
+// the runtime restores from the changelog) with the same requests: the index
+// built for the copy must decide exactly as the one kept up to date.
+func TestRestoredZoneDecidesAlike(t *testing.T) {
 	m := New(DefaultConfig())
-	z, _ := run(t, m, hostUp("h1", "c", 4, 8192), placeReq("r1", "vm1", 2, 1024))
-	before := canon(z)
-	m.Step(z, rec(placeReq("r2", "vm2", 1, 512)), t0)
-	m.Step(z, rec(&schemas.ReleaseVm{VmID: "vm1"}), t0)
-	if after := canon(z); !equalZone(before, after) {
-		t.Fatalf("Step changed the state it was given")
+	vs := []any{hostUp("h1", "c1", 2, 4096), hostUp("h2", "c2", 2, 4096), hostUp("h3", "c2", 4, 4096)}
+	for i := range 6 {
+		vs = append(vs, placeReq(fmt.Sprintf("r%d", i), fmt.Sprintf("vm%d", i), 2, 512))
+	}
+	vs = append(vs, &schemas.ReleaseVm{VmID: "vm2"})
+	live, _ := run(t, m, vs...)
+	b, err := schemas.Marshal(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := schemas.Unmarshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored := v.(*schemas.ZoneRecord)
+	m2 := New(DefaultConfig())
+	for i := 10; i < 16; i++ {
+		req := placeReq(fmt.Sprintf("r%d", i), fmt.Sprintf("vm%d", i), 1+int32(i%3), 256)
+		var a, b []schemas.Record
+		live, a = m.Step(live, rec(req), t0)
+		restored, b = m2.Step(restored, rec(req), t0)
+		checkInvariants(t, m, live)
+		checkInvariants(t, m2, restored)
+		if fmt.Sprint(summaries(a)) != fmt.Sprint(summaries(b)) {
+			t.Fatalf("request %d: live %v, restored %v", i, summaries(a), summaries(b))
+		}
 	}
 }
 
-func equalZone(a, b schemas.ZoneRecord) bool {
-	return slices.EqualFunc(a.Hosts, b.Hosts, func(x, y schemas.HostCapacity) bool {
-		return x.HostID == y.HostID && x.UsedCPU == y.UsedCPU && x.UsedMemoryMB == y.UsedMemoryMB && x.EmptySince == y.EmptySince
-	}) && slices.Equal(a.Allocations, b.Allocations) && slices.Equal(a.Decided, b.Decided)
+func summaries(out []schemas.Record) []string {
+	var s []string
+	for _, r := range out {
+		s = append(s, summary(r))
+	}
+	return s
 }

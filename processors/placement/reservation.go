@@ -1,64 +1,92 @@
 package placement
 
 import (
+	"slices"
 	"time"
 
 	"github.com/vmplane/vmplane/schemas"
 )
 
-// reservationAllows is the host-reservation check of the planning manager
+// reservationRefuses is the host-reservation check of the planning manager
 // (CloudStack's op_host_planner_reservation): a host reserved Dedicated
 // serves only the planner and account that reserved it, and a Shared host
-// is never handed to a planner that needs hosts to itself.
-func reservationAllows(h schemas.HostCapacity, p Planner, account string) bool {
+// is never handed to a planner that needs hosts to itself. It returns the
+// filter that refuses, or "".
+func reservationRefuses(h *schemas.HostCapacity, planner, usage, account string) string {
 	switch {
 	case h.Planner == "":
-		return true
-	case h.ResourceUsage == Dedicated:
-		return h.Planner == p.Name() && h.ReservedFor == account
-	default:
-		return p.ResourceUsage() != Dedicated
+		return ""
+	case h.ResourceUsage == Dedicated && h.Planner != planner:
+		return filterOtherPlanner
+	case h.ResourceUsage == Dedicated && h.ReservedFor != account:
+		return filterDedicated
+	case h.ResourceUsage == Dedicated && usage != Dedicated:
+		// Its own planner, falling back to shared hosts, keeps the
+		// dedicated host's contract: only this account runs there.
+		return ""
+	case h.ResourceUsage != Dedicated && usage == Dedicated:
+		return filterShared
 	}
+	return ""
 }
 
-// reserve records the planner's reservation on an unreserved host and
-// returns the event, or nil when the host was already reserved.
-func reserve(z *schemas.ZoneRecord, i int, p Planner, account string, now time.Time) *schemas.HostReserved {
-	h := &z.Hosts[i]
+// reservationAllows reports whether a planner may use a host for account.
+func reservationAllows(h schemas.HostCapacity, p Planner, account string) bool {
+	return reservationRefuses(&h, p.Name(), p.ResourceUsage(), account) == ""
+}
+
+// reserve records a reservation on an unreserved host and returns the
+// event, or nil when the host was already reserved.
+func (ix *zoneIndex) reserve(i int, planner, usage, account string, now time.Time) *schemas.HostReserved {
+	h := &ix.z.Hosts[i]
 	if h.Planner != "" {
 		return nil
 	}
-	h.Planner, h.ResourceUsage = p.Name(), p.ResourceUsage()
-	if h.ResourceUsage == Dedicated {
+	ix.count(i, -1)
+	h.Planner, h.ResourceUsage = planner, usage
+	if usage == Dedicated {
 		h.ReservedFor = account
 	}
+	ix.count(i, +1)
+	ix.track(h.HostID)
 	return &schemas.HostReserved{
-		ZoneID: z.ZoneID, HostID: h.HostID, Planner: h.Planner,
+		ZoneID: ix.z.ZoneID, HostID: h.HostID, Planner: h.Planner,
 		ResourceUsage: h.ResourceUsage, Account: h.ReservedFor, At: now.UnixMilli(),
 	}
 }
 
 // releaseDue says when a host's reservation is to be released: a reserved
 // host that became empty, one release period later.
-func (m *Machine) releaseDue(h schemas.HostCapacity) (time.Time, bool) {
+func (m *Machine) releaseDue(h *schemas.HostCapacity) (time.Time, bool) {
 	if h.Planner == "" || h.EmptySince == 0 {
 		return time.Time{}, false
 	}
 	return time.UnixMilli(h.EmptySince).Add(m.cfg.HostReservationReleasePeriod), true
 }
 
-// releaseReservations frees every due reservation of an empty host.
+// releaseReservations frees every due reservation of an empty host, in host
+// id order.
 func (m *Machine) releaseReservations(z *schemas.ZoneRecord, now time.Time) []schemas.Record {
+	ix := m.index(z)
+	ids := make([]string, 0, len(ix.releasable))
+	for id := range ix.releasable {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
 	var out []schemas.Record
-	for i := range z.Hosts {
+	for _, id := range ids {
+		i := ix.host[id]
 		h := &z.Hosts[i]
-		due, ok := m.releaseDue(*h)
-		if !ok || now.Before(due) || hasAllocations(z, h.HostID) {
+		due, ok := m.releaseDue(h)
+		if !ok || now.Before(due) || ix.hostVMs[id] > 0 {
 			continue
 		}
+		ix.count(i, -1)
 		h.Planner, h.ResourceUsage, h.ReservedFor, h.EmptySince = "", "", "", 0
+		ix.count(i, +1)
+		ix.track(id)
 		out = append(out, event(z.ZoneID, &schemas.HostReservationReleased{
-			ZoneID: z.ZoneID, HostID: h.HostID,
+			ZoneID: z.ZoneID, HostID: id,
 			Reason: "no VMs for " + m.cfg.HostReservationReleasePeriod.String(), At: now.UnixMilli(),
 		}, nil))
 	}

@@ -25,6 +25,9 @@ const (
 	ActConfirmResize = "ConfirmResize"
 	ActRevertResize  = "RevertResize"
 	ActTerminate     = "Terminate"
+	// ActHARestart is no command anyone sends: the processor starts it
+	// itself (origin internal) for an HA VM found off.
+	ActHARestart = "HARestart"
 )
 
 // actionTable is DESIGN §5.2: the actions a VM allows in each stationary
@@ -40,13 +43,6 @@ var actionTable = map[string][]string{
 	StateBuilding:  {ActTerminate},
 	StateError:     {ActTerminate},
 	StateDeleted:   {ActTerminate},
-}
-
-// supported lists the actions this processor carries out today. The others
-// are valid by the table but their flows come in a later slice; they are
-// rejected with reason Unsupported rather than silently accepted.
-var supported = map[string]bool{
-	ActDeploy: true, ActStart: true, ActStop: true, ActTerminate: true,
 }
 
 // Allowed returns the actions a VM in vmState with taskState allows, as

@@ -20,7 +20,8 @@ type Config struct {
 	// ExpungeDelay is expunge.delay: how long a Deleted VM is kept before it
 	// is expunged.
 	ExpungeDelay time.Duration
-	// HAMaxRetries is ha.max.retries (HA restarts arrive in a later slice).
+	// HAMaxRetries is ha.max.retries: how many HA restarts of a VM are
+	// tried before it goes to Error with AlertRaised{HAExhausted}.
 	HAMaxRetries int32
 	// ResendAfter is how long a job waits for an agent's answer before it
 	// sends the same command again. Agents execute a command id once and

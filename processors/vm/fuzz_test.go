@@ -59,7 +59,7 @@ func fuzzRun(t *testing.T, data []byte) {
 		return data[pos-1]
 	}
 	hosts := []string{"h1", "h2", "h3"}
-	powers := []string{schemas.PowerOn, schemas.PowerOff, schemas.PowerPaused, schemas.PowerUnknown}
+	powers := []string{schemas.PowerOn, schemas.PowerOff, schemas.PowerPaused, schemas.PowerUnknown, schemas.PowerSusp}
 	apply := func(step func(*schemas.VmRecord) (*schemas.VmRecord, []schemas.Record)) {
 		before := clone(s)
 		ns, outs := step(s)
@@ -74,6 +74,12 @@ func fuzzRun(t *testing.T, data []byte) {
 					t.Fatalf("job %s accepted twice", v.JobID)
 				}
 				accepted[v.JobID] = true
+			case *schemas.JobStepped:
+				// A job that ended (a cancelled one above all) never
+				// steps again.
+				if ended[v.JobID] > 0 || !accepted[v.JobID] {
+					t.Fatalf("job %s stepped after it ended or before it was accepted", v.JobID)
+				}
 			case *schemas.JobSucceeded:
 				ended[v.JobID]++
 			case *schemas.JobFailed:
@@ -108,13 +114,17 @@ func fuzzRun(t *testing.T, data []byte) {
 		var in any
 		switch op {
 		case 0:
-			kinds := []string{ActDeploy, ActStart, ActStop, ActTerminate, ActReboot, ActResize}
+			kinds := []string{ActDeploy, ActStart, ActStop, ActTerminate, ActReboot, ActResize, ActPause, ActUnpause,
+				ActSuspend, ActResume, ActRescue, ActUnrescue, ActRebuild, ActSnapshot, ActMigrate, ActConfirmResize, ActRevertResize}
 			v, _ := schemas.New(kinds[int(next())%len(kinds)])
 			_, _, _ = commandOf(v)
 			c := schemas.VmCommand{CommandID: fmt.Sprintf("c%d", next()%6), VmID: "vm1", Account: "acme"}
 			reflect.ValueOf(v).Elem().FieldByName("VmCommand").Set(reflect.ValueOf(c))
-			if d, ok := v.(*schemas.Deploy); ok {
-				d.ZoneID, d.Name = "z1", "web"
+			switch d := v.(type) {
+			case *schemas.Deploy:
+				d.ZoneID, d.Name, d.HA = "z1", "web", next()&1 == 1
+			case *schemas.Resize:
+				d.Offering = schemas.Offering{Name: "big", CPU: 4, MemoryMB: 4096}
 			}
 			in = v
 		case 1, 2, 3:

@@ -26,14 +26,42 @@ const (
 	phaseStarting   = "starting"
 	phaseStopping   = "stopping"
 	phaseDestroying = "destroying"
+	// phaseActing is the single agent command of a simple action (Reboot,
+	// Pause, ..., Snapshot); the command is the action's agentCommand.
+	phaseActing = "acting"
+	// phaseMigrating: MigrateVm sent to the source, waiting for the answer
+	// and the destination's report.
+	phaseMigrating = "migrating"
+	// Resize in place restarts the VM with its new size; revert too.
+	phaseResizeStopping = "resize-stopping"
+	phaseResizeStarting = "resize-starting"
+	// phaseRevertPlacing: a revert in place waits for placement to give
+	// the old size back.
+	phaseRevertPlacing = "revert-placing"
 )
 
 var phaseCommand = map[string]string{
-	phaseSpawning:   "StartVm",
-	phaseStarting:   "StartVm",
-	phaseStopping:   "StopVm",
-	phaseDestroying: "DestroyVm",
+	phaseSpawning:       "StartVm",
+	phaseStarting:       "StartVm",
+	phaseStopping:       "StopVm",
+	phaseDestroying:     "DestroyVm",
+	phaseMigrating:      "MigrateVm",
+	phaseResizeStopping: "StopVm",
+	phaseResizeStarting: "StartVm",
 }
+
+// Job parameters kept in JobState.Params besides the command's own.
+const (
+	// paramSource is the host a migration leaves; MigrateVm goes to it.
+	paramSource = "source"
+	// paramDest, paramDestPod, paramDestCluster: the placement decision
+	// of a migration, applied when the VM reports from there.
+	paramDest        = "dest"
+	paramDestPod     = "dest_pod"
+	paramDestCluster = "dest_cluster"
+	// paramOffering is the new offering of a Resize, JSON encoded.
+	paramOffering = "offering"
+)
 
 // Outcomes kept in VmRecord.Recent.
 const (
@@ -63,6 +91,14 @@ type flow struct {
 	// holds reports whether a failing job holds placement capacity that
 	// must be released.
 	holds func(j schemas.JobState) bool
+	// releaseOnFail, when set, replaces holds: it releases exactly what
+	// the failing job claimed (a migration must not release the source).
+	releaseOnFail func(t *tx)
+	// failed runs when the job fails, before JobFailed (HA retries).
+	failed func(t *tx)
+	// placed, when set, takes the placement decision instead of moving
+	// the VM there at once (a migration moves when the VM reports).
+	placed func(t *tx, d *schemas.PlacementDecided)
 }
 
 func flowOf(action string) flow {
@@ -75,8 +111,20 @@ func flowOf(action string) flow {
 		return stopFlow()
 	case ActTerminate:
 		return terminateFlow()
+	case ActReboot, ActPause, ActUnpause, ActSuspend, ActResume, ActRescue, ActUnrescue, ActRebuild, ActSnapshot:
+		return simpleFlow()
+	case ActMigrate:
+		return migrateFlow()
+	case ActResize:
+		return resizeFlow()
+	case ActConfirmResize:
+		return confirmResizeFlow()
+	case ActRevertResize:
+		return revertResizeFlow()
+	case ActHARestart:
+		return haRestartFlow()
 	}
-	// Unsupported actions are rejected before a job starts.
+	// commandOf knows only the actions above.
 	panic("vm: no flow for " + action)
 }
 
@@ -132,8 +180,6 @@ func (t *tx) command(action string, c schemas.VmCommand, v any) {
 		t.reject(ref, "AlreadyExists", "VM "+t.key+" already exists", nil)
 	case action == ActTerminate:
 		t.terminate(ref, c, v)
-	case running && !supported[action]:
-		t.reject(ref, "Unsupported", unsupportedDetail(action), nil)
 	case running:
 		payload, err := schemas.Marshal(v)
 		if err != nil {
@@ -145,16 +191,10 @@ func (t *tx) command(action string, c schemas.VmCommand, v any) {
 	case !IsAllowed(action, t.s.VmState, t.s.TaskState):
 		t.reject(ref, "InvalidState", fmt.Sprintf("%s is not allowed while the VM is %s", Snake(action), t.s.VmState),
 			AllowedActions(t.s.VmState, t.s.TaskState))
-	case !supported[action]:
-		t.reject(ref, "Unsupported", unsupportedDetail(action), nil)
 	default:
 		t.event(&schemas.JobAccepted{JobRef: ref})
 		t.startJob(action, c, v)
 	}
-}
-
-func unsupportedDetail(action string) string {
-	return Snake(action) + " is a valid action but this processor does not carry it out yet"
 }
 
 // known reports whether a command id already has a job: running, queued or
@@ -242,6 +282,27 @@ func paramsOf(v any) map[string]string {
 		if c.HostID != "" {
 			return map[string]string{"host_id": c.HostID}
 		}
+	case *schemas.Reboot:
+		return map[string]string{"hard": strconv.FormatBool(c.Hard)}
+	case *schemas.Rescue:
+		return map[string]string{"image": c.Image}
+	case *schemas.Rebuild:
+		return map[string]string{"image": c.Image}
+	case *schemas.Snapshot:
+		return map[string]string{"snapshot_name": c.SnapshotName}
+	case *schemas.Migrate:
+		if c.HostID != "" {
+			return map[string]string{"host_id": c.HostID}
+		}
+	case *haRequest:
+		if c.avoid != "" {
+			return map[string]string{paramAvoid: c.avoid}
+		}
+	case *schemas.Resize:
+		b, err := json.Marshal(c.Offering)
+		if err == nil {
+			return map[string]string{paramOffering: string(b)}
+		}
 	}
 	return nil
 }
@@ -296,11 +357,21 @@ func (t *tx) succeed(text string) {
 // that report.
 func (t *tx) fail(reason, detail string, follow bool) {
 	j := t.s.Job
-	if f := flowOf(j.JobType); f.holds != nil && f.holds(j) {
+	f := flowOf(j.JobType)
+	switch {
+	case f.releaseOnFail != nil:
+		f.releaseOnFail(t)
+	case f.holds != nil && f.holds(j):
 		t.release("")
 	}
 	t.s.VmState = t.failState(follow)
-	t.endJob(outcomeFailed, &schemas.JobFailed{JobRef: t.jobRef(), Reason: reason, Detail: detail, VmState: t.s.VmState},
+	ref := t.jobRef()
+	if f.failed != nil {
+		// Before endJob, so a retry is scheduled ahead of queued commands
+		// that endJob starts (they win: a retry finds a job running).
+		f.failed(t)
+	}
+	t.endJob(outcomeFailed, &schemas.JobFailed{JobRef: ref, Reason: reason, Detail: detail, VmState: t.s.VmState},
 		fmt.Sprintf("job %s failed: %s", j.JobID, reason), true)
 }
 
@@ -387,25 +458,61 @@ func (t *tx) callAgent(phase, host, power string) {
 	s.Job.Phase = phase
 	s.Job.Wait = schemas.JobWait{Kind: waitAnswer, RequestID: id, HostID: host, Power: power,
 		Deadline: t.ms + t.cfg.ResendAfter.Milliseconds()}
-	t.sendAgent(phaseCommand[phase], id, host)
+	t.sendAgent(t.commandFor(phase), id, host)
 }
 
+// sendAgent sends the agent command of kind with id. host is the host the
+// job waits on; a migration's command goes to its source instead.
 func (t *tx) sendAgent(kind, id, host string) {
 	s := t.s
+	p := s.Job.Params
+	if kind == "MigrateVm" {
+		host = p[paramSource]
+	}
 	ac := schemas.AgentCommand{CommandID: id, HostID: host, VmID: s.VmID, Epoch: s.Epoch, JobID: s.Job.JobID, IssuedAt: t.ms}
+	size := t.sizeNow()
 	var v any
 	switch kind {
 	case "StartVm":
-		v = &schemas.StartVm{AgentCommand: ac, Name: s.Name, CPU: s.Offering.CPU, MemoryMB: s.Offering.MemoryMB}
+		v = &schemas.StartVm{AgentCommand: ac, Name: s.Name, CPU: size.CPU, MemoryMB: size.MemoryMB}
 	case "StopVm":
-		force := s.Job.JobType == ActTerminate || s.Job.Params["force"] == "true"
+		force := s.Job.JobType == ActTerminate || p["force"] == "true" || s.Job.JobType == ActResize || s.Job.JobType == ActRevertResize
 		v = &schemas.StopVm{AgentCommand: ac, Force: force}
 	case "DestroyVm":
 		v = &schemas.DestroyVm{AgentCommand: ac}
+	case "MigrateVm":
+		v = &schemas.MigrateVm{AgentCommand: ac, DestHostID: p[paramDest], CPU: size.CPU, MemoryMB: size.MemoryMB}
+	case "RebootVm":
+		v = &schemas.RebootVm{AgentCommand: ac, Hard: p["hard"] == "true"}
+	case "PauseVm":
+		v = &schemas.PauseVm{AgentCommand: ac}
+	case "UnpauseVm":
+		v = &schemas.UnpauseVm{AgentCommand: ac}
+	case "SuspendVm":
+		v = &schemas.SuspendVm{AgentCommand: ac}
+	case "ResumeVm":
+		v = &schemas.ResumeVm{AgentCommand: ac}
+	case "RescueVm":
+		v = &schemas.RescueVm{AgentCommand: ac, Image: p["image"]}
+	case "UnrescueVm":
+		v = &schemas.UnrescueVm{AgentCommand: ac}
+	case "RebuildVm":
+		v = &schemas.RebuildVm{AgentCommand: ac, Image: p["image"]}
+	case "SnapshotVm":
+		v = &schemas.SnapshotVm{AgentCommand: ac, SnapshotName: p["snapshot_name"]}
 	default:
 		return
 	}
 	t.emit(schemas.TopicAgentCommands, host, v)
+}
+
+// commandFor is the agent command a phase sends: the fixed one of
+// phaseCommand, or the simple action's own.
+func (t *tx) commandFor(phase string) string {
+	if phase == phaseActing {
+		return simpleActions[t.s.Job.JobType].command
+	}
+	return phaseCommand[phase]
 }
 
 // advance ends the job's wait and lets its flow go on.
@@ -419,6 +526,10 @@ func (t *tx) advance() {
 func (t *tx) answer(a *schemas.AgentAnswer) {
 	j := &t.s.Job
 	w := &j.Wait
+	if a.Epoch < t.s.Epoch {
+		t.s.StaleIgnored++
+		return
+	}
 	if j.JobID == "" || w.Kind != waitAnswer || w.Answered || a.CommandID != w.RequestID || a.Epoch != t.s.Epoch {
 		return
 	}
@@ -443,6 +554,13 @@ func (t *tx) answer(a *schemas.AgentAnswer) {
 func (t *tx) placementDecided(d *schemas.PlacementDecided) {
 	s := t.s
 	if s.Job.JobID == "" || s.Job.Wait.Kind != waitPlacement || d.RequestID != s.Job.Wait.RequestID || d.Epoch != s.Epoch {
+		if d.Epoch < s.Epoch {
+			s.StaleIgnored++
+		}
+		return
+	}
+	if f := flowOf(s.Job.JobType); f.placed != nil {
+		f.placed(t, d)
 		return
 	}
 	s.HostID, s.PodID, s.ClusterID = d.HostID, d.PodID, d.ClusterID
@@ -462,6 +580,12 @@ func (t *tx) placementFailed(f *schemas.PlacementFailed) {
 // wakeJob hands a power report from host to the running job.
 func (t *tx) wakeJob(host, power string, at int64) {
 	w := &t.s.Job.Wait
+	if t.strayHost(host, power) {
+		j := t.s.Job
+		t.fail("UnexpectedHost", fmt.Sprintf("the VM runs on host %s, neither the source %s nor the destination %s",
+			host, j.Params[paramSource], j.Params[paramDest]), true)
+		return
+	}
 	if w.Kind != waitAnswer || w.Power == "" || host != w.HostID {
 		return
 	}
@@ -500,7 +624,7 @@ func (t *tx) tickJob() {
 	}
 	w := &j.Wait
 	if w.Kind == waitAnswer && !w.Answered && w.Deadline != 0 && t.ms >= w.Deadline {
-		t.sendAgent(phaseCommand[j.Phase], w.RequestID, w.HostID)
+		t.sendAgent(t.commandFor(j.Phase), w.RequestID, w.HostID)
 		w.Deadline = t.ms + t.cfg.ResendAfter.Milliseconds()
 	}
 	if w.Kind == waitAnswer && w.Answered && (w.Power == "" || w.Reported) {

@@ -46,6 +46,9 @@ type tx struct {
 	before watched
 	// cause and reason describe the latest change, for VmStateChanged.
 	cause, reason string
+	// downHost is the fenced host a HostDown names, for an HA restart to
+	// avoid.
+	downHost string
 }
 
 func (m *Machine) begin(s *schemas.VmRecord, key string, now time.Time) *tx {
@@ -95,6 +98,8 @@ func (m *Machine) Tick(s *schemas.VmRecord, key string, now time.Time) (*schemas
 	case t.s.ExpungeAt != 0 && t.ms >= t.s.ExpungeAt && t.s.VmState == StateDeleted:
 		t.event(&schemas.VmExpunged{VmID: t.s.VmID, Account: t.s.Account, At: t.ms})
 		return nil, t.out
+	case t.s.HARetryAt != 0:
+		t.haDue()
 	}
 	return t.finish(s)
 }
@@ -113,6 +118,8 @@ func (m *Machine) Wake(s *schemas.VmRecord) time.Time {
 		return time.UnixMilli(at).UTC()
 	case s.VmState == StateDeleted && s.ExpungeAt != 0:
 		return time.UnixMilli(s.ExpungeAt).UTC()
+	case s.HARetryAt != 0:
+		return time.UnixMilli(s.HARetryAt).UTC()
 	}
 	return time.Time{}
 }

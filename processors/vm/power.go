@@ -23,6 +23,7 @@ func (t *tx) powerReport(r *schemas.PowerReport) {
 // than the last one seen from that host; an older one is stale.
 func (t *tx) fresh(host string, seq int64) bool {
 	if last, ok := t.s.ReportSeq[host]; ok && seq <= last {
+		t.s.StaleIgnored++
 		return false
 	}
 	if t.s.ReportSeq == nil {
@@ -91,16 +92,18 @@ func (t *tx) follow(host, power, why string) {
 	from := s.VmState
 	s.VmState = stationaryFor(power)
 	msg := fmt.Sprintf("%s while the VM was %s: out-of-band change, the VM follows to %s", why, from, s.VmState)
-	if s.HA && from == StateActive && !onHost(power) {
-		// DESIGN §5.4 wants an HA restart job here; it comes with the HA
-		// slice. Until then the VM follows like any other.
-		msg += " (HA restart not carried out yet)"
+	ha := s.HA && from == StateActive && !onHost(power)
+	if !ha {
+		t.alert("VmStateSync", fmt.Sprintf("%s-sync-%d", s.VmID, t.ms), host, "", msg)
 	}
-	t.alert("VmStateSync", fmt.Sprintf("%s-sync-%d", s.VmID, t.ms), host, "", msg)
 	t.changed("", msg)
 	if s.VmState == StateStopped && from != StateError {
 		// A Stopped VM holds no capacity (Start asks placement again).
 		t.release(s.HostID)
+	}
+	if ha {
+		// An HA VM is not left off: an internal job starts it again.
+		t.startHA(t.downHost)
 	}
 }
 
@@ -111,6 +114,7 @@ func (t *tx) hostDown(d *schemas.HostDown) {
 	if d.HostID == "" || (d.HostID != s.HostID && d.HostID != s.PowerHost) {
 		return
 	}
+	t.downHost = d.HostID
 	t.observe(d.HostID, schemas.PowerOff, 0, fmt.Sprintf("host %s is down (%s)", d.HostID, d.Reason))
 }
 

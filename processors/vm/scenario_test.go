@@ -159,6 +159,8 @@ func (r *runner) run(directive string) []string {
 				cfg.ExpungeDelay = d
 			case k == "resend_after" && err == nil:
 				cfg.ResendAfter = d
+			case k == "ha_max_retries" && nerr == nil:
+				cfg.HAMaxRetries = int32(n)
 			case k == "power_state_update_limit" && nerr == nil:
 				cfg.PowerStateUpdateLimit = int32(n)
 			default:

@@ -12,8 +12,14 @@ import (
 	"github.com/vmplane/vmplane/schemas"
 )
 
-// errUnsupported answers the agent commands this agent cannot carry out yet.
-const errUnsupported = "unsupported by agent"
+// Errors an answer carries as text.
+const (
+	// errUnsupported answers the agent commands this agent cannot carry out.
+	errUnsupported = "unsupported by agent"
+	// errForeignDestination answers a MigrateVm whose destination host is
+	// served by another agent: live migration between agents is not built.
+	errForeignDestination = "destination not served by this agent"
+)
 
 // commandLoop consumes agent.commands.v1 batch by batch: every command of
 // the batch for one of the agent's hosts is executed on the pool, and the
@@ -77,6 +83,9 @@ func (a *Agent) dispatch(ctx, hard context.Context, p *pool, kr *kgo.Record, wg 
 		}
 		return
 	}
+	if a.investigate(ctx, p, rec, wg) {
+		return // checkhost.go: addressed by cluster, not by host
+	}
 	h, ok := a.hosts[cmd.HostID]
 	if !ok {
 		return
@@ -108,23 +117,51 @@ func (a *Agent) execute(ctx context.Context, h *hostState, rec schemas.Record, c
 	}
 	var (
 		err    error
-		report bool // a PowerReport follows a successful power change
+		report = true // a PowerReport follows a successful power change
+		// where is the host the VM is on after the command: the
+		// destination of a migration, else the command's host.
+		where = h
 	)
 	switch c := rec.Value.(type) {
 	case *schemas.StartVm:
 		err = a.drv.Start(ctx, cmd.HostID, VMSpec{ID: c.VmID, Name: c.Name, CPU: c.CPU, MemoryMB: c.MemoryMB})
-		report = true
 	case *schemas.StopVm:
 		err = a.drv.Stop(ctx, cmd.HostID, c.VmID, c.Force)
-		report = true
 	case *schemas.DestroyVm:
+		report = false
 		err = a.drv.Destroy(ctx, cmd.HostID, c.VmID)
 		if errors.Is(err, ErrUnknownVM) {
 			err = nil // already gone: destroying is idempotent
 		}
-	case *schemas.CheckHost:
-		a.answerCheckHost(ctx, h, c)
-		return
+	case *schemas.RebootVm:
+		err = a.drv.Reboot(ctx, cmd.HostID, c.VmID, c.Hard)
+	case *schemas.PauseVm:
+		err = a.drv.Pause(ctx, cmd.HostID, c.VmID)
+	case *schemas.UnpauseVm:
+		err = a.drv.Unpause(ctx, cmd.HostID, c.VmID)
+	case *schemas.SuspendVm:
+		err = a.drv.Suspend(ctx, cmd.HostID, c.VmID)
+	case *schemas.ResumeVm:
+		err = a.drv.Resume(ctx, cmd.HostID, c.VmID)
+	case *schemas.RescueVm:
+		err = a.drv.Rescue(ctx, cmd.HostID, c.VmID, c.Image)
+	case *schemas.UnrescueVm:
+		err = a.drv.Unrescue(ctx, cmd.HostID, c.VmID)
+	case *schemas.RebuildVm:
+		err = a.drv.Rebuild(ctx, cmd.HostID, c.VmID, c.Image)
+	case *schemas.SnapshotVm:
+		report = false // the power state does not change
+		err = a.drv.Snapshot(ctx, cmd.HostID, c.VmID, c.SnapshotName)
+	case *schemas.MigrateVm:
+		// The destination must be one of ours: the agent reports it, and
+		// a driver cannot reach a hypervisor another agent serves.
+		dst, ok := a.hosts[c.DestHostID]
+		if !ok {
+			err = errors.New(errForeignDestination)
+			break
+		}
+		err = a.drv.Migrate(ctx, cmd.HostID, c.VmID, c.DestHostID, VMSpec{ID: c.VmID, CPU: c.CPU, MemoryMB: c.MemoryMB})
+		where = dst
 	default:
 		err = errors.New(errUnsupported)
 	}
@@ -138,9 +175,9 @@ func (a *Agent) execute(ctx context.Context, h *hostState, rec schemas.Record, c
 		return // shutting down: not answered, so not committed either
 	}
 
-	seq := h.nextSeq()
+	seq := where.nextSeq()
 	state := schemas.PowerUnknown
-	if states, serr := a.drv.PowerStates(cmd.HostID); serr == nil {
+	if states, serr := a.drv.PowerStates(where.info.ID); serr == nil {
 		if state = states[cmd.VmID]; state == "" {
 			state = schemas.PowerOff
 		}
@@ -154,26 +191,13 @@ func (a *Agent) execute(ctx context.Context, h *hostState, rec schemas.Record, c
 	ar := schemas.Record{Topic: schemas.TopicVmAnswers, Key: cmd.VmID, Value: answer, Headers: answerHeaders(rec, cmd)}
 	h.answers.put(cmd.CommandID, ar)
 	out := []schemas.Record{ar}
-	if err == nil && report && !h.rejected.Load() && h.connected.Load() {
+	if err == nil && report && !where.rejected.Load() && where.connected.Load() {
 		out = append(out, schemas.Record{Topic: schemas.TopicVmPower, Key: cmd.VmID, Value: &schemas.PowerReport{
-			VmID: cmd.VmID, HostID: cmd.HostID, PowerState: state, ReportSeq: seq, ReportedAt: at}})
+			VmID: cmd.VmID, HostID: where.info.ID, PowerState: state, ReportSeq: seq, ReportedAt: at}})
 	}
 	a.log.Debug("command executed", "host", cmd.HostID, "vm", cmd.VmID, "type", answer.CommandType, "ok", answer.OK, "err", answer.Error)
 	if err := a.produce(ctx, out...); err != nil {
 		a.log.Warn("answer not sent", "command", cmd.CommandID, "err", err)
-	}
-}
-
-// answerCheckHost answers a neighbour check. The agent has no way yet to
-// probe another host, so it says Unknown, which sends the host processor to
-// its next investigator.
-func (a *Agent) answerCheckHost(ctx context.Context, h *hostState, c *schemas.CheckHost) {
-	r := schemas.Record{Topic: schemas.TopicHostEvents, Key: c.TargetHostID, Value: &schemas.CheckHostAnswer{
-		CommandID: c.CommandID, HostID: c.HostID, TargetHostID: c.TargetHostID, Result: "Unknown", At: a.cfg.Clock().UnixMilli()},
-		Headers: map[string]string{"command_id": c.CommandID}}
-	h.answers.put(c.CommandID, r)
-	if err := a.produce(ctx, r); err != nil {
-		a.log.Warn("check host answer not sent", "command", c.CommandID, "err", err)
 	}
 }
 
@@ -220,6 +244,8 @@ func commandOf(v any) (*schemas.AgentCommand, bool) {
 	case *schemas.MigrateVm:
 		return &c.AgentCommand, true
 	case *schemas.CheckHost:
+		return &c.AgentCommand, true
+	case *schemas.FenceHost:
 		return &c.AgentCommand, true
 	case *schemas.AgentRejected:
 		return &c.AgentCommand, true

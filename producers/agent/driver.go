@@ -67,4 +67,33 @@ type Driver interface {
 	PowerStates(hostID string) (map[string]string, error)
 	// Changes signals power changes the driver saw on its own.
 	Changes() <-chan Change
+
+	// Reboot restarts a running VM's guest (a reset when hard is set); it
+	// stays PowerOn.
+	Reboot(ctx context.Context, hostID, vmID string, hard bool) error
+	// Pause freezes a running VM's vCPUs in memory (Paused); pausing a
+	// paused VM succeeds.
+	Pause(ctx context.Context, hostID, vmID string) error
+	// Unpause lets a paused VM run again (PowerOn).
+	Unpause(ctx context.Context, hostID, vmID string) error
+	// Suspend saves a running VM's memory to disk and stops it
+	// (Suspended); suspending a suspended VM succeeds.
+	Suspend(ctx context.Context, hostID, vmID string) error
+	// Resume restores a suspended VM (PowerOn).
+	Resume(ctx context.Context, hostID, vmID string) error
+	// Rescue boots the VM from a rescue image with its own disk attached
+	// (PowerOn afterwards).
+	Rescue(ctx context.Context, hostID, vmID, image string) error
+	// Unrescue boots the VM from its own disk again (PowerOn afterwards).
+	Unrescue(ctx context.Context, hostID, vmID string) error
+	// Rebuild replaces the VM's root disk with a fresh copy of image and
+	// boots it (PowerOn afterwards).
+	Rebuild(ctx context.Context, hostID, vmID, image string) error
+	// Snapshot takes a named snapshot of the VM's disks; the power state is
+	// unchanged.
+	Snapshot(ctx context.Context, hostID, vmID, name string) error
+	// Migrate moves a running VM live from srcHostID to dstHostID; vm
+	// describes it for the destination. On success the VM is gone from the
+	// source and reported by the destination.
+	Migrate(ctx context.Context, srcHostID, vmID, dstHostID string, vm VMSpec) error
 }

@@ -7,51 +7,84 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
+// rows are the rows of the four tables a batch inserts.
+type rows struct {
+	jobs   []jobRow
+	events []eventRow
+	hosts  []hostRow
+	leases []leaseRow
+}
+
+func (r *rows) len() int { return len(r.jobs) + len(r.events) + len(r.hosts) + len(r.leases) }
+
+// recordRows are the rows one record brings; none for a dead letter.
+type recordRows struct {
+	job   *jobRow
+	event *eventRow
+	host  *hostRow
+	lease *leaseRow
+}
+
 // batch is what has been read since the last commit: the rows to insert and,
-// per partition, the offset to commit once they are in.
+// per topic and partition, the offset to commit once they are in.
 type batch struct {
-	jobs    []jobRow
-	events  []eventRow
-	next    map[int32]kgo.EpochOffset
+	rows
+	next    map[string]map[int32]kgo.EpochOffset
 	records int
 	started time.Time
 }
 
-func newBatch() batch { return batch{next: map[int32]kgo.EpochOffset{}} }
+func newBatch() batch { return batch{next: map[string]map[int32]kgo.EpochOffset{}} }
 
-func (b *batch) rows() int { return len(b.jobs) + len(b.events) }
-
-// add takes a record; a dead-lettered one (ok false) brings no rows but its
-// offset, so it is committed with the batch.
-func (b *batch) add(kr *kgo.Record, job *jobRow, ev eventRow, ok bool) {
+// add takes a record and its rows; a dead-lettered record brings no rows but
+// its offset, so it is committed with the batch.
+func (b *batch) add(kr *kgo.Record, rr recordRows) {
 	if b.records == 0 {
 		b.started = time.Now()
 	}
 	b.records++
-	b.next[kr.Partition] = kgo.EpochOffset{Epoch: kr.LeaderEpoch, Offset: kr.Offset + 1}
-	if !ok {
-		return
+	if b.next[kr.Topic] == nil {
+		b.next[kr.Topic] = map[int32]kgo.EpochOffset{}
 	}
-	if job != nil {
-		b.jobs = append(b.jobs, *job)
+	b.next[kr.Topic][kr.Partition] = kgo.EpochOffset{Epoch: kr.LeaderEpoch, Offset: kr.Offset + 1}
+	if rr.job != nil {
+		b.jobs = append(b.jobs, *rr.job)
 	}
-	b.events = append(b.events, ev)
+	if rr.event != nil {
+		b.events = append(b.events, *rr.event)
+	}
+	if rr.host != nil {
+		b.hosts = append(b.hosts, *rr.host)
+	}
+	if rr.lease != nil {
+		b.leases = append(b.leases, *rr.lease)
+	}
 }
 
-// drop removes the rows and offsets of the given partitions.
-func (b *batch) drop(partitions []int32) {
-	if len(partitions) == 0 {
+// drop removes the rows and offsets of the given partitions, by topic.
+func (b *batch) drop(gone map[string][]int32) {
+	if len(gone) == 0 {
 		return
 	}
-	gone := func(p int32) bool { return slices.Contains(partitions, p) }
-	b.jobs = slices.DeleteFunc(b.jobs, func(r jobRow) bool { return gone(r.Partition) })
-	b.events = slices.DeleteFunc(b.events, func(r eventRow) bool { return gone(r.Partition) })
-	for _, p := range partitions {
-		delete(b.next, p)
+	out := func(topic string, p int32) bool { return slices.Contains(gone[topic], p) }
+	b.jobs = slices.DeleteFunc(b.jobs, func(r jobRow) bool { return out(r.Topic, r.Partition) })
+	b.events = slices.DeleteFunc(b.events, func(r eventRow) bool { return out(r.Topic, r.Partition) })
+	b.hosts = slices.DeleteFunc(b.hosts, func(r hostRow) bool { return out(r.Topic, r.Partition) })
+	b.leases = slices.DeleteFunc(b.leases, func(r leaseRow) bool { return out(r.Topic, r.Partition) })
+	for topic, parts := range gone {
+		for _, p := range parts {
+			delete(b.next[topic], p)
+		}
+		if len(b.next[topic]) == 0 {
+			delete(b.next, topic)
+		}
 	}
 	// records only says whether there is something to commit; a batch left
 	// with offsets of kept partitions still needs its flush.
-	b.records = len(b.next)
+	b.records = 0
+	for _, parts := range b.next {
+		b.records += len(parts)
+	}
 	if b.records == 0 {
 		b.started = time.Time{}
 	}

@@ -35,12 +35,17 @@ type Config struct {
 }
 
 // insertFunc writes a batch's rows.
-type insertFunc func(ctx context.Context, jobs []jobRow, events []eventRow) error
+type insertFunc func(ctx context.Context, r *rows) error
+
+// Topics are the topics the journal projects: VM and job events, host
+// status changes and lease notifications.
+var Topics = []string{schemas.TopicVmEvents, schemas.TopicHostStatus, schemas.TopicLeaseEvents}
 
 // attemptTimeout bounds one insert, DLQ produce or migration attempt.
 const attemptTimeout = 30 * time.Second
 
-// Projector consumes vm.events.v1 and writes job_journal and vm_events.
+// Projector consumes Topics and writes job_journal, vm_events, host_events
+// and lease_events.
 type Projector struct {
 	cfg   Config
 	log   *slog.Logger
@@ -102,7 +107,7 @@ func New(cfg Config) (*Projector, error) {
 }
 
 // Run creates the tables (retrying while ClickHouse is down) and projects
-// vm.events.v1 until ctx ends; it returns nil then. Rows inserted but not yet
+// Topics until ctx ends; it returns nil then. Rows inserted but not yet
 // committed are inserted again by the next run, which the tables absorb.
 func (p *Projector) Run(ctx context.Context) error {
 	conn, err := Open(p.cfg.Addr)
@@ -112,8 +117,8 @@ func (p *Projector) Run(ctx context.Context) error {
 	defer conn.Close()
 	ins := p.insert
 	if ins == nil {
-		ins = func(ctx context.Context, jobs []jobRow, events []eventRow) error {
-			return insert(ctx, conn, p.cfg.Database, jobs, events)
+		ins = func(ctx context.Context, r *rows) error {
+			return insert(ctx, conn, p.cfg.Database, r)
 		}
 	}
 	p.mu.Lock()
@@ -128,7 +133,7 @@ func (p *Projector) Run(ctx context.Context) error {
 
 	cl, err := kgo.NewClient(p.cfg.Kafka.Opts(
 		kgo.ConsumerGroup(p.cfg.Group),
-		kgo.ConsumeTopics(schemas.TopicVmEvents),
+		kgo.ConsumeTopics(Topics...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DisableAutoCommit(),
 		// Between a poll and AllowRebalance no partition can move, so a flush
@@ -183,11 +188,10 @@ func (p *Projector) handle(ctx context.Context, cl *kgo.Client, fs kgo.Fetches, 
 // take adds a record's rows to the batch, or dead-letters a record that
 // cannot be decoded or projected; either way its offset joins the batch.
 func (p *Projector) take(ctx context.Context, cl *kgo.Client, kr *kgo.Record) error {
-	var job *jobRow
-	var ev eventRow
+	var rr recordRows
 	rec, err := kafka.FromKafka(ctx, p.codec, kr)
 	if err == nil {
-		job, ev, err = rowsOf(rec)
+		rr, err = recordRowsOf(rec)
 	}
 	if err != nil {
 		p.log.Error("dead-lettering a record", "partition", kr.Partition, "offset", kr.Offset, "err", err)
@@ -201,8 +205,26 @@ func (p *Projector) take(ctx context.Context, cl *kgo.Client, kr *kgo.Record) er
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.pending.add(kr, job, ev, err == nil)
+	if err != nil {
+		rr = recordRows{}
+	}
+	p.pending.add(kr, rr)
 	return nil
+}
+
+// recordRowsOf is the rows of one decoded record, by its topic.
+func recordRowsOf(rec schemas.Record) (recordRows, error) {
+	switch rec.Topic {
+	case schemas.TopicHostStatus:
+		h, err := hostRowOf(rec)
+		return recordRows{host: &h}, err
+	case schemas.TopicLeaseEvents:
+		l, err := leaseRowOf(rec)
+		return recordRows{lease: &l}, err
+	default:
+		job, ev, err := rowsOf(rec)
+		return recordRows{job: job, event: &ev}, err
+	}
 }
 
 // flush inserts the batch, then commits the offsets of exactly its records.
@@ -228,11 +250,11 @@ func (p *Projector) flush(ctx context.Context, cl *kgo.Client, ins insertFunc) e
 		return nil
 	}
 	err := retry(fctx, p.log, "insert into clickhouse", p.wait, attemptTimeout, func(ctx context.Context) error {
-		return ins(ctx, b.jobs, b.events)
+		return ins(ctx, &b.rows)
 	})
 	if err != nil {
 		if ctx.Err() == nil {
-			p.log.Info("flush put off for a rebalance", "rows", len(b.jobs)+len(b.events))
+			p.log.Info("flush put off for a rebalance", "rows", b.rows.len())
 			return nil
 		}
 		return ctx.Err()
@@ -251,14 +273,15 @@ func (p *Projector) flush(ctx context.Context, cl *kgo.Client, ins insertFunc) e
 		// inserts them again, which the tables absorb.
 		p.log.Warn("offset commit failed after insert", "err", err)
 	}
-	p.log.Debug("flushed", "job_rows", len(b.jobs), "event_rows", len(b.events), "records", b.records)
+	p.log.Debug("flushed", "job_rows", len(b.jobs), "event_rows", len(b.events), "host_rows", len(b.hosts),
+		"lease_rows", len(b.leases), "records", b.records)
 	p.pending = newBatch()
 	return nil
 }
 
-func commit(ctx context.Context, cl *kgo.Client, next map[int32]kgo.EpochOffset) error {
+func commit(ctx context.Context, cl *kgo.Client, next map[string]map[int32]kgo.EpochOffset) error {
 	var errs error
-	cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{schemas.TopicVmEvents: next},
+	cl.CommitOffsetsSync(ctx, next,
 		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 			if err != nil {
 				errs = err
@@ -281,7 +304,7 @@ func commit(ctx context.Context, cl *kgo.Client, next map[int32]kgo.EpochOffset)
 func (p *Projector) dropPartitions(_ context.Context, _ *kgo.Client, gone map[string][]int32) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.pending.drop(gone[schemas.TopicVmEvents])
+	p.pending.drop(gone)
 }
 
 func (p *Projector) yieldToRebalance() {
@@ -298,7 +321,7 @@ func (p *Projector) due() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	b := &p.pending
-	return b.records > 0 && (b.rows() >= p.cfg.BatchRows || time.Since(b.started) >= p.cfg.FlushInterval)
+	return b.records > 0 && (b.rows.len() >= p.cfg.BatchRows || time.Since(b.started) >= p.cfg.FlushInterval)
 }
 
 // untilDue is how long a poll may wait before the batch must be flushed.

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,37 +16,22 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/vmplane/vmplane/internal/chserver"
 	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/internal/testkit"
 	"github.com/vmplane/vmplane/schemas"
 )
 
-// varDir is the repository's var/test, where a ClickHouse started for tests
-// keeps its files.
-const varDir = "../../var/test"
-
-// clickhouse returns a connection to the test ClickHouse and a fresh
-// database name, dropped at the end of the test.
-func testClickHouse(t *testing.T, addr string) (driver.Conn, string) {
+// testClickHouse returns a connection to the test ClickHouse, its address
+// and a fresh database (testkit drops it at the end of the test).
+func testClickHouse(t *testing.T) (driver.Conn, string, string) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs ClickHouse")
-	}
-	srv, err := chserver.Ensure(t.Context(), addr, varDir, nil)
+	addr, db := testkit.ClickHouse(t)
+	conn, err := Open(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := Open(srv.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := "journal_" + strings.ToLower(regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(t.Name(), "_")) +
-		fmt.Sprint(time.Now().UnixNano())
-	t.Cleanup(func() {
-		_ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+quoteIdent(db))
-		conn.Close()
-	})
-	return conn, db
+	t.Cleanup(func() { conn.Close() })
+	return conn, addr, db
 }
 
 func broker(t *testing.T) (kafka.Config, *kgo.Client) {
@@ -79,7 +62,7 @@ func jobEvents(vm, job string, at int64) []any {
 	return []any{
 		&schemas.JobAccepted{JobRef: ref(0)},
 		&schemas.JobStepped{JobRef: ref(1), Seq: 1, TaskState: "Scheduling", Step: "place", Text: "placing", Obj: `{}`},
-		&schemas.JobStepped{JobRef: ref(2), Seq: 2, TaskState: "PoweringOn", Step: "start", Text: "starting on h1", Obj: `{"host":"h1"}`},
+		&schemas.JobStepped{JobRef: ref(2), Seq: 2, TaskState: "PoweringOn", Step: "start", Text: "starting on h1", Obj: `{"host_id":"h1"}`},
 		&schemas.JobStepped{JobRef: ref(3), Seq: 3, TaskState: "PoweringOn", Step: "answer", Text: "h1 answered", Obj: `{}`},
 		&schemas.JobSucceeded{JobRef: ref(4), VmState: "Running"},
 		&schemas.VmStateChanged{VmID: vm, VmState: "Running", PowerState: "PowerOn", HostID: "h1", JobID: job, UpdatedAt: at + 4},
@@ -174,7 +157,7 @@ func newProjector(t *testing.T, kcfg kafka.Config, addr, db string) *Projector {
 // before the commit, then runs another: the batch is inserted twice and the
 // journal still shows every line once.
 func TestReplayedBatchReadsOnce(t *testing.T) {
-	conn, db := testClickHouse(t, chserver.DefaultAddr)
+	conn, addr, db := testClickHouse(t)
 	kcfg, cl := broker(t)
 	jobs := []string{"job-a", "job-b", "job-c"}
 	for i, job := range jobs {
@@ -182,7 +165,7 @@ func TestReplayedBatchReadsOnce(t *testing.T) {
 	}
 	records := len(jobs) * len(jobEvents("", "", 0))
 
-	first := newProjector(t, kcfg, chserver.DefaultAddr, db)
+	first := newProjector(t, kcfg, addr, db)
 	var firstRows atomic.Int64
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -211,13 +194,12 @@ func TestReplayedBatchReadsOnce(t *testing.T) {
 		t.Fatal("first projector inserted nothing")
 	}
 
-	second := newProjector(t, kcfg, chserver.DefaultAddr, db)
+	second := newProjector(t, kcfg, addr, db)
 	var secondEvents atomic.Int64
-	realInsert := func(ctx context.Context, j []jobRow, e []eventRow) error { return insert(ctx, conn, db, j, e) }
-	second.insert = func(ctx context.Context, j []jobRow, e []eventRow) error {
-		err := realInsert(ctx, j, e)
+	second.insert = func(ctx context.Context, r *rows) error {
+		err := insert(ctx, conn, db, r)
 		if err == nil {
-			secondEvents.Add(int64(len(e)))
+			secondEvents.Add(int64(len(r.events)))
 		}
 		return err
 	}
@@ -276,7 +258,7 @@ func TestReplayedBatchReadsOnce(t *testing.T) {
 // TestGarbageGoesToDLQ dead-letters an undecodable record and projects the
 // records around it.
 func TestGarbageGoesToDLQ(t *testing.T) {
-	conn, db := testClickHouse(t, chserver.DefaultAddr)
+	conn, addr, db := testClickHouse(t)
 	kcfg, cl := broker(t)
 	garbage := &kgo.Record{Topic: schemas.TopicVmEvents, Key: []byte("vm-9"), Value: []byte("not avro at all")}
 	if err := cl.ProduceSync(t.Context(), garbage).FirstErr(); err != nil {
@@ -284,7 +266,7 @@ func TestGarbageGoesToDLQ(t *testing.T) {
 	}
 	produce(t, cl, "vm-9", jobEvents("vm-9", "job-z", 1_760_000_000_000)...)
 
-	p := newProjector(t, kcfg, chserver.DefaultAddr, db)
+	p := newProjector(t, kcfg, addr, db)
 	stop, _ := run(t, p)
 	r := NewReader(conn, db)
 	eventually(t, 20*time.Second, "job-z projected", func() bool {
@@ -321,71 +303,24 @@ func TestGarbageGoesToDLQ(t *testing.T) {
 	}
 }
 
-// TestClickHouseDownAtStart starts the projector against an address where
-// no ClickHouse answers, then starts one there: nothing is lost and nothing
-// is committed before the rows are in.
-func TestClickHouseDownAtStart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs ClickHouse")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-
-	kcfg, cl := broker(t)
-	produce(t, cl, "vm-5", jobEvents("vm-5", "job-down", 1_760_000_000_000)...)
-	p := newProjector(t, kcfg, addr, "journal_down")
-	stop, done := run(t, p)
-	time.Sleep(time.Second) // several failed attempts
-	select {
-	case err := <-done:
-		t.Fatalf("Run returned while ClickHouse was down: %v", err)
-	default:
-	}
-	if n := committed(t, cl, "journal-test"); n != 0 {
-		t.Fatalf("committed %d offsets with ClickHouse down", n)
-	}
-
-	srv, err := chserver.Ensure(t.Context(), addr, t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	conn, err := Open(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	eventually(t, 30*time.Second, "job-down projected and committed", func() bool {
-		e, err := NewReader(conn, "journal_down").JobJournal(t.Context(), "job-down")
-		return err == nil && len(e) == stepsPerJob && committed(t, cl, "journal-test") == int64(len(jobEvents("", "", 0)))
-	})
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestInsertRetriedBeforeCommit fails every insert for a while: the
 // projector keeps retrying, commits nothing meanwhile, and commits once the
 // rows are in.
 func TestInsertRetriedBeforeCommit(t *testing.T) {
-	conn, db := testClickHouse(t, chserver.DefaultAddr)
+	conn, addr, db := testClickHouse(t)
 	kcfg, cl := broker(t)
 	produce(t, cl, "vm-7", jobEvents("vm-7", "job-retry", 1_760_000_000_000)...)
 
-	p := newProjector(t, kcfg, chserver.DefaultAddr, db)
+	p := newProjector(t, kcfg, addr, db)
 	var down atomic.Bool
 	var failures atomic.Int64
 	down.Store(true)
-	p.insert = func(ctx context.Context, j []jobRow, e []eventRow) error {
+	p.insert = func(ctx context.Context, r *rows) error {
 		if down.Load() {
 			failures.Add(1)
 			return errors.New("connection refused (simulated outage)")
 		}
-		return insert(ctx, conn, db, j, e)
+		return insert(ctx, conn, db, r)
 	}
 	stop, _ := run(t, p)
 	eventually(t, 10*time.Second, "several failed inserts", func() bool { return failures.Load() >= 3 })

@@ -36,6 +36,8 @@ type jobRow struct {
 	Topic                          string
 	Partition                      int32
 	Offset                         int64
+	// HostID is the host the step names in its obj ("host_id"), if any.
+	HostID string
 }
 
 // eventRow is one row of vm_events, in the column order of insertEvents.
@@ -46,6 +48,8 @@ type eventRow struct {
 	Topic                                  string
 	Partition                              int32
 	Offset                                 int64
+	// Reason is why the VM changed or the job ended, where the event says.
+	Reason string
 }
 
 // rowsOf turns one decoded record of vm.events.v1 into its vm_events row and,
@@ -85,7 +89,8 @@ func rowsOf(r schemas.Record) (*jobRow, eventRow, error) {
 		}
 		job = newJob(v.JobRef, KindStepped, uint32(v.Seq))
 		job.Step, job.TaskState, job.Text, job.Obj = v.Step, v.TaskState, v.Text, v.Obj
-		ev.TaskState = v.TaskState
+		job.HostID = hostOf(v.Obj)
+		ev.TaskState, ev.HostID, ev.Reason = v.TaskState, job.HostID, v.Text
 	case *schemas.JobSucceeded:
 		job = newJob(v.JobRef, KindSucceeded, endSeq)
 		job.VmState, job.Text = v.VmState, "succeeded, VM is "+v.VmState
@@ -93,22 +98,25 @@ func rowsOf(r schemas.Record) (*jobRow, eventRow, error) {
 	case *schemas.JobFailed:
 		job = newJob(v.JobRef, KindFailed, endSeq)
 		job.Reason, job.Detail, job.VmState, job.Text = v.Reason, v.Detail, v.VmState, v.Detail
-		ev.VmState = v.VmState
+		ev.VmState, ev.Reason = v.VmState, v.Reason
 	case *schemas.JobCancelled:
 		job = newJob(v.JobRef, KindCancelled, endSeq)
 		job.Reason, job.VmState, job.Text = v.Reason, v.VmState, v.Reason
-		ev.VmState = v.VmState
+		ev.VmState, ev.Reason = v.VmState, v.Reason
 	case *schemas.JobRejected:
 		job = newJob(v.JobRef, KindRejected, endSeq)
 		job.Reason, job.Detail, job.Text = v.Reason, v.Detail, v.Detail
 		job.Obj = mustJSON(map[string]any{"allowed_actions": v.AllowedActions})
+		ev.Reason = v.Reason
 	case *schemas.VmStateChanged:
 		ev.VmID, ev.JobID, ev.AtMs = v.VmID, v.JobID, v.UpdatedAt
 		ev.VmState, ev.TaskState, ev.PowerState, ev.HostID = v.VmState, v.TaskState, v.PowerState, v.HostID
+		ev.Reason = v.Reason
 	case *schemas.PowerStateObserved:
 		ev.VmID, ev.AtMs, ev.PowerState, ev.HostID = v.VmID, v.At, v.PowerState, v.HostID
 	case *schemas.AlertRaised:
 		ev.VmID, ev.JobID, ev.AtMs, ev.HostID = v.VmID, v.JobID, v.At, v.HostID
+		ev.Reason = v.Kind + ": " + v.Message
 	case *schemas.VmExpunged:
 		ev.VmID, ev.AtMs = v.VmID, v.At
 	}
@@ -121,6 +129,18 @@ func rowsOf(r schemas.Record) (*jobRow, eventRow, error) {
 		job.AtMs = r.TimestampMs
 	}
 	return job, ev, nil
+}
+
+// hostOf is the "host_id" a step's obj names; "" when it names none or is
+// not a JSON object.
+func hostOf(obj string) string {
+	var o struct {
+		HostID string `json:"host_id"`
+	}
+	if json.Unmarshal([]byte(obj), &o) != nil {
+		return ""
+	}
+	return o.HostID
 }
 
 // mustJSON renders maps of plain values, which cannot fail to encode.

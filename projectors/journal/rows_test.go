@@ -23,28 +23,28 @@ func TestRowsOf(t *testing.T) {
 		{name: "accepted", value: &schemas.JobAccepted{JobRef: ref, Queued: true, Position: 2},
 			job: &jobRow{Kind: KindAccepted, Seq: 0, Text: "queued at position 2", Obj: `{"position":2,"queued":true}`},
 			ev:  eventRow{VmID: "vm1", Type: "JobAccepted", JobID: "j1", AtMs: ref.At}},
-		{name: "stepped", value: &schemas.JobStepped{JobRef: ref, Seq: 3, TaskState: "Spawning", Step: "start", Text: "starting on h1", Obj: `{"host":"h1"}`},
-			job: &jobRow{Kind: KindStepped, Seq: 3, Step: "start", TaskState: "Spawning", Text: "starting on h1", Obj: `{"host":"h1"}`},
-			ev:  eventRow{VmID: "vm1", Type: "JobStepped", JobID: "j1", AtMs: ref.At, TaskState: "Spawning"}},
+		{name: "stepped", value: &schemas.JobStepped{JobRef: ref, Seq: 3, TaskState: "Spawning", Step: "start", Text: "starting on h1", Obj: `{"host_id":"h1"}`},
+			job: &jobRow{Kind: KindStepped, Seq: 3, Step: "start", TaskState: "Spawning", Text: "starting on h1", Obj: `{"host_id":"h1"}`, HostID: "h1"},
+			ev:  eventRow{VmID: "vm1", Type: "JobStepped", JobID: "j1", AtMs: ref.At, TaskState: "Spawning", HostID: "h1", Reason: "starting on h1"}},
 		{name: "step zero is poison", value: &schemas.JobStepped{JobRef: ref, Seq: 0}, wantErr: "step seq 0"},
 		{name: "succeeded", value: &schemas.JobSucceeded{JobRef: ref, VmState: "Running"},
 			job: &jobRow{Kind: KindSucceeded, Seq: endSeq, VmState: "Running", Text: "succeeded, VM is Running"},
 			ev:  eventRow{VmID: "vm1", Type: "JobSucceeded", JobID: "j1", AtMs: ref.At, VmState: "Running"}},
 		{name: "failed", value: &schemas.JobFailed{JobRef: ref, Reason: "Timeout", Detail: "no answer", VmState: "Stopped"},
 			job: &jobRow{Kind: KindFailed, Seq: endSeq, Reason: "Timeout", Detail: "no answer", VmState: "Stopped", Text: "no answer"},
-			ev:  eventRow{VmID: "vm1", Type: "JobFailed", JobID: "j1", AtMs: ref.At, VmState: "Stopped"}},
+			ev:  eventRow{VmID: "vm1", Type: "JobFailed", JobID: "j1", AtMs: ref.At, VmState: "Stopped", Reason: "Timeout"}},
 		{name: "cancelled", value: &schemas.JobCancelled{JobRef: ref, Reason: "Cancelled by terminate job j2", VmState: "Stopped"},
 			job: &jobRow{Kind: KindCancelled, Seq: endSeq, Reason: "Cancelled by terminate job j2", VmState: "Stopped", Text: "Cancelled by terminate job j2"},
-			ev:  eventRow{VmID: "vm1", Type: "JobCancelled", JobID: "j1", AtMs: ref.At, VmState: "Stopped"}},
+			ev:  eventRow{VmID: "vm1", Type: "JobCancelled", JobID: "j1", AtMs: ref.At, VmState: "Stopped", Reason: "Cancelled by terminate job j2"}},
 		{name: "rejected", value: &schemas.JobRejected{JobRef: ref, Reason: "InvalidState", Detail: "VM is Stopped", AllowedActions: []string{"start"}},
 			job: &jobRow{Kind: KindRejected, Seq: endSeq, Reason: "InvalidState", Detail: "VM is Stopped", Text: "VM is Stopped", Obj: `{"allowed_actions":["start"]}`},
-			ev:  eventRow{VmID: "vm1", Type: "JobRejected", JobID: "j1", AtMs: ref.At}},
-		{name: "state changed", value: &schemas.VmStateChanged{VmID: "vm1", VmState: "Running", TaskState: "", PowerState: "PowerOn", HostID: "h1", JobID: "j1", UpdatedAt: 42},
-			ev: eventRow{VmID: "vm1", Type: "VmStateChanged", JobID: "j1", AtMs: 42, VmState: "Running", PowerState: "PowerOn", HostID: "h1"}},
+			ev:  eventRow{VmID: "vm1", Type: "JobRejected", JobID: "j1", AtMs: ref.At, Reason: "InvalidState"}},
+		{name: "state changed", value: &schemas.VmStateChanged{VmID: "vm1", VmState: "Running", TaskState: "", PowerState: "PowerOn", HostID: "h1", JobID: "j1", Reason: "started", UpdatedAt: 42},
+			ev: eventRow{VmID: "vm1", Type: "VmStateChanged", JobID: "j1", AtMs: 42, VmState: "Running", PowerState: "PowerOn", HostID: "h1", Reason: "started"}},
 		{name: "power observed", value: &schemas.PowerStateObserved{VmID: "vm1", HostID: "h2", PowerState: "PowerOff", At: 43},
 			ev: eventRow{VmID: "vm1", Type: "PowerStateObserved", AtMs: 43, PowerState: "PowerOff", HostID: "h2"}},
-		{name: "host alert without vm keeps the kafka time", key: "", value: &schemas.AlertRaised{AlertID: "a1", HostID: "h3"},
-			ev: eventRow{Type: "AlertRaised", AtMs: 999, HostID: "h3"}},
+		{name: "host alert without vm keeps the kafka time", key: "", value: &schemas.AlertRaised{AlertID: "a1", HostID: "h3", Kind: "HostAlert", Message: "no ping"},
+			ev: eventRow{Type: "AlertRaised", AtMs: 999, HostID: "h3", Reason: "HostAlert: no ping"}},
 		{name: "expunged", value: &schemas.VmExpunged{VmID: "vm1", At: 44},
 			ev: eventRow{VmID: "vm1", Type: "VmExpunged", AtMs: 44}},
 	}
@@ -94,30 +94,37 @@ func TestBatchDrop(t *testing.T) {
 	b := newBatch()
 	for p := int32(0); p < 3; p++ {
 		for o := int64(0); o < 2; o++ {
-			b.add(&kgo.Record{Partition: p, Offset: o}, &jobRow{Partition: p, Offset: o}, eventRow{Partition: p, Offset: o}, true)
+			kr := &kgo.Record{Topic: schemas.TopicVmEvents, Partition: p, Offset: o}
+			b.add(kr, recordRows{job: &jobRow{Topic: kr.Topic, Partition: p, Offset: o}, event: &eventRow{Topic: kr.Topic, Partition: p, Offset: o}})
 		}
 	}
-	b.add(&kgo.Record{Partition: 3, Offset: 9}, nil, eventRow{}, false) // dead-lettered
-	if b.rows() != 12 || b.records != 7 || b.next[3].Offset != 10 || b.next[1].Offset != 2 {
-		t.Fatalf("after add: rows %d records %d next %v", b.rows(), b.records, b.next)
+	b.add(&kgo.Record{Topic: schemas.TopicVmEvents, Partition: 3, Offset: 9}, recordRows{}) // dead-lettered
+	b.add(&kgo.Record{Topic: schemas.TopicHostStatus, Partition: 1, Offset: 4},
+		recordRows{host: &hostRow{Topic: schemas.TopicHostStatus, Partition: 1, Offset: 4}})
+	b.add(&kgo.Record{Topic: schemas.TopicLeaseEvents, Partition: 0, Offset: 2},
+		recordRows{lease: &leaseRow{Topic: schemas.TopicLeaseEvents, Partition: 0, Offset: 2}})
+	vm := b.next[schemas.TopicVmEvents]
+	if b.rows.len() != 14 || b.records != 9 || vm[3].Offset != 10 || vm[1].Offset != 2 || b.next[schemas.TopicHostStatus][1].Offset != 5 {
+		t.Fatalf("after add: rows %d records %d next %v", b.rows.len(), b.records, b.next)
 	}
-	b.drop([]int32{1, 3})
-	if b.rows() != 8 {
-		t.Fatalf("rows after drop = %d, want 8", b.rows())
+	// Partition 1 of vm.events.v1 goes; partition 1 of host.status.v1 stays.
+	b.drop(map[string][]int32{schemas.TopicVmEvents: {1, 3}})
+	if b.rows.len() != 10 || len(b.hosts) != 1 || len(b.leases) != 1 {
+		t.Fatalf("rows after drop = %d (hosts %d, leases %d), want 10", b.rows.len(), len(b.hosts), len(b.leases))
 	}
 	for _, r := range b.jobs {
 		if r.Partition == 1 {
 			t.Fatalf("job row of dropped partition kept: %+v", r)
 		}
 	}
-	if _, ok := b.next[1]; ok {
+	if _, ok := b.next[schemas.TopicVmEvents][1]; ok {
 		t.Fatal("offset of dropped partition 1 kept")
 	}
-	if _, ok := b.next[3]; ok {
+	if _, ok := b.next[schemas.TopicVmEvents][3]; ok {
 		t.Fatal("offset of dropped partition 3 kept")
 	}
-	b.drop([]int32{0, 2})
-	if b.records != 0 || b.rows() != 0 {
+	b.drop(map[string][]int32{schemas.TopicVmEvents: {0, 2}, schemas.TopicHostStatus: {1}, schemas.TopicLeaseEvents: {0}})
+	if b.records != 0 || b.rows.len() != 0 || len(b.next) != 0 {
 		t.Fatalf("batch not empty after dropping every partition: %+v", b)
 	}
 }

@@ -156,12 +156,16 @@ func (c *changes) add(r schemas.Record) bool {
 		c.stmts = append(c.stmts,
 			stmt{sqlAllocationRelease, []any{v.VmID, v.HostID, r.Offset}},
 			stmt{sqlHostUsage, []any{v.HostID, v.ZoneID, v.HostUsedCPU, v.HostUsedMemory, ms(v.At, ts), r.Offset}})
+	case *schemas.HostReserved:
+		c.stmts = append(c.stmts, stmt{sqlHostReserved, []any{v.HostID, v.ZoneID, v.Planner, v.ResourceUsage, v.Account, ms(v.At, ts), r.Offset}})
+	case *schemas.HostReservationReleased:
+		c.stmts = append(c.stmts, stmt{sqlHostReservationReleased, []any{v.HostID, v.ZoneID, v.Reason, ms(v.At, ts), r.Offset}})
 	case *schemas.ServiceOffering:
 		if v.Deleted {
 			c.stmts = append(c.stmts, stmt{sqlOfferingDelete, []any{v.ID, r.Offset}})
 		} else {
 			c.stmts = append(c.stmts, stmt{sqlOffering, []any{v.ID, v.Name, v.CPU, v.MemoryMB, v.HA, v.DeploymentPlanner,
-				nonNil(v.HostTags), ms(v.CreatedAt, ts), r.Offset}})
+				nonNil(v.HostTags), ms(v.CreatedAt, ts), r.Offset, v.PlannerMode}})
 		}
 	case *schemas.AccountCreated:
 		c.stmts = append(c.stmts, stmt{sqlAccount, []any{v.AccountID, v.Name, ms(v.At, ts), r.Offset}})

@@ -110,8 +110,8 @@ func TestFoldCommands(t *testing.T) {
 	if len(c.newIDs) != 1 || c.newJobs["c1"].Type != "Stop" || c.newJobs["c1"].State != "pending" {
 		t.Fatalf("got %v %+v", c.newIDs, c.newJobs["c1"])
 	}
-	if c.add(rec(2, &schemas.HostReserved{HostID: "h"})) {
-		t.Fatal("HostReserved has no table yet and must report false")
+	if c.add(rec(2, &schemas.ZoneRecord{ZoneID: "z"})) {
+		t.Fatal("ZoneRecord has no table and must report false")
 	}
 }
 

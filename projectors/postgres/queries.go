@@ -152,11 +152,11 @@ func (r *Reader) Hosts(ctx context.Context, p Page) ([]Host, error) {
 	return collect(rows, scanHost, "list hosts")
 }
 
-const offeringColumnsSQL = `id, name, cpu, memory_mb, ha, deployment_planner, host_tags, created_at`
+const offeringColumnsSQL = `id, name, cpu, memory_mb, ha, deployment_planner, host_tags, created_at, planner_mode`
 
 func scanOffering(row pgx.Row) (Offering, error) {
 	var o Offering
-	err := row.Scan(&o.ID, &o.Name, &o.CPU, &o.MemoryMB, &o.HA, &o.DeploymentPlanner, &o.HostTags, &o.CreatedAt)
+	err := row.Scan(&o.ID, &o.Name, &o.CPU, &o.MemoryMB, &o.HA, &o.DeploymentPlanner, &o.HostTags, &o.CreatedAt, &o.PlannerMode)
 	return o, err
 }
 

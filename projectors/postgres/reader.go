@@ -90,6 +90,7 @@ type Offering struct {
 	HA                bool
 	DeploymentPlanner string
 	HostTags          []string
+	PlannerMode       string
 	CreatedAt         time.Time
 }
 
@@ -103,6 +104,25 @@ type APIKey struct {
 	Revoked   bool
 }
 
+// Alert is a row of the alerts read model.
+type Alert struct {
+	ID      string
+	Kind    string
+	VmID    string
+	HostID  string
+	Account string
+	JobID   string
+	Message string
+	At      time.Time
+}
+
+// VMFilter narrows a VM list; "" fields match everything.
+type VMFilter struct {
+	Account string
+	VmState string
+	HostID  string
+}
+
 // Page asks for one page of a list: at most Limit rows after the cursor.
 type Page struct {
 	Limit int
@@ -113,6 +133,8 @@ type Page struct {
 type ReadModel interface {
 	VM(ctx context.Context, id string) (VM, error)
 	VMs(ctx context.Context, account string, p Page) ([]VM, error)
+	FilterVMs(ctx context.Context, f VMFilter, p Page) ([]VM, error)
+	Alerts(ctx context.Context, account, vmID string, p Page) ([]Alert, error)
 	Job(ctx context.Context, id string) (Job, error)
 	JobSteps(ctx context.Context, jobID string) ([]JobStep, error)
 	Jobs(ctx context.Context, account, vmID, state string, p Page) ([]Job, error)

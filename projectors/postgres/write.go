@@ -136,10 +136,11 @@ WHERE allocations.version < excluded.version`
 const sqlAllocationRelease = `DELETE FROM allocations WHERE vm_id = $1 AND host_id = $2 AND version < $3`
 
 const sqlOffering = `
-INSERT INTO offerings (id, name, cpu, memory_mb, ha, deployment_planner, host_tags, created_at, version)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+INSERT INTO offerings (id, name, cpu, memory_mb, ha, deployment_planner, host_tags, created_at, version, planner_mode)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 ON CONFLICT (id) DO UPDATE SET name = excluded.name, cpu = excluded.cpu, memory_mb = excluded.memory_mb,
 	ha = excluded.ha, deployment_planner = excluded.deployment_planner, host_tags = excluded.host_tags,
+	planner_mode = excluded.planner_mode,
 	created_at = excluded.created_at, version = excluded.version
 WHERE offerings.version < excluded.version`
 

@@ -31,10 +31,17 @@ commands:
   vm start ID [--wait]
   vm delete ID [--wait]
   vm action ID ACTION [--wait]
+  vm reboot|pause|unpause|suspend|resume|unrescue|terminate ID [--wait]
+  vm reboot ID --hard; vm rescue|rebuild ID [--image I]; vm snapshot ID [--name N]
+  vm migrate ID [--host H]; vm resize ID --offering O; vm confirm-resize|revert-resize ID
+  alert list [--vm ID]
   job get ID [--steps]
   job wait ID [--timeout 5m]
   host list
   offering list
+  offering create --name N --cpu C --memory MiB [--ha] [--planner P] [--planner-mode Strict|Preferred] [--host-tags a,b]
+  planner list
+  zone capacity ZONE
 
 environment: VMPLANE_API (default http://127.0.0.1:8080), VMPLANE_API_KEY
 (else the file var/dev/admin-key, when present).
@@ -117,6 +124,12 @@ func (a *cli) dispatch(ctx context.Context, args []string, getenv func(string) s
 	}
 	cmd := args[0] + " " + args[1]
 	h, ok := commands[cmd]
+	if !ok {
+		h, ok = lifecycleCommands[cmd]
+	}
+	if !ok {
+		h, ok = placementCommands[cmd]
+	}
 	if !ok {
 		return fmt.Errorf("%w: unknown command %q", errUsage, cmd)
 	}

@@ -9,12 +9,24 @@ import (
 
 // Durations holds one duration per driver operation.
 type Durations struct {
-	Start, Stop, Destroy time.Duration
+	Start, Stop, Destroy                    time.Duration
+	Reboot, Pause, Unpause, Suspend, Resume time.Duration
+	Rescue, Unrescue, Rebuild, Snapshot     time.Duration
+	Migrate                                 time.Duration
 }
 
 // Rates holds one probability (0..1) per driver operation.
 type Rates struct {
-	Start, Stop, Destroy float64
+	Start, Stop, Destroy                    float64
+	Reboot, Pause, Unpause, Suspend, Resume float64
+	Rescue, Unrescue, Rebuild, Snapshot     float64
+	Migrate                                 float64
+}
+
+// all lists every rate, for validation.
+func (r Rates) all() []float64 {
+	return []float64{r.Start, r.Stop, r.Destroy, r.Reboot, r.Pause, r.Unpause, r.Suspend, r.Resume,
+		r.Rescue, r.Unrescue, r.Rebuild, r.Snapshot, r.Migrate}
 }
 
 // Layout generates a zone of identical hosts: Pods × ClustersPerPod ×

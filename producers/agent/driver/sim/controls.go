@@ -55,12 +55,7 @@ func (d *Driver) OutOfBand(hostID, vmID, state string) error {
 	if !ok {
 		return fmt.Errorf("out-of-band %s on %s: %w", vmID, hostID, agent.ErrUnknownVM)
 	}
-	// Dropping a change when the agent lags is safe: the next report round
-	// carries the state anyway.
-	select {
-	case d.changes <- agent.Change{HostID: hostID, VmID: vmID}:
-	default:
-	}
+	d.signal(hostID, vmID)
 	return nil
 }
 

@@ -43,6 +43,7 @@ type vm struct {
 	memoryMB uint32
 	cpu      uint16
 	power    power
+	rescued  bool
 }
 
 type host struct {
@@ -78,7 +79,7 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.Jitter < 0 || cfg.Jitter > 1 {
 		return nil, fmt.Errorf("sim: jitter %v outside 0..1", cfg.Jitter)
 	}
-	for _, r := range []float64{cfg.FailureRate.Start, cfg.FailureRate.Stop, cfg.FailureRate.Destroy} {
+	for _, r := range cfg.FailureRate.all() {
 		if r < 0 || r > 1 {
 			return nil, fmt.Errorf("sim: failure rate %v outside 0..1", r)
 		}
@@ -169,15 +170,7 @@ func (d *Driver) Destroy(ctx context.Context, hostID, vmID string) error {
 	if d.fail(d.cfg.FailureRate.Destroy) {
 		return fmt.Errorf("destroy vm %s on %s: %w", vmID, hostID, ErrInjected)
 	}
-	// Swap-remove keeps the slice dense; the moved VM's index follows.
-	last := int32(len(h.vms) - 1)
-	if i != last {
-		h.vms[i] = h.vms[last]
-		h.index[h.vms[i].id] = i
-	}
-	h.vms[last] = vm{}
-	h.vms = h.vms[:last]
-	delete(h.index, vmID)
+	h.remove(i)
 	return nil
 }
 

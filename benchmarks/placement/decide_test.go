@@ -1,0 +1,78 @@
+package placement
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	pl "github.com/vmplane/vmplane/processors/placement"
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// decisionsPerIteration keeps a figure meaningful under -benchtime=1x
+// (what `make bench` runs).
+const decisionsPerIteration = 20_000
+
+func BenchmarkDecide(b *testing.B) {
+	for _, hosts := range []int{1_000, 10_000} {
+		for _, s := range schemas.Planners {
+			b.Run(fmt.Sprintf("hosts=%d/%s", hosts, s.Name), func(b *testing.B) {
+				benchDecide(b, hosts, s.Name)
+			})
+		}
+	}
+}
+
+func benchDecide(b *testing.B, hosts int, planner string) {
+	const zone = "z1"
+	failed := 0
+	m := pl.New(pl.DefaultConfig())
+	now := time.Unix(1_700_000_000, 0)
+	var z *schemas.ZoneRecord
+	for _, st := range hostStatuses(zone, hosts) {
+		z, _ = m.Step(z, schemas.Record{Topic: schemas.TopicPlacementRequests, Key: zone, Value: st}, now)
+	}
+	// Steady state: the zone holds live VMs, about half its CPU with
+	// over-commit 4 (32 × 4 / 2 per host, halved).
+	live := hosts * 32
+	// A dedicated planner claims whole hosts per account: ten accounts
+	// fill ten hosts' worth, so the live set is smaller.
+	if planner == pl.ImplicitDedicationName {
+		live = hosts * 8
+	}
+	step := func(i int) {
+		var out []schemas.Record
+		z, out = m.Step(z, schemas.Record{Topic: schemas.TopicPlacementRequests, Key: zone, Value: placeVm(zone, planner, i)}, now)
+		if _, ok := out[len(out)-1].Value.(*schemas.PlacementFailed); ok {
+			failed++
+		}
+		if j := i - live; j >= 0 {
+			z, _ = m.Step(z, schemas.Record{Topic: schemas.TopicPlacementRequests, Key: zone,
+				Value: &schemas.ReleaseVm{RequestID: fmt.Sprintf("x%d", j), VmID: fmt.Sprintf("vm%d", j), ZoneID: zone}}, now)
+		}
+	}
+	for i := range live {
+		step(i)
+	}
+	next := live
+	b.ResetTimer()
+	start := time.Now()
+	for range b.N {
+		for range decisionsPerIteration {
+			step(next)
+			next++
+		}
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	n := float64(b.N * decisionsPerIteration)
+	b.ReportMetric(float64(elapsed.Nanoseconds())/n, "ns/decision")
+	b.ReportMetric(n/elapsed.Seconds(), "decisions/s")
+	if planner == pl.FirstFitName && hosts == 10_000 {
+		b.ReportMetric(target, "target-decisions/s")
+	}
+	if failed > 0 {
+		// The steady state leaves room for every VM: a failure is a bug.
+		b.Fatalf("%d placements failed", failed)
+	}
+}

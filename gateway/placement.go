@@ -1,0 +1,167 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/gorilla/mux"
+
+	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// OfferingRequest is the body of POST /v1/offerings.
+type OfferingRequest struct {
+	Name              string   `json:"name"`
+	CPU               int32    `json:"cpu"`
+	MemoryMB          int64    `json:"memory_mb"`
+	HA                bool     `json:"ha"`
+	DeploymentPlanner string   `json:"deployment_planner,omitempty"`
+	PlannerMode       string   `json:"planner_mode,omitempty"`
+	HostTags          []string `json:"host_tags,omitempty"`
+}
+
+// Planner is one entry of GET /v1/planners (listDeploymentPlanners).
+type Planner struct {
+	Name          string `json:"name"`
+	ResourceUsage string `json:"resource_usage"`
+	Description   string `json:"description"`
+	Default       bool   `json:"default"`
+}
+
+// ZoneCapacity is GET /v1/zones/{id}/capacity: per cluster and in total,
+// capacity with over-commit, used (allocated), and free on reservable hosts.
+type ZoneCapacity struct {
+	ZoneID   string            `json:"zone_id"`
+	Total    ClusterCapacity   `json:"total"`
+	Clusters []ClusterCapacity `json:"clusters"`
+}
+
+// ClusterCapacity is one cluster's line of ZoneCapacity.
+type ClusterCapacity struct {
+	PodID           string `json:"pod_id,omitempty"`
+	ClusterID       string `json:"cluster_id,omitempty"`
+	Hosts           int    `json:"hosts"`
+	ReservableHosts int    `json:"reservable_hosts"`
+	ReservedHosts   int    `json:"reserved_hosts"`
+	DedicatedHosts  int    `json:"dedicated_hosts"`
+	CPU             int64  `json:"cpu"`
+	UsedCPU         int64  `json:"used_cpu"`
+	FreeCPU         int64  `json:"free_cpu"`
+	MemoryMB        int64  `json:"memory_mb"`
+	UsedMemoryMB    int64  `json:"used_memory_mb"`
+	FreeMemoryMB    int64  `json:"free_memory_mb"`
+}
+
+// validateOffering checks a create request; the error names the field.
+func validateOffering(req OfferingRequest) error {
+	bad := func(field, format string, args ...any) error {
+		e := errorf(http.StatusUnprocessableEntity, codeValidation, format, args...)
+		e.Details = map[string]any{"field": field}
+		return e
+	}
+	switch {
+	case !validName(req.Name):
+		return bad("name", "name must be 1-%d of a-z, 0-9 and -", maxNameLen)
+	case req.CPU <= 0 || req.CPU > 1024:
+		return bad("cpu", "cpu must be 1..1024")
+	case req.MemoryMB <= 0 || req.MemoryMB > 16<<20:
+		return bad("memory_mb", "memory_mb must be 1..%d", 16<<20)
+	case req.DeploymentPlanner != "" && !slices.ContainsFunc(schemas.Planners, func(p schemas.PlannerSpec) bool { return p.Name == req.DeploymentPlanner }):
+		return bad("deployment_planner", "unknown planner %q (GET /v1/planners lists them)", req.DeploymentPlanner)
+	case req.PlannerMode != "" && req.PlannerMode != schemas.PlannerModeStrict && req.PlannerMode != schemas.PlannerModePreferred:
+		return bad("planner_mode", "planner_mode must be %s or %s", schemas.PlannerModeStrict, schemas.PlannerModePreferred)
+	}
+	for _, t := range req.HostTags {
+		if !validName(t) {
+			return bad("host_tags", "host tag %q must be of a-z, 0-9 and -", t)
+		}
+	}
+	return nil
+}
+
+// createOffering is POST /v1/offerings (admin): it publishes the offering
+// to catalog.v1; it is listed once the projector has it. The offering is
+// embedded in each Deploy, so changing the catalog later never changes a
+// placed VM.
+func (s *Server) createOffering(w http.ResponseWriter, r *http.Request) error {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	var req OfferingRequest
+	if err := decodeStrict(body, &req); err != nil {
+		return err
+	}
+	if err := validateOffering(req); err != nil {
+		return err
+	}
+	if _, err := s.rm.Offering(r.Context(), req.Name); err == nil {
+		return errorf(http.StatusConflict, codeInvalidState, "offering %q exists", req.Name)
+	} else if !errors.Is(err, postgres.ErrNotFound) {
+		return fmt.Errorf("read offering %s: %w", req.Name, err)
+	}
+	o := schemas.Offering{ID: "off-" + s.newID(), Name: req.Name, CPU: req.CPU, MemoryMB: req.MemoryMB, HA: req.HA,
+		DeploymentPlanner: req.DeploymentPlanner, PlannerMode: req.PlannerMode, HostTags: req.HostTags}
+	rec := schemas.Record{Topic: schemas.TopicCatalog, Key: o.ID,
+		Value: &schemas.ServiceOffering{Offering: o, CreatedAt: s.now().UnixMilli()}}
+	if err := s.pub.Publish(r.Context(), rec); err != nil {
+		return fmt.Errorf("publish offering %s: %w", o.Name, err)
+	}
+	w.Header().Set("Location", "/v1/offerings/"+o.ID)
+	writeJSON(w, http.StatusCreated, Offering{ID: o.ID, Name: o.Name, CPU: o.CPU, MemoryMB: o.MemoryMB, HA: o.HA,
+		DeploymentPlanner: o.DeploymentPlanner, PlannerMode: o.PlannerMode, HostTags: nonNil(o.HostTags)})
+	return nil
+}
+
+// listPlanners is GET /v1/planners (any role).
+func (s *Server) listPlanners(w http.ResponseWriter, _ *http.Request) error {
+	out := List[Planner]{Items: make([]Planner, len(schemas.Planners))}
+	for i, p := range schemas.Planners {
+		out.Items[i] = Planner{Name: p.Name, ResourceUsage: p.ResourceUsage, Description: p.Description,
+			Default: p.Name == schemas.DefaultPlanner}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// zoneCapacity is GET /v1/zones/{id}/capacity (admin).
+func (s *Server) zoneCapacity(w http.ResponseWriter, r *http.Request) error {
+	cr := s.cfg.Capacity
+	if cr == nil {
+		cr, _ = s.rm.(postgres.CapacityReader)
+	}
+	if cr == nil {
+		return errorf(http.StatusServiceUnavailable, codeUnavailable, "capacity read model not configured")
+	}
+	zone := mux.Vars(r)["id"]
+	rows, err := cr.ZoneCapacity(r.Context(), zone)
+	if err != nil {
+		return fmt.Errorf("zone capacity %s: %w", zone, err)
+	}
+	if len(rows) == 0 {
+		return notFound("zone", zone)
+	}
+	out := ZoneCapacity{ZoneID: zone, Clusters: make([]ClusterCapacity, len(rows))}
+	t := &out.Total
+	for i, c := range rows {
+		cc := ClusterCapacity{PodID: c.PodID, ClusterID: c.ClusterID, Hosts: c.Hosts, ReservableHosts: c.ReservableHosts,
+			ReservedHosts: c.ReservedHosts, DedicatedHosts: c.Dedicated, CPU: c.CPU, UsedCPU: c.UsedCPU, FreeCPU: c.FreeCPU,
+			MemoryMB: c.MemoryMB, UsedMemoryMB: c.UsedMemoryMB, FreeMemoryMB: c.FreeMemoryMB}
+		out.Clusters[i] = cc
+		t.Hosts += cc.Hosts
+		t.ReservableHosts += cc.ReservableHosts
+		t.ReservedHosts += cc.ReservedHosts
+		t.DedicatedHosts += cc.DedicatedHosts
+		t.CPU += cc.CPU
+		t.UsedCPU += cc.UsedCPU
+		t.FreeCPU += cc.FreeCPU
+		t.MemoryMB += cc.MemoryMB
+		t.UsedMemoryMB += cc.UsedMemoryMB
+		t.FreeMemoryMB += cc.FreeMemoryMB
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}

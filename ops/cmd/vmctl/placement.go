@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// placementCommands are the catalog and capacity commands of issue 5.
+var placementCommands = map[string]command{
+	"offering create": offeringCreate,
+	"planner list":    plannerList,
+	"zone capacity":   zoneCapacity,
+}
+
+func offeringCreate(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	name := fs.String("name", "", "offering name (a-z, 0-9, -)")
+	cpu := fs.Int("cpu", 0, "virtual CPUs")
+	mem := fs.Int64("memory", 0, "memory, MiB")
+	ha := fs.Bool("ha", false, "restart VMs of this offering elsewhere when their host fails")
+	planner := fs.String("planner", "", "deployment planner (vmctl planner list); empty for the default")
+	mode := fs.String("planner-mode", "", "Strict or Preferred (ImplicitDedicationPlanner)")
+	tags := fs.String("host-tags", "", "comma-separated tags a host must carry")
+	if _, err := a.setup(fs, args, getenv); err != nil {
+		return err
+	}
+	body := map[string]any{"name": *name, "cpu": *cpu, "memory_mb": *mem, "ha": *ha}
+	if *planner != "" {
+		body["deployment_planner"] = *planner
+	}
+	if *mode != "" {
+		body["planner_mode"] = *mode
+	}
+	if *tags != "" {
+		body["host_tags"] = strings.Split(*tags, ",")
+	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	var raw json.RawMessage
+	if err := a.c.call(ctx, http.MethodPost, "/v1/offerings", nil, body, &raw); err != nil {
+		return err
+	}
+	return a.emit(raw, func(w io.Writer) error {
+		o, err := decodeRaw[offering](raw)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "created offering %s (%s)\n", o.Name, o.ID)
+		return nil
+	})
+}
+
+type planner struct {
+	Name          string `json:"name"`
+	ResourceUsage string `json:"resource_usage"`
+	Description   string `json:"description"`
+	Default       bool   `json:"default"`
+}
+
+func plannerList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	if _, err := a.setup(fs, args, getenv); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	var page list[planner]
+	if err := a.c.call(ctx, http.MethodGet, "/v1/planners", nil, nil, &page); err != nil {
+		return err
+	}
+	raw, _ := json.Marshal(page.Items)
+	return a.emit(raw, func(w io.Writer) error {
+		fmt.Fprintln(w, "NAME\tUSAGE\tDEFAULT\tDESCRIPTION")
+		for _, p := range page.Items {
+			def := ""
+			if p.Default {
+				def = "yes"
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", p.Name, p.ResourceUsage, orDash(def), p.Description)
+		}
+		return nil
+	})
+}
+
+type clusterCapacity struct {
+	PodID        string `json:"pod_id"`
+	ClusterID    string `json:"cluster_id"`
+	Hosts        int    `json:"hosts"`
+	Reservable   int    `json:"reservable_hosts"`
+	Reserved     int    `json:"reserved_hosts"`
+	Dedicated    int    `json:"dedicated_hosts"`
+	CPU          int64  `json:"cpu"`
+	UsedCPU      int64  `json:"used_cpu"`
+	FreeCPU      int64  `json:"free_cpu"`
+	MemoryMB     int64  `json:"memory_mb"`
+	UsedMemoryMB int64  `json:"used_memory_mb"`
+	FreeMemoryMB int64  `json:"free_memory_mb"`
+}
+
+func zoneCapacity(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	pos, err := a.setup(fs, args, getenv, "ZONE")
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	var raw json.RawMessage
+	if err := a.c.call(ctx, http.MethodGet, "/v1/zones/"+pos[0]+"/capacity", nil, nil, &raw); err != nil {
+		return err
+	}
+	return a.emit(raw, func(w io.Writer) error {
+		zc, err := decodeRaw[struct {
+			Total    clusterCapacity   `json:"total"`
+			Clusters []clusterCapacity `json:"clusters"`
+		}](raw)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(w, "POD\tCLUSTER\tHOSTS\tRESERVED\tCPU USED/CAP\tCPU FREE\tMEM USED/CAP MiB\tMEM FREE MiB")
+		line := func(c clusterCapacity) {
+			fmt.Fprintf(w, "%s\t%s\t%d/%d\t%d (%d dedicated)\t%d/%d\t%d\t%d/%d\t%d\n", orDash(c.PodID), orDash(c.ClusterID),
+				c.Reservable, c.Hosts, c.Reserved, c.Dedicated, c.UsedCPU, c.CPU, c.FreeCPU, c.UsedMemoryMB, c.MemoryMB, c.FreeMemoryMB)
+		}
+		for _, c := range zc.Clusters {
+			line(c)
+		}
+		zc.Total.PodID = "total"
+		line(zc.Total)
+		return nil
+	})
+}

@@ -1,0 +1,120 @@
+package roles
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/processors/placement"
+	"github.com/vmplane/vmplane/processors/runtime"
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// TestTwoPlannersOneZone runs the placement processor on kfake with an
+// ImplicitDedication offering for one account and a FirstFit offering for
+// another: the dedicated host never receives the other account's VMs, and
+// once emptied it is released after the release period and FirstFit may
+// use it.
+func TestTwoPlannersOneZone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs the embedded broker")
+	}
+	ctx := t.Context()
+	b, err := kafka.StartBroker("127.0.0.1:0", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	kcfg := kafka.Config{Brokers: b.Addrs(), Replication: 1}
+	cl, err := kgo.NewClient(kcfg.Opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := kafka.EnsureTopics(ctx, cl, schemas.Topics, 1); err != nil {
+		t.Fatal(err)
+	}
+	pcfg := placement.DefaultConfig()
+	pcfg.HostReservationReleasePeriod = 2 * time.Second
+	p, err := runtime.New(runtime.Config{Name: "processor-placement", Kafka: kcfg, InstanceID: "a",
+		Inputs: []string{schemas.TopicPlacementRequests}, Changelog: schemas.TopicPlacementState,
+		Logger: slog.New(slog.DiscardHandler)}, runtime.Machine[*schemas.ZoneRecord](placement.New(pcfg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go p.Run(ctx)
+
+	const zone = "zone-1"
+	req := func(v any) {
+		produce(t, cl, schemas.Record{Topic: schemas.TopicPlacementRequests, Key: zone, Value: v})
+	}
+	for _, h := range []string{"h1", "h2", "h3"} {
+		req(&schemas.HostStatus{HostID: h, ZoneID: zone, PodID: "p1", ClusterID: "c" + h[1:], Status: "Up",
+			ResourceState: "Enabled", Reservable: true, CPU: 4, MemoryMB: 8192, CPUOvercommit: 1})
+	}
+	dedicated := schemas.Offering{ID: "o-ded", Name: "ded", CPU: 1, MemoryMB: 1024, DeploymentPlanner: placement.ImplicitDedicationName}
+	shared := schemas.Offering{ID: "o-ff", Name: "big", CPU: 4, MemoryMB: 1024, DeploymentPlanner: placement.FirstFitName}
+	place := func(id, vm, account string, o schemas.Offering) schemas.Record {
+		req(&schemas.PlaceVm{RequestID: id, VmID: vm, ZoneID: zone, Account: account, Epoch: 1, Offering: o})
+		return answer(t, kcfg, id)
+	}
+	hostOf := func(r schemas.Record) string {
+		if d, ok := r.Value.(*schemas.PlacementDecided); ok {
+			return d.HostID
+		}
+		return "failed: " + r.Value.(*schemas.PlacementFailed).Detail
+	}
+
+	if h := hostOf(place("r1", "a1", "acme", dedicated)); h != "h1" {
+		t.Fatalf("acme's dedicated VM on %s, want h1", h)
+	}
+	if h := hostOf(place("r2", "a2", "acme", dedicated)); h != "h1" {
+		t.Fatalf("acme's second VM on %s, want its dedicated h1", h)
+	}
+	for _, id := range []string{"b1", "b2"} {
+		if h := hostOf(place("r-"+id, id, "bolt", shared)); h == "h1" || strings.HasPrefix(h, "failed") {
+			t.Fatalf("bolt's %s: %s", id, h)
+		}
+	}
+	r := place("r-b3", "b3", "bolt", shared)
+	if f, ok := r.Value.(*schemas.PlacementFailed); !ok || !strings.Contains(f.Detail, "1 dedicated to another planner") {
+		t.Fatalf("bolt's third VM: want a failure naming the dedicated host, got %+v", r.Value)
+	}
+
+	// acme's VMs go; after the release period h1 serves FirstFit.
+	req(&schemas.ReleaseVm{RequestID: "x1", VmID: "a1", ZoneID: zone})
+	req(&schemas.ReleaseVm{RequestID: "x2", VmID: "a2", ZoneID: zone})
+	waitFor(t, kcfg, schemas.TopicPlacementEvents, func(r schemas.Record) bool {
+		v, ok := r.Value.(*schemas.HostReservationReleased)
+		return ok && v.HostID == "h1"
+	})
+	if h := hostOf(place("r-b4", "b4", "bolt", shared)); h != "h1" {
+		t.Fatalf("after the release period bolt's VM on %s, want h1", h)
+	}
+}
+
+// answer waits for the decision or failure of a request on vm.signals.v1.
+func answer(t *testing.T, kcfg kafka.Config, requestID string) schemas.Record {
+	t.Helper()
+	var got schemas.Record
+	waitFor(t, kcfg, schemas.TopicVmSignals, func(r schemas.Record) bool {
+		switch v := r.Value.(type) {
+		case *schemas.PlacementDecided:
+			if v.RequestID == requestID {
+				got = r
+				return true
+			}
+		case *schemas.PlacementFailed:
+			if v.RequestID == requestID {
+				got = r
+				return true
+			}
+		}
+		return false
+	})
+	return got
+}

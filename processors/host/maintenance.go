@@ -1,0 +1,146 @@
+package host
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// Reasons of maintenance.
+const (
+	ReasonPreparing        = "preparing for maintenance"
+	ReasonMaintenance      = "in maintenance"
+	ReasonDrainFailed      = "maintenance migrations failed: "
+	ReasonMaintenanceEnded = "maintenance cancelled by admin"
+)
+
+// maintPrefix starts the command id of every maintenance Migrate, which is
+// also its job id: the host relay recognises the job's end by it.
+const maintPrefix = "maint:"
+
+// MaintenanceJobID mints the command id of the Migrate that drains vmID from
+// hostID in maintenance round round. It is a function of the round, so a
+// redelivered PrepareForMaintenance (same round in the restored state)
+// sends the same ids and the VM processor's dedup absorbs them.
+func MaintenanceJobID(hostID string, round int64, vmID string) string {
+	return fmt.Sprintf("%s%s:%d:%s", maintPrefix, hostID, round, vmID)
+}
+
+// ParseMaintenanceJobID returns the host and round of a maintenance job id;
+// ok is false for any other job.
+func ParseMaintenanceJobID(jobID string) (hostID string, round int64, ok bool) {
+	rest, found := strings.CutPrefix(jobID, maintPrefix)
+	if !found {
+		return "", 0, false
+	}
+	// The VM id is last and host ids contain no ':'.
+	parts := strings.SplitN(rest, ":", 3)
+	if len(parts) != 3 || parts[0] == "" || parts[2] == "" {
+		return "", 0, false
+	}
+	round, err := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil {
+		return "", 0, false
+	}
+	return parts[0], round, true
+}
+
+// prepare starts draining an Up host: one internal Migrate per VM its last
+// report listed (placement picks a destination other than this host), joined by
+// migrationEnded. A host with no VMs is in Maintenance at once. A host that
+// is not Up cannot migrate anything, and one already preparing or in
+// maintenance has nothing to start; both ignore the command. A host in
+// ErrorInMaintenance may try again.
+func (m *Machine) prepare(s *schemas.HostRecord, c *schemas.PrepareForMaintenance, now time.Time, hdr map[string]string) (*schemas.HostRecord, []schemas.Record) {
+	if s == nil || s.Status.Status != StatusUp {
+		return s, nil
+	}
+	switch s.Status.ResourceState {
+	case ResourceEnabled, ResourceDisabled, ResourceErrorInMaintenance:
+	default:
+		return s, nil
+	}
+	r := clone(s)
+	r.Maintenance++
+	r.Draining, r.DrainFailed = current(r), nil
+	if len(r.Draining) == 0 {
+		setResourceState(&r.Status, ResourceMaintenance, ReasonMaintenance)
+		return r, announce(&s.Status, r, now, hdr)
+	}
+	setResourceState(&r.Status, ResourcePrepareForMaintenance, ReasonPreparing)
+	out := announce(&s.Status, r, now, hdr)
+	for _, vm := range r.Draining {
+		id := MaintenanceJobID(r.Status.HostID, r.Maintenance, vm)
+		out = append(out, schemas.Record{Topic: schemas.TopicVmCommands, Key: vm, Headers: withCommand(hdr, id), Value: &schemas.Migrate{
+			VmCommand: schemas.VmCommand{CommandID: id, VmID: vm, Account: c.Account, Origin: "internal", IssuedAt: now.UnixMilli()},
+		}})
+	}
+	return r, out
+}
+
+// migrationEnded joins one drain job. When the last one ended the host is in
+// Maintenance if all succeeded, else in ErrorInMaintenance with the failed
+// VMs named. Ends of an earlier round, or after a cancel, are stale.
+func (m *Machine) migrationEnded(s *schemas.HostRecord, e *schemas.MaintenanceMigrationEnded, now time.Time, hdr map[string]string) (*schemas.HostRecord, []schemas.Record) {
+	if s == nil || s.Status.ResourceState != ResourcePrepareForMaintenance {
+		return s, nil
+	}
+	if host, round, ok := ParseMaintenanceJobID(e.JobID); !ok || host != s.Status.HostID || round != s.Maintenance {
+		return s, nil
+	}
+	i := indexOf(s.Draining, e.VmID)
+	if i < 0 {
+		return s, nil
+	}
+	r := clone(s)
+	r.Draining = append(r.Draining[:i], r.Draining[i+1:]...)
+	if !e.OK {
+		r.DrainFailed = append(r.DrainFailed, e.VmID)
+	}
+	if len(r.Draining) > 0 {
+		return r, nil
+	}
+	r.Draining = nil
+	if len(r.DrainFailed) == 0 {
+		setResourceState(&r.Status, ResourceMaintenance, ReasonMaintenance)
+	} else {
+		setResourceState(&r.Status, ResourceErrorInMaintenance, ReasonDrainFailed+strings.Join(r.DrainFailed, ", "))
+	}
+	return r, announce(&s.Status, r, now, hdr)
+}
+
+// cancelMaintenance returns a host preparing for, in, or failed in
+// maintenance to Enabled. Drain jobs still running finish on their own; their
+// ends are stale from now on.
+func (m *Machine) cancelMaintenance(r *schemas.HostRecord) {
+	switch r.Status.ResourceState {
+	case ResourcePrepareForMaintenance, ResourceMaintenance, ResourceErrorInMaintenance:
+		setResourceState(&r.Status, ResourceEnabled, ReasonMaintenanceEnded)
+		r.Draining, r.DrainFailed = nil, nil
+	}
+}
+
+// current returns, sorted, the VMs the host's last hello or ping listed. A
+// VM that has left since is not drained: its Migrate would move it off
+// whatever host it runs on now.
+func current(r *schemas.HostRecord) []string {
+	var out []string
+	for _, id := range listed(r) {
+		if r.VmLastSeen[id] == r.Status.LastPingAt {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func indexOf(s []string, v string) int {
+	for i, x := range s {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}

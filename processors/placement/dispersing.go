@@ -1,0 +1,37 @@
+package placement
+
+import (
+	"cmp"
+
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// UserDispersingName is the name of the UserDispersingPlanner.
+const UserDispersingName = "UserDispersingPlanner"
+
+// UserDispersing is CloudStack's UserDispersingPlanner: an account's VMs are
+// spread, so one host or cluster failing takes as few of them as possible.
+// Clusters holding the fewest of the account's VMs come first (then by free
+// capacity), and within a cluster the host holding the fewest.
+type UserDispersing struct{}
+
+// Name implements Planner.
+func (UserDispersing) Name() string { return UserDispersingName }
+
+// ResourceUsage implements Planner.
+func (UserDispersing) ResourceUsage() string { return Shared }
+
+// OrderClusters implements Planner.
+func (UserDispersing) OrderClusters(zone View, req *schemas.PlaceVm) []string {
+	return orderBy(zone.Clusters, func(a, b Cluster) int {
+		if c := cmp.Compare(zone.AccountVMs(req.Account, a.ID), zone.AccountVMs(req.Account, b.ID)); c != 0 {
+			return c
+		}
+		return byFreeCapacity(a, b)
+	})
+}
+
+// ScoreHost implements HostScorer: fewer of the account's VMs is better.
+func (UserDispersing) ScoreHost(zone View, h *schemas.HostCapacity, req *schemas.PlaceVm) float64 {
+	return -float64(zone.AccountHostVMs(req.Account, h.HostID))
+}

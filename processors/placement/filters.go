@@ -1,0 +1,110 @@
+package placement
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// The filters of the planning manager, in the order they are applied. The
+// first that refuses a host names why; a failed placement counts them.
+const (
+	filterNotReservable   = "not reservable"
+	filterAvoided         = "avoided"
+	filterTags            = "lack host tags"
+	filterLeased          = "leased to another project"
+	filterDedicated       = "dedicated to another account"
+	filterOtherPlanner    = "dedicated to another planner"
+	filterShared          = "shared, planner needs dedicated"
+	filterAntiAffinity    = "hold a VM of the anti-affinity group"
+	filterAffinity        = "not the affinity group's host"
+	filterCapacity        = "lack capacity"
+	filterOutsideClusters = "outside the planner's clusters"
+)
+
+var filterOrder = []string{filterNotReservable, filterAvoided, filterTags, filterLeased, filterDedicated,
+	filterOtherPlanner, filterShared, filterAntiAffinity, filterAffinity, filterCapacity, filterOutsideClusters}
+
+// ask is one placement question: the request with what the manager derived
+// from it, so the filters do not derive it again per host.
+type ask struct {
+	req     *schemas.PlaceVm
+	planner Planner
+	usage   string // the planner's usage, or Shared when falling back
+	group   string // affinity group key, "" for none
+	anti    bool
+	// members counts the group's VMs per host, looked up once per request.
+	members map[string]int
+}
+
+// refuse returns why host h cannot take the request, or "" when it can.
+func (ix *zoneIndex) refuse(h *schemas.HostCapacity, a *ask) string {
+	req := a.req
+	switch {
+	case !h.Reservable:
+		return filterNotReservable
+	case len(req.AvoidHosts) > 0 && slices.Contains(req.AvoidHosts, h.HostID):
+		return filterAvoided
+	case !hasTags(h.Tags, req.Offering.HostTags):
+		return filterTags
+	case h.LeaseProject != "" && h.LeaseProject != req.Account:
+		return filterLeased
+	}
+	if why := reservationRefuses(h, a.planner.Name(), a.usage, req.Account); why != "" {
+		return why
+	}
+	if hosts := a.members; len(hosts) > 0 {
+		if a.anti && hosts[h.HostID] > 0 {
+			return filterAntiAffinity
+		}
+		if !a.anti && hosts[h.HostID] == 0 {
+			return filterAffinity
+		}
+	}
+	if !fits(h, req.Offering.CPU, req.Offering.MemoryMB) {
+		return filterCapacity
+	}
+	return ""
+}
+
+func hasTags(have, want []string) bool {
+	for _, t := range want {
+		if !slices.Contains(have, t) {
+			return false
+		}
+	}
+	return true
+}
+
+// whyNot explains a failed placement: how many hosts each filter removed,
+// e.g. "no host: 4 hosts; 2 not reservable, 1 dedicated to another
+// account, 1 lack capacity". It runs only when placement fails, so it may
+// look at every host.
+func (ix *zoneIndex) whyNot(a *ask, clusters []string) string {
+	tried := map[string]bool{}
+	for _, id := range clusters {
+		tried[id] = true
+	}
+	counts := map[string]int{}
+	for i := range ix.z.Hosts {
+		h := &ix.z.Hosts[i]
+		why := ix.refuse(h, a)
+		if why == "" && !tried[h.ClusterID] {
+			why = filterOutsideClusters
+		}
+		counts[why]++
+	}
+	var parts []string
+	for _, f := range filterOrder {
+		if n := counts[f]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, f))
+		}
+	}
+	s := fmt.Sprintf("no host: %d hosts", len(ix.z.Hosts))
+	if len(parts) > 0 {
+		s += "; " + strings.Join(parts, ", ")
+	}
+	return s
+}

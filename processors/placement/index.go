@@ -1,0 +1,250 @@
+package placement
+
+import (
+	"slices"
+	"sort"
+
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// zoneIndex is derived from one *schemas.ZoneRecord and kept in step with it
+// by every change the machine makes, so a decision costs the clusters it
+// orders and the hosts it looks at, never a walk over the whole zone. It is
+// not state: a zone the machine has not indexed (restored from the
+// changelog, or built by a test) is indexed from scratch on first sight.
+type zoneIndex struct {
+	z        *schemas.ZoneRecord
+	host     map[string]int // host id → position in z.Hosts
+	clusters map[string]*clusterIndex
+	// clusterIDs are the cluster ids, sorted, so every walk is deterministic.
+	clusterIDs []string
+	// allocs maps a VM to the positions of its allocations in z.Allocations.
+	allocs map[string][]int
+	// hostVMs counts the allocations on each host.
+	hostVMs map[string]int
+	// accounts counts each account's allocations per host, cluster and pod:
+	// what the account-aware planners order by.
+	accounts map[string]*accountUse
+	// groups counts each affinity group's allocations per host.
+	groups map[string]map[string]int
+	// dedicated counts, per account, the hosts of each cluster reserved
+	// Dedicated for it.
+	dedicated map[string]map[string]int
+	// releasable holds the hosts whose reservation waits for the release
+	// period: reserved and empty.
+	releasable map[string]bool
+	decided    map[string]bool
+}
+
+// clusterIndex is one cluster: its hosts (positions, by host id) and the
+// free capacity of its reservable hosts, kept up to date on every change.
+type clusterIndex struct {
+	id, pod      string
+	hosts        []int
+	freeCPU      int64
+	freeMemoryMB int64
+}
+
+type accountUse struct {
+	hosts, clusters, pods map[string]int
+}
+
+// index returns the index of z, building it when z is not the zone the
+// machine indexed last for this key.
+func (m *Machine) index(z *schemas.ZoneRecord) *zoneIndex {
+	if ix, ok := m.indexes[z.ZoneID]; ok && ix.z == z {
+		return ix
+	}
+	ix := buildIndex(z)
+	m.indexes[z.ZoneID] = ix
+	return ix
+}
+
+func buildIndex(z *schemas.ZoneRecord) *zoneIndex {
+	ix := &zoneIndex{
+		z: z, host: make(map[string]int, len(z.Hosts)), clusters: map[string]*clusterIndex{},
+		allocs: make(map[string][]int, len(z.Allocations)), hostVMs: map[string]int{},
+		accounts: map[string]*accountUse{}, groups: map[string]map[string]int{},
+		dedicated: map[string]map[string]int{}, releasable: map[string]bool{},
+		decided: make(map[string]bool, len(z.Decided)),
+	}
+	// Hosts are indexed in id order so each cluster's list comes sorted.
+	order := make([]int, len(z.Hosts))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool { return z.Hosts[order[a]].HostID < z.Hosts[order[b]].HostID })
+	for _, i := range order {
+		h := &z.Hosts[i]
+		ix.host[h.HostID] = i
+		c := ix.cluster(h.ClusterID, h.PodID)
+		c.hosts = append(c.hosts, i)
+		ix.count(i, +1)
+	}
+	for i, a := range z.Allocations {
+		ix.allocs[a.VmID] = append(ix.allocs[a.VmID], i)
+		ix.use(a, +1)
+	}
+	for _, h := range z.Hosts {
+		ix.track(h.HostID)
+	}
+	for _, id := range z.Decided {
+		ix.decided[id] = true
+	}
+	return ix
+}
+
+// cluster returns a cluster's index, creating it.
+func (ix *zoneIndex) cluster(id, pod string) *clusterIndex {
+	c, ok := ix.clusters[id]
+	if !ok {
+		c = &clusterIndex{id: id, pod: pod}
+		ix.clusters[id] = c
+		at, _ := slices.BinarySearch(ix.clusterIDs, id)
+		ix.clusterIDs = slices.Insert(ix.clusterIDs, at, id)
+	}
+	return c
+}
+
+// count adds (sign +1) or removes (-1) host i's free capacity and its
+// dedication from the aggregates. Callers remove, change the host, add.
+func (ix *zoneIndex) count(i int, sign int64) {
+	h := &ix.z.Hosts[i]
+	c := ix.clusters[h.ClusterID]
+	if h.Reservable {
+		c.freeCPU += sign * max(cpuLimit(*h)-int64(h.UsedCPU), 0)
+		c.freeMemoryMB += sign * max(memLimit(*h)-h.UsedMemoryMB, 0)
+	}
+	if h.ResourceUsage == Dedicated && h.ReservedFor != "" {
+		d := ix.dedicated[h.ReservedFor]
+		if d == nil {
+			d = map[string]int{}
+			ix.dedicated[h.ReservedFor] = d
+		}
+		d[h.ClusterID] += int(sign)
+	}
+}
+
+// use adds or removes an allocation from the per-host, per-account and
+// per-group counts.
+func (ix *zoneIndex) use(a schemas.Allocation, sign int) {
+	ix.hostVMs[a.HostID] += sign
+	if ix.hostVMs[a.HostID] == 0 {
+		delete(ix.hostVMs, a.HostID)
+	}
+	i, ok := ix.host[a.HostID]
+	if !ok {
+		return
+	}
+	h := &ix.z.Hosts[i]
+	u := ix.accounts[a.Account]
+	if u == nil {
+		u = &accountUse{hosts: map[string]int{}, clusters: map[string]int{}, pods: map[string]int{}}
+		ix.accounts[a.Account] = u
+	}
+	u.hosts[h.HostID] += sign
+	u.clusters[h.ClusterID] += sign
+	u.pods[h.PodID] += sign
+	if a.AffinityGroup != "" {
+		g := ix.groups[a.AffinityGroup]
+		if g == nil {
+			g = map[string]int{}
+			ix.groups[a.AffinityGroup] = g
+		}
+		g[h.HostID] += sign
+		if g[h.HostID] == 0 {
+			delete(g, h.HostID)
+		}
+	}
+}
+
+// track keeps the releasable set right for one host.
+func (ix *zoneIndex) track(hostID string) {
+	i, ok := ix.host[hostID]
+	if ok && ix.z.Hosts[i].Planner != "" && ix.z.Hosts[i].EmptySince != 0 {
+		ix.releasable[hostID] = true
+	} else {
+		delete(ix.releasable, hostID)
+	}
+}
+
+// addHost appends a new host to the ledger and the index.
+func (ix *zoneIndex) addHost(h schemas.HostCapacity) int {
+	ix.z.Hosts = append(ix.z.Hosts, h)
+	i := len(ix.z.Hosts) - 1
+	ix.host[h.HostID] = i
+	ix.insertInCluster(i)
+	ix.count(i, +1)
+	return i
+}
+
+func (ix *zoneIndex) insertInCluster(i int) {
+	h := &ix.z.Hosts[i]
+	c := ix.cluster(h.ClusterID, h.PodID)
+	at, _ := slices.BinarySearchFunc(c.hosts, h.HostID, func(j int, id string) int {
+		return compare(ix.z.Hosts[j].HostID, id)
+	})
+	c.hosts = slices.Insert(c.hosts, at, i)
+}
+
+func (ix *zoneIndex) removeFromCluster(i int) {
+	h := &ix.z.Hosts[i]
+	c := ix.clusters[h.ClusterID]
+	c.hosts = slices.DeleteFunc(c.hosts, func(j int) bool { return j == i })
+	if len(c.hosts) == 0 {
+		delete(ix.clusters, c.id)
+		at, _ := slices.BinarySearch(ix.clusterIDs, c.id)
+		ix.clusterIDs = slices.Delete(ix.clusterIDs, at, at+1)
+	}
+}
+
+func compare(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// allocationsOf returns a VM's allocations' positions (shared; do not keep).
+func (ix *zoneIndex) allocationsOf(vmID string) []int { return ix.allocs[vmID] }
+
+// appendAllocation adds an allocation to the ledger and the index.
+func (ix *zoneIndex) appendAllocation(a schemas.Allocation) {
+	ix.z.Allocations = append(ix.z.Allocations, a)
+	ix.allocs[a.VmID] = append(ix.allocs[a.VmID], len(ix.z.Allocations)-1)
+	ix.use(a, +1)
+}
+
+// removeAllocation deletes allocation p by moving the last one into its
+// place: constant time, and as deterministic as the order of the steps.
+func (ix *zoneIndex) removeAllocation(p int) schemas.Allocation {
+	z := ix.z
+	a := z.Allocations[p]
+	ix.use(a, -1)
+	ix.dropPos(a.VmID, p)
+	last := len(z.Allocations) - 1
+	if p != last {
+		moved := z.Allocations[last]
+		z.Allocations[p] = moved
+		ps := ix.allocs[moved.VmID]
+		for k, q := range ps {
+			if q == last {
+				ps[k] = p
+			}
+		}
+	}
+	z.Allocations = z.Allocations[:last]
+	return a
+}
+
+func (ix *zoneIndex) dropPos(vmID string, p int) {
+	ps := slices.DeleteFunc(ix.allocs[vmID], func(q int) bool { return q == p })
+	if len(ps) == 0 {
+		delete(ix.allocs, vmID)
+	} else {
+		ix.allocs[vmID] = ps
+	}
+}

@@ -1,0 +1,114 @@
+package vm
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/vmplane/vmplane/schemas"
+)
+
+var allActions = []string{ActStart, ActStop, ActReboot, ActPause, ActUnpause, ActSuspend, ActResume, ActRescue, ActUnrescue,
+	ActRebuild, ActSnapshot, ActMigrate, ActResize, ActConfirmResize, ActRevertResize, ActTerminate}
+
+var allTasks = []string{"", TaskScheduling, TaskNetworking, TaskBlockDeviceMapping, TaskSpawning, TaskStarting, TaskStopping,
+	TaskRebooting, TaskPausing, TaskUnpausing, TaskSuspending, TaskResuming, TaskMigrating, TaskResizing, TaskResizeVerify,
+	TaskRebuilding, TaskRescuing, TaskUnrescuing, TaskSnapshotting, TaskDeleting}
+
+// TestActionGrid steps every action against every vm_state × task_state
+// and checks the processor's answer against the table: with no job, an
+// allowed action starts a job and any other is rejected with InvalidState
+// and the allowed list; with a job in flight, Terminate cancels it and
+// every other command queues.
+func TestActionGrid(t *testing.T) {
+	m := New(DefaultConfig())
+	now := time.UnixMilli(1_000_000).UTC()
+	powerOf := map[string]string{StateActive: schemas.PowerOn, StateResized: schemas.PowerOn, StateRescued: schemas.PowerOn,
+		StatePaused: schemas.PowerPaused, StateSuspended: schemas.PowerSusp, StateStopped: schemas.PowerOff}
+	for vmState := range actionTable {
+		for _, task := range allTasks {
+			for _, action := range allActions {
+				name := fmt.Sprintf("%s/%s/%s", vmState, task, action)
+				s := &schemas.VmRecord{VmID: "vm1", Account: "acme", ZoneID: "z1", VmState: vmState, TaskState: task,
+					PowerState: powerOf[vmState], HostID: "h1", PowerHost: "h1", Epoch: 5,
+					Offering: schemas.Offering{Name: "small", CPU: 1, MemoryMB: 1024}, OldOffering: schemas.Offering{Name: "tiny", CPU: 1, MemoryMB: 512}}
+				if task != "" {
+					s.Job = schemas.JobState{JobID: "running", JobType: ActStop, Phase: phaseStopping, Deadline: now.Add(time.Hour).UnixMilli(),
+						Wait: schemas.JobWait{Kind: waitAnswer, RequestID: "running-1", HostID: "h1", Power: schemas.PowerOff}}
+				}
+				v, _ := schemas.New(action)
+				setCommand(v, schemas.VmCommand{CommandID: "c1", VmID: "vm1", Account: "acme"})
+				if r, ok := v.(*schemas.Resize); ok {
+					r.Offering = schemas.Offering{Name: "big", CPU: 4, MemoryMB: 4096}
+				}
+				ns, out := m.Step(s, schemas.Record{Topic: schemas.TopicVmCommands, Key: "vm1", Value: v}, now)
+				if len(out) == 0 {
+					t.Fatalf("%s: no output", name)
+				}
+				types := make([]string, len(out))
+				for i, o := range out {
+					types[i] = schemas.TypeName(o.Value)
+				}
+				switch {
+				case task != "" && action == ActTerminate:
+					if !slices.Contains(types, "JobCancelled") {
+						t.Errorf("%s: terminate did not cancel the running job: %v", name, types)
+					}
+				case task != "":
+					a, ok := out[0].Value.(*schemas.JobAccepted)
+					if !ok || !a.Queued || len(ns.Queue) != 1 {
+						t.Errorf("%s: not queued behind the running job: %v", name, types)
+					}
+				case IsAllowed(action, vmState, ""):
+					a, ok := out[0].Value.(*schemas.JobAccepted)
+					if !ok || a.Queued || slices.Contains(types, "JobRejected") || ns.Epoch != 6 {
+						t.Errorf("%s: allowed action did not start a job: %v", name, types)
+					}
+				default:
+					r, ok := out[0].Value.(*schemas.JobRejected)
+					if len(out) != 1 || !ok || r.Reason != "InvalidState" || !slices.Equal(r.AllowedActions, AllowedActions(vmState, "")) {
+						t.Errorf("%s: want one JobRejected{InvalidState}, got %v", name, types)
+					}
+				}
+			}
+		}
+	}
+}
+
+func setCommand(v any, c schemas.VmCommand) {
+	switch x := v.(type) {
+	case *schemas.Start:
+		x.VmCommand = c
+	case *schemas.Stop:
+		x.VmCommand = c
+	case *schemas.Reboot:
+		x.VmCommand = c
+	case *schemas.Pause:
+		x.VmCommand = c
+	case *schemas.Unpause:
+		x.VmCommand = c
+	case *schemas.Suspend:
+		x.VmCommand = c
+	case *schemas.Resume:
+		x.VmCommand = c
+	case *schemas.Rescue:
+		x.VmCommand = c
+	case *schemas.Unrescue:
+		x.VmCommand = c
+	case *schemas.Rebuild:
+		x.VmCommand = c
+	case *schemas.Snapshot:
+		x.VmCommand = c
+	case *schemas.Migrate:
+		x.VmCommand = c
+	case *schemas.Resize:
+		x.VmCommand = c
+	case *schemas.ConfirmResize:
+		x.VmCommand = c
+	case *schemas.RevertResize:
+		x.VmCommand = c
+	case *schemas.Terminate:
+		x.VmCommand = c
+	}
+}

@@ -1,0 +1,86 @@
+package vm
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// HA restart (DESIGN §5.5): an HA VM that was Active and is found off (a
+// report, a fenced host, a missing report) is started again by an internal
+// job, elsewhere when its host is down. A failed attempt is retried after a
+// backoff that doubles from haBackoff; after HAMaxRetries attempts the VM
+// goes to Error with AlertRaised{HAExhausted}. A successful start (by HA or
+// by anyone) resets the count.
+
+// haBackoff is the wait before the second attempt; each later one doubles
+// it, up to haBackoffMax.
+const (
+	haBackoff    = 10 * time.Second
+	haBackoffMax = 5 * time.Minute
+)
+
+// paramAvoid is the host an HA restart must not use (down or fenced).
+const paramAvoid = "avoid"
+
+func haRestartFlow() flow {
+	return flow{start: haStart, advance: startAdvance, holds: holdsPlacement, failed: haFailed}
+}
+
+// haRequest is what starts an HA restart job, in place of a command.
+type haRequest struct{ avoid string }
+
+// startHA starts an HA restart job now, avoiding host when it is down.
+func (t *tx) startHA(avoid string) {
+	s := t.s
+	s.HARetryAt = 0
+	c := schemas.VmCommand{CommandID: fmt.Sprintf("%s-ha-%d", s.VmID, t.ms), VmID: s.VmID, Account: s.Account,
+		Origin: schemas.OriginInternal, IssuedAt: t.ms}
+	t.event(&schemas.JobAccepted{JobRef: t.refOf(ActHARestart, c)})
+	t.startJob(ActHARestart, c, &haRequest{avoid: avoid})
+}
+
+func haStart(t *tx, _ any) {
+	s := t.s
+	attempt := s.HARetries + 1
+	avoid := ""
+	if s.Job.Params != nil {
+		avoid = s.Job.Params[paramAvoid]
+	}
+	t.step(TaskScheduling, "schedule", fmt.Sprintf("HA restart, attempt %d of %d: asking placement for a host", attempt, t.cfg.HAMaxRetries),
+		map[string]any{"zone_id": s.ZoneID, "attempt": attempt, "avoid": avoid, "request_id": t.nextID(), "epoch": s.Epoch})
+	t.placeAvoiding("", s.Offering, avoid)
+}
+
+// haFailed counts the attempt and schedules the next, or gives up.
+func haFailed(t *tx) {
+	s := t.s
+	s.HARetries = saturatingInc(s.HARetries)
+	if s.HARetries >= t.cfg.HAMaxRetries {
+		s.VmState = StateError
+		s.HARetryAt = 0
+		t.alert("HAExhausted", fmt.Sprintf("%s-ha-exhausted-%d", s.VmID, t.ms), s.HostID, s.Job.JobID,
+			fmt.Sprintf("HA restart of VM %s failed %d times; the VM is in Error", s.VmID, s.HARetries))
+		return
+	}
+	wait := haBackoff << (s.HARetries - 1)
+	if wait > haBackoffMax || wait <= 0 {
+		wait = haBackoffMax
+	}
+	s.HARetryAt = t.ms + wait.Milliseconds()
+}
+
+// haDue starts the HA restart whose backoff ended, if the VM still needs
+// it: HA, no job, and not running.
+func (t *tx) haDue() {
+	s := t.s
+	if s.HARetryAt == 0 || t.ms < s.HARetryAt || s.Job.JobID != "" {
+		return
+	}
+	s.HARetryAt = 0
+	if !s.HA || s.VmState != StateStopped {
+		return
+	}
+	t.startHA("")
+}

@@ -1,0 +1,122 @@
+package vm
+
+import (
+	"fmt"
+
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// Migrate moves a VM to another host. Placement chooses the destination
+// avoiding the source (or checks the one asked for) and keeps the source
+// claim meanwhile. A running VM moves live: MigrateVm goes to the source's
+// agent, and the job succeeds on its ok answer and a PowerOn report from
+// the destination, in either order; only then is the source claim
+// released. A Stopped VM holds no capacity and has nothing running: it is
+// re-homed, and its next Start runs on the destination.
+//
+// A VM that shows up running on a third host fails the job; the VM keeps
+// that host (a host change is always honoured).
+func migrateFlow() flow {
+	return flow{start: migrateStart, placed: migratePlaced, advance: migrateAdvance, releaseOnFail: migrateRelease}
+}
+
+func migrateStart(t *tx, _ any) {
+	s := t.s
+	if s.Job.Params == nil {
+		s.Job.Params = map[string]string{}
+	}
+	s.Job.Params[paramSource] = s.HostID
+	want := s.Job.Params["host_id"]
+	text := "asking placement for a destination other than host " + s.HostID
+	if want != "" {
+		text = "asking placement to check host " + want + " as the destination"
+	}
+	t.step(TaskScheduling, "schedule", text,
+		map[string]any{"zone_id": s.ZoneID, "source": s.HostID, "host_id": want, "request_id": t.nextID(), "epoch": s.Epoch})
+	t.placeAvoiding(want, s.Offering, s.HostID)
+}
+
+// placeAvoiding sends PlaceVm avoiding host (none for "") and joins on the
+// decision.
+func (t *tx) placeAvoiding(hint string, off schemas.Offering, avoid string) {
+	s := t.s
+	id := t.currentID()
+	var avoidHosts []string
+	if avoid != "" {
+		avoidHosts = []string{avoid}
+	}
+	t.emit(schemas.TopicPlacementRequests, s.ZoneID, &schemas.PlaceVm{
+		RequestID: id, VmID: s.VmID, ZoneID: s.ZoneID, Account: s.Account, Epoch: s.Epoch,
+		Offering: off, AvoidHosts: avoidHosts, HostID: hint, AffinityGroup: s.AffinityGroup, At: t.ms,
+	})
+	s.Job.Phase = phasePlacing
+	s.Job.Wait = schemas.JobWait{Kind: waitPlacement, RequestID: id, Deadline: s.Job.Deadline}
+}
+
+func migratePlaced(t *tx, d *schemas.PlacementDecided) {
+	s := t.s
+	s.Job.Wait = schemas.JobWait{}
+	p := s.Job.Params
+	source := p[paramSource]
+	if d.HostID == source {
+		// Placement kept the VM where it is: nothing to move, and the
+		// claim it holds is the VM's own.
+		t.fail("PlacementFailed", "placement chose the source host "+source, false)
+		return
+	}
+	p[paramDest], p[paramDestPod], p[paramDestCluster] = d.HostID, d.PodID, d.ClusterID
+	if !onHost(s.PowerState) || s.VmState == StateStopped {
+		t.step(TaskMigrating, "relocate", fmt.Sprintf("the VM is not running: moving it from host %s to host %s", source, d.HostID),
+			map[string]any{"source": source, "host_id": d.HostID})
+		s.HostID, s.PodID, s.ClusterID = d.HostID, d.PodID, d.ClusterID
+		// A Stopped VM holds no capacity; Start claims it again.
+		t.release("")
+		t.succeed("the VM now belongs to host " + d.HostID)
+		return
+	}
+	t.step(TaskMigrating, "migrate", fmt.Sprintf("migrating the VM live from host %s to host %s", source, d.HostID),
+		map[string]any{"source": source, "host_id": d.HostID, "command_id": t.nextID(), "epoch": s.Epoch})
+	t.callAgent(phaseMigrating, d.HostID, s.PowerState)
+}
+
+func migrateAdvance(t *tx) {
+	s := t.s
+	p := s.Job.Params
+	s.HostID, s.PodID, s.ClusterID = p[paramDest], p[paramDestPod], p[paramDestCluster]
+	t.releaseOn(p[paramSource])
+	t.succeed(fmt.Sprintf("the VM runs on host %s; its capacity on host %s is released", s.HostID, p[paramSource]))
+}
+
+// migrateRelease frees what a failed migration claimed: the destination,
+// unless the VM ended up there, in which case the source is what it no
+// longer uses.
+func migrateRelease(t *tx) {
+	s := t.s
+	p := s.Job.Params
+	dest, source := p[paramDest], p[paramSource]
+	switch {
+	case dest == "":
+	case s.HostID == dest:
+		t.releaseOn(source)
+	default:
+		t.releaseOn(dest)
+	}
+}
+
+// releaseOn frees the VM's claim on one host (nothing for "").
+func (t *tx) releaseOn(host string) {
+	if host != "" {
+		t.release(host)
+	}
+}
+
+// strayHost reports whether a running job of a move (migrate, resize to
+// another host, revert) sees the VM on a host that is neither its source
+// nor its destination: the move went wrong or someone moved it.
+func (t *tx) strayHost(host, power string) bool {
+	j := t.s.Job
+	if j.Phase != phaseMigrating || !onHost(power) {
+		return false
+	}
+	return host != j.Params[paramSource] && host != j.Params[paramDest]
+}

@@ -1,0 +1,109 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// CapacityReader is what the gateway reads of the placement read models:
+// a zone's capacity per cluster and a host's reservation and allocations.
+// It is apart from ReadModel so that the placement views grow on their own.
+type CapacityReader interface {
+	ZoneCapacity(ctx context.Context, zoneID string) ([]ClusterCapacity, error)
+	HostPlacement(ctx context.Context, hostID string) (HostPlacement, error)
+}
+
+// ClusterCapacity is one cluster of a zone: what its hosts have, with
+// over-commit, what is allocated, and what is free on reservable hosts.
+type ClusterCapacity struct {
+	PodID, ClusterID         string
+	Hosts, ReservableHosts   int
+	CPU, UsedCPU, FreeCPU    int64
+	MemoryMB, UsedMemoryMB   int64
+	FreeMemoryMB             int64
+	ReservedHosts, Dedicated int // hosts with a planner reservation; of them Dedicated
+}
+
+// HostPlacement is a host's planner reservation and its allocations.
+type HostPlacement struct {
+	Planner, ResourceUsage, ReservedFor string
+	Allocations                         []Allocation
+}
+
+// Allocation is one VM's claim on a host.
+type Allocation struct {
+	VmID, Account, RequestID string
+	CPU                      int32
+	MemoryMB                 int64
+	At                       time.Time
+}
+
+var _ CapacityReader = (*Reader)(nil)
+
+const sqlZoneCapacity = `
+SELECT h.pod_id, h.cluster_id, count(*), count(*) FILTER (WHERE h.reservable),
+	COALESCE(sum(floor(h.cpu * h.cpu_overcommit + 1e-9)), 0)::bigint,
+	COALESCE(sum(h.used_cpu), 0)::bigint,
+	COALESCE(sum(GREATEST(floor(h.cpu * h.cpu_overcommit + 1e-9) - h.used_cpu, 0)) FILTER (WHERE h.reservable), 0)::bigint,
+	COALESCE(sum(floor(h.memory_mb * h.mem_overcommit + 1e-9)), 0)::bigint,
+	COALESCE(sum(h.used_memory_mb), 0)::bigint,
+	COALESCE(sum(GREATEST(floor(h.memory_mb * h.mem_overcommit + 1e-9) - h.used_memory_mb, 0)) FILTER (WHERE h.reservable), 0)::bigint,
+	count(r.host_id) FILTER (WHERE r.planner <> ''),
+	count(r.host_id) FILTER (WHERE r.resource_usage = 'Dedicated' AND r.planner <> '')
+FROM hosts h LEFT JOIN host_reservations r ON r.host_id = h.id
+WHERE h.zone_id = $1 AND h.status <> 'Removed'
+GROUP BY h.pod_id, h.cluster_id
+ORDER BY h.pod_id, h.cluster_id`
+
+// ZoneCapacity implements CapacityReader; an unknown zone has no clusters.
+func (r *Reader) ZoneCapacity(ctx context.Context, zoneID string) ([]ClusterCapacity, error) {
+	rows, err := r.pool.Query(ctx, sqlZoneCapacity, zoneID)
+	if err != nil {
+		return nil, fmt.Errorf("zone capacity %s: %w", zoneID, err)
+	}
+	return collect(rows, func(row pgx.Row) (ClusterCapacity, error) {
+		var c ClusterCapacity
+		err := row.Scan(&c.PodID, &c.ClusterID, &c.Hosts, &c.ReservableHosts, &c.CPU, &c.UsedCPU, &c.FreeCPU,
+			&c.MemoryMB, &c.UsedMemoryMB, &c.FreeMemoryMB, &c.ReservedHosts, &c.Dedicated)
+		return c, err
+	}, "zone capacity")
+}
+
+// HostPlacement implements CapacityReader; a host without a reservation or
+// allocations has empty fields.
+func (r *Reader) HostPlacement(ctx context.Context, hostID string) (HostPlacement, error) {
+	var p HostPlacement
+	err := r.pool.QueryRow(ctx, `SELECT planner, resource_usage, account FROM host_reservations WHERE host_id = $1`, hostID).
+		Scan(&p.Planner, &p.ResourceUsage, &p.ReservedFor)
+	if err != nil && err != pgx.ErrNoRows {
+		return p, fmt.Errorf("host reservation %s: %w", hostID, err)
+	}
+	rows, err := r.pool.Query(ctx, `SELECT vm_id, account, request_id, cpu, memory_mb, at FROM allocations WHERE host_id = $1 ORDER BY vm_id`, hostID)
+	if err != nil {
+		return p, fmt.Errorf("allocations of %s: %w", hostID, err)
+	}
+	p.Allocations, err = collect(rows, func(row pgx.Row) (Allocation, error) {
+		var a Allocation
+		err := row.Scan(&a.VmID, &a.Account, &a.RequestID, &a.CPU, &a.MemoryMB, &a.At)
+		return a, err
+	}, "allocations")
+	return p, err
+}
+
+const sqlHostReserved = `
+INSERT INTO host_reservations (host_id, zone_id, planner, resource_usage, account, reason, at, version)
+VALUES ($1, $2, $3, $4, $5, '', $6, $7)
+ON CONFLICT (host_id) DO UPDATE SET zone_id = excluded.zone_id, planner = excluded.planner,
+	resource_usage = excluded.resource_usage, account = excluded.account, reason = '', at = excluded.at,
+	version = excluded.version
+WHERE host_reservations.version < excluded.version`
+
+const sqlHostReservationReleased = `
+INSERT INTO host_reservations (host_id, zone_id, planner, resource_usage, account, reason, at, version)
+VALUES ($1, $2, '', '', '', $3, $4, $5)
+ON CONFLICT (host_id) DO UPDATE SET planner = '', resource_usage = '', account = '', reason = excluded.reason,
+	at = excluded.at, version = excluded.version
+WHERE host_reservations.version < excluded.version`
