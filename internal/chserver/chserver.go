@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+
+	"github.com/vmplane/vmplane/internal/filelock"
 )
 
 // DefaultAddr is where ClickHouse's native protocol listens unless configured otherwise.
@@ -106,7 +108,7 @@ func Ensure(ctx context.Context, addr, varDir string, log *slog.Logger, opts ...
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Server{}, fmt.Errorf("create %s: %w", dir, err)
 	}
-	unlock, err := lockFile(ctx, filepath.Join(varDir, "clickhouse.lock"))
+	unlock, err := filelock.Lock(ctx, filepath.Join(varDir, "clickhouse.lock"))
 	if err != nil {
 		return Server{}, err
 	}
@@ -209,7 +211,7 @@ func Ensure(ctx context.Context, addr, varDir string, log *slog.Logger, opts ...
 // StopDir stops a server that Ensure started under varDir, in this or any other process, and
 // waits for it to exit. It is a no-op when none is running there.
 func StopDir(ctx context.Context, varDir string) error {
-	unlock, err := lockFile(ctx, filepath.Join(varDir, "clickhouse.lock"))
+	unlock, err := filelock.Lock(ctx, filepath.Join(varDir, "clickhouse.lock"))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil

@@ -25,6 +25,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/vmplane/vmplane/internal/filelock"
 )
 
 // Server is a PostgreSQL server that answers at DSN.
@@ -79,7 +81,7 @@ func Ensure(ctx context.Context, dsn, varDir string, log *slog.Logger) (Server, 
 	if err := os.MkdirAll(varDir, 0o755); err != nil {
 		return Server{}, fmt.Errorf("create var dir: %w", err)
 	}
-	unlock, err := lockFile(ctx, filepath.Join(varDir, "postgres.lock"))
+	unlock, err := filelock.Lock(ctx, filepath.Join(varDir, "postgres.lock"))
 	if err != nil {
 		return Server{}, err
 	}

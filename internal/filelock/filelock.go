@@ -1,4 +1,7 @@
-package pgserver
+// Package filelock owns the cross-process file locks that keep two processes
+// sharing a var directory from starting a server on the same files at once.
+// It knows nothing of the servers.
+package filelock
 
 import (
 	"context"
@@ -8,10 +11,10 @@ import (
 	"time"
 )
 
-// lockFile takes an exclusive flock on path, waiting until ctx is done, so that processes
-// sharing a var directory do not initialize or start the same cluster at once. The lock goes
+// Lock takes an exclusive flock on path, waiting until ctx is done, so that processes
+// sharing a var directory do not start two servers on the same files at once. The lock goes
 // with the process, so a crashed holder never wedges the others.
-func lockFile(ctx context.Context, path string) (unlock func(), err error) {
+func Lock(ctx context.Context, path string) (unlock func(), err error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open lock %s: %w", path, err)
