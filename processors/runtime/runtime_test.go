@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/internal/testkit"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -55,24 +56,7 @@ func (f *fakeClock) Add(d time.Duration) {
 }
 
 func startBroker(t *testing.T) (*kafka.Broker, kafka.Config) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("needs the embedded broker")
-	}
-	b, err := kafka.StartBroker("127.0.0.1:0", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	cfg := kafka.Config{Brokers: b.Addrs(), Replication: 1}
-	cl, err := kgo.NewClient(cfg.Opts()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	if err := kafka.EnsureTopics(t.Context(), cl, schemas.Topics, 1); err != nil {
-		t.Fatal(err)
-	}
+	cfg, b := testkit.Kafka(t)
 	return b, cfg
 }
 
