@@ -34,6 +34,9 @@ type Config struct {
 	// Capacity reads the placement views (zone capacity); nil means the
 	// read model's, when it has them.
 	Capacity postgres.CapacityReader
+	// History reads the event history in ClickHouse (VM history, time
+	// travel, old jobs' journals, analysts' queries); nil answers 503 there.
+	History History
 }
 
 func (c Config) withDefaults() Config {
@@ -105,13 +108,21 @@ func (s *Server) Handler() http.Handler {
 	api("/vms/{id}/actions", s.vmAction, http.MethodPost)
 	api("/jobs/{id}", s.getJob, http.MethodGet)
 	api("/jobs", s.listJobs, http.MethodGet)
-	api("/jobs/{id}/journal", s.jobJournal, http.MethodGet)
+	api("/jobs/{id}/journal", s.jobJournalAnywhere, http.MethodGet)
+	api("/vms/{id}/history", s.vmHistory, http.MethodGet)
+	api("/journal/query", s.adminOnly(s.journalQuery), http.MethodPost)
 	api("/alerts", s.listAlerts, http.MethodGet)
 	api("/hosts", s.adminOnly(s.listHosts), http.MethodGet)
 	api("/offerings", s.listOfferings, http.MethodGet)
 	api("/offerings", s.adminOnly(s.createOffering), http.MethodPost)
 	api("/planners", s.listPlanners, http.MethodGet)
 	api("/zones/{id}/capacity", s.adminOnly(s.zoneCapacity), http.MethodGet)
+	api("/leases", s.createLease, http.MethodPost)
+	api("/leases", s.listLeases, http.MethodGet)
+	api("/leases/{id}", s.getLease, http.MethodGet)
+	api("/leases/{id}", s.updateLease, http.MethodPut)
+	api("/leases/{id}", s.deleteLease, http.MethodDelete)
+	api("/leases/{id}/events", s.leaseEvents, http.MethodGet)
 
 	noRoute := s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		return errorf(http.StatusNotFound, codeNotFound, "no route %s %s", r.Method, r.URL.Path)

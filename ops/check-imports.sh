@@ -65,11 +65,12 @@ while IFS='|' read -r pkg deps imports testimports; do
 			fi
 		done
 	done
-	# (d) ops/ is the top of the graph: binaries and the dev stack, imported by nothing else.
-	if ! under "$pkg" ops; then
+	# (d) ops/ is the top of the graph: binaries and the dev stack, imported by
+	# nothing else but benchmarks/, which drives the roles as they run in production.
+	if ! under "$pkg" ops && ! under "$pkg" benchmarks; then
 		for imp in $imports $testimports; do
 			if under "$imp" ops; then
-				violations+=("$pkg imports $imp: nothing outside ops/ imports ops/")
+				violations+=("$pkg imports $imp: nothing outside ops/ and benchmarks/ imports ops/")
 			fi
 		done
 	fi

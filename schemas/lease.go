@@ -68,6 +68,7 @@ type LeaseStatusChanged struct {
 	Detail       string        `avro:"detail" doc:"Free text."`
 	At           int64         `avro:"at" doc:"Unix milliseconds."`
 	CommandID    string        `avro:"command_id" doc:"Command that caused the change; empty for timers and healing."`
+	Reason       string        `avro:"reason" doc:"Why the lease is in ERROR, or why its end was incomplete."`
 }
 
 // LeaseHostChanged is the resource status notification of a lease zone: a

@@ -153,7 +153,12 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, err
 	}
 	s.run(runCtx, "projector-journal", jp)
-	gw, err := roles.NewGateway(runCtx, o, s.dsn, gateway.Config{Addr: cfg.HTTPAddr, Logger: s.log})
+	hist, err := roles.OpenHistory(s.ch.Addr(), cfg.Database)
+	if err != nil {
+		return nil, err
+	}
+	go func() { <-runCtx.Done(); hist.Close() }()
+	gw, err := roles.NewGateway(runCtx, o, s.dsn, gateway.Config{Addr: cfg.HTTPAddr, Logger: s.log, History: hist})
 	if err != nil {
 		return nil, err
 	}

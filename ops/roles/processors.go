@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/vmplane/vmplane/processors/host"
+	"github.com/vmplane/vmplane/processors/lease"
 	"github.com/vmplane/vmplane/processors/placement"
 	"github.com/vmplane/vmplane/processors/runtime"
 	"github.com/vmplane/vmplane/processors/vm"
@@ -15,13 +16,14 @@ const (
 	KindVM        = "vm"
 	KindHost      = "host"
 	KindPlacement = "placement"
+	KindLease     = "lease"
 	// KindHostRelay brings the ends of maintenance migrations back to
 	// their host (processors/host.Relay).
 	KindHostRelay = "host-relay"
 )
 
 // ProcessorKinds lists the processors in the order the dev stack starts them.
-var ProcessorKinds = []string{KindPlacement, KindHost, KindHostRelay, KindVM}
+var ProcessorKinds = []string{KindPlacement, KindLease, KindHost, KindHostRelay, KindVM}
 
 // Processor is a runtime processor of any machine.
 type Processor interface {
@@ -54,6 +56,13 @@ func NewProcessor(kind string, o Options, s Settings, clock runtime.Clock) (Proc
 		cfg.Inputs = []string{schemas.TopicPlacementRequests}
 		cfg.Changelog = schemas.TopicPlacementState
 		return runtime.New(cfg, runtime.Machine[*schemas.ZoneRecord](placement.New(placement.DefaultConfig())))
+	case KindLease:
+		// placement.events.v1 is zone-keyed like lease.commands.v1: it tells
+		// the lease processor which VM runs where, and when a stopped VM
+		// released its host.
+		cfg.Inputs = []string{schemas.TopicLeaseCommands, schemas.TopicPlacementEvents}
+		cfg.Changelog = schemas.TopicLeaseState
+		return runtime.New(cfg, runtime.Machine[*schemas.LeaseZoneRecord](lease.New(lease.DefaultConfig())))
 	}
-	return nil, fmt.Errorf("unknown processor kind %q (want vm, host, host-relay or placement)", kind)
+	return nil, fmt.Errorf("unknown processor kind %q (want vm, host, host-relay, placement or lease)", kind)
 }

@@ -14,3 +14,9 @@ func NewPostgresProjector(o Options, dsn string) (Runner, error) {
 func NewJournalProjector(o Options, addr, database string) (Runner, error) {
 	return journal.New(journal.Config{Kafka: o.Kafka, Addr: addr, Database: database, Logger: o.Logger})
 }
+
+// OpenHistory connects the gateway's reader of the ClickHouse history
+// (VM history, time travel, old jobs, analysts' read-only queries).
+func OpenHistory(addr, database string) (*journal.History, error) {
+	return journal.OpenHistory(addr, database)
+}

@@ -81,7 +81,7 @@ func (p *Processor[S]) restore(ctx context.Context, cl *kgo.Client, parts []int3
 				continue
 			}
 			key := string(r.Key)
-			if r.Value == nil {
+			if r.Value == nil || p.cfg.SkipDecode {
 				delete(p.states, key)
 				delete(p.keyPart, key)
 				continue

@@ -39,6 +39,12 @@ type Config struct {
 	// crashed owner's partitions wait before moving.
 	SessionTimeout time.Duration
 	Logger         *slog.Logger
+	// SkipDecode hands records to Step undecoded (Value nil, key and
+	// position set) and restores no state: the runtime's own cost (polling,
+	// transactions, changelog writes, offset commits) with a null machine,
+	// the limit `make bench` compares the real processors with. Never set
+	// it for a real machine.
+	SkipDecode bool
 }
 
 // Processor drives one Machine exactly once.
@@ -111,6 +117,14 @@ func (p *Processor[S]) Ready() bool { return p.ready.Load() }
 
 // Stats returns the processor's counters.
 func (p *Processor[S]) Stats() *Stats { return &p.stats }
+
+// Assigned returns how many partitions of the inputs the group gave this
+// instance; with Ready it tells that the instance is consuming.
+func (p *Processor[S]) Assigned() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.assigned)
+}
 
 // Group is the consumer group of the processor.
 func (p *Processor[S]) Group() string { return "vmplane-" + p.cfg.Name }
@@ -263,7 +277,7 @@ func (p *Processor[S]) iterate(ctx context.Context, sess *kgo.GroupTransactSessi
 	}
 	for _, kr := range records {
 		p.stats.Records.Add(1)
-		in, err := kafka.FromKafka(ctx, p.codec, kr)
+		in, err := p.decode(ctx, kr)
 		if err != nil {
 			p.stats.DeadLettered.Add(1)
 			p.log.Warn("dead letter", "err", err)
@@ -330,6 +344,14 @@ func (p *Processor[S]) iterate(ctx context.Context, sess *kgo.GroupTransactSessi
 	}
 	p.stats.Commits.Add(1)
 	return nil
+}
+
+// decode turns a consumed record into the machine's input.
+func (p *Processor[S]) decode(ctx context.Context, kr *kgo.Record) (schemas.Record, error) {
+	if p.cfg.SkipDecode {
+		return schemas.Record{Topic: kr.Topic, Key: string(kr.Key), Partition: kr.Partition, Offset: kr.Offset}, nil
+	}
+	return kafka.FromKafka(ctx, p.codec, kr)
 }
 
 func (p *Processor[S]) abort(ctx context.Context, sess *kgo.GroupTransactSession, cause error) error {

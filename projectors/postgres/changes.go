@@ -167,6 +167,8 @@ func (c *changes) add(r schemas.Record) bool {
 			c.stmts = append(c.stmts, stmt{sqlOffering, []any{v.ID, v.Name, v.CPU, v.MemoryMB, v.HA, v.DeploymentPlanner,
 				nonNil(v.HostTags), ms(v.CreatedAt, ts), r.Offset, v.PlannerMode}})
 		}
+	case *schemas.LeaseStatusChanged, *schemas.LeaseHostChanged:
+		c.stmts = append(c.stmts, leaseStmts(v, r.Offset, ts)...)
 	case *schemas.AccountCreated:
 		c.stmts = append(c.stmts, stmt{sqlAccount, []any{v.AccountID, v.Name, ms(v.At, ts), r.Offset}})
 	case *schemas.ApiKeyIssued:

@@ -1,6 +1,6 @@
 // Package postgres owns vmplane's Postgres read models: the embedded schema
 // migrations, the projector that folds vm.events.v1, vm.commands.v1,
-// host.status.v1, placement.events.v1, catalog.v1 and accounts.v1 into
+// host.status.v1, placement.events.v1, lease.events.v1, catalog.v1 and accounts.v1 into
 // tables, and the Reader the gateway queries.
 //
 // Rows are applied exactly once: each poll's rows and the next consumer

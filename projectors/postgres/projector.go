@@ -22,7 +22,7 @@ const DefaultGroup = "vmplane-projector-postgres"
 // Topics are the topics the projector folds into read models.
 var Topics = []string{
 	schemas.TopicVmEvents, schemas.TopicVmCommands, schemas.TopicHostStatus,
-	schemas.TopicPlacementEvents, schemas.TopicCatalog, schemas.TopicAccounts,
+	schemas.TopicPlacementEvents, schemas.TopicCatalog, schemas.TopicAccounts, schemas.TopicLeaseEvents,
 }
 
 // Config configures a Projector.

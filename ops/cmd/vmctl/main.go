@@ -34,6 +34,8 @@ commands:
   vm reboot|pause|unpause|suspend|resume|unrescue|terminate ID [--wait]
   vm reboot ID --hard; vm rescue|rebuild ID [--image I]; vm snapshot ID [--name N]
   vm migrate ID [--host H]; vm resize ID --offering O; vm confirm-resize|revert-resize ID
+  vm history ID [--at RFC3339|DURATION-AGO]
+  journal query "<SQL>"   (admin; read-only, see docs/analytics.md)
   alert list [--vm ID]
   job get ID [--steps]
   job wait ID [--timeout 5m]
@@ -42,6 +44,9 @@ commands:
   offering create --name N --cpu C --memory MiB [--ha] [--planner P] [--planner-mode Strict|Preferred] [--host-tags a,b]
   planner list
   zone capacity ZONE
+  lease create --name N --end TIME|DURATION [--start now|TIME|DURATION] [--hosts MIN..MAX] [--property k=v,..] [--project P]
+  lease get ID; lease list; lease events ID; lease delete ID
+  lease update ID [--start T] [--end T] [--hosts MIN..MAX]
 
 environment: VMPLANE_API (default http://127.0.0.1:8080), VMPLANE_API_KEY
 (else the file var/dev/admin-key, when present).
@@ -129,6 +134,12 @@ func (a *cli) dispatch(ctx context.Context, args []string, getenv func(string) s
 	}
 	if !ok {
 		h, ok = placementCommands[cmd]
+	}
+	if !ok {
+		h, ok = historyCommands[cmd]
+	}
+	if !ok {
+		h, ok = leaseCommands[cmd]
 	}
 	if !ok {
 		return fmt.Errorf("%w: unknown command %q", errUsage, cmd)

@@ -19,6 +19,7 @@ Usage:
   vmplane broker     [flags]   an embedded Kafka-protocol broker with a data directory
   vmplane processor  --kind vm|host|placement [flags]
   vmplane projector  --kind postgres|journal [flags]
+  vmplane projector  rebuild --target postgres [flags]   replay the log into fresh read models and swap them in
   vmplane gateway    [flags]   the REST API
   vmplane agent      [flags]   a hypervisor agent (sim driver)
 

@@ -83,6 +83,9 @@ func runProcessor(ctx context.Context, args []string, log *slog.Logger) error {
 }
 
 func runProjector(ctx context.Context, args []string, log *slog.Logger) error {
+	if len(args) > 0 && args[0] == "rebuild" {
+		return runRebuild(ctx, args[1:], log)
+	}
 	f := newFlags("projector")
 	kind := f.str("kind", "VMPLANE_PROJECTOR", "", "postgres or journal")
 	k := f.kafka()
@@ -116,11 +119,22 @@ func runGateway(ctx context.Context, args []string, log *slog.Logger) error {
 	dsn := f.str("pg-dsn", "VMPLANE_PG_DSN", "postgres://postgres@127.0.0.1:5432/vmplane", "Postgres database of the read models")
 	addr := f.str("http", "VMPLANE_HTTP_ADDR", "127.0.0.1:8080", "listen address")
 	zone := f.str("zone", "VMPLANE_ZONE", "zone-1", "zone new VMs are deployed in")
+	ch := f.str("clickhouse", "VMPLANE_CH_ADDR", "127.0.0.1:9000", "ClickHouse native address of the history (empty: no history routes)")
+	chdb := f.str("clickhouse-db", "VMPLANE_CH_DATABASE", "vmplane", "ClickHouse database")
 	f.Parse(args)
 	if err := postgres.Migrate(ctx, *dsn); err != nil {
 		return err
 	}
-	g, err := roles.NewGateway(ctx, roles.Options{Kafka: k.config(), Logger: log}, *dsn, gateway.Config{Addr: *addr, ZoneID: *zone})
+	gcfg := gateway.Config{Addr: *addr, ZoneID: *zone}
+	if *ch != "" {
+		h, err := roles.OpenHistory(*ch, *chdb)
+		if err != nil {
+			return err
+		}
+		defer h.Close()
+		gcfg.History = h
+	}
+	g, err := roles.NewGateway(ctx, roles.Options{Kafka: k.config(), Logger: log}, *dsn, gcfg)
 	if err != nil {
 		return err
 	}
@@ -143,4 +157,25 @@ func runAgent(ctx context.Context, args []string, log *slog.Logger) error {
 		return err
 	}
 	return a.Run(ctx)
+}
+
+// runRebuild is `vmplane projector rebuild --target postgres`: the read
+// models replayed from offset 0 into a fresh schema, swapped in when done.
+// Stop the Postgres projectors first and start them after: they read their
+// positions only when they get their partitions.
+func runRebuild(ctx context.Context, args []string, log *slog.Logger) error {
+	f := newFlags("projector rebuild")
+	target := f.str("target", "VMPLANE_REBUILD_TARGET", "postgres", "what to rebuild: postgres")
+	k := f.kafka()
+	dsn := f.str("pg-dsn", "VMPLANE_PG_DSN", "postgres://postgres@127.0.0.1:5432/vmplane", "Postgres database of the read models")
+	f.Parse(args)
+	if *target != "postgres" {
+		return fmt.Errorf("rebuild --target %q: only postgres is supported (the journal absorbs a replay: reset its group instead)", *target)
+	}
+	st, err := postgres.Rebuild(ctx, k.config(), *dsn)
+	if err != nil {
+		return err
+	}
+	log.Info("read models rebuilt", "records", st.Records, "rows", st.Rows, "took", st.Took, "old_schema", st.OldSchema)
+	return nil
 }

@@ -1,0 +1,195 @@
+package storm
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/ops/roles"
+	"github.com/vmplane/vmplane/processors/runtime"
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// Child roles: the bench binary re-executes itself with -child <role> so
+// that a processor runs in a process of its own, whose CPU time /proc tells.
+const (
+	ChildVM   = "vm"
+	ChildNull = "null"
+)
+
+// Bench-only topics, partitioned like the vm_id topics.
+const (
+	topicNullIn    = "bench.null.in.v1"
+	topicNullState = "bench.null.state.v1"
+	topicRaw       = "bench.raw.v1"
+	nullName       = "bench-null"
+)
+
+var benchTopics = []schemas.TopicSpec{
+	{Name: topicNullIn, KeyClass: schemas.KeyVM, Doc: "null-Step input: copies of vm.power.v1 records"},
+	{Name: topicNullState, KeyClass: schemas.KeyVM, Compacted: true, Doc: "null-Step changelog"},
+	{Name: topicRaw, KeyClass: schemas.KeyVM, Doc: "raw produce+consume: copies of vm.power.v1 records"},
+}
+
+// nullMachine decides nothing: every record deletes its key's (absent)
+// state, so the runtime still writes one changelog record per key and
+// transaction, as for the VM machine, but encodes nothing.
+type nullMachine struct{}
+
+func (nullMachine) Step(*schemas.VmRecord, schemas.Record, time.Time) (*schemas.VmRecord, []schemas.Record) {
+	return nil, nil
+}
+func (nullMachine) Tick(*schemas.VmRecord, string, time.Time) (*schemas.VmRecord, []schemas.Record) {
+	return nil, nil
+}
+func (nullMachine) Wake(*schemas.VmRecord) time.Time { return time.Time{} }
+
+type childProcessor interface {
+	Run(ctx context.Context) error
+	Ready() bool
+	Assigned() int
+	Stats() *runtime.Stats
+}
+
+// RunChild runs a child role until ctx ends. It prints one line
+// "ready restored=<keys> restore_ms=<ms>" once every partition is assigned
+// and restored.
+func RunChild(ctx context.Context, role string, brokers []string) error {
+	kcfg := kafka.Config{Brokers: brokers, Replication: 1}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var p childProcessor
+	switch role {
+	case ChildVM:
+		r, err := roles.NewProcessor(roles.KindVM, roles.Options{Kafka: kcfg, InstanceID: "bench", Logger: log}, roles.Settings{}, nil)
+		if err != nil {
+			return err
+		}
+		cp, ok := r.(childProcessor)
+		if !ok {
+			return fmt.Errorf("the vm processor is a %T, not a runtime processor", r)
+		}
+		p = cp
+	case ChildNull:
+		np, err := runtime.New(runtime.Config{Name: nullName, Inputs: []string{topicNullIn}, Changelog: topicNullState,
+			Kafka: kcfg, InstanceID: "bench", Logger: log, SkipDecode: true}, runtime.Machine[*schemas.VmRecord](nullMachine{}))
+		if err != nil {
+			return err
+		}
+		p = np
+	default:
+		return fmt.Errorf("unknown child role %q", role)
+	}
+	want := int(schemas.Partitions[schemas.KeyVM])
+	go func() {
+		var assignedAt time.Time
+		for ctx.Err() == nil {
+			n := p.Assigned()
+			if n > 0 && assignedAt.IsZero() {
+				assignedAt = time.Now()
+			}
+			if n == want && p.Ready() {
+				fmt.Printf("ready restored=%d restore_ms=%d\n", p.Stats().Restored.Load(), time.Since(assignedAt).Milliseconds())
+				return
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	return p.Run(ctx)
+}
+
+// child is a running child process.
+type child struct {
+	cmd       *exec.Cmd
+	restored  int64
+	restoreMs int64
+	wg        sync.WaitGroup
+}
+
+// startChild starts a child role and waits for its ready line.
+func startChild(ctx context.Context, role string, brokers []string) (*child, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, "-child", role, "-brokers", strings.Join(brokers, ","))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start child %s: %w", role, err)
+	}
+	c := &child{cmd: cmd}
+	ready := make(chan string, 1)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "ready ") {
+				ready <- sc.Text()
+			}
+		}
+		close(ready)
+	}()
+	select {
+	case line, ok := <-ready:
+		if !ok {
+			c.stop()
+			return nil, fmt.Errorf("child %s exited before it was ready", role)
+		}
+		for _, f := range strings.Fields(line)[1:] {
+			k, v, _ := strings.Cut(f, "=")
+			n, _ := strconv.ParseInt(v, 10, 64)
+			switch k {
+			case "restored":
+				c.restored = n
+			case "restore_ms":
+				c.restoreMs = n
+			}
+		}
+		return c, nil
+	case <-time.After(10 * time.Minute):
+	case <-ctx.Done():
+	}
+	c.stop()
+	return nil, fmt.Errorf("child %s not ready", role)
+}
+
+// cpu returns the child's user+system CPU time so far, from /proc.
+func (c *child) cpu() (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name, which is in parentheses and may hold spaces.
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	// USER_HZ is 100 on every Linux this runs on.
+	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
+}
+
+// stop ends the child (SIGTERM, then SIGKILL after 10 s) and waits for it.
+func (c *child) stop() {
+	_ = c.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { _ = c.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-done
+	}
+	c.wg.Wait()
+}

@@ -1,0 +1,233 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/vmplane/vmplane/projectors/journal"
+	"github.com/vmplane/vmplane/projectors/postgres"
+)
+
+// History is what the gateway reads from ClickHouse: the full event history
+// of VMs, the journal of jobs Postgres no longer has, and analysts' queries.
+// projectors/journal's History implements it.
+type History interface {
+	VmHistory(ctx context.Context, vmID string, limit int) ([]journal.VmEvent, error)
+	VmAt(ctx context.Context, vmID string, at time.Time) (journal.VmSnapshot, error)
+	JobJournal(ctx context.Context, jobID string) ([]journal.Entry, error)
+	// Query runs SQL read-only (as ClickHouse's analyst user).
+	Query(ctx context.Context, sql string, maxRows int) (journal.Table, error)
+}
+
+// VmHistoryEvent is one event of GET /v1/vms/{id}/history.
+type VmHistoryEvent struct {
+	At         time.Time `json:"at"`
+	Type       string    `json:"type"`
+	JobID      string    `json:"job_id,omitempty"`
+	VmState    string    `json:"vm_state,omitempty"`
+	TaskState  string    `json:"task_state,omitempty"`
+	PowerState string    `json:"power_state,omitempty"`
+	HostID     string    `json:"host_id,omitempty"`
+	Reason     string    `json:"reason,omitempty"`
+}
+
+// VmAsOf is GET /v1/vms/{id}/history?at=: the VM as it was at an instant.
+type VmAsOf struct {
+	At    time.Time `json:"at"`
+	Since time.Time `json:"since"`
+	VM    VM        `json:"vm"`
+	// PendingJob is the job in flight at the instant, if any.
+	PendingJob  string `json:"pending_job,omitempty"`
+	PendingJobs int32  `json:"pending_jobs"`
+	PowerHost   string `json:"power_host,omitempty"`
+	Reason      string `json:"reason,omitempty"`
+}
+
+// JournalLine is one line of a job's journal as ClickHouse keeps it: the
+// fields of JobStep plus what the accepted and end lines carry.
+type JournalLine struct {
+	Seq       int32     `json:"seq"`
+	Kind      string    `json:"kind"`
+	TaskState string    `json:"task_state"`
+	Step      string    `json:"step"`
+	Text      string    `json:"text"`
+	Reason    string    `json:"reason,omitempty"`
+	VmState   string    `json:"vm_state,omitempty"`
+	HostID    string    `json:"host_id,omitempty"`
+	At        time.Time `json:"at"`
+}
+
+// QueryResult is the answer of POST /v1/journal/query.
+type QueryResult struct {
+	Columns   []string   `json:"columns"`
+	Rows      [][]string `json:"rows"`
+	Truncated bool       `json:"truncated"`
+}
+
+// maxQueryRows bounds what one analyst query sends back.
+const maxQueryRows = 10_000
+
+func (s *Server) history() (History, error) {
+	if s.cfg.History == nil {
+		return nil, errorf(http.StatusServiceUnavailable, codeUnavailable, "the event history (ClickHouse) is not configured")
+	}
+	return s.cfg.History, nil
+}
+
+// vmHistory is GET /v1/vms/{id}/history[?at=RFC3339]: every event of the
+// VM with its time, job and reason, or with at the VM as it was then. A VM
+// the read model no longer has (expunged) is answered from the history for
+// an admin, or for a user of the account its events name.
+func (s *Server) vmHistory(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	id := mux.Vars(r)["id"]
+	h, err := s.history()
+	if err != nil {
+		return err
+	}
+	var at time.Time
+	if v := r.URL.Query().Get("at"); v != "" {
+		if at, err = time.Parse(time.RFC3339Nano, v); err != nil {
+			e := errorf(http.StatusUnprocessableEntity, codeValidation, "at must be an RFC 3339 time, not %q", v)
+			e.Details = map[string]any{"field": "at"}
+			return e
+		}
+	}
+	_, err = s.rm.VM(ctx, id)
+	known := err == nil
+	if err != nil && !errors.Is(err, postgres.ErrNotFound) {
+		return fmt.Errorf("read vm %s: %w", id, err)
+	}
+	if known {
+		// The read model decides who may see a VM it has.
+		if _, err := s.visibleVM(ctx, id); err != nil {
+			return err
+		}
+	}
+	p := principalOf(ctx)
+	if !at.IsZero() {
+		snap, err := h.VmAt(ctx, id, at)
+		if errors.Is(err, journal.ErrNoHistory) || err == nil && !known && !p.owns(snap.State.Account) {
+			return errorf(http.StatusNotFound, codeNotFound, "VM %s has no history at or before %s", id, at.UTC().Format(time.RFC3339))
+		}
+		if err != nil {
+			return fmt.Errorf("history of vm %s: %w", id, err)
+		}
+		writeJSON(w, http.StatusOK, asOfJSON(snap))
+		return nil
+	}
+	events, err := h.VmHistory(ctx, id, 0)
+	if err != nil {
+		return fmt.Errorf("history of vm %s: %w", id, err)
+	}
+	if !known && (len(events) == 0 || !p.admin() && !eventsOwnedBy(events, p.Account)) {
+		return notFound("VM", id)
+	}
+	out := List[VmHistoryEvent]{Items: make([]VmHistoryEvent, len(events))}
+	for i, e := range events {
+		out.Items[i] = VmHistoryEvent{At: e.At, Type: e.Type, JobID: e.JobID, VmState: e.VmState, TaskState: e.TaskState,
+			PowerState: e.PowerState, HostID: e.HostID, Reason: e.Reason}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// eventsOwnedBy says whether the VM's events name account as its owner.
+func eventsOwnedBy(events []journal.VmEvent, account string) bool {
+	for _, e := range events {
+		var o struct{ Account string }
+		if json.Unmarshal([]byte(e.Payload), &o) == nil && o.Account != "" {
+			return o.Account == account
+		}
+	}
+	return false
+}
+
+func asOfJSON(s journal.VmSnapshot) VmAsOf {
+	v := s.State
+	return VmAsOf{
+		At: s.At, Since: s.Since, PendingJob: s.PendingJob, PendingJobs: v.PendingJobs, PowerHost: v.PowerHost, Reason: v.Reason,
+		VM: VM{
+			ID: v.VmID, Name: v.Name, Account: v.Account, Offering: v.Offering.Name,
+			VmState: v.VmState, TaskState: v.TaskState, PowerState: v.PowerState, LegacyState: v.LegacyState,
+			HostID: v.HostID, AllowedActions: nonNil(v.AllowedActions), HA: v.HA,
+			CreatedAt: time.UnixMilli(v.CreatedAt).UTC(), UpdatedAt: time.UnixMilli(v.UpdatedAt).UTC(),
+			CPU: v.Offering.CPU, MemoryMB: v.Offering.MemoryMB, ZoneID: v.ZoneID, Epoch: v.Epoch, JobID: v.JobID,
+		},
+	}
+}
+
+// jobJournalAnywhere is GET /v1/jobs/{id}/journal: the steps Postgres keeps
+// while it has the job, else the whole journal from ClickHouse, which keeps
+// every job.
+func (s *Server) jobJournalAnywhere(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	id := mux.Vars(r)["id"]
+	_, err := s.rm.Job(ctx, id)
+	if err == nil || !errors.Is(err, postgres.ErrNotFound) || s.cfg.History == nil {
+		return s.jobJournal(w, r)
+	}
+	entries, err := s.cfg.History.JobJournal(ctx, id)
+	if err != nil {
+		return fmt.Errorf("journal of job %s: %w", id, err)
+	}
+	if len(entries) == 0 || !principalOf(ctx).owns(entries[0].Account) {
+		return notFound("job", id)
+	}
+	out := List[JournalLine]{Items: make([]JournalLine, len(entries))}
+	for i, e := range entries {
+		out.Items[i] = JournalLine{Seq: int32(e.Seq), Kind: e.Kind, TaskState: e.TaskState, Step: e.Step, Text: e.Text,
+			Reason: e.Reason, VmState: e.VmState, HostID: hostOfObj(e.Obj), At: e.At}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func hostOfObj(obj string) string {
+	var o struct {
+		HostID string `json:"host_id"`
+	}
+	_ = json.Unmarshal([]byte(obj), &o)
+	return o.HostID
+}
+
+// journalQuery is POST /v1/journal/query {"sql": "..."} (admin): an
+// analyst's query, run by ClickHouse's read-only analyst user.
+func (s *Server) journalQuery(w http.ResponseWriter, r *http.Request) error {
+	h, err := s.history()
+	if err != nil {
+		return err
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		SQL string `json:"sql"`
+	}
+	if err := decodeStrict(body, &req); err != nil {
+		return err
+	}
+	if strings.TrimSpace(req.SQL) == "" {
+		e := errorf(http.StatusUnprocessableEntity, codeValidation, "sql is required")
+		e.Details = map[string]any{"field": "sql"}
+		return e
+	}
+	t, err := h.Query(r.Context(), req.SQL, maxQueryRows)
+	if err != nil {
+		// ClickHouse's message (syntax, unknown table, readonly) is the
+		// analyst's to read.
+		return errorf(http.StatusUnprocessableEntity, codeInvalidRequest, "%v", err)
+	}
+	writeJSON(w, http.StatusOK, QueryResult{Columns: t.Columns, Rows: t.Rows, Truncated: t.Truncated})
+	return nil
+}
+
+var _ History = (*journal.History)(nil)

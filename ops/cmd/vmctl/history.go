@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// historyCommands read the history the journal keeps in ClickHouse.
+var historyCommands = map[string]command{
+	"vm history":    vmHistory,
+	"journal query": journalQuery,
+}
+
+type vmEvent struct {
+	At         time.Time `json:"at"`
+	Type       string    `json:"type"`
+	JobID      string    `json:"job_id"`
+	VmState    string    `json:"vm_state"`
+	TaskState  string    `json:"task_state"`
+	PowerState string    `json:"power_state"`
+	HostID     string    `json:"host_id"`
+	Reason     string    `json:"reason"`
+}
+
+type vmAsOf struct {
+	At          time.Time `json:"at"`
+	Since       time.Time `json:"since"`
+	VM          vm        `json:"vm"`
+	PendingJob  string    `json:"pending_job"`
+	PendingJobs int32     `json:"pending_jobs"`
+	Reason      string    `json:"reason"`
+}
+
+// vmHistory is `vmctl vm history ID [--at T]`: every event of the VM, or
+// with --at (RFC 3339, or a duration ago such as 10m) the VM as it was then.
+func vmHistory(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	at := fs.String("at", "", "show the VM as it was at this instant (RFC 3339, or a duration ago: 10m)")
+	pos, err := a.setup(fs, args, getenv, "ID")
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	path := "/v1/vms/" + url.PathEscape(pos[0]) + "/history"
+	if *at == "" {
+		var out list[json.RawMessage]
+		if err := a.c.call(ctx, http.MethodGet, path, nil, nil, &out); err != nil {
+			return err
+		}
+		raw, _ := json.Marshal(nonNilRaw(out.Items))
+		return a.emit(raw, func(w io.Writer) error {
+			fmt.Fprintln(w, "AT\tEVENT\tJOB\tVM STATE\tTASK\tPOWER\tHOST\tREASON")
+			for _, r := range out.Items {
+				e, err := decodeRaw[vmEvent](r)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.At.Format("2006-01-02 15:04:05.000"), e.Type, orDash(e.JobID),
+					orDash(e.VmState), orDash(e.TaskState), orDash(e.PowerState), orDash(e.HostID), orDash(e.Reason))
+			}
+			return nil
+		})
+	}
+	t, err := instant(*at, time.Now())
+	if err != nil {
+		return fmt.Errorf("%w: --at: %v", errUsage, err)
+	}
+	var raw json.RawMessage
+	if err := a.c.call(ctx, http.MethodGet, path, url.Values{"at": {t.Format(time.RFC3339Nano)}}, nil, &raw); err != nil {
+		return err
+	}
+	s, err := decodeRaw[vmAsOf](raw)
+	if err != nil {
+		return err
+	}
+	return a.emit(raw, func(w io.Writer) error {
+		v := s.VM
+		fmt.Fprintf(w, "VM\t%s (%s)\n", v.ID, v.Name)
+		fmt.Fprintf(w, "AT\t%s (in this state since %s)\n", s.At.Format(time.RFC3339), s.Since.Format(time.RFC3339))
+		fmt.Fprintf(w, "VM STATE\t%s\n", v.VmState)
+		fmt.Fprintf(w, "TASK STATE\t%s\n", orDash(v.TaskState))
+		fmt.Fprintf(w, "POWER STATE\t%s\n", orDash(v.PowerState))
+		fmt.Fprintf(w, "HOST\t%s\n", orDash(v.HostID))
+		fmt.Fprintf(w, "PENDING JOB\t%s\n", orDash(s.PendingJob))
+		fmt.Fprintf(w, "QUEUED JOBS\t%d\n", s.PendingJobs)
+		fmt.Fprintf(w, "REASON\t%s\n", orDash(s.Reason))
+		return nil
+	})
+}
+
+// instant reads --at: an RFC 3339 time, or a duration before now.
+func instant(v string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time nor a duration ago", v)
+	}
+	return now.Add(-d), nil
+}
+
+type queryResult struct {
+	Columns   []string   `json:"columns"`
+	Rows      [][]string `json:"rows"`
+	Truncated bool       `json:"truncated"`
+}
+
+// journalQuery is `vmctl journal query "<SQL>"`: the gateway runs it as
+// ClickHouse's read-only analyst user (admin key needed) and it prints a
+// table.
+func journalQuery(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	pos, err := a.setup(fs, args, getenv, "SQL")
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*requestTimeout)
+	defer cancel()
+	var raw json.RawMessage
+	if err := a.c.call(ctx, http.MethodPost, "/v1/journal/query", nil, map[string]string{"sql": pos[0]}, &raw); err != nil {
+		return err
+	}
+	res, err := decodeRaw[queryResult](raw)
+	if err != nil {
+		return err
+	}
+	if err := a.emit(raw, func(w io.Writer) error {
+		fmt.Fprintln(w, strings.Join(res.Columns, "\t"))
+		for _, r := range res.Rows {
+			fmt.Fprintln(w, strings.Join(r, "\t"))
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if res.Truncated && a.output == "table" {
+		fmt.Fprintf(a.stderr, "vmctl: only the first %d rows are shown; add a LIMIT\n", len(res.Rows))
+	}
+	return nil
+}

@@ -1,0 +1,277 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// leaseCommands are the host reservation commands of issue 6.
+var leaseCommands = map[string]command{
+	"lease create": leaseCreate,
+	"lease get":    leaseGet,
+	"lease list":   leaseList,
+	"lease update": leaseUpdate,
+	"lease delete": leaseDelete,
+	"lease events": leaseEventsCmd,
+}
+
+type leaseReservation struct {
+	ID               string            `json:"id"`
+	Status           string            `json:"status"`
+	MinHosts         int32             `json:"min_hosts"`
+	MaxHosts         int32             `json:"max_hosts"`
+	HostProperties   map[string]string `json:"host_properties"`
+	Hosts            []string          `json:"hosts"`
+	MissingResources bool              `json:"missing_resources"`
+	ResourcesChanged bool              `json:"resources_changed"`
+}
+
+type lease struct {
+	ID           string             `json:"id"`
+	Name         string             `json:"name"`
+	ZoneID       string             `json:"zone_id"`
+	Project      string             `json:"project"`
+	Status       string             `json:"status"`
+	Degraded     bool               `json:"degraded"`
+	Start        time.Time          `json:"start"`
+	End          time.Time          `json:"end"`
+	Reason       string             `json:"reason"`
+	Reservations []leaseReservation `json:"reservations"`
+}
+
+type leaseEvent struct {
+	Seq      string    `json:"seq"`
+	Event    string    `json:"event"`
+	Status   string    `json:"status"`
+	Degraded bool      `json:"degraded"`
+	HostID   string    `json:"host_id"`
+	Detail   string    `json:"detail"`
+	At       time.Time `json:"at"`
+}
+
+// when turns "now", an RFC 3339 time or a duration from now ("2h") into
+// what the API takes.
+func when(v string, now time.Time) (string, error) {
+	if v == "" || v == "now" {
+		return v, nil
+	}
+	if _, err := time.Parse(time.RFC3339, v); err == nil {
+		return v, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return "", fmt.Errorf("%w: %q is not now, an RFC 3339 time or a duration such as 2h", errUsage, v)
+	}
+	return now.Add(d).UTC().Format(time.RFC3339), nil
+}
+
+// hostRange parses MIN or MIN..MAX and the properties k=v,k=v.
+func hostRange(hosts, props string) (map[string]any, error) {
+	lo, hi, ranged := strings.Cut(hosts, "..")
+	a, err := strconv.Atoi(lo)
+	b := a
+	if err == nil && ranged {
+		b, err = strconv.Atoi(hi)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: --hosts wants MIN or MIN..MAX, got %q", errUsage, hosts)
+	}
+	r := map[string]any{"min_hosts": a, "max_hosts": b}
+	if props != "" {
+		m := map[string]string{}
+		for _, kv := range strings.Split(props, ",") {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				return nil, fmt.Errorf("%w: --property wants k=v[,k=v], got %q", errUsage, kv)
+			}
+			m[k] = v
+		}
+		r["host_properties"] = m
+	}
+	return r, nil
+}
+
+func leaseCreate(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	name := fs.String("name", "", "lease name (a-z, 0-9, -)")
+	start := fs.String("start", "now", "now, an RFC 3339 time or a duration from now")
+	end := fs.String("end", "", "an RFC 3339 time or a duration from now (required)")
+	hosts := fs.String("hosts", "1", "host count: MIN or MIN..MAX")
+	props := fs.String("property", "", "host properties a host must have: k=v[,k=v]")
+	zone := fs.String("zone", "", "zone; empty for the gateway's")
+	project := fs.String("project", "", "account to lease for (admin)")
+	if _, err := a.setup(fs, args, getenv); err != nil {
+		return err
+	}
+	now := time.Now()
+	s, err := when(*start, now)
+	if err != nil {
+		return err
+	}
+	if *end == "" {
+		return fmt.Errorf("%w: --end is required", errUsage)
+	}
+	e, err := when(*end, now)
+	if err != nil {
+		return err
+	}
+	r, err := hostRange(*hosts, *props)
+	if err != nil {
+		return err
+	}
+	body := map[string]any{"name": *name, "start": s, "end": e, "reservations": []any{r}}
+	if *zone != "" {
+		body["zone_id"] = *zone
+	}
+	if *project != "" {
+		body["project"] = *project
+	}
+	return a.leaseCall(ctx, http.MethodPost, "/v1/leases", body, "requested")
+}
+
+func leaseUpdate(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	start := fs.String("start", "", "new start: now, an RFC 3339 time or a duration from now")
+	end := fs.String("end", "", "new end: an RFC 3339 time or a duration from now")
+	hosts := fs.String("hosts", "", "new host count of the (first and only) reservation: MIN or MIN..MAX")
+	pos, err := a.setup(fs, args, getenv, "ID")
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	body := map[string]any{}
+	if *start != "" {
+		if body["start"], err = when(*start, now); err != nil {
+			return err
+		}
+	}
+	if *end != "" {
+		if body["end"], err = when(*end, now); err != nil {
+			return err
+		}
+	}
+	if *hosts != "" {
+		r, err := hostRange(*hosts, "")
+		if err != nil {
+			return err
+		}
+		body["reservations"] = []any{r}
+	}
+	if len(body) == 0 {
+		return fmt.Errorf("%w: give --start, --end or --hosts", errUsage)
+	}
+	return a.leaseCall(ctx, http.MethodPut, "/v1/leases/"+url.PathEscape(pos[0]), body, "update requested for")
+}
+
+func leaseDelete(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	pos, err := a.setup(fs, args, getenv, "ID")
+	if err != nil {
+		return err
+	}
+	return a.leaseCall(ctx, http.MethodDelete, "/v1/leases/"+url.PathEscape(pos[0]), nil, "delete requested for")
+}
+
+// leaseCall sends a lease command and prints the accepted lease.
+func (a *cli) leaseCall(ctx context.Context, method, path string, body any, verb string) error {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	var raw json.RawMessage
+	if err := a.c.call(ctx, method, path, nil, body, &raw); err != nil {
+		return err
+	}
+	return a.emit(raw, func(w io.Writer) error {
+		l, err := decodeRaw[lease](raw)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%s lease %s (%s); see vmctl lease get %s\n", verb, l.ID, l.Name, l.ID)
+		return nil
+	})
+}
+
+func leaseGet(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	pos, err := a.setup(fs, args, getenv, "ID")
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	var raw json.RawMessage
+	if err := a.c.call(ctx, http.MethodGet, "/v1/leases/"+url.PathEscape(pos[0]), nil, nil, &raw); err != nil {
+		return err
+	}
+	return a.emit(raw, func(w io.Writer) error {
+		l, err := decodeRaw[lease](raw)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "id\t%s\nname\t%s\nproject\t%s\nzone\t%s\nstatus\t%s\ndegraded\t%v\nstart\t%s\nend\t%s\n",
+			l.ID, l.Name, l.Project, l.ZoneID, l.Status, l.Degraded, l.Start.Format(time.RFC3339), l.End.Format(time.RFC3339))
+		if l.Reason != "" {
+			fmt.Fprintf(w, "reason\t%s\n", l.Reason)
+		}
+		for _, r := range l.Reservations {
+			fmt.Fprintf(w, "reservation %s\t%s hosts %d..%d: %s", r.ID, r.Status, r.MinHosts, r.MaxHosts, orDash(strings.Join(r.Hosts, ",")))
+			if r.MissingResources {
+				fmt.Fprint(w, " [missing_resources]")
+			}
+			if r.ResourcesChanged {
+				fmt.Fprint(w, " [resources_changed]")
+			}
+			fmt.Fprintln(w)
+		}
+		return nil
+	})
+}
+
+func leaseList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	if _, err := a.setup(fs, args, getenv); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	ls, err := all[lease](ctx, a.c, "/v1/leases")
+	if err != nil {
+		return err
+	}
+	raw, _ := json.Marshal(ls)
+	return a.emit(raw, func(w io.Writer) error {
+		fmt.Fprintln(w, "ID\tNAME\tPROJECT\tSTATUS\tDEGRADED\tSTART\tEND\tHOSTS")
+		for _, l := range ls {
+			var hosts []string
+			for _, r := range l.Reservations {
+				hosts = append(hosts, r.Hosts...)
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%v\t%s\t%s\t%s\n", l.ID, l.Name, l.Project, l.Status, l.Degraded,
+				l.Start.Format(time.RFC3339), l.End.Format(time.RFC3339), orDash(strings.Join(hosts, ",")))
+		}
+		return nil
+	})
+}
+
+func leaseEventsCmd(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	pos, err := a.setup(fs, args, getenv, "ID")
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	es, err := all[leaseEvent](ctx, a.c, "/v1/leases/"+url.PathEscape(pos[0])+"/events")
+	if err != nil {
+		return err
+	}
+	raw, _ := json.Marshal(es)
+	return a.emit(raw, func(w io.Writer) error {
+		fmt.Fprintln(w, "AT\tEVENT\tSTATUS\tDEGRADED\tDETAIL")
+		for _, e := range es {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s\n", e.At.Format(time.RFC3339), e.Event, orDash(e.Status), e.Degraded, orDash(e.Detail))
+		}
+		return nil
+	})
+}

@@ -1,0 +1,60 @@
+// Package lease is the lease processor of DESIGN §8 (OpenStack Blazar's host
+// reservations, resource monitoring and lease healing): a pure state machine
+// over one *schemas.LeaseZoneRecord per zone_id. It owns, per zone, the
+// leases and their reservations, the host calendar (which hosts each lease
+// holds over which window), the latest host status table and which VMs of
+// which account run on which host.
+//
+// Inputs (all keyed by zone, so co-partitioned):
+//   - lease.commands.v1: CreateLease, UpdateLease, DeleteLease from the
+//     gateway, and HostStatus copies from the host processor (push
+//     monitoring: a host whose reservable turns false is healed at once);
+//   - placement.events.v1: CapacityAllocated / CapacityReleased tell which
+//     VM of which account runs on which host, and a release is how a lease
+//     end learns that the Stop it sent has finished (a Stop releases the
+//     VM's capacity); the VM job events are keyed by VM and out of reach.
+//
+// Outputs:
+//   - lease.events.v1: LeaseStatusChanged for every lease and reservation
+//     status or flag change (the notification, with the lease as it stands)
+//     and LeaseHostChanged when a host turns reservable or stops being so;
+//   - placement.requests.v1: a copy of LeaseStatusChanged whenever the set
+//     of hosts the lease dedicates to its project changes (start, healing
+//     swap, update, end). Placement holds a host for the lease's project
+//     while the copy's status is ACTIVE or UPDATING and the reservation is
+//     active, and frees every host of the lease otherwise;
+//   - vm.commands.v1: Stop for the project's VMs on the lease's hosts at the
+//     lease end (command id lease-<lease>-end-<vm>), and Migrate to the
+//     replacement host for the project's VMs on a healed host that is still
+//     Up (disabled or in maintenance; lease-<lease>-heal-<host>-<vm>). VMs
+//     on a host that is down are restarted by HA (host processor), and
+//     placement lands them on the lease's hosts, which are dedicated.
+//
+// Status machines (status.go) are explicit transition tables. A lease is
+// PENDING until its start, STARTING while its hosts are checked, ACTIVE
+// until its end, TERMINATING while the project's VMs stop (joined on their
+// capacity release, with a deadline), TERMINATED at last. UPDATING and
+// DELETING are the transient statuses of an update and a delete; ERROR is a
+// lease whose hosts could not be found at creation. A failed update leaves
+// the lease in its previous status with an update_failed notification
+// (not ERROR for the whole lease: Blazar bug 1786031).
+//
+// The calendar is derived from the leases (calendar.go): every lease that
+// is not terminal holds its reservations' hosts over [start, end). A host
+// is chosen only when it is reservable in the status table, has the asked
+// properties and is held by no other lease in an overlapping window, so no
+// host is ever double-booked; one owner per zone steps every claim in order.
+//
+// Monitoring: push (each HostStatus) and polling (Tick every
+// lease.monitor.poll.interval, per zone, against the status table), both on
+// by default. Healing (heal.go) covers leases active or starting within
+// healing.window and does exactly the four cases of DESIGN §8: a failed host
+// is removed from its reservation and replaced when another is free; the
+// flags degraded and missing_resources clear only on a successful update
+// that gets the requested capacity, resources_changed never clears and
+// keeps degraded set.
+//
+// The package never does I/O, never reads the clock, never uses randomness
+// and never decides a host's health: a host is reservable only when the host
+// processor says so. It never places a VM: placement enforces dedication.
+package lease

@@ -1,0 +1,286 @@
+package lease
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// TestCalendarProperties drives the machine with random lease creates,
+// updates and deletes, host failures and recoveries, VM allocations and
+// releases and the passing of time, and checks after every input:
+//
+//   - no host is held by two leases in overlapping windows;
+//   - a host newly given to a lease is reservable at that moment;
+//   - degraded is exactly "some reservation has missing_resources or
+//     resources_changed"; resources_changed never clears; missing_resources
+//     clears only with an "updated" notification of that lease;
+//   - placement, applying the copies it is sent with its own rule, holds
+//     every active lease's hosts for that lease, and nothing for a lease
+//     that does not dedicate them;
+//
+// and at the end, once every window and stop deadline has passed, that
+// every lease is TERMINATED, DELETED or ERROR with a reason.
+func TestCalendarProperties(t *testing.T) {
+	seeds := 50
+	if testing.Short() {
+		seeds = 20
+	}
+	for seed := range uint64(seeds) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { runProperty(t, seed) })
+	}
+}
+
+// placementView applies a copy the way processors/placement does (its
+// contract, DESIGN §8): hosts of active reservations while the lease is
+// ACTIVE or UPDATING are held for it; every other host of the lease is freed.
+func placementView(view map[string]string, l *schemas.LeaseStatusChanged) {
+	held := map[string]bool{}
+	if l.Status == Active || l.Status == Updating {
+		for _, r := range l.Reservations {
+			if r.Status == ResActive {
+				for _, h := range r.Hosts {
+					held[h] = true
+				}
+			}
+		}
+	}
+	for h, id := range view {
+		if id == l.LeaseID && !held[h] {
+			delete(view, h)
+		}
+	}
+	for h := range held {
+		view[h] = l.LeaseID
+	}
+}
+
+func runProperty(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	cfg := DefaultConfig()
+	cfg.StopTimeout = 10 * time.Minute
+	m := New(cfg)
+	var z *schemas.LeaseZoneRecord
+	now := time.Duration(0)
+	hosts := []string{"h1", "h2", "h3", "h4", "h5", "h6"}
+	projects := []string{"acme", "bolt"}
+	view := map[string]string{}
+	seq := 0
+	leaseIDs := []string{}
+
+	snapshot := func() map[string]schemas.LeaseRecord {
+		out := map[string]schemas.LeaseRecord{}
+		if z == nil {
+			return out
+		}
+		for _, l := range z.Leases {
+			l.Reservations = slices.Clone(l.Reservations)
+			for i := range l.Reservations {
+				l.Reservations[i].Hosts = slices.Clone(l.Reservations[i].Hosts)
+			}
+			out[l.LeaseID] = l
+		}
+		return out
+	}
+	check := func(what string, before map[string]schemas.LeaseRecord, out []schemas.Record) {
+		t.Helper()
+		updated := map[string]bool{}
+		for _, r := range out {
+			if v, ok := r.Value.(*schemas.LeaseStatusChanged); ok {
+				if r.Topic == schemas.TopicPlacementRequests {
+					placementView(view, v)
+				} else if v.Event == "updated" {
+					updated[v.LeaseID] = true
+				}
+			}
+		}
+		if z == nil {
+			return
+		}
+		type held struct {
+			lease    string
+			from, to int64
+		}
+		byHost := map[string][]held{}
+		reservable := map[string]bool{}
+		for _, h := range z.Hosts {
+			reservable[h.HostID] = h.Reservable
+		}
+		for _, l := range z.Leases {
+			b, existed := before[l.LeaseID]
+			old := map[string]bool{}
+			if existed {
+				for _, r := range b.Reservations {
+					for _, h := range r.Hosts {
+						old[h] = true
+					}
+				}
+			}
+			if l.Degraded != degraded(&l) {
+				t.Fatalf("%s: %s degraded=%v but reservations %+v", what, l.LeaseID, l.Degraded, l.Reservations)
+			}
+			for i, r := range l.Reservations {
+				if existed {
+					br := b.Reservations[i]
+					if br.ResourcesChanged && !r.ResourcesChanged {
+						t.Fatalf("%s: %s resources_changed cleared", what, r.ID)
+					}
+					if br.MissingResources && !r.MissingResources && !updated[l.LeaseID] {
+						t.Fatalf("%s: %s missing_resources cleared without an update", what, r.ID)
+					}
+				}
+				if !holds(l.Status) {
+					continue
+				}
+				for _, h := range r.Hosts {
+					if !old[h] && !reservable[h] {
+						t.Fatalf("%s: %s was given host %s, which is not reservable", what, l.LeaseID, h)
+					}
+					byHost[h] = append(byHost[h], held{l.LeaseID, l.Start, l.End})
+				}
+			}
+			if l.Status == Active {
+				for _, h := range dedicated(&l) {
+					if view[h] != l.LeaseID {
+						t.Fatalf("%s: active %s holds %s but placement has it for %q", what, l.LeaseID, h, view[h])
+					}
+				}
+			}
+		}
+		for h, ws := range byHost {
+			for i := range ws {
+				for j := i + 1; j < len(ws); j++ {
+					if ws[i].from < ws[j].to && ws[j].from < ws[i].to {
+						t.Fatalf("%s: host %s double-booked by %s and %s", what, h, ws[i].lease, ws[j].lease)
+					}
+				}
+			}
+		}
+		for h, id := range view {
+			l := func() *schemas.LeaseRecord {
+				for i := range z.Leases {
+					if z.Leases[i].LeaseID == id {
+						return &z.Leases[i]
+					}
+				}
+				return nil
+			}()
+			if l == nil || !slices.Contains(l.Dedicated, h) {
+				t.Fatalf("%s: placement holds %s for %s, which does not dedicate it", what, h, id)
+			}
+		}
+	}
+	step := func(v any) {
+		before := snapshot()
+		var out []schemas.Record
+		z, out = m.Step(z, schemas.Record{Topic: schemas.TopicLeaseCommands, Key: zone, Value: v}, t0.Add(now))
+		check(fmt.Sprintf("@%v %T %+v", now, v, v), before, out)
+	}
+	advance := func(to time.Duration) {
+		for {
+			w := m.Wake(z)
+			if w.IsZero() || w.After(t0.Add(to)) {
+				break
+			}
+			now = w.Sub(t0)
+			before := snapshot()
+			var out []schemas.Record
+			z, out = m.Tick(z, zone, w)
+			check(fmt.Sprintf("tick @%v", now), before, out)
+		}
+		now = to
+	}
+	hostStatus := func(h string, up bool) {
+		st := "Up"
+		if !up {
+			st = []string{"Down", "Disconnected"}[rng.IntN(2)]
+		}
+		step(&schemas.HostStatus{HostID: h, ZoneID: zone, Status: st, ResourceState: "Enabled", Reservable: up,
+			Properties: map[string]string{"rack": fmt.Sprint(h[1] % 2)}})
+	}
+	for _, h := range hosts {
+		hostStatus(h, true)
+	}
+	specs := func() []schemas.ReservationSpec {
+		var out []schemas.ReservationSpec
+		for range 1 + rng.IntN(2) {
+			lo := int32(1 + rng.IntN(2))
+			s := schemas.ReservationSpec{MinHosts: lo, MaxHosts: lo + int32(rng.IntN(2))}
+			if rng.IntN(4) == 0 {
+				s.HostProperties = map[string]string{"rack": fmt.Sprint(rng.IntN(2))}
+			}
+			out = append(out, s)
+		}
+		return out
+	}
+	vms := 0
+	for range 200 {
+		seq++
+		id := fmt.Sprintf("c%d", seq)
+		switch k := rng.IntN(10); {
+		case k < 3:
+			lid := fmt.Sprintf("l%d", len(leaseIDs)+1)
+			leaseIDs = append(leaseIDs, lid)
+			start := now + time.Duration(rng.IntN(180))*time.Minute
+			step(&schemas.CreateLease{CommandID: id, LeaseID: lid, ZoneID: zone, Project: projects[rng.IntN(2)],
+				Start: ms(start), End: ms(start + time.Duration(10+rng.IntN(180))*time.Minute), Reservations: specs()})
+		case k < 5 && len(leaseIDs) > 0:
+			u := &schemas.UpdateLease{CommandID: id, LeaseID: leaseIDs[rng.IntN(len(leaseIDs))], ZoneID: zone}
+			switch rng.IntN(3) {
+			case 0:
+				u.End = ms(now + time.Duration(rng.IntN(240))*time.Minute)
+			case 1:
+				u.Start = ms(now + time.Duration(rng.IntN(120))*time.Minute)
+			}
+			if l := func() *schemas.LeaseRecord {
+				for i := range z.Leases {
+					if z.Leases[i].LeaseID == u.LeaseID {
+						return &z.Leases[i]
+					}
+				}
+				return nil
+			}(); l != nil && rng.IntN(2) == 0 {
+				for range l.Reservations {
+					lo := int32(1 + rng.IntN(2))
+					u.Reservations = append(u.Reservations, schemas.ReservationSpec{MinHosts: lo, MaxHosts: lo + int32(rng.IntN(2))})
+				}
+			}
+			step(u)
+		case k < 6 && len(leaseIDs) > 0:
+			step(&schemas.DeleteLease{CommandID: id, LeaseID: leaseIDs[rng.IntN(len(leaseIDs))], ZoneID: zone})
+		case k < 7:
+			hostStatus(hosts[rng.IntN(len(hosts))], rng.IntN(2) == 0)
+		case k < 8:
+			vms++
+			step(&schemas.CapacityAllocated{ZoneID: zone, VmID: fmt.Sprintf("vm%d", vms), HostID: hosts[rng.IntN(len(hosts))],
+				Account: projects[rng.IntN(2)]})
+		case k < 9 && vms > 0:
+			v := fmt.Sprintf("vm%d", 1+rng.IntN(vms))
+			for _, a := range z.Vms {
+				if a.VmID == v {
+					step(&schemas.CapacityReleased{ZoneID: zone, VmID: v, HostID: a.HostID})
+					break
+				}
+			}
+		default:
+			advance(now + time.Duration(rng.IntN(40))*time.Minute)
+		}
+	}
+	// Past every window and stop deadline (well within the retention).
+	advance(now + 8*time.Hour)
+	for _, l := range z.Leases {
+		switch {
+		case l.Status == Terminated || l.Status == Deleted:
+		case l.Status == Error && l.Reason != "":
+		default:
+			t.Fatalf("lease %s ended %s reason=%q", l.LeaseID, l.Status, l.Reason)
+		}
+	}
+	if len(view) != 0 {
+		t.Fatalf("placement still holds %v after every lease ended", view)
+	}
+}

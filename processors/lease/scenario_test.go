@@ -1,0 +1,285 @@
+package lease
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vmplane/vmplane/schemas"
+)
+
+var update = flag.Bool("update", false, "rewrite the expected outputs of testdata/*.txt")
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+const zone = "z1"
+
+// TestScenarios plays testdata/*.txt. A file is a list of directives, each
+// followed by "----" and the outputs it must produce, one per line:
+//
+//	host <id> <status> [enabled|disabled] [k=v ...]   HostStatus on lease.commands.v1
+//	create <lease> <project> <start> <end> <min>..<max>[:k=v,...] ...
+//	update <lease> [start=<d>] [end=<d>] [res=<min>..<max>] ...
+//	delete <lease>
+//	alloc <vm> <host> <account>                         CapacityAllocated
+//	release <vm> <host>                                 CapacityReleased
+//	tick <d>                                            advance the clock to <d>, ticking at every wake
+//	show <lease>                                        the lease in state
+//
+// Durations are from the scenario's start. Directives run at the current
+// clock. Run with -update to rewrite the outputs, then read the diff.
+func TestScenarios(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.txt")
+	if len(files) == 0 {
+		t.Fatal("no scenarios")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) { runScenario(t, f) })
+	}
+}
+
+type scenario struct {
+	t   *testing.T
+	m   *Machine
+	z   *schemas.LeaseZoneRecord
+	now time.Duration
+	seq int
+}
+
+func runScenario(t *testing.T, path string) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.StopTimeout = 10 * time.Minute
+	s := &scenario{t: t, m: New(cfg)}
+	var rewritten []string
+	blocks := strings.Split(string(data), "\n\n")
+	for _, b := range blocks {
+		b = strings.Trim(b, "\n")
+		if b == "" {
+			continue
+		}
+		var head []string
+		var want string
+		lines := strings.Split(b, "\n")
+		i := 0
+		for ; i < len(lines) && lines[i] != "----"; i++ {
+			head = append(head, lines[i])
+		}
+		if i < len(lines) {
+			want = strings.Join(lines[i+1:], "\n")
+		}
+		var cmd string
+		for _, h := range head {
+			if !strings.HasPrefix(h, "#") {
+				cmd = h
+			}
+		}
+		if cmd == "" {
+			rewritten = append(rewritten, b)
+			continue
+		}
+		got := strings.Join(s.run(cmd), "\n")
+		if *update {
+			rewritten = append(rewritten, strings.Join(head, "\n")+"\n----"+strings.TrimSuffix("\n"+got, "\n"))
+			continue
+		}
+		if got != want {
+			t.Errorf("%s: %s\n got:\n%s\nwant:\n%s", path, cmd, got, want)
+		}
+	}
+	if *update {
+		if err := os.WriteFile(path, []byte(strings.Join(rewritten, "\n\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func dur(t *testing.T, s string) time.Duration {
+	t.Helper()
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		t.Fatalf("duration %q: %v", s, err)
+	}
+	return d
+}
+
+func ms(d time.Duration) int64 { return t0.Add(d).UnixMilli() }
+
+// spec parses <min>..<max>[:k=v,...].
+func spec(t *testing.T, s string) schemas.ReservationSpec {
+	counts, props, _ := strings.Cut(s, ":")
+	lo, hi, _ := strings.Cut(counts, "..")
+	a, err1 := strconv.Atoi(lo)
+	b, err2 := strconv.Atoi(hi)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("reservation %q", s)
+	}
+	r := schemas.ReservationSpec{MinHosts: int32(a), MaxHosts: int32(b)}
+	if props != "" {
+		r.HostProperties = map[string]string{}
+		for _, kv := range strings.Split(props, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			r.HostProperties[k] = v
+		}
+	}
+	return r
+}
+
+func (s *scenario) step(v any) []schemas.Record {
+	s.seq++
+	var out []schemas.Record
+	s.z, out = s.m.Step(s.z, schemas.Record{Topic: schemas.TopicLeaseCommands, Key: zone, Value: v}, t0.Add(s.now))
+	return out
+}
+
+func (s *scenario) cmdID() string { return fmt.Sprintf("c%d", s.seq+1) }
+
+func (s *scenario) run(line string) []string {
+	t := s.t
+	f := strings.Fields(line)
+	var out []schemas.Record
+	switch f[0] {
+	case "host":
+		st := &schemas.HostStatus{HostID: f[1], ZoneID: zone, Status: f[2], ResourceState: "Enabled", Properties: map[string]string{}}
+		for _, a := range f[3:] {
+			switch {
+			case a == "disabled":
+				st.ResourceState = "Disabled"
+			case a == "enabled":
+			default:
+				k, v, _ := strings.Cut(a, "=")
+				st.Properties[k] = v
+			}
+		}
+		st.Reservable = st.Status == "Up" && st.ResourceState == "Enabled"
+		out = s.step(st)
+	case "create":
+		c := &schemas.CreateLease{CommandID: s.cmdID(), LeaseID: f[1], ZoneID: zone, Project: f[2], Name: f[1],
+			Start: ms(dur(t, f[3])), End: ms(dur(t, f[4]))}
+		for _, r := range f[5:] {
+			c.Reservations = append(c.Reservations, spec(t, r))
+		}
+		out = s.step(c)
+	case "update":
+		c := &schemas.UpdateLease{CommandID: s.cmdID(), LeaseID: f[1], ZoneID: zone}
+		for _, a := range f[2:] {
+			k, v, _ := strings.Cut(a, "=")
+			switch k {
+			case "start":
+				c.Start = ms(dur(t, v))
+			case "end":
+				c.End = ms(dur(t, v))
+			case "res":
+				c.Reservations = append(c.Reservations, spec(t, v))
+			case "project":
+				c.Project = v
+			}
+		}
+		out = s.step(c)
+	case "delete":
+		out = s.step(&schemas.DeleteLease{CommandID: s.cmdID(), LeaseID: f[1], ZoneID: zone})
+	case "alloc":
+		out = s.step(&schemas.CapacityAllocated{ZoneID: zone, VmID: f[1], HostID: f[2], Account: f[3]})
+	case "release":
+		out = s.step(&schemas.CapacityReleased{ZoneID: zone, VmID: f[1], HostID: f[2]})
+	case "tick":
+		to := dur(t, f[1])
+		var lines []string
+		for {
+			w := s.m.Wake(s.z)
+			if w.IsZero() || w.After(t0.Add(to)) {
+				break
+			}
+			s.now = w.Sub(t0)
+			var o []schemas.Record
+			s.z, o = s.m.Tick(s.z, zone, w)
+			for _, r := range o {
+				lines = append(lines, fmt.Sprintf("@%v %s", s.now, render(r)))
+			}
+		}
+		s.now = to
+		return lines
+	case "show":
+		for _, l := range s.z.Leases {
+			if l.LeaseID == f[1] {
+				return []string{showLease(&l)}
+			}
+		}
+		return []string{"no lease " + f[1]}
+	default:
+		t.Fatalf("unknown directive %q", line)
+	}
+	var lines []string
+	for _, r := range out {
+		lines = append(lines, render(r))
+	}
+	return lines
+}
+
+func rel(v int64) time.Duration { return time.UnixMilli(v).Sub(t0) }
+
+func showRes(rs []schemas.Reservation) string {
+	var parts []string
+	for _, r := range rs {
+		p := fmt.Sprintf("%s %s %d..%d hosts=%s", r.ID, r.Status, r.MinHosts, r.MaxHosts, strings.Join(r.Hosts, ","))
+		if r.MissingResources {
+			p += " missing_resources"
+		}
+		if r.ResourcesChanged {
+			p += " resources_changed"
+		}
+		parts = append(parts, p)
+	}
+	return "[" + strings.Join(parts, "; ") + "]"
+}
+
+func showLease(l *schemas.LeaseRecord) string {
+	s := fmt.Sprintf("%s %s %v..%v", l.LeaseID, l.Status, rel(l.Start), rel(l.End))
+	if l.Degraded {
+		s += " degraded"
+	}
+	s += " " + showRes(l.Reservations)
+	if len(l.StopWait) > 0 {
+		s += " stop_wait=" + strings.Join(l.StopWait, ",")
+	}
+	if l.Reason != "" {
+		s += fmt.Sprintf(" reason=%q", l.Reason)
+	}
+	return s
+}
+
+func render(r schemas.Record) string {
+	switch v := r.Value.(type) {
+	case *schemas.LeaseStatusChanged:
+		topic := "event"
+		if r.Topic == schemas.TopicPlacementRequests {
+			topic = "placement"
+		}
+		s := fmt.Sprintf("%s %s %s %s", topic, v.LeaseID, v.Event, v.Status)
+		if v.Degraded {
+			s += " degraded"
+		}
+		if v.Status != "" {
+			s += " " + showRes(v.Reservations)
+		}
+		if v.Detail != "" {
+			s += fmt.Sprintf(" %q", v.Detail)
+		}
+		return s
+	case *schemas.LeaseHostChanged:
+		return fmt.Sprintf("host %s reservable=%v leases=%s", v.HostID, v.Reservable, strings.Join(v.Leases, ","))
+	case *schemas.Stop:
+		return fmt.Sprintf("vm.commands Stop %s id=%s account=%s", v.VmID, v.CommandID, v.Account)
+	case *schemas.Migrate:
+		return fmt.Sprintf("vm.commands Migrate %s to=%s id=%s", v.VmID, v.HostID, v.CommandID)
+	}
+	return fmt.Sprintf("%s %T", r.Topic, r.Value)
+}
