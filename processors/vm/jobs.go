@@ -572,9 +572,14 @@ func (t *tx) placementFailed(f *schemas.PlacementFailed) {
 	if s.Job.JobID == "" || s.Job.Wait.Kind != waitPlacement || f.RequestID != s.Job.Wait.RequestID || f.Epoch != s.Epoch {
 		return
 	}
-	// Nothing was allocated, so there is nothing to release.
+	// Nothing was allocated, so there is nothing to release. The detail
+	// names the filters that excluded the hosts, for the job's reader.
 	s.Job.Phase = ""
-	t.fail("PlacementFailed", f.Reason, false)
+	detail := f.Reason
+	if f.Detail != "" {
+		detail = f.Reason + ": " + f.Detail
+	}
+	t.fail("PlacementFailed", detail, false)
 }
 
 // wakeJob hands a power report from host to the running job.
