@@ -241,6 +241,9 @@ func (p *Processor[S]) iterate(ctx context.Context, sess *kgo.GroupTransactSessi
 	if err := sess.Begin(); err != nil {
 		return fmt.Errorf("%s: begin transaction: %w", p.cfg.Name, err)
 	}
+	// dirty maps each key touched in this batch to whether it had state
+	// before: a key that had none and has none after needs no changelog
+	// record (a stateless machine, like the host relay, costs no writes).
 	dirty := map[string]bool{}
 	var produceErr error
 	var perr sync.Mutex
@@ -286,9 +289,12 @@ func (p *Processor[S]) iterate(ctx context.Context, sess *kgo.GroupTransactSessi
 		}
 		p.stats.Decoded.Add(1)
 		key := in.Key
-		s, outs := p.m.Step(p.states[key], in, now)
+		prev, had := p.states[key]
+		if _, seen := dirty[key]; !seen {
+			dirty[key] = had
+		}
+		s, outs := p.m.Step(prev, in, now)
 		p.setState(key, kr.Partition, s)
-		dirty[key] = true
 		if err := emit(outs, &in); err != nil {
 			return p.abort(ctx, sess, err)
 		}
@@ -304,13 +310,18 @@ func (p *Processor[S]) iterate(ctx context.Context, sess *kgo.GroupTransactSessi
 		}
 		p.stats.Ticks.Add(1)
 		s2, outs := p.m.Tick(s, key, now)
+		if _, seen := dirty[key]; !seen {
+			dirty[key] = true
+		}
 		p.setState(key, p.keyPart[key], s2)
-		dirty[key] = true
 		if err := emit(outs, nil); err != nil {
 			return p.abort(ctx, sess, err)
 		}
 	}
-	for key := range dirty {
+	for key, had := range dirty {
+		if _, has := p.states[key]; !has && !had {
+			continue
+		}
 		kr := &kgo.Record{Topic: p.cfg.Changelog, Key: []byte(key), Partition: p.keyPart[key]}
 		if s, ok := p.states[key]; ok {
 			v, err := p.codec.Encode(ctx, s)

@@ -281,3 +281,38 @@ func TestTimersFireFromInjectedClock(t *testing.T) {
 		t.Fatalf("%d alerts, want 3", alerts)
 	}
 }
+
+// relay is a stateless machine: it forwards and keeps nothing.
+type relay struct{}
+
+func (relay) Step(_ *schemas.VmRecord, in schemas.Record, now time.Time) (*schemas.VmRecord, []schemas.Record) {
+	return nil, []schemas.Record{{Topic: schemas.TopicVmEvents, Key: in.Key, Value: &schemas.PowerStateObserved{VmID: in.Key, Count: 1, At: now.UnixMilli()}}}
+}
+func (relay) Tick(s *schemas.VmRecord, _ string, _ time.Time) (*schemas.VmRecord, []schemas.Record) {
+	return s, nil
+}
+func (relay) Wake(*schemas.VmRecord) time.Time { return time.Time{} }
+
+func TestStatelessMachineWritesNoChangelog(t *testing.T) {
+	_, cfg := startBroker(t)
+	produceReports(t, cfg, 5, 2)
+	p, err := New(Config{Name: "relay", Inputs: []string{schemas.TopicVmPower}, Changelog: schemas.TopicVmState,
+		Kafka: cfg, InstanceID: "a", SessionTimeout: 2 * time.Second}, Machine[*schemas.VmRecord](relay{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go p.Run(t.Context())
+	if got := len(readEvents(t, cfg, 10)); got != 10 {
+		t.Fatalf("%d outputs, want 10", got)
+	}
+	cl, err := kgo.NewClient(cfg.Opts(kgo.ConsumeTopics(schemas.TopicVmState), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	if n := len(cl.PollFetches(ctx).Records()); n != 0 {
+		t.Fatalf("%d changelog records for a stateless machine, want 0", n)
+	}
+}
