@@ -144,49 +144,6 @@ func defaultOf(t reflect.Type) any {
 	panic(fmt.Sprintf("schemas: unsupported Go type %s", t))
 }
 
-// toNative turns a Go value into goavro's native form.
-func toNative(v reflect.Value) any {
-	switch v.Kind() {
-	case reflect.Struct:
-		fs := cachedFields(v.Type())
-		m := make(map[string]any, len(fs))
-		for _, f := range fs {
-			m[f.name] = toNative(v.FieldByIndex(f.index))
-		}
-		return m
-	case reflect.Slice:
-		if v.Type().Elem().Kind() == reflect.Uint8 {
-			if v.IsNil() {
-				return []byte{}
-			}
-			return v.Bytes()
-		}
-		out := make([]any, v.Len())
-		for i := range out {
-			out[i] = toNative(v.Index(i))
-		}
-		return out
-	case reflect.Map:
-		out := make(map[string]any, v.Len())
-		it := v.MapRange()
-		for it.Next() {
-			out[it.Key().String()] = toNative(it.Value())
-		}
-		return out
-	case reflect.String:
-		return v.String()
-	case reflect.Bool:
-		return v.Bool()
-	case reflect.Int32:
-		return int32(v.Int())
-	case reflect.Int64:
-		return v.Int()
-	case reflect.Float64:
-		return v.Float()
-	}
-	panic(fmt.Sprintf("schemas: unsupported Go type %s", v.Type()))
-}
-
 // fromNative fills the Go value v from goavro's native form.
 func fromNative(n any, v reflect.Value, path string) error {
 	bad := func() error { return fmt.Errorf("field %s: unexpected %T for %s", path, n, v.Type()) }
