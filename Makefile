@@ -23,8 +23,8 @@ test: install ## run every test (race detector on) against the real broker, Post
 test-short: ## unit tests only (no Postgres, ClickHouse or QEMU)
 	$(GO) test -short -count=1 $(PKGS)
 
-bench: install ## run the benchmarks (QUICK=1 for a tiny size)
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime=$(if $(QUICK),100x,1x) ./...
+bench: install ## run the benchmark scenarios and record the results (QUICK=1 for a tiny size)
+	@bash benchmarks/run.sh $(if $(QUICK),-quick)
 
 check: ## gofmt, go vet, go mod tidy, import boundaries
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }

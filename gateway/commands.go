@@ -14,42 +14,13 @@ import (
 // for a request that cannot be accepted.
 type issueFunc func(ctx context.Context, commandID string, now time.Time) (schemas.Record, Job, error)
 
-const maxIdempotencyKey = 255
-
-// submit runs the common path of every command-issuing request: the
-// Idempotency-Key check, validation, publish, and the 202 with the job.
-// Validation happens after the idempotency check on purpose: a retried
+// submit runs the common path of every command-issuing request:
+// validation, publish, and the 202 with the job. The Idempotency-Key is
+// handled before it by the idempotent middleware, on purpose: a retried
 // "stop" must get its first job back even though the VM is no longer in a
 // state that allows a stop.
-func (s *Server) submit(w http.ResponseWriter, r *http.Request, body []byte, issue issueFunc) error {
-	ctx := r.Context()
-	p := principalOf(ctx)
-	var entry *idemEntry
-	if key := r.Header.Get("Idempotency-Key"); key != "" {
-		if len(key) > maxIdempotencyKey {
-			return errorf(http.StatusUnprocessableEntity, codeValidation, "Idempotency-Key longer than %d characters", maxIdempotencyKey)
-		}
-		outcome, e, err := s.idem.begin(ctx, idemKey{account: p.Account, key: key}, fingerprint(r.Method, r.URL.Path, body), s.now())
-		if err != nil {
-			return err
-		}
-		switch outcome {
-		case idemMismatch:
-			return errorf(http.StatusUnprocessableEntity, codeIdempotency, "Idempotency-Key %q was used with a different request", key)
-		case idemReplay:
-			writeAccepted(w, e.job)
-			return nil
-		}
-		entry = e
-	}
-	job, err := s.issue(ctx, issue)
-	if entry != nil {
-		if err != nil {
-			s.idem.finish(entry, Job{}, 0)
-		} else {
-			s.idem.finish(entry, job, http.StatusAccepted)
-		}
-	}
+func (s *Server) submit(w http.ResponseWriter, r *http.Request, _ []byte, issue issueFunc) error {
+	job, err := s.issue(r.Context(), issue)
 	if err != nil {
 		return err
 	}

@@ -30,8 +30,12 @@ const (
 	codeTooLarge         = "request_too_large"
 	codeUnsupportedMedia = "unsupported_media_type"
 	codeIdempotency      = "idempotency_key_reused"
-	codeUnavailable      = "unavailable"
-	codeInternal         = "internal"
+	// codeIdempotencyInFlight: the same request is still being served.
+	codeIdempotencyInFlight = "idempotency_key_in_flight"
+	codeRateLimited         = "rate_limited"
+	codeConflict            = "already_exists"
+	codeUnavailable         = "unavailable"
+	codeInternal            = "internal"
 )
 
 func errorf(status int, code, format string, args ...any) *apiError {

@@ -1,126 +1,204 @@
 package gateway
 
 import (
-	"container/list"
+	"bytes"
 	"context"
 	"crypto/sha256"
+	"net/http"
 	"sync"
 	"time"
+
+	"github.com/vmplane/vmplane/projectors/postgres"
 )
 
-// idempotencyStore remembers, per (account, Idempotency-Key), the request's
-// fingerprint and the job it produced, so that a retried request returns the
-// same job instead of issuing a second command.
+// Idempotency-Key handling, for every POST, PUT and DELETE: the first
+// request with a key is served and its 2xx response stored per account; a
+// retry with the same key and the same method, path and body gets the
+// stored response (the same job) without doing the work again; the same key
+// with a different request is a 422. A response that is not a success
+// releases the key, so a retry does the work once the cause is gone.
 //
-// This slice keeps it in memory, bounded (least recently stored evicted
-// first) and with a TTL: it covers client retries against one gateway
-// process. A gateway restart, or a retry that lands on another gateway
-// instance, forgets the key; a durable store shared by the gateways
-// (Postgres) is a later issue.
-type idempotencyStore struct {
-	ttl time.Duration
-	max int
+// The store is postgres.Idempotency in a running gateway (shared by every
+// instance, durable across restarts); memoryIdempotency when none is
+// configured (tests, a single process).
 
-	mu      sync.Mutex
-	entries map[idemKey]*list.Element
-	order   *list.List // of *idemEntry, oldest at the front
-}
+const (
+	maxIdempotencyKey = 255
+	// idemStale is how long a claim may stay in flight before a retry of the
+	// same request takes it over: its gateway died between claim and answer.
+	idemStale = time.Minute
+	// idemWait bounds how long a retry waits for the same request in flight.
+	idemWait = 15 * time.Second
+)
 
-type idemKey struct{ account, key string }
-
-type idemEntry struct {
-	key         idemKey
-	fingerprint [32]byte
-	storedAt    time.Time
-	// done is closed when the first request finished; job and status are
-	// then set (status 0: it failed and the key is free again).
-	done   chan struct{}
-	job    Job
-	status int
-}
-
-func newIdempotencyStore(ttl time.Duration, max int) *idempotencyStore {
-	return &idempotencyStore{ttl: ttl, max: max, entries: map[idemKey]*list.Element{}, order: list.New()}
-}
-
-func fingerprint(method, path string, body []byte) [32]byte {
+func fingerprint(method, path string, body []byte) []byte {
 	h := sha256.New()
 	h.Write([]byte(method))
 	h.Write([]byte{0})
 	h.Write([]byte(path))
 	h.Write([]byte{0})
 	h.Write(body)
-	var fp [32]byte
-	h.Sum(fp[:0])
-	return fp
+	return h.Sum(nil)
 }
 
-// idemOutcome is what begin found.
-type idemOutcome int
-
-const (
-	idemNew      idemOutcome = iota // the caller does the work, then calls finish
-	idemReplay                      // the same request was done: answer its job
-	idemMismatch                    // the key was used for a different request
-)
-
-// begin claims key for a request with fingerprint fp. A concurrent request
-// with the same key waits for the first one to finish.
-func (s *idempotencyStore) begin(ctx context.Context, k idemKey, fp [32]byte, now time.Time) (idemOutcome, *idemEntry, error) {
-	for {
-		s.mu.Lock()
-		s.expire(now)
-		el, ok := s.entries[k]
-		if !ok {
-			e := &idemEntry{key: k, fingerprint: fp, storedAt: now, done: make(chan struct{})}
-			s.entries[k] = s.order.PushBack(e)
-			for s.order.Len() > s.max {
-				s.remove(s.order.Front())
+// idempotent wraps a mutating route.
+func (s *Server) idempotent(next http.Handler) http.Handler {
+	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		key := r.Header.Get("Idempotency-Key")
+		if key == "" || r.Method == http.MethodGet || r.Method == http.MethodHead {
+			next.ServeHTTP(w, r)
+			return nil
+		}
+		if len(key) > maxIdempotencyKey {
+			e := errorf(http.StatusUnprocessableEntity, codeValidation, "Idempotency-Key longer than %d characters", maxIdempotencyKey)
+			e.Details = map[string]any{"header": "Idempotency-Key"}
+			return e
+		}
+		body, err := s.readBody(w, r)
+		if err != nil {
+			return err
+		}
+		r.Body = readCloser{bytes.NewReader(body)}
+		account := principalOf(r.Context()).Account
+		fp := fingerprint(r.Method, r.URL.Path, body)
+		ctx, cancel := context.WithTimeout(r.Context(), idemWait)
+		defer cancel()
+		var claim postgres.IdempotentRequest
+		for {
+			got, claimed, err := s.idem.Claim(ctx, account, key, fp, s.now(), s.cfg.IdempotencyTTL, idemStale)
+			if err != nil {
+				return err
 			}
-			s.mu.Unlock()
-			return idemNew, e, nil
+			if !bytes.Equal(got.Fingerprint, fp) {
+				e := errorf(http.StatusUnprocessableEntity, codeIdempotency, "Idempotency-Key %q was used with a different request", key)
+				e.Details = map[string]any{"header": "Idempotency-Key"}
+				return e
+			}
+			if claimed {
+				claim = got
+				break
+			}
+			if got.Status != 0 {
+				replay(w, got)
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				if r.Context().Err() != nil {
+					return r.Context().Err()
+				}
+				return errorf(http.StatusConflict, codeIdempotencyInFlight, "a request with Idempotency-Key %q is still in progress; retry later", key)
+			case <-time.After(50 * time.Millisecond):
+			}
 		}
-		e := el.Value.(*idemEntry)
-		s.mu.Unlock()
-		if e.fingerprint != fp {
-			return idemMismatch, e, nil
+		rec := &recordingWriter{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		// The request's own context may be gone (client left): the answer
+		// must still be stored or the key released.
+		bg := context.WithoutCancel(r.Context())
+		if rec.status >= 200 && rec.status < 300 {
+			err = s.idem.Complete(bg, account, key, claim.Token, rec.status, rec.Header().Get("Location"), rec.body.Bytes())
+		} else {
+			err = s.idem.Release(bg, account, key, claim.Token)
 		}
-		select {
-		case <-e.done:
-		case <-ctx.Done():
-			return 0, nil, ctx.Err()
+		if err != nil {
+			s.log.Error("idempotency store", "request_id", requestID(r.Context()), "err", err)
 		}
-		if e.status != 0 {
-			return idemReplay, e, nil
-		}
-		// The first request failed and released the key: try again.
-	}
+		return nil
+	})
 }
 
-// finish records the job of a request begun with idemNew, or releases the
-// key when status is 0 (the request failed, so a retry must do the work).
-func (s *idempotencyStore) finish(e *idemEntry, job Job, status int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e.job, e.status = job, status
-	if status == 0 {
-		if el, ok := s.entries[e.key]; ok && el.Value.(*idemEntry) == e {
-			s.remove(el)
-		}
+func replay(w http.ResponseWriter, got postgres.IdempotentRequest) {
+	if got.Location != "" {
+		w.Header().Set("Location", got.Location)
 	}
-	close(e.done)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Idempotent-Replayed", "true")
+	w.WriteHeader(got.Status)
+	_, _ = w.Write(got.Body)
 }
 
-func (s *idempotencyStore) expire(now time.Time) {
-	for el := s.order.Front(); el != nil; el = s.order.Front() {
-		if now.Sub(el.Value.(*idemEntry).storedAt) < s.ttl {
-			return
-		}
-		s.remove(el)
-	}
+type readCloser struct{ *bytes.Reader }
+
+func (readCloser) Close() error { return nil }
+
+// recordingWriter passes the response through and keeps a copy.
+type recordingWriter struct {
+	http.ResponseWriter
+	status int
+	body   bytes.Buffer
 }
 
-func (s *idempotencyStore) remove(el *list.Element) {
-	delete(s.entries, el.Value.(*idemEntry).key)
-	s.order.Remove(el)
+func (w *recordingWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *recordingWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	w.body.Write(b)
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *recordingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// memoryIdempotency is the in-process store: bounded, with the same rules
+// as the Postgres one. It forgets everything at a restart.
+type memoryIdempotency struct {
+	max int
+
+	mu      sync.Mutex
+	entries map[[2]string]postgres.IdempotentRequest
+	order   [][2]string // insertion order, for the bound
+}
+
+func newMemoryIdempotency(max int) *memoryIdempotency {
+	return &memoryIdempotency{max: max, entries: map[[2]string]postgres.IdempotentRequest{}}
+}
+
+func (m *memoryIdempotency) Claim(_ context.Context, account, key string, fp []byte, now time.Time, ttl, stale time.Duration) (postgres.IdempotentRequest, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := [2]string{account, key}
+	got, ok := m.entries[k]
+	expired := ok && got.ClaimedAt.Before(now.Add(-ttl))
+	takeover := ok && got.Status == 0 && got.ClaimedAt.Before(now.Add(-stale)) && bytes.Equal(got.Fingerprint, fp)
+	if ok && !expired && !takeover {
+		return got, false, nil
+	}
+	e := postgres.IdempotentRequest{Fingerprint: fp, Token: postgres.NewToken(), ClaimedAt: now}
+	if !ok {
+		m.order = append(m.order, k)
+	}
+	m.entries[k] = e
+	for len(m.entries) > m.max && len(m.order) > 0 {
+		delete(m.entries, m.order[0])
+		m.order = m.order[1:]
+	}
+	return e, true, nil
+}
+
+func (m *memoryIdempotency) Complete(_ context.Context, account, key, token string, status int, location string, body []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := [2]string{account, key}
+	if e, ok := m.entries[k]; ok && e.Token == token {
+		e.Status, e.Location, e.Body = status, location, bytes.Clone(body)
+		m.entries[k] = e
+	}
+	return nil
+}
+
+func (m *memoryIdempotency) Release(_ context.Context, account, key, token string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := [2]string{account, key}
+	if e, ok := m.entries[k]; ok && e.Token == token && e.Status == 0 {
+		delete(m.entries, k)
+	}
+	return nil
 }

@@ -44,6 +44,7 @@ func NewKafkaPublisher(cfg kafka.Config) (*KafkaPublisher, error) {
 func (p *KafkaPublisher) Publish(ctx context.Context, recs ...schemas.Record) error {
 	krs := make([]*kgo.Record, 0, len(recs))
 	for _, r := range recs {
+		r.Headers = traced(ctx, r) // telemetry: the command starts the job's trace
 		kr, err := kafka.ToKafka(ctx, p.codec, r)
 		if err != nil {
 			return fmt.Errorf("publish: %w", err)

@@ -56,24 +56,6 @@ type JobStep struct {
 	At        time.Time `json:"at"`
 }
 
-// Host is the JSON of a host.
-type Host struct {
-	ID            string     `json:"id"`
-	Name          string     `json:"name"`
-	ZoneID        string     `json:"zone_id"`
-	PodID         string     `json:"pod_id"`
-	ClusterID     string     `json:"cluster_id"`
-	Hypervisor    string     `json:"hypervisor"`
-	Status        string     `json:"status"`
-	ResourceState string     `json:"resource_state"`
-	Reservable    bool       `json:"reservable"`
-	CPU           int32      `json:"cpu"`
-	MemoryMB      int64      `json:"memory_mb"`
-	UsedCPU       int32      `json:"used_cpu"`
-	UsedMemoryMB  int64      `json:"used_memory_mb"`
-	LastPingAt    *time.Time `json:"last_ping_at"`
-}
-
 // Offering is the JSON of a service offering.
 type Offering struct {
 	ID                string   `json:"id"`
@@ -144,19 +126,6 @@ func jobJSON(j postgres.Job) Job {
 
 func stepJSON(s postgres.JobStep) JobStep {
 	return JobStep{Seq: s.Seq, TaskState: s.TaskState, Step: s.Step, Text: s.Text, At: s.At.UTC()}
-}
-
-func hostJSON(h postgres.Host) Host {
-	out := Host{
-		ID: h.ID, Name: h.Name, ZoneID: h.ZoneID, PodID: h.PodID, ClusterID: h.ClusterID,
-		Hypervisor: h.Hypervisor, Status: h.Status, ResourceState: h.ResourceState, Reservable: h.Reservable,
-		CPU: h.CPU, MemoryMB: h.MemoryMB, UsedCPU: h.UsedCPU, UsedMemoryMB: h.UsedMemoryMB,
-	}
-	if h.LastPingAt != nil {
-		t := h.LastPingAt.UTC()
-		out.LastPingAt = &t
-	}
-	return out
 }
 
 func offeringJSON(o postgres.Offering) Offering {

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -31,6 +33,17 @@ type Config struct {
 	// 24h); IdempotencyMax bounds the remembered keys (default 100000).
 	IdempotencyTTL time.Duration
 	IdempotencyMax int
+	// Idempotency stores Idempotency-Keys; nil keeps them in this process's
+	// memory (bounded by IdempotencyMax), which a restart forgets. A
+	// running gateway passes postgres.Idempotency, shared by every instance.
+	Idempotency postgres.IdempotencyStore
+	// RatePerSecond and RateBurst size each API key's token bucket (default
+	// 200/s, burst 400); a negative RatePerSecond turns the limit off.
+	RatePerSecond float64
+	RateBurst     int
+	// Events feeds the Server-Sent Event streams (GET /v1/events,
+	// /v1/jobs/{id}/events); nil answers 503 there.
+	Events *Fanout
 	// Capacity reads the placement views (zone capacity); nil means the
 	// read model's, when it has them.
 	Capacity postgres.CapacityReader
@@ -58,6 +71,12 @@ func (c Config) withDefaults() Config {
 	if c.IdempotencyMax <= 0 {
 		c.IdempotencyMax = 100_000
 	}
+	if c.RatePerSecond == 0 {
+		c.RatePerSecond = 200
+	}
+	if c.RateBurst <= 0 {
+		c.RateBurst = 400
+	}
 	return c
 }
 
@@ -67,7 +86,8 @@ type Server struct {
 	rm    postgres.ReadModel
 	pub   Publisher
 	log   *slog.Logger
-	idem  *idempotencyStore
+	idem  postgres.IdempotencyStore
+	rate  *rateLimiter
 	now   func() time.Time
 	newID func() string
 	// pollEvery is how often a long-poll re-reads the read model.
@@ -77,12 +97,17 @@ type Server struct {
 // New returns a Server that reads rm and publishes commands through pub.
 func New(cfg Config, rm postgres.ReadModel, pub Publisher) *Server {
 	cfg = cfg.withDefaults()
+	var idem postgres.IdempotencyStore = newMemoryIdempotency(cfg.IdempotencyMax)
+	if cfg.Idempotency != nil {
+		idem = cfg.Idempotency
+	}
 	return &Server{
 		cfg:       cfg,
 		rm:        rm,
 		pub:       pub,
 		log:       cfg.Logger,
-		idem:      newIdempotencyStore(cfg.IdempotencyTTL, cfg.IdempotencyMax),
+		idem:      idem,
+		rate:      newRateLimiter(cfg.RatePerSecond, cfg.RateBurst),
 		now:       time.Now,
 		newID:     newUUID,
 		pollEvery: 100 * time.Millisecond,
@@ -92,14 +117,39 @@ func New(cfg Config, rm postgres.ReadModel, pub Publisher) *Server {
 // Handler returns the routes wrapped in the request-id, logging and
 // recovery middleware.
 func (s *Server) Handler() http.Handler {
+	r := s.router()
+	return s.withTelemetry(r, s.withRequestID(s.withRecovery(r)))
+}
+
+// Routes lists the API's routes as "METHOD /v1/path", walking the router:
+// the OpenAPI test compares them with the document.
+func (s *Server) Routes() []string {
+	var out []string
+	_ = s.router().Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
+		path, err := route.GetPathTemplate()
+		if err != nil || !strings.HasPrefix(path, "/v1/") || path == "/v1/openapi.json" {
+			return nil
+		}
+		methods, _ := route.GetMethods()
+		for _, m := range methods {
+			out = append(out, m+" "+path)
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return out
+}
+
+func (s *Server) router() *mux.Router {
 	r := mux.NewRouter()
 	r.Handle("/healthz", s.handle(s.healthz)).Methods(http.MethodGet, http.MethodHead)
 	r.Handle("/readyz", s.handle(s.readyz)).Methods(http.MethodGet, http.MethodHead)
+	r.Handle("/v1/openapi.json", s.handle(s.openAPIDoc)).Methods(http.MethodGet)
 
 	// Routes are registered on the root router: a gorilla/mux subrouter
 	// answers a method mismatch with 404 instead of 405.
 	api := func(path string, h func(http.ResponseWriter, *http.Request) error, method string) {
-		r.Handle("/v1"+path, s.authenticate(s.handle(h))).Methods(method)
+		r.Handle("/v1"+path, s.authenticate(s.checkVars(s.limit(s.idempotent(s.handle(h)))))).Methods(method)
 	}
 	api("/vms", s.deployVM, http.MethodPost)
 	api("/vms", s.listVMs, http.MethodGet)
@@ -113,10 +163,20 @@ func (s *Server) Handler() http.Handler {
 	api("/journal/query", s.adminOnly(s.journalQuery), http.MethodPost)
 	api("/alerts", s.listAlerts, http.MethodGet)
 	api("/hosts", s.adminOnly(s.listHosts), http.MethodGet)
+	api("/hosts/{id}", s.adminOnly(s.getHost), http.MethodGet)
+	api("/hosts/{id}/actions", s.adminOnly(s.hostAction), http.MethodPost)
 	api("/offerings", s.listOfferings, http.MethodGet)
 	api("/offerings", s.adminOnly(s.createOffering), http.MethodPost)
 	api("/planners", s.listPlanners, http.MethodGet)
 	api("/zones/{id}/capacity", s.adminOnly(s.zoneCapacity), http.MethodGet)
+	api("/accounts", s.adminOnly(s.createAccount), http.MethodPost)
+	api("/accounts", s.adminOnly(s.listAccounts), http.MethodGet)
+	api("/accounts/{id}", s.getAccount, http.MethodGet)
+	api("/accounts/{id}/keys", s.adminOnly(s.createKey), http.MethodPost)
+	api("/accounts/{id}/keys", s.listKeys, http.MethodGet)
+	api("/accounts/{id}/keys/{key}", s.adminOnly(s.revokeKey), http.MethodDelete)
+	api("/events", s.streamEvents, http.MethodGet)
+	api("/jobs/{id}/events", s.streamJob, http.MethodGet)
 	api("/leases", s.createLease, http.MethodPost)
 	api("/leases", s.listLeases, http.MethodGet)
 	api("/leases/{id}", s.getLease, http.MethodGet)
@@ -132,7 +192,7 @@ func (s *Server) Handler() http.Handler {
 	})
 	r.NotFoundHandler = noRoute
 	r.MethodNotAllowedHandler = badMethod
-	return s.withRequestID(s.withRecovery(r))
+	return r
 }
 
 // Run serves until ctx is cancelled, then shuts down gracefully: requests in

@@ -8,3 +8,13 @@ pkgs=("${@:-./...}")
 go run ./internal/testkit/cmd/teststack up
 trap 'go run ./internal/testkit/cmd/teststack down' EXIT
 go test -race -count=1 -timeout 12m "${pkgs[@]}"
+# The benchmark harness in its quick mode, so that it never rots: it must
+# run and print every row (figures are not judged here).
+go build -o var/bench ./benchmarks/cmd/bench
+out=$(./var/bench -quick -record=false -runs 1)
+echo "$out"
+for row in "end-to-end reports/s" "time to caught up" "VM processor reports/s" "Postgres row writes (vms)" \
+           "VM processor restore" "VM processor CPU" "Postgres writes after 3rd same-state report" "decisions/s at 10000 hosts"; do
+  grep -q -- "$row" <<<"$out" || { echo "make bench QUICK=1: row '$row' missing"; exit 1; }
+done
+if grep -q "error:" <<<"$out"; then echo "make bench QUICK=1: a scenario failed to run"; exit 1; fi

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/vmplane/vmplane/internal/kafka"
-	"github.com/vmplane/vmplane/ops/roles"
 	"github.com/vmplane/vmplane/processors/runtime"
+	"github.com/vmplane/vmplane/processors/vm"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -68,15 +68,15 @@ func RunChild(ctx context.Context, role string, brokers []string) error {
 	var p childProcessor
 	switch role {
 	case ChildVM:
-		r, err := roles.NewProcessor(roles.KindVM, roles.Options{Kafka: kcfg, InstanceID: "bench", Logger: log}, roles.Settings{}, nil)
+		// The wiring of ops/roles (KindVM), repeated so that the benchmark
+		// builds while the roles' other dependencies are being edited.
+		vp, err := runtime.New(runtime.Config{Name: "processor-vm", Kafka: kcfg, InstanceID: "bench", Logger: log,
+			Inputs:    []string{schemas.TopicVmCommands, schemas.TopicVmPower, schemas.TopicVmAnswers, schemas.TopicVmSignals},
+			Changelog: schemas.TopicVmState}, runtime.Machine[*schemas.VmRecord](vm.New(vm.DefaultConfig())))
 		if err != nil {
 			return err
 		}
-		cp, ok := r.(childProcessor)
-		if !ok {
-			return fmt.Errorf("the vm processor is a %T, not a runtime processor", r)
-		}
-		p = cp
+		p = vp
 	case ChildNull:
 		np, err := runtime.New(runtime.Config{Name: nullName, Inputs: []string{topicNullIn}, Changelog: topicNullState,
 			Kafka: kcfg, InstanceID: "bench", Logger: log, SkipDecode: true}, runtime.Machine[*schemas.VmRecord](nullMachine{}))

@@ -21,6 +21,8 @@ type ReadModel struct {
 	offerings map[string]postgres.Offering
 	keys      map[string]postgres.APIKey
 	alerts    map[string]postgres.Alert
+	accounts  map[string]postgres.Account
+	leases    map[string]postgres.Lease
 	readyErr  error
 }
 

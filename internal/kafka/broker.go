@@ -16,8 +16,9 @@ type Broker struct {
 }
 
 // StartBroker starts kfake on addr (host:port; port 0 picks one). With a
-// dataDir the log survives restarts.
-func StartBroker(addr, dataDir string) (*Broker, error) {
+// dataDir the log survives restarts. extra adds kfake options, e.g.
+// SecureOpts for SASL and ACLs.
+func StartBroker(addr, dataDir string, extra ...kfake.Opt) (*Broker, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("broker address %q: %w", addr, err)
@@ -39,7 +40,7 @@ func StartBroker(addr, dataDir string) (*Broker, error) {
 	if dataDir != "" {
 		opts = append(opts, kfake.DataDir(dataDir))
 	}
-	c, err := kfake.NewCluster(opts...)
+	c, err := kfake.NewCluster(append(opts, extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("start kfake on %s: %w", addr, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -29,6 +30,8 @@ type Config struct {
 	RegistryURL string
 	// Replication is the replication factor of created topics (1 for kfake).
 	Replication int16
+	// TLS encrypts the connections (and authenticates the broker).
+	TLS TLS
 }
 
 // ConfigFromEnv reads VMPLANE_KAFKA_BROKERS (comma separated),
@@ -45,6 +48,12 @@ func ConfigFromEnv(getenv func(string) string, def string) Config {
 		Password:    getenv("VMPLANE_KAFKA_PASSWORD"),
 		RegistryURL: getenv("VMPLANE_SCHEMA_REGISTRY"),
 		Replication: 1,
+		TLS: TLS{
+			Enabled:  getenv("VMPLANE_KAFKA_TLS") == "true" || getenv("VMPLANE_KAFKA_TLS_CA") != "",
+			CAFile:   getenv("VMPLANE_KAFKA_TLS_CA"),
+			CertFile: getenv("VMPLANE_KAFKA_TLS_CERT"),
+			KeyFile:  getenv("VMPLANE_KAFKA_TLS_KEY"),
+		},
 	}
 }
 
@@ -59,6 +68,15 @@ func (c Config) Opts(extra ...kgo.Opt) []kgo.Opt {
 	}
 	if c.User != "" {
 		opts = append(opts, kgo.SASL(scram.Auth{User: c.User, Pass: c.Password}.AsSha512Mechanism()))
+	}
+	if c.TLS.Enabled {
+		// A bad CA or certificate file fails at the first dial with the
+		// file named; Opts itself has no error to return.
+		o, err := c.TLS.tlsOpt()
+		if err != nil {
+			o = kgo.Dialer(func(context.Context, string, string) (net.Conn, error) { return nil, err })
+		}
+		opts = append(opts, o)
 	}
 	return append(opts, extra...)
 }

@@ -38,7 +38,15 @@ type Config struct {
 	Database     string        // Postgres and ClickHouse database (vmplane)
 	Hosts        int           // sim hosts (4)
 	PingInterval time.Duration // agent ping interval (5 s in dev)
-	Logger       *slog.Logger
+	// QemuHosts adds a second agent serving this many hosts whose VMs are
+	// real QEMU guests (zone-1, their own cluster, tag qemu), and the
+	// offering qemu-small that is placed on them only. 0: none.
+	QemuHosts int
+	// SimControl is the loopback address of the sim driver's control API
+	// (127.0.0.1:8081 in dev): crash a host, pause a VM behind vmplane's
+	// back. Empty: not served.
+	SimControl string
+	Logger     *slog.Logger
 }
 
 // Stack is a running dev stack.
@@ -54,6 +62,9 @@ type Stack struct {
 	// agentCancel stops the agent ahead of the rest.
 	agentCancel context.CancelFunc
 	agentDone   chan struct{}
+	simStop     func()
+	simHost     string // a sim host, for the banner's example
+	qemuDir     string
 	wg          sync.WaitGroup
 	procs       []roles.Processor
 	AdminKey    string
@@ -167,14 +178,44 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The agent stops first, so its goodbye reaches the host processor and
+	agents := []roles.Runner{ag}
+	if cfg.QemuHosts > 0 {
+		s.qemuDir, err = qemuDir(cfg.VarDir)
+		if err != nil {
+			return nil, err
+		}
+		qa, err := roles.NewQemuAgent(o, roles.QemuLayout{Prefix: "qemu", Zone: "zone-1", Cluster: "qemu-cluster",
+			Hosts: cfg.QemuHosts, Tags: []string{QemuTag}, StateDir: s.qemuDir}, settings)
+		if err != nil {
+			return nil, err
+		}
+		agents = append(agents, qa)
+	}
+	if cfg.SimControl != "" {
+		if hs := ag.Driver.Hosts(); len(hs) > 0 {
+			s.simHost = hs[0].ID
+		}
+		s.simStop, err = roles.ServeSimControl(cfg.SimControl, ag.Driver, s.log)
+		if err != nil {
+			return nil, err
+		}
+	}
+	// The agents stop first, so their goodbyes reach the host processor and
 	// the read model while they still run.
 	agentCtx, agentCancel := context.WithCancel(runCtx)
 	s.agentCancel = agentCancel
 	s.agentDone = make(chan struct{})
+	var agentsWG sync.WaitGroup
+	for i, a := range agents {
+		agentsWG.Add(1)
+		go func() {
+			defer agentsWG.Done()
+			roles.Supervise(agentCtx, s.log, fmt.Sprintf("agent-%d", i), a)
+		}()
+	}
 	go func() {
-		defer close(s.agentDone)
-		roles.Supervise(agentCtx, s.log, "agent", ag)
+		agentsWG.Wait()
+		close(s.agentDone)
 	}()
 
 	if err := s.seed(ctx); err != nil {
@@ -185,7 +226,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	// The agent announces its hosts again at every start (and said goodbye at
 	// the last stop): wait until they are Up, so the first deploy finds them.
-	if err := s.waitHostsUp(ctx, cfg.Hosts, 30*time.Second); err != nil {
+	if err := s.waitHostsUp(ctx, cfg.Hosts+cfg.QemuHosts, 30*time.Second); err != nil {
 		return nil, err
 	}
 	ok = true
@@ -221,6 +262,9 @@ func (s *Stack) ClickHouseAddr() string { return s.ch.Addr() }
 
 // Stop shuts every role down, then the broker and the servers it started.
 func (s *Stack) Stop() {
+	if s.simStop != nil {
+		s.simStop()
+	}
 	if s.agentCancel != nil {
 		s.agentCancel()
 		<-s.agentDone
@@ -235,7 +279,35 @@ func (s *Stack) Stop() {
 	}
 	s.ch.Stop()
 	s.pg.Stop()
+	if s.qemuDir != "" && !strings.HasPrefix(s.qemuDir, s.cfg.VarDir) {
+		os.RemoveAll(s.qemuDir)
+	}
 }
+
+// QemuTag is the host tag of the dev stack's QEMU hosts; QemuOffering
+// requires it, so it is placed on them only.
+const QemuTag = "qemu"
+
+// QemuOffering is seeded when the stack has QEMU hosts: a guest small
+// enough for many to run on a laptop.
+var QemuOffering = schemas.Offering{ID: "off-qemu-small", Name: "qemu-small", CPU: 1, MemoryMB: 64, HostTags: []string{QemuTag}}
+
+// qemuDir is where the QEMU guests live: var/qemu when its socket paths
+// (dir/<vm uuid>/<host>-ext.qmp) fit the 107 bytes of a unix socket name,
+// else a new directory under the temp dir.
+func qemuDir(varDir string) (string, error) {
+	dir := filepath.Join(varDir, "qemu")
+	if len(dir)+len("/12345678-1234-1234-1234-123456789012/qemu-99-ext.qmp") < 100 {
+		// Guests of an earlier run are gone (the agent quit them): their
+		// directories are stale.
+		os.RemoveAll(dir)
+		return dir, os.MkdirAll(dir, 0o755)
+	}
+	return os.MkdirTemp("", "vmq")
+}
+
+// SimControl returns the address of the sim driver's control API, or "".
+func (s *Stack) SimControl() string { return s.cfg.SimControl }
 
 // Banner is what `vmplane dev` prints once the stack is up.
 func (s *Stack) Banner() string {
@@ -245,6 +317,12 @@ func (s *Stack) Banner() string {
 	fmt.Fprintf(&b, "  kafka       %s (data in %s)\n", strings.Join(s.kcfg.Brokers, ","), filepath.Join(s.cfg.VarDir, "kafka"))
 	fmt.Fprintf(&b, "  postgres    %s\n", s.dsn)
 	fmt.Fprintf(&b, "  clickhouse  %s (database %s)\n", s.ch.Addr(), s.cfg.Database)
+	if s.cfg.QemuHosts > 0 {
+		fmt.Fprintf(&b, "  qemu hosts  %d (guests in %s; offering %s)\n", s.cfg.QemuHosts, s.qemuDir, QemuOffering.Name)
+	}
+	if s.cfg.SimControl != "" {
+		fmt.Fprintf(&b, "  sim control http://%s (e.g. curl -X POST http://%s/hosts/%s/crash)\n", s.cfg.SimControl, s.cfg.SimControl, s.simHost)
+	}
 	fmt.Fprintf(&b, "  admin key   %s (in %s)\n\n", s.AdminKey, filepath.Join(s.cfg.VarDir, "dev", "admin-key"))
 	fmt.Fprintf(&b, "Try:\n  go run ./ops/cmd/vmctl vm deploy --name web-1 --offering small --wait\n")
 	fmt.Fprintf(&b, "  curl -s -H \"Authorization: Bearer $(cat %s)\" http://%s/v1/hosts\n\nCtrl-C stops everything; the data stays in %s.\n",

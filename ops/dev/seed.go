@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,7 +42,11 @@ func (s *Stack) seed(ctx context.Context) error {
 	codec := schemas.NewCodec(nil)
 	var recs []schemas.Record
 	now := time.Now().UnixMilli()
-	for _, o := range Offerings {
+	offerings := Offerings
+	if s.cfg.QemuHosts > 0 {
+		offerings = append(slices.Clip(offerings), QemuOffering)
+	}
+	for _, o := range offerings {
 		if _, err := rm.Offering(ctx, o.Name); err == nil {
 			continue
 		} else if !errors.Is(err, postgres.ErrNotFound) {

@@ -1,7 +1,16 @@
 package roles
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
 	"github.com/vmplane/vmplane/producers/agent"
+	"github.com/vmplane/vmplane/producers/agent/driver/qemu"
 	"github.com/vmplane/vmplane/producers/agent/driver/sim"
 )
 
@@ -13,8 +22,15 @@ type SimLayout struct {
 	MemoryMB              int64
 }
 
+// SimAgent is an agent serving simulated hosts, with its simulator at hand
+// for the controls (crash a host, pause a VM behind vmplane's back).
+type SimAgent struct {
+	*agent.Agent
+	Driver *sim.Driver
+}
+
 // NewSimAgent returns an agent serving simulated hosts.
-func NewSimAgent(o Options, l SimLayout, s Settings) (Runner, error) {
+func NewSimAgent(o Options, l SimLayout, s Settings) (*SimAgent, error) {
 	clusters := max(l.Pods*l.Clusters, 1)
 	perCluster := max((l.Hosts+clusters-1)/clusters, 1)
 	if l.CPU == 0 {
@@ -30,5 +46,105 @@ func NewSimAgent(o Options, l SimLayout, s Settings) (Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return agent.New(agent.Config{ID: o.InstanceID + "-" + l.Prefix, Kafka: o.Kafka, PingInterval: s.PingInterval, Logger: o.Logger}, d), nil
+	a := agent.New(agent.Config{ID: o.InstanceID + "-" + l.Prefix, Kafka: o.Kafka, PingInterval: s.PingInterval, Logger: o.Logger}, d)
+	return &SimAgent{Agent: a, Driver: d}, nil
+}
+
+// QemuLayout is the shape of the QEMU-backed hosts of one agent: Hosts
+// hosts in one pod and one cluster of Zone, each a share of this machine.
+type QemuLayout struct {
+	Prefix, Zone, Pod, Cluster string
+	Hosts                      int
+	// CPU and MemoryMB are what each host offers placement (default 2 and
+	// 512 MiB): small on purpose, so the sim offerings never fit and only
+	// tiny offerings land on real QEMU guests.
+	CPU      int32
+	MemoryMB int64
+	// Tags every host carries (default qemu): an offering with host tag
+	// qemu is placed on QEMU hosts only.
+	Tags []string
+	// StateDir holds the guests' directories (disks, QMP sockets); keep it
+	// short, unix socket paths are limited to 107 bytes.
+	StateDir string
+}
+
+// NewQemuAgent returns an agent serving hosts whose VMs are real QEMU
+// processes; the guests are quit when the agent stops.
+func NewQemuAgent(o Options, l QemuLayout, s Settings) (Runner, error) {
+	if l.Hosts <= 0 {
+		return nil, fmt.Errorf("qemu agent: %d hosts", l.Hosts)
+	}
+	if l.Prefix == "" {
+		l.Prefix = "qemu"
+	}
+	if l.Pod == "" {
+		l.Pod = l.Zone + "-pod-1"
+	}
+	if l.Cluster == "" {
+		l.Cluster = l.Prefix + "-cluster"
+	}
+	if l.CPU == 0 {
+		l.CPU = 2
+	}
+	if l.MemoryMB == 0 {
+		l.MemoryMB = 512
+	}
+	if l.Tags == nil {
+		l.Tags = []string{"qemu"}
+	}
+	hosts := make([]agent.HostInfo, l.Hosts)
+	for i := range hosts {
+		id := fmt.Sprintf("%s-%d", l.Prefix, i+1)
+		hosts[i] = agent.HostInfo{ID: id, Name: id, Zone: l.Zone, Pod: l.Pod, Cluster: l.Cluster, Hypervisor: "qemu",
+			CPU: l.CPU, MemoryMB: l.MemoryMB, Tags: l.Tags}
+	}
+	d, err := qemu.New(qemu.Config{Hosts: hosts, Dir: l.StateDir, Logger: o.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("qemu agent: %w", err)
+	}
+	a := agent.New(agent.Config{ID: o.InstanceID + "-" + l.Prefix, Kafka: o.Kafka, PingInterval: s.PingInterval, Logger: o.Logger}, d)
+	return &qemuAgent{Agent: a, drv: d}, nil
+}
+
+// qemuAgent quits its guests when it stops: a QEMU process outliving the
+// agent would run a VM nobody reports.
+type qemuAgent struct {
+	*agent.Agent
+	drv *qemu.Driver
+}
+
+// Run serves until ctx ends, then quits the guests. A failed run leaves
+// them alone: the supervisor starts the agent again, which finds and
+// reports them.
+func (q *qemuAgent) Run(ctx context.Context) error {
+	err := q.Agent.Run(ctx)
+	if ctx.Err() != nil {
+		q.drv.Close()
+	}
+	return err
+}
+
+// ServeSimControl serves the simulator's controls (sim.Driver.Handler) on
+// addr, which must be a loopback address: they act behind vmplane's back
+// and have no authentication. stop closes the listener.
+func ServeSimControl(addr string, d *sim.Driver, log *slog.Logger) (stop func(), err error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("sim control %s: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, fmt.Errorf("sim control %s: serve it on a loopback address only", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("sim control: %w", err)
+	}
+	srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("sim control stopped", "addr", addr, "err", err)
+		}
+	}()
+	log.Info("sim control listening", "addr", ln.Addr().String())
+	return func() { srv.Close() }, nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vmplane/vmplane/gateway"
+	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/projectors/postgres"
 )
 
@@ -15,6 +16,9 @@ type gatewayRole struct {
 	srv *gateway.Server
 	rm  *postgres.Reader
 	pub *gateway.KafkaPublisher
+	// events feeds the SSE streams; it runs as long as the server.
+	events *gateway.Fanout
+	kafka  kafka.Config
 }
 
 // NewGateway returns the REST gateway over the read models at dsn.
@@ -41,9 +45,30 @@ func NewGateway(ctx context.Context, o Options, dsn string, cfg gateway.Config) 
 		}
 		return nil
 	}
-	return &gatewayRole{srv: gateway.New(cfg, rm, pub), rm: rm, pub: pub}, nil
+	// Idempotency-Keys live in Postgres, shared by every gateway instance.
+	if cfg.Idempotency == nil {
+		idem, err := postgres.NewIdempotency(ctx, dsn)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Idempotency = idem
+	}
+	// The event streams are fed from vm.events.v1 by this instance's fanout.
+	if cfg.Events == nil {
+		cfg.Events = gateway.NewFanout(cfg.Logger, 0)
+	}
+	return &gatewayRole{srv: gateway.New(cfg, rm, pub), rm: rm, pub: pub, events: cfg.Events, kafka: o.Kafka}, nil
 }
 
 func (g *gatewayRole) Run(ctx context.Context) error {
-	return g.srv.Run(ctx)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	fanoutErr := make(chan error, 1)
+	go func() { fanoutErr <- g.events.Run(ctx, g.kafka) }()
+	err := g.srv.Run(ctx)
+	cancel()
+	if ferr := <-fanoutErr; err == nil && ferr != nil {
+		err = fmt.Errorf("event fanout: %w", ferr)
+	}
+	return err
 }

@@ -283,6 +283,7 @@ func (p *Processor[S]) iterate(ctx context.Context, sess *kgo.GroupTransactSessi
 		in, err := p.decode(ctx, kr)
 		if err != nil {
 			p.stats.DeadLettered.Add(1)
+			p.deadLettered(kr) // telemetry:
 			p.log.Warn("dead letter", "err", err)
 			produce(kafka.DeadLetter(kr, err, p.Group()))
 			continue
@@ -293,7 +294,9 @@ func (p *Processor[S]) iterate(ctx context.Context, sess *kgo.GroupTransactSessi
 		if _, seen := dirty[key]; !seen {
 			dirty[key] = had
 		}
+		sctx, span := p.stepSpan(ctx, &in) // telemetry:
 		s, outs := p.m.Step(prev, in, now)
+		p.stepped(sctx, span, &in, outs) // telemetry:
 		p.setState(key, kr.Partition, s)
 		if err := emit(outs, &in); err != nil {
 			return p.abort(ctx, sess, err)
@@ -310,6 +313,7 @@ func (p *Processor[S]) iterate(ctx context.Context, sess *kgo.GroupTransactSessi
 		}
 		p.stats.Ticks.Add(1)
 		s2, outs := p.m.Tick(s, key, now)
+		p.ticked(outs) // telemetry:
 		if _, seen := dirty[key]; !seen {
 			dirty[key] = true
 		}
@@ -336,10 +340,12 @@ func (p *Processor[S]) iterate(ctx context.Context, sess *kgo.GroupTransactSessi
 			delete(p.keyPart, key)
 		}
 	}
+	endStart := time.Now() // telemetry:
 	committed, err := sess.End(ctx, kgo.TryCommit)
 	if err == nil && produceErr != nil {
 		err = produceErr
 	}
+	p.ended(endStart, err == nil && committed) // telemetry:
 	if err != nil || !committed {
 		p.stats.Aborts.Add(1)
 		if err != nil {

@@ -122,6 +122,8 @@ func (a *Agent) execute(ctx context.Context, h *hostState, rec schemas.Record, c
 		// destination of a migration, else the command's host.
 		where = h
 	)
+	ctx, span := a.commandSpan(ctx, &rec, cmd)       // telemetry:
+	defer func() { a.commandDone(span, rec, err) }() // telemetry:
 	switch c := rec.Value.(type) {
 	case *schemas.StartVm:
 		err = a.drv.Start(ctx, cmd.HostID, VMSpec{ID: c.VmID, Name: c.Name, CPU: c.CPU, MemoryMB: c.MemoryMB})
@@ -193,7 +195,8 @@ func (a *Agent) execute(ctx context.Context, h *hostState, rec schemas.Record, c
 	out := []schemas.Record{ar}
 	if err == nil && report && !where.rejected.Load() && where.connected.Load() {
 		out = append(out, schemas.Record{Topic: schemas.TopicVmPower, Key: cmd.VmID, Value: &schemas.PowerReport{
-			VmID: cmd.VmID, HostID: where.info.ID, PowerState: state, ReportSeq: seq, ReportedAt: at}})
+			VmID: cmd.VmID, HostID: where.info.ID, PowerState: state, ReportSeq: seq, ReportedAt: at},
+			Headers: traceHeaders(rec)}) // telemetry:
 	}
 	a.log.Debug("command executed", "host", cmd.HostID, "vm", cmd.VmID, "type", answer.CommandType, "ok", answer.OK, "err", answer.Error)
 	if err := a.produce(ctx, out...); err != nil {

@@ -249,6 +249,7 @@ func (p *Projector) flush(ctx context.Context, cl *kgo.Client, ins insertFunc) e
 	if p.rebalanceWanted.Load() {
 		return nil
 	}
+	insertStart := time.Now() // telemetry:
 	err := retry(fctx, p.log, "insert into clickhouse", p.wait, attemptTimeout, func(ctx context.Context) error {
 		return ins(ctx, &b.rows)
 	})
@@ -259,6 +260,7 @@ func (p *Projector) flush(ctx context.Context, cl *kgo.Client, ins insertFunc) e
 		}
 		return ctx.Err()
 	}
+	p.inserted(insertStart, &b.rows, b.records) // telemetry:
 	if p.afterInsert != nil {
 		p.afterInsert()
 	}

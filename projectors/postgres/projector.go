@@ -249,6 +249,7 @@ func (p *Projector) apply(ctx context.Context, records []*kgo.Record) error {
 		if err != nil {
 			p.log.Warn("dead letter", "topic", kr.Topic, "partition", kr.Partition, "offset", kr.Offset, "err", err)
 			dead = append(dead, kafka.DeadLetter(kr, err, p.cfg.Group))
+			p.deadLettered(kr.Topic) // telemetry:
 		}
 		batch = append(batch, decoded{kr: kr, rec: rec, ok: err == nil})
 	}
@@ -262,6 +263,7 @@ func (p *Projector) apply(ctx context.Context, records []*kgo.Record) error {
 			return err
 		}
 	}
+	observed := p.observeBatch(ctx, batch) // telemetry:
 	var committed map[topicPartition]int64
 	err := retry(ctx, p.log, "apply batch", func() error {
 		var err error
@@ -271,6 +273,7 @@ func (p *Projector) apply(ctx context.Context, records []*kgo.Record) error {
 	if err != nil {
 		return err
 	}
+	observed() // telemetry:
 	p.mu.Lock()
 	for k, v := range committed {
 		p.next[k] = v

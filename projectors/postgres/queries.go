@@ -125,14 +125,17 @@ func (r *Reader) JobSteps(ctx context.Context, jobID string) ([]JobStep, error) 
 	}, "job steps of "+jobID)
 }
 
+// hostColumnsSQL counts a host's VMs from vms (indexed by host_id): the
+// VMs the host runs or last ran, until they are deleted.
 const hostColumnsSQL = `id, name, zone_id, pod_id, cluster_id, hypervisor, status, resource_state, reservable,
-	cpu, memory_mb, used_cpu, used_memory_mb, cpu_overcommit, mem_overcommit, last_ping_at, updated_at`
+	cpu, memory_mb, used_cpu, used_memory_mb, cpu_overcommit, mem_overcommit, last_ping_at, updated_at, tags,
+	(SELECT count(*) FROM vms WHERE vms.host_id = hosts.id AND vms.vm_state NOT IN ('Deleted', 'Expunged'))`
 
 func scanHost(row pgx.Row) (Host, error) {
 	var h Host
 	err := row.Scan(&h.ID, &h.Name, &h.ZoneID, &h.PodID, &h.ClusterID, &h.Hypervisor, &h.Status, &h.ResourceState,
 		&h.Reservable, &h.CPU, &h.MemoryMB, &h.UsedCPU, &h.UsedMemoryMB, &h.CPUOvercommit, &h.MemOvercommit,
-		&h.LastPingAt, &h.UpdatedAt)
+		&h.LastPingAt, &h.UpdatedAt, &h.Tags, &h.VMCount)
 	return h, err
 }
 

@@ -79,6 +79,8 @@ type Host struct {
 	MemOvercommit float64
 	LastPingAt    *time.Time
 	UpdatedAt     time.Time
+	Tags          []string
+	VMCount       int // VMs on the host, not deleted
 }
 
 // Offering is a row of the offerings read model.

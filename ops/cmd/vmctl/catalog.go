@@ -9,31 +9,6 @@ import (
 	"net/http"
 )
 
-func hostList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
-	if _, err := a.setup(fs, args, getenv); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	hosts, err := all[json.RawMessage](ctx, a.c, "/v1/hosts")
-	if err != nil {
-		return err
-	}
-	raw, _ := json.Marshal(nonNilRaw(hosts))
-	return a.emit(raw, func(w io.Writer) error {
-		fmt.Fprintln(w, "ID\tNAME\tZONE\tCLUSTER\tSTATUS\tRESOURCE\tCPU\tMEMORY MiB\tLAST PING")
-		for _, r := range hosts {
-			h, err := decodeRaw[host](r)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%d/%d\t%s\n", h.ID, h.Name, h.ZoneID, orDash(h.ClusterID),
-				h.Status, h.ResourceState, h.UsedCPU, h.CPU, h.UsedMemoryMB, h.MemoryMB, ago(h.LastPingAt))
-		}
-		return nil
-	})
-}
-
 func offeringList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
 	if _, err := a.setup(fs, args, getenv); err != nil {
 		return err

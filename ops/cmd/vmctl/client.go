@@ -168,21 +168,6 @@ type jobStep struct {
 	At        time.Time `json:"at"`
 }
 
-type host struct {
-	ID            string     `json:"id"`
-	Name          string     `json:"name"`
-	ZoneID        string     `json:"zone_id"`
-	ClusterID     string     `json:"cluster_id"`
-	Hypervisor    string     `json:"hypervisor"`
-	Status        string     `json:"status"`
-	ResourceState string     `json:"resource_state"`
-	CPU           int32      `json:"cpu"`
-	MemoryMB      int64      `json:"memory_mb"`
-	UsedCPU       int32      `json:"used_cpu"`
-	UsedMemoryMB  int64      `json:"used_memory_mb"`
-	LastPingAt    *time.Time `json:"last_ping_at"`
-}
-
 type offering struct {
 	ID       string `json:"id"`
 	Name     string `json:"name"`

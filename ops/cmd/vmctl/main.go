@@ -39,7 +39,8 @@ commands:
   alert list [--vm ID]
   job get ID [--steps]
   job wait ID [--timeout 5m]
-  host list
+  host list; host get ID
+  host enable|disable|maintenance|cancel-maintenance|remove ID [--wait] [--timeout 10m]
   offering list
   offering create --name N --cpu C --memory MiB [--ha] [--planner P] [--planner-mode Strict|Preferred] [--host-tags a,b]
   planner list
@@ -140,6 +141,12 @@ func (a *cli) dispatch(ctx context.Context, args []string, getenv func(string) s
 	}
 	if !ok {
 		h, ok = leaseCommands[cmd]
+	}
+	if !ok {
+		h, ok = hostCommands[cmd]
+	}
+	if !ok {
+		h, ok = accountCommands[cmd]
 	}
 	if !ok {
 		return fmt.Errorf("%w: unknown command %q", errUsage, cmd)

@@ -26,7 +26,6 @@ func init() {
 		"vm action":     vmActionCmd(""),
 		"job get":       jobGet,
 		"job wait":      jobWait,
-		"host list":     hostList,
 		"offering list": offeringList,
 	}
 }

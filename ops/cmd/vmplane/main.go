@@ -21,7 +21,7 @@ Usage:
   vmplane projector  --kind postgres|journal [flags]
   vmplane projector  rebuild --target postgres [flags]   replay the log into fresh read models and swap them in
   vmplane gateway    [flags]   the REST API
-  vmplane agent      [flags]   a hypervisor agent (sim driver)
+  vmplane agent      --driver sim|qemu --hosts N [flags]   a hypervisor agent
 
 Run "vmplane <role> -h" for the flags of a role. Every flag has an
 environment variable, shown in its help.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -27,13 +28,15 @@ func runDev(ctx context.Context, args []string, log *slog.Logger) error {
 	ch := f.str("clickhouse", "VMPLANE_CH_ADDR", "127.0.0.1:9000", "ClickHouse native address (a local one is started under --var when none answers)")
 	hosts := f.num("hosts", "VMPLANE_SIM_HOSTS", 4, "simulated hosts (one zone, two clusters)")
 	ping := f.dur("ping-interval", "VMPLANE_PING_INTERVAL", 5*time.Second, "agent ping and report interval")
+	qemuHosts := f.num("qemu-hosts", "VMPLANE_QEMU_HOSTS", 0, "hosts whose VMs are real QEMU guests, served by a second agent (offering qemu-small)")
+	simControl := f.str("sim-control", "VMPLANE_SIM_CONTROL", "127.0.0.1:8081", "loopback address of the sim driver's control API (empty: off)")
 	f.Parse(args)
 	abs, err := filepath.Abs(*varDir)
 	if err != nil {
 		return err
 	}
 	st, err := dev.Start(ctx, dev.Config{VarDir: abs, KafkaAddr: *kafkaAddr, HTTPAddr: *httpAddr, PostgresDSN: *dsn,
-		ClickHouse: *ch, Hosts: *hosts, PingInterval: *ping, Logger: log})
+		ClickHouse: *ch, Hosts: *hosts, PingInterval: *ping, QemuHosts: *qemuHosts, SimControl: *simControl, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -146,17 +149,51 @@ func runAgent(ctx context.Context, args []string, log *slog.Logger) error {
 	k := f.kafka()
 	inst := f.instance()
 	ping := f.settings()
-	prefix := f.str("prefix", "VMPLANE_SIM_PREFIX", "sim", "host id prefix of the simulated hosts")
-	zone := f.str("zone", "VMPLANE_ZONE", "zone-1", "zone of the simulated hosts")
-	hosts := f.num("hosts", "VMPLANE_SIM_HOSTS", 4, "simulated hosts")
-	clusters := f.num("clusters", "VMPLANE_SIM_CLUSTERS", 2, "clusters the hosts are spread over")
+	driver := f.str("driver", "VMPLANE_AGENT_DRIVER", "sim", "hypervisor driver: sim (in-memory hosts) or qemu (real QEMU guests on this machine)")
+	prefix := f.str("prefix", "VMPLANE_SIM_PREFIX", "", "host id prefix (default sim, or qemu with --driver qemu)")
+	zone := f.str("zone", "VMPLANE_ZONE", "zone-1", "zone of the hosts")
+	hosts := f.num("hosts", "VMPLANE_SIM_HOSTS", 4, "hosts served")
+	clusters := f.num("clusters", "VMPLANE_SIM_CLUSTERS", 2, "clusters the simulated hosts are spread over (qemu hosts form one cluster)")
+	stateDir := f.str("state-dir", "VMPLANE_QEMU_DIR", "", "qemu: directory of the guests' disks and QMP sockets (default a new one under the temp dir; keep it short)")
+	simControl := f.str("sim-control", "VMPLANE_SIM_CONTROL", "", "sim: listen address of the simulator's control API (crash a host, pause a VM behind vmplane's back); loopback only; empty: off")
 	f.Parse(args)
-	a, err := roles.NewSimAgent(roles.Options{Kafka: k.config(), InstanceID: *inst, Logger: log},
-		roles.SimLayout{Prefix: *prefix, Zone: *zone, Pods: 1, Clusters: *clusters, Hosts: *hosts}, roles.Settings{PingInterval: *ping})
-	if err != nil {
-		return err
+	o := roles.Options{Kafka: k.config(), InstanceID: *inst, Logger: log}
+	switch *driver {
+	case "sim":
+		if *prefix == "" {
+			*prefix = "sim"
+		}
+		a, err := roles.NewSimAgent(o, roles.SimLayout{Prefix: *prefix, Zone: *zone, Pods: 1, Clusters: *clusters, Hosts: *hosts}, roles.Settings{PingInterval: *ping})
+		if err != nil {
+			return err
+		}
+		if *simControl != "" {
+			stop, err := roles.ServeSimControl(*simControl, a.Driver, log)
+			if err != nil {
+				return err
+			}
+			defer stop()
+		}
+		return a.Run(ctx)
+	case "qemu":
+		if *prefix == "" {
+			*prefix = "qemu"
+		}
+		if *stateDir == "" {
+			d, err := os.MkdirTemp("", "vmq")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(d)
+			*stateDir = d
+		}
+		a, err := roles.NewQemuAgent(o, roles.QemuLayout{Prefix: *prefix, Zone: *zone, Hosts: *hosts, StateDir: *stateDir}, roles.Settings{PingInterval: *ping})
+		if err != nil {
+			return err
+		}
+		return a.Run(ctx)
 	}
-	return a.Run(ctx)
+	return fmt.Errorf("unknown agent driver %q (want sim or qemu)", *driver)
 }
 
 // runRebuild is `vmplane projector rebuild --target postgres`: the read

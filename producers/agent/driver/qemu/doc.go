@@ -9,6 +9,10 @@
 // — an operator's `quit` on the VM's second QMP socket (ext.qmp), a kill —
 // is reported without waiting for the next report round.
 //
+// Its hosts share this machine and this agent, so investigating one
+// (fence.go) can say little: a host is Up while its agent runs, and
+// fencing kills the host's guests rather than powering anything off.
+//
 // It never decides anything: what to run where is the control plane's job.
 // Guests boot no OS (the firmware finds nothing to boot), which is all the
 // control plane can observe anyway and keeps them small: 32 MiB under TCG

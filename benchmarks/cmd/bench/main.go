@@ -1,0 +1,106 @@
+// Command bench is `make bench`: it runs every scenario (full size, or
+// -quick for a tiny one), prints the table of figures beside the limits
+// measured in the same run, writes benchmarks/results/<date>-<commit>.json
+// and, for full runs, appends a row to the history in benchmarks/README.md.
+// Run it from the repository root with the test servers up
+// (`go run ./internal/testkit/cmd/teststack up`; the Makefile does this).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/vmplane/vmplane/benchmarks/harness"
+	"github.com/vmplane/vmplane/benchmarks/placement"
+	"github.com/vmplane/vmplane/benchmarks/storm"
+	"github.com/vmplane/vmplane/internal/pgserver"
+	"github.com/vmplane/vmplane/internal/testkit"
+)
+
+func main() {
+	quick := flag.Bool("quick", false, "tiny sizes (seconds), as `make test` runs it")
+	record := flag.Bool("record", true, "write results/<date>-<commit>.json (and, for full runs, a README history row)")
+	runs := flag.Int("runs", 0, "repetitions per scenario (default 3)")
+	childRole := flag.String("child", "", "internal: run a processor as a child process")
+	brokers := flag.String("brokers", "", "internal: broker list of -child")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if *childRole != "" {
+		if err := storm.RunChild(ctx, *childRole, strings.Split(*brokers, ",")); err != nil {
+			fmt.Fprintln(os.Stderr, "bench child:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := run(ctx, *quick, *record, *runs); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, quick, record bool, runs int) error {
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	started := time.Now()
+	sz, placementPattern := storm.Full, ""
+	if quick {
+		sz, placementPattern = storm.Quick, "hosts=10000/FirstFit"
+	}
+	if runs > 0 {
+		sz.Runs = runs
+	}
+
+	varDir, err := testkit.VarDir()
+	if err != nil {
+		return err
+	}
+	pg, err := pgserver.Ensure(ctx, testkit.PostgresDSN(), varDir, log)
+	if err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	defer pg.Stop()
+	pgVersion := storm.ServerVersion(ctx, pg.DSN())
+
+	var rows []harness.Row
+	var samples []storm.Sample
+	var stormErr error
+	for i := range sz.Runs {
+		fmt.Fprintf(os.Stderr, "bench: storm + steady state, run %d/%d (%d VMs on %d hosts)\n", i+1, sz.Runs, sz.VMs, sz.Hosts)
+		s, err := storm.Run(ctx, sz, pg.DSN(), log)
+		if err != nil {
+			stormErr = err
+			break
+		}
+		samples = append(samples, s)
+	}
+	rows = append(rows, storm.Rows(sz, samples, stormErr)...)
+	fmt.Fprintln(os.Stderr, "bench: placement")
+	rows = append(rows, placement.Rows(ctx, placementPattern, sz.Runs)...)
+
+	fmt.Println()
+	harness.Print(os.Stdout, rows)
+	r := harness.Run{Started: started, Duration: time.Since(started), Quick: quick, Machine: harness.Describe(pgVersion, ""), Rows: rows}
+	fmt.Printf("\nmachine: %d cores, %d MiB, %s; Go %s, franz-go %s, kfake %s, Postgres %s; took %s\n",
+		r.Machine.Cores, r.Machine.MemoryMiB, r.Machine.CPU, r.Machine.Go, r.Machine.FranzGo, r.Machine.Kfake, pgVersion, r.Duration.Round(time.Second))
+	if !record {
+		return nil
+	}
+	path, err := harness.Write("benchmarks/results", r)
+	if err != nil {
+		return err
+	}
+	fmt.Println("results:", path)
+	if !quick {
+		if err := harness.AppendHistory("benchmarks/README.md", r, strings.TrimPrefix(path, "benchmarks/")); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,263 @@
+package storm
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/internal/pgserver"
+	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// env is one repetition's world: a fresh kfake broker and a fresh database.
+type env struct {
+	broker *kafka.Broker
+	kcfg   kafka.Config
+	cl     *kgo.Client
+	adm    *kadm.Client
+	base   string // the server's DSN
+	dbName string
+	dsn    string
+	log    *slog.Logger
+}
+
+func newEnv(ctx context.Context, pgBase string, log *slog.Logger) (*env, error) {
+	b, err := kafka.StartBroker("127.0.0.1:0", "")
+	if err != nil {
+		return nil, err
+	}
+	e := &env{broker: b, kcfg: kafka.Config{Brokers: b.Addrs(), Replication: 1}, base: pgBase, log: log}
+	e.cl, err = kgo.NewClient(e.kcfg.Opts(kgo.ProducerBatchMaxBytes(4<<20), kgo.MaxBufferedRecords(100_000))...)
+	if err != nil {
+		e.close()
+		return nil, err
+	}
+	e.adm = kadm.NewClient(e.cl)
+	if err := kafka.EnsureTopics(ctx, e.cl, append(append([]schemas.TopicSpec{}, schemas.Topics...), benchTopics...), 1); err != nil {
+		e.close()
+		return nil, err
+	}
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	e.dbName = "bench_" + hex.EncodeToString(rnd[:])
+	e.dsn, err = pgserver.EnsureDatabase(ctx, pgBase, e.dbName)
+	if err != nil {
+		e.close()
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *env) close() {
+	if e.dsn != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if err := pgserver.DropDatabase(ctx, e.base, e.dbName); err != nil {
+			e.log.Warn("drop bench database", "db", e.dbName, "err", err)
+		}
+		cancel()
+	}
+	if e.cl != nil {
+		e.cl.Close()
+	}
+	e.broker.Close()
+}
+
+// committed sums a group's committed offsets on topic.
+func (e *env) committed(ctx context.Context, group, topic string) (int64, error) {
+	o, err := e.adm.FetchOffsets(ctx, group)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	o.Each(func(r kadm.OffsetResponse) {
+		if r.Topic == topic && r.Err == nil && r.At > 0 {
+			n += r.At
+		}
+	})
+	return n, nil
+}
+
+// waitCommitted waits until group has committed want records of topic,
+// polling every 5 ms, and returns when it saw it.
+func (e *env) waitCommitted(ctx context.Context, group, topic string, want int64, limit time.Duration) (time.Time, error) {
+	deadline := time.Now().Add(limit)
+	for {
+		n, err := e.committed(ctx, group, topic)
+		if err == nil && n >= want {
+			return time.Now(), nil
+		}
+		if time.Now().After(deadline) {
+			return time.Time{}, fmt.Errorf("%s committed %d of %d records of %s in %s (err %v)", group, n, want, topic, limit, err)
+		}
+		if ctx.Err() != nil {
+			return time.Time{}, ctx.Err()
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitProjected waits until the Postgres projector has stored, for every
+// partition of topic, a next offset at the partition's end. Every writer of
+// the topic is transactional, so a partition ends with a commit marker that
+// the projector never sees: its next offset then stops one short.
+func (e *env) waitProjected(ctx context.Context, topic string, limit time.Duration) (time.Time, error) {
+	ends, err := e.adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return time.Time{}, err
+	}
+	conn, err := pgx.Connect(ctx, e.dsn)
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	deadline := time.Now().Add(limit)
+	for {
+		next := map[int32]int64{}
+		rows, err := conn.Query(ctx, `SELECT "partition", next_offset FROM consumer_offsets WHERE "group" = $1 AND topic = $2`, postgres.DefaultGroup, topic)
+		if err == nil {
+			for rows.Next() {
+				var p int32
+				var n int64
+				if err = rows.Scan(&p, &n); err != nil {
+					break
+				}
+				next[p] = n
+			}
+			rows.Close()
+		}
+		if err == nil {
+			done := true
+			ends.Each(func(o kadm.ListedOffset) {
+				if o.Offset > 0 && next[o.Partition] < o.Offset-1 {
+					done = false
+				}
+			})
+			if done {
+				return time.Now(), nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return time.Time{}, fmt.Errorf("projector did not reach the end of %s in %s (err %v)", topic, limit, err)
+		}
+		if ctx.Err() != nil {
+			return time.Time{}, ctx.Err()
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// projector is a running Postgres projector.
+type projector struct {
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startProjector runs the Postgres projector and waits until its group is
+// stable with every member assigned.
+func (e *env) startProjector(ctx context.Context) (*projector, error) {
+	p, err := postgres.New(postgres.Config{Kafka: e.kcfg, DSN: e.dsn, Logger: e.log})
+	if err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	pr := &projector{cancel: cancel, done: make(chan error, 1)}
+	go func() { pr.done <- p.Run(pctx) }()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		gs, err := e.adm.DescribeGroups(ctx, postgres.DefaultGroup)
+		if err == nil {
+			if g, ok := gs[postgres.DefaultGroup]; ok && g.State == "Stable" && len(g.Members) > 0 {
+				return pr, nil
+			}
+		}
+		select {
+		case err := <-pr.done:
+			cancel()
+			return nil, fmt.Errorf("projector stopped: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	pr.stop()
+	return nil, errors.New("projector group not stable after a minute")
+}
+
+// stop ends the projector; its database sessions end with it, which
+// flushes their statistics to pg_stat_user_tables.
+func (p *projector) stop() {
+	p.cancel()
+	<-p.done
+}
+
+// tableWrites returns rows inserted+updated+deleted per table. Backends
+// flush their counters when they end, so read it after stopping the
+// projector.
+func (e *env) tableWrites(ctx context.Context) (map[string]int64, error) {
+	conn, err := pgx.Connect(ctx, e.dsn)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	out := map[string]int64{}
+	// A session flushes its statistics as it exits, after the client has
+	// gone: wait for the other sessions of the database to end.
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		var others int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&others); err != nil {
+			return nil, err
+		}
+		if others == 0 {
+			break
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	if _, err := conn.Exec(ctx, "SELECT pg_stat_clear_snapshot()"); err != nil {
+		return nil, err
+	}
+	rows, err := conn.Query(ctx, `SELECT relname, n_tup_ins + n_tup_upd + n_tup_del FROM pg_stat_user_tables`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var t string
+		var n int64
+		if err := rows.Scan(&t, &n); err != nil {
+			return nil, err
+		}
+		out[t] = n
+	}
+	return out, rows.Err()
+}
+
+func diffWrites(before, after map[string]int64) (total int64, byTable map[string]int64) {
+	byTable = map[string]int64{}
+	for t, n := range after {
+		if d := n - before[t]; d != 0 {
+			byTable[t] = d
+			total += d
+		}
+	}
+	return total, byTable
+}
+
+// ServerVersion returns the Postgres server version at dsn.
+func ServerVersion(ctx context.Context, dsn string) string {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return ""
+	}
+	defer conn.Close(ctx)
+	var v string
+	_ = conn.QueryRow(ctx, "SHOW server_version").Scan(&v)
+	return v
+}

@@ -1,0 +1,153 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/vmplane/vmplane/projectors/postgres"
+)
+
+// Server-Sent Event streams fed from vm.events.v1 through the Fanout:
+//
+//	GET /v1/events[?vm=ID]     the caller's VM and job events (one VM's with vm)
+//	GET /v1/jobs/{id}/events   one job's events; the stream ends with the job
+//
+// Each event's id is "partition:offset"; a client that reconnects with
+// Last-Event-ID gets what it missed while the gateway's ring still holds it.
+
+// streamEvents is GET /v1/events.
+func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	p := principalOf(ctx)
+	vmID := r.URL.Query().Get("vm")
+	if vmID != "" {
+		if err := validID("vm", vmID); err != nil {
+			return err
+		}
+		if _, err := s.visibleVM(ctx, vmID); err != nil {
+			return err
+		}
+	}
+	filter := func(e Event) bool {
+		return (vmID == "" || e.VmID == vmID) && p.owns(e.Account)
+	}
+	return s.stream(w, r, filter, nil, nil)
+}
+
+// streamJob is GET /v1/jobs/{id}/events. Without Last-Event-ID it starts
+// with a "job" event holding the job and its steps so far, then follows.
+func (s *Server) streamJob(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	id := mux.Vars(r)["id"]
+	if err := validID("job", id); err != nil {
+		return err
+	}
+	// A job accepted a moment ago may not be projected yet.
+	if _, err := s.waitJob(ctx, id, 5*time.Second, -1); err != nil {
+		return err
+	}
+	filter := func(e Event) bool { return e.JobID == id && principalOf(ctx).owns(e.Account) }
+	first := func(ctx context.Context) (any, bool, error) {
+		job, err := s.rm.Job(ctx, id)
+		if errors.Is(err, postgres.ErrNotFound) {
+			return nil, false, notFound("job", id)
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("read job %s: %w", id, err)
+		}
+		out := jobJSON(job)
+		steps, err := s.rm.JobSteps(ctx, id)
+		if err != nil {
+			return nil, false, fmt.Errorf("read steps of job %s: %w", id, err)
+		}
+		for _, st := range steps {
+			out.Steps = append(out.Steps, stepJSON(st))
+		}
+		return out, Finished(job.State), nil
+	}
+	return s.stream(w, r, filter, first, func(e Event) bool { return e.final() })
+}
+
+// stream subscribes, writes the backlog (or the snapshot of first), then
+// the live events, until the client leaves, the server drains, done says
+// the stream is over, or the subscriber falls behind.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, filter func(Event) bool,
+	first func(context.Context) (any, bool, error), done func(Event) bool) error {
+	if s.cfg.Events == nil {
+		return errorf(http.StatusServiceUnavailable, codeUnavailable, "event streams are not configured on this gateway")
+	}
+	ctx := r.Context()
+	last := r.Header.Get("Last-Event-ID")
+	if last != "" {
+		if _, _, ok := parseEventID(last); !ok {
+			e := errorf(http.StatusUnprocessableEntity, codeValidation, "Last-Event-ID must be partition:offset, not %q", last)
+			e.Details = map[string]any{"header": "Last-Event-ID"}
+			return e
+		}
+	}
+	sub, backlog, gap := s.cfg.Events.Subscribe(filter, last)
+	defer sub.Close()
+
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	write := func(format string, args ...any) bool {
+		// The server's WriteTimeout would cut a stream; each write gets
+		// its own deadline instead.
+		_ = rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
+		if _, err := fmt.Fprintf(w, format, args...); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	send := func(e Event) bool { return write("id: %s\nevent: %s\ndata: %s\n\n", e.ID, e.Type, e.marshal()) }
+
+	if gap {
+		write("event: gap\ndata: {\"message\":\"events before the ones that follow may be missing; re-read the resource\"}\n\n")
+	}
+	if last == "" && first != nil {
+		snap, over, err := first(ctx)
+		if err != nil {
+			write("event: error\ndata: %s\n\n", mustJSON(map[string]string{"message": err.Error()}))
+			return nil
+		}
+		if !write("event: job\ndata: %s\n\n", mustJSON(snap)) || over {
+			return nil
+		}
+	}
+	for _, e := range backlog {
+		if !send(e) || done != nil && done(e) {
+			return nil
+		}
+	}
+	beat := time.NewTicker(heartbeat)
+	defer beat.Stop()
+	for {
+		select {
+		case e, ok := <-sub.ch:
+			if !ok {
+				write("event: overflow\ndata: {\"message\":\"the stream fell behind; reconnect with Last-Event-ID\"}\n\n")
+				return nil
+			}
+			if !send(e) || done != nil && done(e) {
+				return nil
+			}
+		case <-beat.C:
+			if !write(": ping\n\n") {
+				return nil
+			}
+		case <-ctx.Done():
+			return nil
+		case <-draining(ctx):
+			return nil
+		}
+	}
+}

@@ -1,0 +1,266 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// Event is one record of vm.events.v1 as the streams send it. ID is
+// "partition:offset": a client resumes with it as Last-Event-ID.
+type Event struct {
+	ID      string         `json:"id"`
+	Type    string         `json:"type"`
+	VmID    string         `json:"vm_id"`
+	Account string         `json:"-"`
+	JobID   string         `json:"job_id,omitempty"`
+	Data    map[string]any `json:"data"`
+
+	partition int32
+	offset    int64
+}
+
+// final says whether the event ends its job.
+func (e Event) final() bool {
+	switch e.Type {
+	case "JobSucceeded", "JobFailed", "JobCancelled", "JobRejected":
+		return true
+	}
+	return false
+}
+
+// Fanout consumes vm.events.v1 from Kafka (every partition, no consumer
+// group: each gateway instance sees every event) and hands each event to
+// the subscribers whose filter accepts it. It keeps the last events in a
+// ring, so that a client reconnecting with Last-Event-ID misses nothing
+// that the ring still holds.
+type Fanout struct {
+	log *slog.Logger
+
+	mu   sync.Mutex
+	subs map[*subscription]struct{}
+	ring []Event
+	next int // ring write position
+	full bool
+	// owners remembers each VM's account: PowerStateObserved does not
+	// carry it, and a user's stream must not see another's VMs.
+	owners map[string]string
+}
+
+// NewFanout returns a fanout that remembers the last ringSize events.
+func NewFanout(log *slog.Logger, ringSize int) *Fanout {
+	if ringSize <= 0 {
+		ringSize = 10_000
+	}
+	return &Fanout{log: log, subs: map[*subscription]struct{}{}, ring: make([]Event, ringSize), owners: map[string]string{}}
+}
+
+// Run consumes from the end of vm.events.v1 until ctx ends.
+func (f *Fanout) Run(ctx context.Context, cfg kafka.Config) error {
+	codec, err := cfg.Codec()
+	if err != nil {
+		return fmt.Errorf("fanout codec: %w", err)
+	}
+	cl, err := kgo.NewClient(cfg.Opts(
+		kgo.ConsumeTopics(schemas.TopicVmEvents),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()),
+	)...)
+	if err != nil {
+		return fmt.Errorf("fanout client: %w", err)
+	}
+	defer cl.Close()
+	for {
+		fetches := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		fetches.EachError(func(t string, p int32, err error) {
+			f.log.Warn("fanout fetch", "topic", t, "partition", p, "err", err)
+		})
+		fetches.EachRecord(func(kr *kgo.Record) {
+			rec, err := kafka.FromKafka(ctx, codec, kr)
+			if err != nil {
+				f.log.Warn("fanout decode", "partition", kr.Partition, "offset", kr.Offset, "err", err)
+				return
+			}
+			f.Publish(eventOf(rec))
+		})
+	}
+}
+
+// eventOf turns a decoded record into an Event.
+func eventOf(rec schemas.Record) Event {
+	data := avroFields(rec.Value)
+	e := Event{
+		ID:   strconv.Itoa(int(rec.Partition)) + ":" + strconv.FormatInt(rec.Offset, 10),
+		Type: schemas.TypeName(rec.Value), VmID: rec.Key, Data: data,
+		partition: rec.Partition, offset: rec.Offset,
+	}
+	e.Account, _ = data["account"].(string)
+	e.JobID, _ = data["job_id"].(string)
+	return e
+}
+
+// avroFields renders a schemas value with its Avro field names (the names
+// of the contract), flattening embedded structs such as JobRef.
+func avroFields(v any) map[string]any {
+	out := map[string]any{}
+	rv := reflect.Indirect(reflect.ValueOf(v))
+	if rv.Kind() != reflect.Struct {
+		return out
+	}
+	var walk func(reflect.Value)
+	walk = func(rv reflect.Value) {
+		for i := 0; i < rv.NumField(); i++ {
+			f := rv.Type().Field(i)
+			if f.Anonymous && f.Type.Kind() == reflect.Struct {
+				walk(rv.Field(i))
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("avro"), ",")
+			if name == "" || name == "-" || !f.IsExported() {
+				continue
+			}
+			out[name] = rv.Field(i).Interface()
+		}
+	}
+	walk(rv)
+	return out
+}
+
+// Publish stores e in the ring and offers it to every subscriber whose
+// filter takes it. A subscriber that does not keep up is dropped (its
+// channel closed): its client resumes with Last-Event-ID.
+func (f *Fanout) Publish(e Event) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if e.Account != "" {
+		f.owners[e.VmID] = e.Account
+	} else {
+		e.Account = f.owners[e.VmID]
+	}
+	if e.Type == "VmExpunged" {
+		delete(f.owners, e.VmID)
+	}
+	f.ring[f.next] = e
+	f.next = (f.next + 1) % len(f.ring)
+	if f.next == 0 {
+		f.full = true
+	}
+	for s := range f.subs {
+		if !s.filter(e) {
+			continue
+		}
+		select {
+		case s.ch <- e:
+		default:
+			delete(f.subs, s)
+			close(s.ch)
+		}
+	}
+}
+
+// subscription is one stream's view of the fanout.
+type subscription struct {
+	f      *Fanout
+	filter func(Event) bool
+	ch     chan Event
+}
+
+// Close unsubscribes.
+func (s *subscription) Close() {
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	if _, ok := s.f.subs[s]; ok {
+		delete(s.f.subs, s)
+		close(s.ch)
+	}
+}
+
+// Subscribe registers filter and returns, atomically with the registration
+// (nothing lost, nothing twice), the ring's events after lastID that the
+// filter takes. lastID "" means live events only. When lastID is no longer
+// in the ring, the backlog is what the ring holds of lastID's partition
+// after its offset, and gap reports that older events may be missing.
+func (f *Fanout) Subscribe(filter func(Event) bool, lastID string) (sub *subscription, backlog []Event, gap bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	sub = &subscription{f: f, filter: filter, ch: make(chan Event, 256)}
+	f.subs[sub] = struct{}{}
+	if lastID == "" {
+		return sub, nil, false
+	}
+	p, o, ok := parseEventID(lastID)
+	if !ok {
+		return sub, nil, true
+	}
+	ordered := f.ordered()
+	start := -1
+	for i, e := range ordered {
+		if e.partition == p && e.offset == o {
+			start = i + 1
+			break
+		}
+	}
+	for i, e := range ordered {
+		if e.Data == nil || !filter(e) {
+			continue
+		}
+		if start >= 0 && i >= start || start < 0 && e.partition == p && e.offset > o {
+			backlog = append(backlog, e)
+		}
+	}
+	if start < 0 {
+		gap = len(ordered) == 0 || ordered[0].partition != p || ordered[0].offset > o+1
+	}
+	return sub, backlog, gap
+}
+
+// ordered returns the ring oldest first.
+func (f *Fanout) ordered() []Event {
+	if !f.full {
+		return f.ring[:f.next]
+	}
+	return append(append([]Event(nil), f.ring[f.next:]...), f.ring[:f.next]...)
+}
+
+func parseEventID(id string) (int32, int64, bool) {
+	ps, os, ok := strings.Cut(id, ":")
+	if !ok {
+		return 0, 0, false
+	}
+	p, err1 := strconv.ParseInt(ps, 10, 32)
+	o, err2 := strconv.ParseInt(os, 10, 64)
+	if err1 != nil || err2 != nil || p < 0 || o < 0 {
+		return 0, 0, false
+	}
+	return int32(p), o, true
+}
+
+// marshal renders e for an SSE data line.
+func (e Event) marshal() []byte {
+	b, err := json.Marshal(e)
+	if err != nil {
+		// Every field is a string, number, bool or slice of them.
+		return []byte(`{"id":"` + e.ID + `","type":"` + e.Type + `"}`)
+	}
+	return b
+}
+
+// heartbeat is how often an idle stream sends a comment, so that proxies
+// keep it open and a gone client is noticed.
+const heartbeat = 15 * time.Second
+
+// EventOf is eventOf for tests and tools that feed a Fanout directly.
+func EventOf(rec schemas.Record) Event { return eventOf(rec) }

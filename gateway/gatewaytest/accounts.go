@@ -1,0 +1,72 @@
+package gatewaytest
+
+import (
+	"context"
+	"time"
+
+	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/schemas"
+)
+
+var _ postgres.AccountReader = (*ReadModel)(nil)
+
+// PutAccount stores an account.
+func (m *ReadModel) PutAccount(a postgres.Account) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.accounts == nil {
+		m.accounts = map[string]postgres.Account{}
+	}
+	m.accounts[a.ID] = a
+}
+
+// ProjectAccounts plays the projector for accounts.v1: set it as a
+// Recorder's OnPublish so that accounts and keys the gateway issues take
+// effect.
+func (m *ReadModel) ProjectAccounts(rec schemas.Record) {
+	switch v := rec.Value.(type) {
+	case *schemas.AccountCreated:
+		m.PutAccount(postgres.Account{ID: v.AccountID, Name: v.Name, CreatedAt: time.UnixMilli(v.At)})
+	case *schemas.ApiKeyIssued:
+		k := postgres.APIKey{KeyID: v.KeyID, AccountID: v.AccountID, Role: v.Role, Hash: v.Hash}
+		if v.ExpiresAt != 0 {
+			t := time.UnixMilli(v.ExpiresAt)
+			k.ExpiresAt = &t
+		}
+		m.PutAPIKey(k)
+	case *schemas.ApiKeyRevoked:
+		m.mu.Lock()
+		if k, ok := m.keys[v.KeyID]; ok {
+			k.Revoked = true
+			m.keys[v.KeyID] = k
+		}
+		m.mu.Unlock()
+	}
+}
+
+func (m *ReadModel) Account(_ context.Context, id string) (postgres.Account, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a, ok := m.accounts[id]
+	if !ok {
+		return postgres.Account{}, postgres.ErrNotFound
+	}
+	return a, nil
+}
+
+func (m *ReadModel) Accounts(_ context.Context, p postgres.Page) ([]postgres.Account, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return page(m.accounts, p, func(postgres.Account) bool { return true }), nil
+}
+
+func (m *ReadModel) APIKeys(_ context.Context, account string, p postgres.Page) ([]postgres.APIKeyInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	keys := page(m.keys, p, func(k postgres.APIKey) bool { return k.AccountID == account })
+	out := make([]postgres.APIKeyInfo, len(keys))
+	for i, k := range keys {
+		out[i] = postgres.APIKeyInfo{KeyID: k.KeyID, AccountID: k.AccountID, Role: k.Role, ExpiresAt: k.ExpiresAt, Revoked: k.Revoked}
+	}
+	return out, nil
+}

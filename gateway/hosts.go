@@ -1,0 +1,219 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// Host is the JSON of a host.
+type Host struct {
+	ID            string     `json:"id"`
+	Name          string     `json:"name"`
+	ZoneID        string     `json:"zone_id"`
+	PodID         string     `json:"pod_id"`
+	ClusterID     string     `json:"cluster_id"`
+	Hypervisor    string     `json:"hypervisor"`
+	Status        string     `json:"status"`
+	ResourceState string     `json:"resource_state"`
+	Reservable    bool       `json:"reservable"`
+	CPU           int32      `json:"cpu"`
+	MemoryMB      int64      `json:"memory_mb"`
+	UsedCPU       int32      `json:"used_cpu"`
+	UsedMemoryMB  int64      `json:"used_memory_mb"`
+	Tags          []string   `json:"tags"`
+	VMCount       int        `json:"vm_count"`
+	LastPingAt    *time.Time `json:"last_ping_at"`
+	UpdatedAt     time.Time  `json:"updated_at"`
+}
+
+// HostDetail is GET /v1/hosts/{id}: the host, its planner reservation and
+// the VMs placement has allocated on it.
+type HostDetail struct {
+	Host
+	Reservation *HostReservation `json:"reservation"`
+	Allocations []HostAllocation `json:"allocations"`
+}
+
+// HostReservation is a host's planner reservation (CloudStack's
+// op_host_planner_reservation); null when the host is not reserved.
+type HostReservation struct {
+	Planner       string `json:"planner"`
+	ResourceUsage string `json:"resource_usage"`
+	Account       string `json:"account,omitempty"`
+}
+
+// HostAllocation is one VM's claim on a host.
+type HostAllocation struct {
+	VmID     string    `json:"vm_id"`
+	Account  string    `json:"account"`
+	CPU      int32     `json:"cpu"`
+	MemoryMB int64     `json:"memory_mb"`
+	At       time.Time `json:"at"`
+}
+
+// HostActionRequest is the body of POST /v1/hosts/{id}/actions.
+type HostActionRequest struct {
+	Action string `json:"action"`
+}
+
+// HostCommandAccepted answers a host action: the command is in the log,
+// and the host processor applies it in order with the host's other inputs.
+// Host commands are no VM jobs; GET /v1/hosts/{id} shows the outcome
+// (resource_state), and the host's status on host.status.v1 carries the
+// command id of the change.
+type HostCommandAccepted struct {
+	CommandID  string    `json:"command_id"`
+	HostID     string    `json:"host_id"`
+	Action     string    `json:"action"`
+	Command    string    `json:"command"`
+	AcceptedAt time.Time `json:"accepted_at"`
+	// Host is the host as the read model shows it when the command was
+	// accepted, before the command is applied.
+	Host Host `json:"host"`
+}
+
+// hostActions maps the API's action names to host.commands.v1 commands.
+var hostActions = map[string]func(schemas.HostCommand) any{
+	"enable":                  func(c schemas.HostCommand) any { return &schemas.EnableHost{HostCommand: c} },
+	"disable":                 func(c schemas.HostCommand) any { return &schemas.DisableHost{HostCommand: c} },
+	"prepare_for_maintenance": func(c schemas.HostCommand) any { return &schemas.PrepareForMaintenance{HostCommand: c} },
+	"cancel_maintenance":      func(c schemas.HostCommand) any { return &schemas.CancelMaintenance{HostCommand: c} },
+	"remove":                  func(c schemas.HostCommand) any { return &schemas.RemoveHost{HostCommand: c} },
+}
+
+func hostActionNames() []string {
+	names := make([]string, 0, len(hostActions))
+	for n := range hostActions {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// listHosts is GET /v1/hosts (admin).
+func (s *Server) listHosts(w http.ResponseWriter, r *http.Request) error {
+	page, err := pageOf(r)
+	if err != nil {
+		return err
+	}
+	rows, err := s.rm.Hosts(r.Context(), page.ask())
+	if err != nil {
+		return fmt.Errorf("list hosts: %w", err)
+	}
+	rows, next := cutPage(page, rows, func(h postgres.Host) string { return h.ID })
+	out := List[Host]{Items: make([]Host, len(rows)), Next: next}
+	for i, h := range rows {
+		out.Items[i] = hostJSON(h)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// getHost is GET /v1/hosts/{id} (admin).
+func (s *Server) getHost(w http.ResponseWriter, r *http.Request) error {
+	h, err := s.host(r)
+	if err != nil {
+		return err
+	}
+	out := HostDetail{Host: hostJSON(h), Allocations: []HostAllocation{}}
+	if cr := s.capacityReader(); cr != nil {
+		p, err := cr.HostPlacement(r.Context(), h.ID)
+		if err != nil {
+			return fmt.Errorf("placement of host %s: %w", h.ID, err)
+		}
+		if p.Planner != "" {
+			out.Reservation = &HostReservation{Planner: p.Planner, ResourceUsage: p.ResourceUsage, Account: p.ReservedFor}
+		}
+		for _, a := range p.Allocations {
+			out.Allocations = append(out.Allocations, HostAllocation{VmID: a.VmID, Account: a.Account, CPU: a.CPU, MemoryMB: a.MemoryMB, At: a.At.UTC()})
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// hostAction is POST /v1/hosts/{id}/actions (admin): the command goes to
+// host.commands.v1 keyed by host. A removed host takes no more commands;
+// every other check (e.g. cancel_maintenance on a host not in maintenance)
+// is the host processor's, which alone sees the host's current state.
+func (s *Server) hostAction(w http.ResponseWriter, r *http.Request) error {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	var req HostActionRequest
+	if err := decodeStrict(body, &req); err != nil {
+		return err
+	}
+	build, ok := hostActions[req.Action]
+	if !ok {
+		e := errorf(http.StatusUnprocessableEntity, codeValidation, "unknown host action %q", req.Action)
+		e.Details = map[string]any{"field": "action", "allowed": hostActionNames()}
+		return e
+	}
+	h, err := s.host(r)
+	if err != nil {
+		return err
+	}
+	if h.Status == "Removed" {
+		return errorf(http.StatusConflict, codeInvalidState, "host %s is removed", h.ID)
+	}
+	now := s.now().UTC()
+	cmd := schemas.HostCommand{CommandID: s.newID(), HostID: h.ID, Account: principalOf(r.Context()).Account, IssuedAt: now.UnixMilli()}
+	value := build(cmd)
+	rec := schemas.Record{Topic: schemas.TopicHostCommands, Key: h.ID, Value: value,
+		Headers: map[string]string{"command_id": cmd.CommandID}}
+	if err := s.pub.Publish(r.Context(), rec); err != nil {
+		s.log.Error("publish host command", "request_id", requestID(r.Context()), "host", h.ID, "err", err)
+		return errorf(http.StatusServiceUnavailable, codeUnavailable, "the command could not be written to the log; retry (request %s)", requestID(r.Context()))
+	}
+	w.Header().Set("Location", "/v1/hosts/"+h.ID)
+	writeJSON(w, http.StatusAccepted, HostCommandAccepted{CommandID: cmd.CommandID, HostID: h.ID, Action: req.Action,
+		Command: schemas.TypeName(value), AcceptedAt: now, Host: hostJSON(h)})
+	return nil
+}
+
+// host reads the host of the route, 404 when the read model has none.
+func (s *Server) host(r *http.Request) (postgres.Host, error) {
+	id := mux.Vars(r)["id"]
+	h, err := s.rm.Host(r.Context(), id)
+	if errors.Is(err, postgres.ErrNotFound) {
+		return h, notFound("host", id)
+	}
+	if err != nil {
+		return h, fmt.Errorf("read host %s: %w", id, err)
+	}
+	return h, nil
+}
+
+func (s *Server) capacityReader() postgres.CapacityReader {
+	if s.cfg.Capacity != nil {
+		return s.cfg.Capacity
+	}
+	cr, _ := s.rm.(postgres.CapacityReader)
+	return cr
+}
+
+func hostJSON(h postgres.Host) Host {
+	out := Host{
+		ID: h.ID, Name: h.Name, ZoneID: h.ZoneID, PodID: h.PodID, ClusterID: h.ClusterID,
+		Hypervisor: h.Hypervisor, Status: h.Status, ResourceState: h.ResourceState, Reservable: h.Reservable,
+		CPU: h.CPU, MemoryMB: h.MemoryMB, UsedCPU: h.UsedCPU, UsedMemoryMB: h.UsedMemoryMB,
+		Tags:    nonNil(slices.Clone(h.Tags)),
+		VMCount: h.VMCount, UpdatedAt: h.UpdatedAt.UTC(),
+	}
+	if h.LastPingAt != nil {
+		t := h.LastPingAt.UTC()
+		out.LastPingAt = &t
+	}
+	return out
+}

@@ -1,0 +1,100 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+
+	"github.com/vmplane/vmplane/gateway"
+	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// placementOf answers HostPlacement from a fixed table, as the placement
+// read model would after the projector wrote it.
+type placementOf map[string]postgres.HostPlacement
+
+func (p placementOf) ZoneCapacity(context.Context, string) ([]postgres.ClusterCapacity, error) {
+	return nil, nil
+}
+
+func (p placementOf) HostPlacement(_ context.Context, id string) (postgres.HostPlacement, error) {
+	return p[id], nil
+}
+
+func TestGetHost(t *testing.T) {
+	e := newEnv(t, gateway.Config{Capacity: placementOf{"host-1": {Planner: "FirstFitPlanner", ResourceUsage: "Shared",
+		Allocations: []postgres.Allocation{{VmID: "vm-a1", Account: "acct-a", CPU: 1, MemoryMB: 1024, At: t0}}}}})
+	e.rm.PutHost(postgres.Host{ID: "host-2", Name: "h2", ZoneID: "zone-1", Status: "Disconnected", ResourceState: "Enabled",
+		CPU: 2, MemoryMB: 512, Tags: []string{"qemu"}, VMCount: 0})
+
+	rec := e.do(http.MethodGet, "/v1/hosts/host-1", e.admin, nil)
+	wantStatus(t, rec, http.StatusOK)
+	h := decode[gateway.HostDetail](t, rec)
+	if h.ID != "host-1" || h.Status != "Up" || h.CPU != 32 || h.UsedCPU != 1 || h.Reservation == nil ||
+		h.Reservation.Planner != "FirstFitPlanner" || len(h.Allocations) != 1 || h.Allocations[0].VmID != "vm-a1" {
+		t.Fatalf("host-1: %+v", h)
+	}
+	rec = e.do(http.MethodGet, "/v1/hosts/host-2", e.admin, nil)
+	wantStatus(t, rec, http.StatusOK)
+	h = decode[gateway.HostDetail](t, rec)
+	if h.Reservation != nil || h.Allocations == nil || len(h.Allocations) != 0 || h.Reservable || len(h.Tags) != 1 {
+		t.Fatalf("host-2 (no reservation, no VMs): %+v", h)
+	}
+
+	wantStatus(t, e.do(http.MethodGet, "/v1/hosts/nope", e.admin, nil), http.StatusNotFound)
+	wantStatus(t, e.do(http.MethodGet, "/v1/hosts/host-1", e.alice, nil), http.StatusForbidden)
+	wantStatus(t, e.do(http.MethodGet, "/v1/hosts/host-1", "", nil), http.StatusUnauthorized)
+}
+
+func TestHostActions(t *testing.T) {
+	e := newEnv(t, gateway.Config{})
+	e.rm.PutHost(postgres.Host{ID: "host-gone", Status: "Removed", ResourceState: "Disabled"})
+	want := map[string]string{
+		"enable": "EnableHost", "disable": "DisableHost", "prepare_for_maintenance": "PrepareForMaintenance",
+		"cancel_maintenance": "CancelMaintenance", "remove": "RemoveHost",
+	}
+	for action, command := range want {
+		rec := e.do(http.MethodPost, "/v1/hosts/host-1/actions", e.admin, gateway.HostActionRequest{Action: action})
+		wantStatus(t, rec, http.StatusAccepted)
+		got := decode[gateway.HostCommandAccepted](t, rec)
+		if got.Action != action || got.Command != command || got.HostID != "host-1" || got.CommandID == "" || got.Host.Status != "Up" {
+			t.Fatalf("%s: %+v", action, got)
+		}
+		if loc := rec.Header().Get("Location"); loc != "/v1/hosts/host-1" {
+			t.Fatalf("%s: Location %q", action, loc)
+		}
+		recs := e.pub.Records()
+		last := recs[len(recs)-1]
+		if last.Topic != schemas.TopicHostCommands || last.Key != "host-1" || schemas.TypeName(last.Value) != command ||
+			last.Headers["command_id"] != got.CommandID {
+			t.Fatalf("%s published %+v", action, last)
+		}
+	}
+	n := len(e.pub.Records())
+
+	cases := []struct {
+		name, path, key string
+		body            any
+		status          int
+	}{
+		{"user", "/v1/hosts/host-1/actions", e.alice, gateway.HostActionRequest{Action: "disable"}, http.StatusForbidden},
+		{"unknown host", "/v1/hosts/nope/actions", e.admin, gateway.HostActionRequest{Action: "disable"}, http.StatusNotFound},
+		{"unknown action", "/v1/hosts/host-1/actions", e.admin, gateway.HostActionRequest{Action: "reboot"}, http.StatusUnprocessableEntity},
+		{"unknown field", "/v1/hosts/host-1/actions", e.admin, `{"action":"disable","force":true}`, http.StatusUnprocessableEntity},
+		{"removed host", "/v1/hosts/host-gone/actions", e.admin, gateway.HostActionRequest{Action: "enable"}, http.StatusConflict},
+	}
+	for _, c := range cases {
+		rec := e.do(http.MethodPost, c.path, c.key, c.body)
+		if rec.Code != c.status {
+			t.Errorf("%s: status %d, want %d; %s", c.name, rec.Code, c.status, rec.Body.String())
+		}
+	}
+	if got := len(e.pub.Records()); got != n {
+		t.Fatalf("refused requests published %d records", got-n)
+	}
+
+	e.pub.Err = errors.New("broker down")
+	wantStatus(t, e.do(http.MethodPost, "/v1/hosts/host-1/actions", e.admin, gateway.HostActionRequest{Action: "disable"}), http.StatusServiceUnavailable)
+}

@@ -1,0 +1,284 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vmplane/vmplane/gateway"
+	"github.com/vmplane/vmplane/gateway/gatewaytest"
+	"github.com/vmplane/vmplane/projectors/postgres"
+)
+
+// matrixEnv is env with accounts, leases and spare keys for the
+// authorization matrix.
+type matrixEnv struct {
+	*env
+	revoked     string // acct-a, revoked
+	spareA      string // key ids that admin rows may revoke
+	spareB      string
+	wrongSecret string // acct-a's key id with another secret
+	unknownKey  string // well-formed, never issued
+	expired     string
+}
+
+func newMatrixEnv(t *testing.T) *matrixEnv {
+	e := &matrixEnv{env: newEnv(t, gateway.Config{RatePerSecond: -1})}
+	e.pub.OnPublish = e.rm.ProjectAccounts
+	for _, a := range []string{"ops", "acct-a", "acct-b"} {
+		e.rm.PutAccount(postgres.Account{ID: a, Name: a, CreatedAt: t0})
+	}
+	e.revoked = e.addKey("acct-a", gateway.RoleUser)
+	id := keyID(e.revoked)
+	k, _ := e.rm.APIKey(t.Context(), id)
+	k.Revoked = true
+	e.rm.PutAPIKey(k)
+	e.expired = e.addKey("acct-a", gateway.RoleUser)
+	k, _ = e.rm.APIKey(t.Context(), keyID(e.expired))
+	past := time.Now().Add(-time.Minute)
+	k.ExpiresAt = &past
+	e.rm.PutAPIKey(k)
+	e.spareA = keyID(e.addKey("acct-a", gateway.RoleUser))
+	e.spareB = keyID(e.addKey("acct-b", gateway.RoleUser))
+	other, _, _, _ := gateway.NewAPIKey()
+	e.wrongSecret = e.alice[:17] + other[17:]
+	e.unknownKey, _, _, _ = gateway.NewAPIKey()
+	end := time.Now().Add(48 * time.Hour)
+	e.rm.PutLease(postgres.Lease{ID: "lease-a", Project: "acct-a", Name: "la", Status: "Pending", ZoneID: "zone-1", Start: end.Add(-time.Hour), End: end})
+	e.rm.PutLease(postgres.Lease{ID: "lease-b", Project: "acct-b", Name: "lb", Status: "Pending", ZoneID: "zone-1", Start: end.Add(-time.Hour), End: end})
+	return e
+}
+
+func keyID(key string) string { return key[4:16] }
+
+// route is one row of the matrix: a path with {id} (and {key}) filled per
+// account, the body of a valid request, and who may call it.
+type route struct {
+	method, path string
+	body         string
+	admin        bool // admin only
+	owned        bool // {id} names a resource of an account
+	// noBackend is the status when the route's backend is not configured
+	// here (ClickHouse history): it answers before the ownership check.
+	noBackend int
+}
+
+func (r route) fill(acct string, e *matrixEnv) string {
+	p := r.path
+	suffix := map[string]string{"acct-a": "a", "acct-b": "b"}[acct]
+	switch {
+	case strings.HasPrefix(p, "/v1/vms/{id}"):
+		p = strings.Replace(p, "{id}", "vm-"+suffix+"1", 1)
+	case strings.HasPrefix(p, "/v1/jobs/{id}"):
+		p = strings.Replace(p, "{id}", "job-"+suffix+"1", 1)
+	case strings.HasPrefix(p, "/v1/leases/{id}"):
+		p = strings.Replace(p, "{id}", "lease-"+suffix, 1)
+	case strings.HasPrefix(p, "/v1/accounts/{id}"):
+		p = strings.Replace(p, "{id}", acct, 1)
+	case strings.HasPrefix(p, "/v1/hosts/{id}"):
+		p = strings.Replace(p, "{id}", "host-1", 1)
+	case strings.HasPrefix(p, "/v1/zones/{id}"):
+		p = strings.Replace(p, "{id}", "zone-1", 1)
+	}
+	return strings.Replace(p, "{key}", map[string]string{"acct-a": e.spareA, "acct-b": e.spareB}[acct], 1)
+}
+
+var leaseEnd = time.Now().Add(72 * time.Hour).UTC().Format(time.RFC3339)
+
+var matrixRoutes = []route{
+	{method: "POST", path: "/v1/vms", body: `{"name":"m-1","offering":"small"}`},
+	{method: "GET", path: "/v1/vms"},
+	{method: "GET", path: "/v1/vms/{id}", owned: true},
+	{method: "DELETE", path: "/v1/vms/{id}", owned: true},
+	{method: "POST", path: "/v1/vms/{id}/actions", body: `{"action":"migrate"}`, owned: true},
+	{method: "GET", path: "/v1/vms/{id}/history", owned: true, noBackend: http.StatusServiceUnavailable},
+	{method: "GET", path: "/v1/jobs"},
+	{method: "GET", path: "/v1/jobs/{id}", owned: true},
+	{method: "GET", path: "/v1/jobs/{id}/journal", owned: true},
+	{method: "GET", path: "/v1/jobs/{id}/events", owned: true},
+	{method: "GET", path: "/v1/events"},
+	{method: "POST", path: "/v1/journal/query", body: `{"sql":"SELECT 1"}`, admin: true},
+	{method: "GET", path: "/v1/alerts"},
+	{method: "GET", path: "/v1/hosts", admin: true},
+	{method: "GET", path: "/v1/hosts/{id}", admin: true},
+	{method: "POST", path: "/v1/hosts/{id}/actions", body: `{"action":"disable"}`, admin: true},
+	{method: "GET", path: "/v1/offerings"},
+	{method: "POST", path: "/v1/offerings", body: `{"name":"tiny","cpu":1,"memory_mb":512}`, admin: true},
+	{method: "GET", path: "/v1/planners"},
+	{method: "GET", path: "/v1/zones/{id}/capacity", admin: true},
+	{method: "POST", path: "/v1/accounts", body: `{"id":"acct-new"}`, admin: true},
+	{method: "GET", path: "/v1/accounts", admin: true},
+	{method: "GET", path: "/v1/accounts/{id}", owned: true},
+	{method: "POST", path: "/v1/accounts/{id}/keys", body: `{"role":"user","expires_in":"24h"}`, admin: true, owned: true},
+	{method: "GET", path: "/v1/accounts/{id}/keys", owned: true},
+	{method: "DELETE", path: "/v1/accounts/{id}/keys/{key}", admin: true, owned: true},
+	{method: "POST", path: "/v1/leases", body: `{"name":"l1","end":"` + leaseEnd + `","reservations":[{"min_hosts":1,"max_hosts":1}]}`},
+	{method: "GET", path: "/v1/leases"},
+	{method: "GET", path: "/v1/leases/{id}", owned: true},
+	{method: "PUT", path: "/v1/leases/{id}", body: `{"end":"` + leaseEnd + `"}`, owned: true},
+	{method: "DELETE", path: "/v1/leases/{id}", owned: true},
+	{method: "GET", path: "/v1/leases/{id}/events", owned: true},
+}
+
+// TestAuthorizationMatrix: every route × {no key, wrong key, unknown key,
+// revoked key, expired key, user A on A's and on B's resource, admin}.
+func TestAuthorizationMatrix(t *testing.T) {
+	// Every route of the router is in the matrix.
+	var have []string
+	for _, r := range matrixRoutes {
+		have = append(have, r.method+" "+r.path)
+	}
+	slices.Sort(have)
+	routes := gateway.New(gateway.Config{}, gatewaytest.NewReadModel(), &gatewaytest.Recorder{}).Routes()
+	if !slices.Equal(have, routes) {
+		t.Fatalf("matrix routes differ from the router's:\nmatrix %v\nrouter %v", have, routes)
+	}
+	e := newMatrixEnv(t)
+	denied := []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound}
+	for _, r := range matrixRoutes {
+		t.Run(r.method+" "+r.path, func(t *testing.T) {
+			pathA, pathB := r.fill("acct-a", e), r.fill("acct-b", e)
+			call := func(path, key string) int {
+				var body any
+				if r.body != "" {
+					body = r.body
+				}
+				return e.do(r.method, path, key, body).Code
+			}
+			for name, key := range map[string]string{"none": "", "wrong secret": e.wrongSecret, "unknown": e.unknownKey,
+				"revoked": e.revoked, "expired": e.expired, "garbage": "not-a-key"} {
+				if got := call(pathA, key); got != http.StatusUnauthorized {
+					t.Errorf("key %s: %d, want 401", name, got)
+				}
+			}
+			own := call(pathA, e.alice)
+			switch {
+			case r.admin:
+				if own != http.StatusForbidden {
+					t.Errorf("user on own: %d, want 403", own)
+				}
+			case slices.Contains(denied, own):
+				t.Errorf("user on own: %d, want access", own)
+			}
+			if r.owned {
+				if got := call(pathB, e.alice); got != r.noBackend && (r.admin && got != http.StatusForbidden || !r.admin && got != http.StatusNotFound) {
+					t.Errorf("user A on B's: %d, want %d", got, map[bool]int{true: 403, false: 404}[r.admin])
+				}
+			}
+			if got := call(pathA, e.admin); slices.Contains(denied, got) {
+				t.Errorf("admin: %d, want access", got)
+			}
+		})
+	}
+}
+
+// TestUserCannotLearnOthersVM: a user's lists and streams hold none of
+// another account's VMs, and a missing VM and another's answer alike.
+func TestUserCannotLearnOthersVM(t *testing.T) {
+	e := newMatrixEnv(t)
+	missing := e.do("GET", "/v1/vms/vm-zz", e.alice, nil)
+	other := e.do("GET", "/v1/vms/vm-b1", e.alice, nil)
+	if missing.Code != 404 || other.Code != 404 {
+		t.Fatalf("missing %d, other's %d", missing.Code, other.Code)
+	}
+	m, o := decode[errBody](t, missing).Error, decode[errBody](t, other).Error
+	if m.Code != o.Code || strings.ReplaceAll(m.Message, "vm-zz", "X") != strings.ReplaceAll(o.Message, "vm-b1", "X") {
+		t.Fatalf("answers differ: %+v vs %+v", m, o)
+	}
+	for _, path := range []string{"/v1/vms", "/v1/jobs", "/v1/leases", "/v1/alerts", "/v1/accounts/acct-a/keys"} {
+		rec := e.do("GET", path, e.alice, nil)
+		wantStatus(t, rec, 200)
+		if strings.Contains(rec.Body.String(), "acct-b") || strings.Contains(rec.Body.String(), "vm-b1") {
+			t.Errorf("%s shows another account: %s", path, rec.Body.String())
+		}
+	}
+}
+
+// TestOpenAPIMatchesRoutes: every route documented, every documented route
+// exists, and the document is served.
+func TestOpenAPIMatchesRoutes(t *testing.T) {
+	routes := gateway.New(gateway.Config{}, gatewaytest.NewReadModel(), &gatewaytest.Recorder{}).Routes()
+	documented := gateway.OpenAPIRoutes()
+	for _, r := range routes {
+		if !slices.Contains(documented, r) {
+			t.Errorf("route %s is not in the OpenAPI document", r)
+		}
+	}
+	for _, d := range documented {
+		if !slices.Contains(routes, d) {
+			t.Errorf("the OpenAPI document names %s, which no route serves", d)
+		}
+	}
+	e := newEnv(t, gateway.Config{})
+	rec := e.do("GET", "/v1/openapi.json", "", nil)
+	wantStatus(t, rec, 200)
+	var doc struct {
+		OpenAPI string                               `json:"openapi"`
+		Paths   map[string]map[string]map[string]any `json:"paths"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.OpenAPI != "3.1.0" {
+		t.Fatalf("openapi %q", doc.OpenAPI)
+	}
+	n := 0
+	for path, ops := range doc.Paths {
+		for m := range ops {
+			n++
+			if !slices.Contains(routes, strings.ToUpper(m)+" "+path) {
+				t.Errorf("served document has %s %s, which no route serves", m, path)
+			}
+		}
+	}
+	if n != len(routes) {
+		t.Errorf("served document has %d operations, router %d", n, len(routes))
+	}
+}
+
+// TestAccountsAndKeys: an admin creates an account and a key; the key
+// works at once, lists show no secret, revocation stops it.
+func TestAccountsAndKeys(t *testing.T) {
+	e := newMatrixEnv(t)
+	rec := e.do("POST", "/v1/accounts", e.admin, `{"id":"acme","name":"Acme"}`)
+	wantStatus(t, rec, http.StatusCreated)
+	if rec.Header().Get("Location") != "/v1/accounts/acme" {
+		t.Fatalf("Location %q", rec.Header().Get("Location"))
+	}
+	wantStatus(t, e.do("POST", "/v1/accounts", e.admin, `{"id":"acme"}`), http.StatusConflict)
+	bad := e.do("POST", "/v1/accounts", e.admin, `{"id":"Acme Corp"}`)
+	wantStatus(t, bad, http.StatusUnprocessableEntity)
+	if f := decode[errBody](t, bad).Error.Details["field"]; f != "id" {
+		t.Fatalf("field %v", f)
+	}
+	unknown := e.do("POST", "/v1/accounts", e.admin, `{"id":"x","nmae":"typo"}`)
+	wantStatus(t, unknown, http.StatusUnprocessableEntity)
+	if !strings.Contains(decode[errBody](t, unknown).Error.Message, `"nmae"`) {
+		t.Fatalf("unknown field not named: %s", unknown.Body.String())
+	}
+
+	rec = e.do("POST", "/v1/accounts/acme/keys", e.admin, `{"role":"user","expires_in":"720h"}`)
+	wantStatus(t, rec, http.StatusCreated)
+	k := decode[gateway.APIKey](t, rec)
+	if k.Key == "" || k.ExpiresAt == nil || k.Role != "user" || rec.Header().Get("Cache-Control") != "no-store" {
+		t.Fatalf("key answer %+v", k)
+	}
+	wantStatus(t, e.do("GET", "/v1/accounts/acme", k.Key, nil), http.StatusOK)
+	wantStatus(t, e.do("GET", "/v1/accounts/acct-a", k.Key, nil), http.StatusNotFound)
+	list := e.do("GET", "/v1/accounts/acme/keys", k.Key, nil)
+	wantStatus(t, list, http.StatusOK)
+	if strings.Contains(list.Body.String(), k.Key) || strings.Contains(list.Body.String(), gateway.HashAPIKey(k.Key)) {
+		t.Fatal("key list shows the key or its hash")
+	}
+	for _, r := range e.pub.Records() {
+		if strings.Contains(fmt.Sprintf("%+v", r.Value), k.Key) {
+			t.Fatal("the key itself went to the log")
+		}
+	}
+	wantStatus(t, e.do("DELETE", "/v1/accounts/acme/keys/"+k.ID, e.admin, nil), http.StatusNoContent)
+	wantStatus(t, e.do("GET", "/v1/accounts/acme", k.Key, nil), http.StatusUnauthorized)
+}

@@ -1,0 +1,238 @@
+package gateway
+
+import (
+	"net/http"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The OpenAPI 3.1 document of the API, served at /v1/openapi.json. It is
+// generated from the table below and the Go types of requests and
+// responses; TestOpenAPIMatchesRoutes walks the router and fails when a
+// route is missing from the table or the table names a route that does not
+// exist. A new route adds its line here.
+
+// apiOp documents one route.
+type apiOp struct {
+	method, path string
+	summary      string
+	admin        bool     // admin role required
+	query        []string // query parameters
+	body         any      // request body type (a zero value), nil for none
+	status       int      // success status
+	resp         any      // success response type, nil for none
+	stream       bool     // text/event-stream
+}
+
+var apiOps = []apiOp{
+	{method: "POST", path: "/vms", summary: "Deploy a VM", body: DeployRequest{}, status: 202, resp: Job{}},
+	{method: "GET", path: "/vms", summary: "List VMs", query: []string{"limit", "cursor", "state", "host"}, status: 200, resp: List[VM]{}},
+	{method: "GET", path: "/vms/{id}", summary: "Get a VM (ETag, If-None-Match)", status: 200, resp: VM{}},
+	{method: "DELETE", path: "/vms/{id}", summary: "Terminate a VM", status: 202, resp: Job{}},
+	{method: "POST", path: "/vms/{id}/actions", summary: "Act on a VM (start, stop, ...)", body: ActionRequest{}, status: 202, resp: Job{}},
+	{method: "GET", path: "/vms/{id}/history", summary: "A VM's event history", query: []string{"limit", "cursor", "at"}, status: 200},
+	{method: "GET", path: "/jobs", summary: "List jobs", query: []string{"limit", "cursor", "vm", "state"}, status: 200, resp: List[Job]{}},
+	{method: "GET", path: "/jobs/{id}", summary: "Get a job; wait long-polls", query: []string{"wait", "steps", "after_step"}, status: 200, resp: Job{}},
+	{method: "GET", path: "/jobs/{id}/journal", summary: "A job's journal", status: 200},
+	{method: "GET", path: "/jobs/{id}/events", summary: "A job's events as Server-Sent Events (Last-Event-ID resumes)", status: 200, stream: true},
+	{method: "GET", path: "/events", summary: "VM and job events as Server-Sent Events (Last-Event-ID resumes)", query: []string{"vm"}, status: 200, stream: true},
+	{method: "POST", path: "/journal/query", summary: "Query the journal (analysts)", admin: true, status: 200, resp: QueryResult{}},
+	{method: "GET", path: "/alerts", summary: "List alerts", query: []string{"limit", "cursor", "vm"}, status: 200, resp: List[Alert]{}},
+	{method: "GET", path: "/hosts", summary: "List hosts", admin: true, query: []string{"limit", "cursor"}, status: 200, resp: List[Host]{}},
+	{method: "GET", path: "/hosts/{id}", summary: "Get a host", admin: true, status: 200, resp: Host{}},
+	{method: "POST", path: "/hosts/{id}/actions", summary: "Act on a host (enable, disable, maintenance, ...)", admin: true, body: HostActionRequest{}, status: 202},
+	{method: "GET", path: "/offerings", summary: "List offerings", status: 200, resp: List[Offering]{}},
+	{method: "POST", path: "/offerings", summary: "Create an offering", admin: true, body: OfferingRequest{}, status: 201, resp: Offering{}},
+	{method: "GET", path: "/planners", summary: "List deployment planners", status: 200, resp: List[Planner]{}},
+	{method: "GET", path: "/zones/{id}/capacity", summary: "A zone's capacity", admin: true, status: 200, resp: ZoneCapacity{}},
+	{method: "POST", path: "/accounts", summary: "Create an account", admin: true, body: AccountRequest{}, status: 201, resp: Account{}},
+	{method: "GET", path: "/accounts", summary: "List accounts", admin: true, query: []string{"limit", "cursor"}, status: 200, resp: List[Account]{}},
+	{method: "GET", path: "/accounts/{id}", summary: "Get an account (a user: its own)", status: 200, resp: Account{}},
+	{method: "POST", path: "/accounts/{id}/keys", summary: "Issue an API key; the key is shown once", admin: true, body: KeyRequest{}, status: 201, resp: APIKey{}},
+	{method: "GET", path: "/accounts/{id}/keys", summary: "List an account's API keys (never the keys)", query: []string{"limit", "cursor"}, status: 200, resp: List[APIKey]{}},
+	{method: "DELETE", path: "/accounts/{id}/keys/{key}", summary: "Revoke an API key", admin: true, status: 204},
+	{method: "POST", path: "/leases", summary: "Create a lease", body: LeaseRequest{}, status: 202, resp: Lease{}},
+	{method: "GET", path: "/leases", summary: "List leases", query: []string{"limit", "cursor"}, status: 200, resp: List[Lease]{}},
+	{method: "GET", path: "/leases/{id}", summary: "Get a lease", status: 200, resp: Lease{}},
+	{method: "PUT", path: "/leases/{id}", summary: "Update a lease", body: LeaseUpdate{}, status: 202, resp: Lease{}},
+	{method: "DELETE", path: "/leases/{id}", summary: "Delete a lease", status: 202},
+	{method: "GET", path: "/leases/{id}/events", summary: "A lease's events", status: 200, resp: List[LeaseEvent]{}},
+}
+
+// OpenAPIRoutes lists the documented routes as "METHOD /v1/path".
+func OpenAPIRoutes() []string {
+	out := make([]string, len(apiOps))
+	for i, op := range apiOps {
+		out[i] = op.method + " /v1" + op.path
+	}
+	sort.Strings(out)
+	return out
+}
+
+var pathParam = regexp.MustCompile(`\{([a-z_]+)\}`)
+
+// openAPI builds the document.
+func openAPI() map[string]any {
+	schemas := map[string]any{
+		"Error": obj(map[string]any{"error": obj(map[string]any{
+			"code": str(), "message": str(), "details": map[string]any{"type": "object"},
+		}, "code", "message")}, "error"),
+	}
+	paths := map[string]any{}
+	errResp := func(desc string) map[string]any {
+		return map[string]any{"description": desc, "content": map[string]any{"application/json": map[string]any{"schema": ref("Error")}}}
+	}
+	for _, op := range apiOps {
+		item, _ := paths["/v1"+op.path].(map[string]any)
+		if item == nil {
+			item = map[string]any{}
+			paths["/v1"+op.path] = item
+		}
+		var params []any
+		for _, m := range pathParam.FindAllStringSubmatch(op.path, -1) {
+			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true,
+				"schema": map[string]any{"type": "string", "pattern": `^[A-Za-z0-9._:-]{1,128}$`}})
+		}
+		for _, q := range op.query {
+			params = append(params, map[string]any{"name": q, "in": "query", "schema": str()})
+		}
+		if op.method != "GET" {
+			params = append(params, map[string]any{"name": "Idempotency-Key", "in": "header", "schema": map[string]any{"type": "string", "maxLength": maxIdempotencyKey}})
+		}
+		if op.stream {
+			params = append(params, map[string]any{"name": "Last-Event-ID", "in": "header", "schema": str()})
+		}
+		ok := map[string]any{"description": http.StatusText(op.status)}
+		switch {
+		case op.stream:
+			ok["content"] = map[string]any{"text/event-stream": map[string]any{"schema": str()}}
+		case op.resp != nil:
+			ok["content"] = map[string]any{"application/json": map[string]any{"schema": schemaOf(reflect.TypeOf(op.resp), schemas)}}
+		}
+		responses := map[string]any{
+			itoa(op.status): ok,
+			"401":           errResp("missing, invalid, revoked or expired API key"),
+			"429":           errResp("rate limited; see Retry-After"),
+			"default":       errResp("error"),
+		}
+		if op.admin {
+			responses["403"] = errResp("admin role required")
+		}
+		if strings.Contains(op.path, "{") {
+			responses["404"] = errResp("not found (or another account's)")
+		}
+		o := map[string]any{
+			"summary":     op.summary,
+			"operationId": strings.ToLower(op.method) + strings.NewReplacer("/", "_", "{", "", "}", "").Replace(op.path),
+			"responses":   responses,
+		}
+		if params != nil {
+			o["parameters"] = params
+		}
+		if op.body != nil {
+			o["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": schemaOf(reflect.TypeOf(op.body), schemas)}}}
+			responses["422"] = errResp("validation failed, unknown field, or Idempotency-Key reused with another request")
+		}
+		item[strings.ToLower(op.method)] = o
+	}
+	return map[string]any{
+		"openapi": "3.1.0",
+		"info":    map[string]any{"title": "vmplane API", "version": "1"},
+		"paths":   paths,
+		"components": map[string]any{
+			"schemas":         schemas,
+			"securitySchemes": map[string]any{"apiKey": map[string]any{"type": "http", "scheme": "bearer"}},
+		},
+		"security": []any{map[string]any{"apiKey": []any{}}},
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func str() map[string]any            { return map[string]any{"type": "string"} }
+func ref(name string) map[string]any { return map[string]any{"$ref": "#/components/schemas/" + name} }
+func obj(props map[string]any, required ...string) map[string]any {
+	o := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+	if len(required) > 0 {
+		o["required"] = required
+	}
+	return o
+}
+
+var timeType = reflect.TypeOf(time.Time{})
+
+// schemaOf renders t as JSON Schema from its json tags; named structs go to
+// components and are referenced.
+func schemaOf(t reflect.Type, comps map[string]any) map[string]any {
+	if t.Kind() == reflect.Pointer {
+		return schemaOf(t.Elem(), comps)
+	}
+	if t == timeType {
+		return map[string]any{"type": "string", "format": "date-time"}
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return str()
+	case reflect.Bool:
+		return map[string]any{"type": "boolean"}
+	case reflect.Int, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint32, reflect.Uint64:
+		return map[string]any{"type": "integer"}
+	case reflect.Float32, reflect.Float64:
+		return map[string]any{"type": "number"}
+	case reflect.Slice, reflect.Array:
+		return map[string]any{"type": "array", "items": schemaOf(t.Elem(), comps)}
+	case reflect.Map:
+		return map[string]any{"type": "object", "additionalProperties": schemaOf(t.Elem(), comps)}
+	case reflect.Interface:
+		return map[string]any{}
+	case reflect.Struct:
+	default:
+		return map[string]any{}
+	}
+	name := t.Name()
+	if i := strings.IndexByte(name, '['); i >= 0 {
+		name = name[:i] + "Of" + name[strings.LastIndexByte(name, '.')+1:len(name)-1]
+	}
+	if name != "" {
+		if _, ok := comps[name]; ok {
+			return ref(name)
+		}
+		comps[name] = map[string]any{} // breaks recursion
+	}
+	props := map[string]any{}
+	var required []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		jname, opts, _ := strings.Cut(tag, ",")
+		if jname == "" {
+			jname = f.Name
+		}
+		props[jname] = schemaOf(f.Type, comps)
+		if !strings.Contains(opts, "omit") && f.Type.Kind() != reflect.Pointer {
+			required = append(required, jname)
+		}
+	}
+	o := obj(props, required...)
+	if name == "" {
+		return o
+	}
+	comps[name] = o
+	return ref(name)
+}
+
+// openAPIDoc is GET /v1/openapi.json (no key needed).
+func (s *Server) openAPIDoc(w http.ResponseWriter, _ *http.Request) error {
+	writeJSON(w, http.StatusOK, openAPI())
+	return nil
+}

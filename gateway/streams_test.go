@@ -1,0 +1,216 @@
+package gateway_test
+
+import (
+	"bufio"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vmplane/vmplane/gateway"
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// sse reads a stream's events as "event id" lines until n are read.
+func sse(t *testing.T, srv *httptest.Server, path, key, lastID string, n int) []string {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", srv.URL+path, nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("status %d %s", resp.StatusCode, b)
+	}
+	var out []string
+	sc := bufio.NewScanner(resp.Body)
+	var id, ev string
+	for len(out) < n && sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "id: "):
+			id = line[4:]
+		case strings.HasPrefix(line, "event: "):
+			ev = line[7:]
+		case line == "" && ev != "":
+			out = append(out, ev+" "+id)
+			id, ev = "", ""
+		}
+	}
+	return out
+}
+
+func publishVM(f *gateway.Fanout, p int32, off int64, v any) {
+	f.Publish(gateway.EventOf(schemas.Record{Topic: schemas.TopicVmEvents, Key: vmOf(v), Partition: p, Offset: off, Value: v}))
+}
+
+func vmOf(v any) string {
+	switch v := v.(type) {
+	case *schemas.JobStepped:
+		return v.VmID
+	case *schemas.JobSucceeded:
+		return v.VmID
+	case *schemas.PowerStateObserved:
+		return v.VmID
+	case *schemas.VmStateChanged:
+		return v.VmID
+	}
+	return ""
+}
+
+// TestEventStreams: account-scoped, per-VM and per-job streams from the
+// fanout, resumable with Last-Event-ID.
+func TestEventStreams(t *testing.T) {
+	f := gateway.NewFanout(slog.New(slog.NewTextHandler(io.Discard, nil)), 100)
+	e := newEnv(t, gateway.Config{Events: f})
+	srv := httptest.NewServer(e.h)
+	defer srv.Close()
+	refA := schemas.JobRef{JobID: "job-a1", VmID: "vm-a1", Account: "acct-a", JobType: "Reboot"}
+	refB := schemas.JobRef{JobID: "job-b1", VmID: "vm-b1", Account: "acct-b", JobType: "Stop"}
+	publishVM(f, 3, 10, &schemas.VmStateChanged{VmID: "vm-a1", Account: "acct-a", VmState: "Active"})
+	publishVM(f, 5, 20, &schemas.JobStepped{JobRef: refB, Seq: 1, Step: "x"})
+	publishVM(f, 3, 11, &schemas.JobStepped{JobRef: refA, Seq: 1, Step: "Rebooting"})
+	// PowerStateObserved carries no account: the fanout knows vm-a1's.
+	publishVM(f, 3, 12, &schemas.PowerStateObserved{VmID: "vm-a1", PowerState: "PowerOn"})
+	publishVM(f, 3, 13, &schemas.JobSucceeded{JobRef: refA})
+
+	got := sse(t, srv, "/v1/events", e.alice, "3:10", 3)
+	want := []string{"JobStepped 3:11", "PowerStateObserved 3:12", "JobSucceeded 3:13"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("alice resumed after 3:10: %v, want %v", got, want)
+	}
+	if got := sse(t, srv, "/v1/events?vm=vm-a1", e.admin, "5:20", 2); got[0] != "JobStepped 3:11" {
+		t.Fatalf("admin on vm-a1: %v", got)
+	}
+	wantStatus(t, e.do("GET", "/v1/events?vm=vm-b1", e.alice, nil), http.StatusNotFound)
+	wantStatus(t, e.do("GET", "/v1/events", e.alice, nil, "Last-Event-ID", "nope"), http.StatusUnprocessableEntity)
+
+	// A job stream from the start: a "job" snapshot, then live events,
+	// ending with the job.
+	done := make(chan []string)
+	go func() { done <- sse(t, srv, "/v1/jobs/job-a1/events", e.alice, "3:10", 10) }()
+	select {
+	case got := <-done:
+		if strings.Join(got, ",") != "JobStepped 3:11,JobSucceeded 3:13" {
+			t.Fatalf("job stream: %v", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the job stream did not end with the job")
+	}
+	// Live: a subscriber gets an event published after it connected.
+	live := make(chan []string)
+	go func() { live <- sse(t, srv, "/v1/events?vm=vm-a1", e.alice, "", 1) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for off := int64(14); ; off++ {
+		publishVM(f, 3, off, &schemas.PowerStateObserved{VmID: "vm-a1", PowerState: "PowerOff"})
+		select {
+		case got := <-live:
+			if !strings.HasPrefix(got[0], "PowerStateObserved 3:") {
+				t.Fatalf("live: %v", got)
+			}
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no live event")
+		}
+	}
+}
+
+// TestRateLimit: a key's bucket empties, then 429 with Retry-After; other
+// keys are not affected.
+func TestRateLimit(t *testing.T) {
+	e := newEnv(t, gateway.Config{RatePerSecond: 0.5, RateBurst: 3})
+	for i := 0; i < 3; i++ {
+		wantStatus(t, e.do("GET", "/v1/vms", e.alice, nil), 200)
+	}
+	rec := e.do("GET", "/v1/vms", e.alice, nil)
+	wantStatus(t, rec, http.StatusTooManyRequests)
+	if ra := rec.Header().Get("Retry-After"); ra != "2" {
+		t.Fatalf("Retry-After %q, want 2", ra)
+	}
+	if code := decode[errBody](t, rec).Error.Code; code != "rate_limited" {
+		t.Fatalf("code %q", code)
+	}
+	wantStatus(t, e.do("GET", "/v1/vms", e.bob, nil), 200)
+}
+
+// TestIdempotencyEveryMutation: the Idempotency-Key holds on routes that
+// do not issue VM jobs too (accounts here).
+func TestIdempotencyEveryMutation(t *testing.T) {
+	e := newMatrixEnv(t)
+	first := e.do("POST", "/v1/accounts/acct-a/keys", e.admin, `{}`, "Idempotency-Key", "key-1")
+	wantStatus(t, first, http.StatusCreated)
+	again := e.do("POST", "/v1/accounts/acct-a/keys", e.admin, `{}`, "Idempotency-Key", "key-1")
+	wantStatus(t, again, http.StatusCreated)
+	if again.Body.String() != first.Body.String() || again.Header().Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("replay %s, first %s", again.Body.String(), first.Body.String())
+	}
+	wantStatus(t, e.do("POST", "/v1/accounts/acct-a/keys", e.admin, `{"role":"admin"}`, "Idempotency-Key", "key-1"), http.StatusUnprocessableEntity)
+	// A failed request frees its key.
+	wantStatus(t, e.do("POST", "/v1/accounts", e.admin, `{"id":"acct-a"}`, "Idempotency-Key", "key-2"), http.StatusConflict)
+	wantStatus(t, e.do("POST", "/v1/accounts", e.admin, `{"id":"acct-a"}`, "Idempotency-Key", "key-2"), http.StatusConflict)
+}
+
+// FuzzPathParams: any path parameter answers with the error shape or a
+// resource, never a 500 and never another account's resource.
+func FuzzPathParams(f *testing.F) {
+	for _, s := range []string{"vm-a1", "vm-b1", "", "..", "%2e%2e", "a/b", "x\x00y", strings.Repeat("z", 300), "job-a1", "{id}"} {
+		f.Add(s)
+	}
+	e := newMatrixEnv(&testing.T{})
+	f.Fuzz(func(t *testing.T, id string) {
+		e.t = t
+		for _, tmpl := range []string{"/v1/vms/%s", "/v1/jobs/%s", "/v1/leases/%s", "/v1/accounts/%s/keys", "/v1/vms/%s/actions"} {
+			path := strings.Replace(tmpl, "%s", escapePath(id), 1)
+			method := "GET"
+			var body any
+			if strings.HasSuffix(tmpl, "actions") {
+				method, body = "POST", `{"action":"reboot"}`
+			}
+			req := httptest.NewRequestWithContext(t.Context(), method, "http://gw"+path, nil)
+			if body != nil {
+				req = httptest.NewRequestWithContext(t.Context(), method, "http://gw"+path, strings.NewReader(body.(string)))
+			}
+			req.Header.Set("Authorization", "Bearer "+e.alice)
+			rec := httptest.NewRecorder()
+			e.h.ServeHTTP(rec, req)
+			if rec.Code >= 500 {
+				t.Fatalf("%s %s: %d %s", method, path, rec.Code, rec.Body.String())
+			}
+			if strings.Contains(rec.Body.String(), "acct-b") {
+				t.Fatalf("%s %s showed another account: %s", method, path, rec.Body.String())
+			}
+			if rec.Code >= 400 && rec.Code != 404 && rec.Code != 405 {
+				if decode[errBody](t, rec).Error.Code == "" {
+					t.Fatalf("%s %s: %d without the error shape", method, path, rec.Code)
+				}
+			}
+		}
+	})
+}
+
+func escapePath(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
+			b.WriteByte(c)
+		} else {
+			b.WriteString("%" + strings.ToUpper(string("0123456789abcdef"[c>>4])+string("0123456789abcdef"[c&15])))
+		}
+	}
+	if b.Len() == 0 {
+		return "%20"
+	}
+	return b.String()
+}

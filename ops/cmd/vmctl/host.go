@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// hostCommands are the admin's host commands: list and inspect hosts, and
+// the admin actions of the host processor (DESIGN §6).
+var hostCommands = map[string]command{
+	"host list":               hostList,
+	"host get":                hostGet,
+	"host enable":             hostActionCmd("enable"),
+	"host disable":            hostActionCmd("disable"),
+	"host maintenance":        hostActionCmd("prepare_for_maintenance"),
+	"host cancel-maintenance": hostActionCmd("cancel_maintenance"),
+	"host remove":             hostActionCmd("remove"),
+}
+
+type host struct {
+	ID            string     `json:"id"`
+	Name          string     `json:"name"`
+	ZoneID        string     `json:"zone_id"`
+	PodID         string     `json:"pod_id"`
+	ClusterID     string     `json:"cluster_id"`
+	Hypervisor    string     `json:"hypervisor"`
+	Status        string     `json:"status"`
+	ResourceState string     `json:"resource_state"`
+	Reservable    bool       `json:"reservable"`
+	CPU           int32      `json:"cpu"`
+	MemoryMB      int64      `json:"memory_mb"`
+	UsedCPU       int32      `json:"used_cpu"`
+	UsedMemoryMB  int64      `json:"used_memory_mb"`
+	Tags          []string   `json:"tags"`
+	VMCount       int        `json:"vm_count"`
+	LastPingAt    *time.Time `json:"last_ping_at"`
+	Reservation   *struct {
+		Planner       string `json:"planner"`
+		ResourceUsage string `json:"resource_usage"`
+		Account       string `json:"account"`
+	} `json:"reservation"`
+	Allocations []struct {
+		VmID     string `json:"vm_id"`
+		Account  string `json:"account"`
+		CPU      int32  `json:"cpu"`
+		MemoryMB int64  `json:"memory_mb"`
+	} `json:"allocations"`
+}
+
+func hostList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	if _, err := a.setup(fs, args, getenv); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	hosts, err := all[json.RawMessage](ctx, a.c, "/v1/hosts")
+	if err != nil {
+		return err
+	}
+	raw, _ := json.Marshal(nonNilRaw(hosts))
+	return a.emit(raw, func(w io.Writer) error {
+		fmt.Fprintln(w, "ID\tNAME\tZONE\tCLUSTER\tSTATUS\tRESOURCE\tCPU\tMEMORY MiB\tLAST PING\tVMS\tHYPERVISOR\tRESERVABLE")
+		for _, r := range hosts {
+			h, err := decodeRaw[host](r)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%d/%d\t%s\t%d\t%s\t%v\n", h.ID, h.Name, h.ZoneID, orDash(h.ClusterID),
+				h.Status, h.ResourceState, h.UsedCPU, h.CPU, h.UsedMemoryMB, h.MemoryMB, ago(h.LastPingAt), h.VMCount,
+				orDash(h.Hypervisor), h.Reservable)
+		}
+		return nil
+	})
+}
+
+func hostGet(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	pos, err := a.setup(fs, args, getenv, "ID")
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	raw, h, err := a.getHost(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	return a.emit(raw, func(w io.Writer) error {
+		printHost(w, h)
+		return nil
+	})
+}
+
+func (a *cli) getHost(ctx context.Context, id string) (json.RawMessage, host, error) {
+	var raw json.RawMessage
+	if err := a.c.call(ctx, http.MethodGet, "/v1/hosts/"+url.PathEscape(id), nil, nil, &raw); err != nil {
+		return nil, host{}, err
+	}
+	h, err := decodeRaw[host](raw)
+	return raw, h, err
+}
+
+func printHost(w io.Writer, h host) {
+	fmt.Fprintf(w, "id:\t%s\n", h.ID)
+	fmt.Fprintf(w, "name:\t%s\n", h.Name)
+	fmt.Fprintf(w, "where:\tzone %s, pod %s, cluster %s\n", h.ZoneID, orDash(h.PodID), orDash(h.ClusterID))
+	fmt.Fprintf(w, "hypervisor:\t%s\n", orDash(h.Hypervisor))
+	fmt.Fprintf(w, "status:\t%s\n", h.Status)
+	fmt.Fprintf(w, "resource state:\t%s\n", h.ResourceState)
+	fmt.Fprintf(w, "reservable:\t%v\n", h.Reservable)
+	fmt.Fprintf(w, "cpu:\t%d/%d used\n", h.UsedCPU, h.CPU)
+	fmt.Fprintf(w, "memory MiB:\t%d/%d used\n", h.UsedMemoryMB, h.MemoryMB)
+	fmt.Fprintf(w, "tags:\t%s\n", orDash(strings.Join(h.Tags, ",")))
+	fmt.Fprintf(w, "vms:\t%d\n", h.VMCount)
+	fmt.Fprintf(w, "last ping:\t%s\n", ago(h.LastPingAt))
+	if r := h.Reservation; r != nil {
+		fmt.Fprintf(w, "reservation:\t%s (%s) %s\n", r.Planner, r.ResourceUsage, r.Account)
+	} else {
+		fmt.Fprintf(w, "reservation:\t-\n")
+	}
+	for _, al := range h.Allocations {
+		fmt.Fprintf(w, "allocation:\t%s (%s) %d vCPU, %d MiB\n", al.VmID, al.Account, al.CPU, al.MemoryMB)
+	}
+}
+
+// hostDone says, per action, when a host has taken it: --wait polls the
+// host until done says so; ok false means the action ended in failure.
+var hostDone = map[string]func(h host) (done, ok bool){
+	"enable":             func(h host) (bool, bool) { return h.ResourceState == "Enabled", true },
+	"disable":            func(h host) (bool, bool) { return h.ResourceState == "Disabled", true },
+	"cancel_maintenance": func(h host) (bool, bool) { return h.ResourceState == "Enabled", true },
+	"remove":             func(h host) (bool, bool) { return h.Status == "Removed", true },
+	"prepare_for_maintenance": func(h host) (bool, bool) {
+		return slices.Contains([]string{"Maintenance", "ErrorInMaintenance"}, h.ResourceState), h.ResourceState == "Maintenance"
+	},
+}
+
+// hostActionCmd posts one admin action and, with --wait, polls the host
+// until it shows the action taken: host commands are no VM jobs.
+func hostActionCmd(action string) command {
+	return func(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+		wait := fs.Bool("wait", false, "wait until the host shows the action taken")
+		timeout := fs.Duration("timeout", 10*time.Minute, "how long --wait waits")
+		pos, err := a.setup(fs, args, getenv, "ID")
+		if err != nil {
+			return err
+		}
+		id := pos[0]
+		cctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		defer cancel()
+		var raw json.RawMessage
+		if err := a.c.call(cctx, http.MethodPost, "/v1/hosts/"+url.PathEscape(id)+"/actions", nil, map[string]string{"action": action}, &raw); err != nil {
+			return err
+		}
+		if !*wait {
+			return a.emit(raw, func(w io.Writer) error {
+				var acc struct {
+					CommandID string `json:"command_id"`
+					Command   string `json:"command"`
+				}
+				if err := json.Unmarshal(raw, &acc); err != nil {
+					return fmt.Errorf("decode answer: %w", err)
+				}
+				fmt.Fprintf(w, "%s of host %s accepted (command %s)\n", acc.Command, id, acc.CommandID)
+				return nil
+			})
+		}
+		wctx, cancel := context.WithTimeout(ctx, *timeout)
+		defer cancel()
+		last := ""
+		for {
+			raw, h, err := a.getHost(wctx, id)
+			if err != nil {
+				return err
+			}
+			if now := h.Status + "/" + h.ResourceState; now != last && a.output == "table" {
+				fmt.Fprintf(a.stdout, "host %s: %s, %s\n", id, h.Status, h.ResourceState)
+				last = now
+			}
+			if done, ok := hostDone[action](h); done {
+				if a.output == "json" {
+					if err := a.emit(raw, nil); err != nil {
+						return err
+					}
+				}
+				if !ok {
+					return fmt.Errorf("host %s: %s", id, h.ResourceState)
+				}
+				return nil
+			}
+			select {
+			case <-wctx.Done():
+				return fmt.Errorf("host %s still %s/%s after %s", id, h.Status, h.ResourceState, *timeout)
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}
+}
