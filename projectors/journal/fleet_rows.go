@@ -54,11 +54,16 @@ func hostRowOf(r schemas.Record) (hostRow, error) {
 	}, nil
 }
 
-// leaseRowOf turns a record of lease.events.v1 into its lease_events row.
+// leaseRowOf turns a record of lease.events.v1 into its lease_events row: a
+// lease's status change, or a host's resource status change (LeaseHostChanged,
+// with the leases holding the host in its detail and no lease id of its own).
 func leaseRowOf(r schemas.Record) (leaseRow, error) {
+	if h, ok := r.Value.(*schemas.LeaseHostChanged); ok {
+		return hostChangeRowOf(r, h)
+	}
 	v, ok := r.Value.(*schemas.LeaseStatusChanged)
 	if !ok {
-		return leaseRow{}, fmt.Errorf("%s carries %s, want LeaseStatusChanged", r.Topic, schemas.TypeName(r.Value))
+		return leaseRow{}, fmt.Errorf("%s carries %s, want LeaseStatusChanged or LeaseHostChanged", r.Topic, schemas.TypeName(r.Value))
 	}
 	payload, err := json.Marshal(v)
 	if err != nil {
@@ -72,6 +77,25 @@ func leaseRowOf(r schemas.Record) (leaseRow, error) {
 		LeaseID: v.LeaseID, ZoneID: v.ZoneID, Project: v.Project, Name: v.Name,
 		Status: v.Status, Degraded: boolByte(v.Degraded), Event: v.Event, Detail: v.Detail,
 		Payload: string(payload), AtMs: at,
+		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
+	}, nil
+}
+
+func hostChangeRowOf(r schemas.Record, h *schemas.LeaseHostChanged) (leaseRow, error) {
+	payload, err := json.Marshal(h)
+	if err != nil {
+		return leaseRow{}, fmt.Errorf("render LeaseHostChanged %s as JSON: %w", h.HostID, err)
+	}
+	at := h.At
+	if at <= 0 {
+		at = r.TimestampMs
+	}
+	detail := fmt.Sprintf("host %s reservable=%t status=%s resource_state=%s leases=%v", h.HostID, h.Reservable, h.Status, h.ResourceState, h.Leases)
+	if h.Reason != "" {
+		detail += ": " + h.Reason
+	}
+	return leaseRow{
+		ZoneID: h.ZoneID, Event: "host_changed", Detail: detail, Payload: string(payload), AtMs: at,
 		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
 	}, nil
 }

@@ -128,3 +128,16 @@ func TestBatchDrop(t *testing.T) {
 		t.Fatalf("batch not empty after dropping every partition: %+v", b)
 	}
 }
+
+func TestLeaseHostChangedIsALeaseEvent(t *testing.T) {
+	r := schemas.Record{Topic: schemas.TopicLeaseEvents, Key: "zone-1", Partition: 1, Offset: 9,
+		Value: &schemas.LeaseHostChanged{ZoneID: "zone-1", HostID: "h1", Status: "Down", ResourceState: "Enabled", Leases: []string{"l1"}, Reason: "fenced", At: 1000}}
+	rr, err := recordRowsOf(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rr.lease == nil || rr.lease.Event != "host_changed" || rr.lease.ZoneID != "zone-1" || rr.lease.Offset != 9 ||
+		!strings.Contains(rr.lease.Detail, "h1") || !strings.Contains(rr.lease.Detail, "l1") {
+		t.Fatalf("row %+v", rr.lease)
+	}
+}
