@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,8 +46,14 @@ var benchTopics = []schemas.TopicSpec{
 type nullMachine struct{}
 
 func (nullMachine) Step(*schemas.VmRecord, schemas.Record, time.Time) (*schemas.VmRecord, []schemas.Record) {
-	return nil, nil
+	return nullState, nil
 }
+
+// nullState is the one tiny state every key of the null machine holds, so
+// the runtime writes a changelog record per key and transaction, as for the
+// VM machine.
+var nullState = &schemas.VmRecord{}
+
 func (nullMachine) Tick(*schemas.VmRecord, string, time.Time) (*schemas.VmRecord, []schemas.Record) {
 	return nil, nil
 }
@@ -102,6 +109,17 @@ func RunChild(ctx context.Context, role string, brokers []string) error {
 			time.Sleep(2 * time.Millisecond)
 		}
 	}()
+	if path := os.Getenv("VMPLANE_BENCH_CPUPROFILE"); path != "" && role == ChildVM {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	return p.Run(ctx)
 }
 

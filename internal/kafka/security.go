@@ -74,10 +74,12 @@ func anyACL(res kmsg.ACLResourceType, op kmsg.ACLOperation) kfake.ACL {
 
 // ACLs returns the ACLs of a principal.
 func ACLs(principal string) []kfake.ACL {
-	// Every client reads metadata and uses idempotent producers.
+	// Every client reads metadata, uses idempotent producers, and may
+	// dead-letter a record it can never process.
 	acls := []kfake.ACL{
 		anyACL(kmsg.ACLResourceTypeTopic, kmsg.ACLOperationDescribe),
 		anyACL(kmsg.ACLResourceTypeCluster, kmsg.ACLOperationIdempotentWrite),
+		topicACL(kmsg.ACLOperationWrite, schemas.TopicDLQ),
 	}
 	switch principal {
 	case PrincipalGateway:

@@ -26,6 +26,7 @@ type LagSource struct {
 // process, at scrape time, with one admin client.
 var lag struct {
 	sync.Mutex
+	cl      *kgo.Client
 	adm     *kadm.Client
 	sources []LagSource
 }
@@ -35,7 +36,7 @@ var lag struct {
 func RegisterLag(cl *kgo.Client, sources ...LagSource) {
 	lag.Lock()
 	if lag.adm == nil {
-		lag.adm = kadm.NewClient(cl)
+		lag.cl, lag.adm = cl, kadm.NewClient(cl)
 	}
 	lag.sources = append(lag.sources, sources...)
 	lag.Unlock()
@@ -46,14 +47,14 @@ func RegisterLag(cl *kgo.Client, sources ...LagSource) {
 
 func collectLag(emit func(float64, ...string)) {
 	lag.Lock()
-	adm, sources := lag.adm, append([]LagSource(nil), lag.sources...)
+	cl, adm, sources := lag.cl, lag.adm, append([]LagSource(nil), lag.sources...)
 	lag.Unlock()
 	if adm == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	for _, l := range ComputeLag(ctx, adm, sources) {
+	for _, l := range ExcludeMarkers(ctx, cl, ComputeLag(ctx, adm, sources)) {
 		emit(float64(l.Lag), l.Group, l.Topic, strconv.Itoa(int(l.Partition)))
 	}
 }
@@ -112,6 +113,113 @@ func ComputeLag(ctx context.Context, adm *kadm.Client, sources []LagSource) []Pa
 			}
 			out = append(out, PartitionLag{s.Group, o.Topic, o.Partition, max(o.Offset-next, 0)})
 		})
+	}
+	return out
+}
+
+// ExcludeMarkers corrects small lags for transaction markers. A partition
+// written by transactions ends with a commit marker, which takes an offset
+// but is never delivered; a transactional consumer commits the offset after
+// its last record, so at rest the end is one past its position and the raw
+// lag reads 1 (kafka-consumer-groups shows the same). For lags up to
+// markerCheck it reads the committed records left and reports their count.
+func ExcludeMarkers(ctx context.Context, cl *kgo.Client, lags []PartitionLag) []PartitionLag {
+	const markerCheck = 64
+	type tp struct {
+		topic string
+		part  int32
+	}
+	from := map[tp]int64{}
+	offsets := map[string]map[int32]kgo.Offset{}
+	for _, l := range lags {
+		if l.Lag <= 0 || l.Lag > markerCheck {
+			continue
+		}
+		k := tp{l.Topic, l.Partition}
+		if _, ok := from[k]; ok {
+			continue // another group on the same partition: read once, from the lowest position
+		}
+		from[k] = -1
+	}
+	if len(from) == 0 || cl == nil {
+		return lags
+	}
+	// The position of each checked partition is its end minus the lag;
+	// the lowest position over groups is where the read starts.
+	ends := map[tp]int64{}
+	adm := kadm.NewClient(cl)
+	var topics []string
+	seen := map[string]bool{}
+	for k := range from {
+		if !seen[k.topic] {
+			seen[k.topic] = true
+			topics = append(topics, k.topic)
+		}
+	}
+	listed, err := adm.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return lags
+	}
+	listed.Each(func(o kadm.ListedOffset) {
+		if _, ok := from[tp{o.Topic, o.Partition}]; ok && o.Err == nil {
+			ends[tp{o.Topic, o.Partition}] = o.Offset
+		}
+	})
+	start := map[tp]int64{}
+	for _, l := range lags {
+		k := tp{l.Topic, l.Partition}
+		end, ok := ends[k]
+		if !ok || l.Lag <= 0 || l.Lag > markerCheck {
+			continue
+		}
+		pos := end - l.Lag
+		if s, ok := start[k]; !ok || pos < s {
+			start[k] = pos
+		}
+	}
+	for k, s := range start {
+		if offsets[k.topic] == nil {
+			offsets[k.topic] = map[int32]kgo.Offset{}
+		}
+		offsets[k.topic][k.part] = kgo.NewOffset().At(s)
+	}
+	rd, err := kgo.NewClient(append(cl.Opts(), kgo.ConsumePartitions(offsets), kgo.FetchIsolationLevel(kgo.ReadCommitted()))...)
+	if err != nil {
+		return lags
+	}
+	defer rd.Close()
+	records := map[tp][]int64{}
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		fs := rd.PollFetches(pctx)
+		cancel()
+		n := 0
+		fs.EachRecord(func(r *kgo.Record) {
+			n++
+			k := tp{r.Topic, r.Partition}
+			if r.Offset < ends[k] {
+				records[k] = append(records[k], r.Offset)
+			}
+		})
+		if n == 0 || ctx.Err() != nil {
+			break
+		}
+	}
+	out := make([]PartitionLag, len(lags))
+	for i, l := range lags {
+		out[i] = l
+		k := tp{l.Topic, l.Partition}
+		end, ok := ends[k]
+		if !ok || l.Lag <= 0 || l.Lag > markerCheck {
+			continue
+		}
+		pos, left := end-l.Lag, int64(0)
+		for _, o := range records[k] {
+			if o >= pos {
+				left++
+			}
+		}
+		out[i].Lag = left
 	}
 	return out
 }

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vmplane/vmplane/gateway"
@@ -46,7 +47,11 @@ type Config struct {
 	// (127.0.0.1:8081 in dev): crash a host, pause a VM behind vmplane's
 	// back. Empty: not served.
 	SimControl string
-	Logger     *slog.Logger
+	// Secure runs the broker with SASL/SCRAM and ACLs: each role connects
+	// as its own principal (kafka.Principal*) with the least rights; the
+	// passwords are in var/dev/kafka-passwords.json.
+	Secure bool
+	Logger *slog.Logger
 }
 
 // Stack is a running dev stack.
@@ -91,12 +96,31 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	// offsets point into a log that is gone): they are dropped below.
 	_, statErr := os.Stat(filepath.Join(cfg.VarDir, "kafka"))
 	freshLog := os.IsNotExist(statErr)
-	b, err := kafka.StartBroker(cfg.KafkaAddr, filepath.Join(cfg.VarDir, "kafka"))
+	var passwords map[string]string
+	var secure []kfake.Opt
+	if cfg.Secure {
+		var err error
+		if passwords, err = kafkaPasswords(cfg.VarDir); err != nil {
+			return nil, err
+		}
+		secure = kafka.SecureOpts(passwords)
+	}
+	b, err := kafka.StartBroker(cfg.KafkaAddr, filepath.Join(cfg.VarDir, "kafka"), secure...)
 	if err != nil {
 		return nil, err
 	}
 	s.broker = b
 	s.kcfg = kafka.Config{Brokers: b.Addrs(), Replication: 1}
+	if cfg.Secure {
+		s.kcfg.User, s.kcfg.Password = kafka.PrincipalAdmin, passwords[kafka.PrincipalAdmin]
+	}
+	// as gives a role its own principal on a secure broker.
+	as := func(o roles.Options, principal string) roles.Options {
+		if cfg.Secure {
+			o.Kafka.User, o.Kafka.Password = principal, passwords[principal]
+		}
+		return o
+	}
 	admin, err := kgo.NewClient(s.kcfg.Opts()...)
 	if err != nil {
 		return nil, err
@@ -147,19 +171,19 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	o := roles.Options{Kafka: s.kcfg, InstanceID: "dev", Logger: s.log}
 	settings := roles.Settings{PingInterval: cfg.PingInterval}
 	for _, kind := range roles.ProcessorKinds {
-		p, err := roles.NewProcessor(kind, o, settings, runtime.SystemClock{})
+		p, err := roles.NewProcessor(kind, as(o, kafka.PrincipalProcessor), settings, runtime.SystemClock{})
 		if err != nil {
 			return nil, err
 		}
 		s.procs = append(s.procs, p)
 		s.run(runCtx, "processor-"+kind, p)
 	}
-	pgp, err := roles.NewPostgresProjector(o, s.dsn)
+	pgp, err := roles.NewPostgresProjector(as(o, kafka.PrincipalProjector), s.dsn)
 	if err != nil {
 		return nil, err
 	}
 	s.run(runCtx, "projector-postgres", pgp)
-	jp, err := roles.NewJournalProjector(o, s.ch.Addr(), cfg.Database)
+	jp, err := roles.NewJournalProjector(as(o, kafka.PrincipalProjector), s.ch.Addr(), cfg.Database)
 	if err != nil {
 		return nil, err
 	}
@@ -169,12 +193,12 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, err
 	}
 	go func() { <-runCtx.Done(); hist.Close() }()
-	gw, err := roles.NewGateway(runCtx, o, s.dsn, gateway.Config{Addr: cfg.HTTPAddr, Logger: s.log, History: hist})
+	gw, err := roles.NewGateway(runCtx, as(o, kafka.PrincipalGateway), s.dsn, gateway.Config{Addr: cfg.HTTPAddr, Logger: s.log, History: hist})
 	if err != nil {
 		return nil, err
 	}
 	s.run(runCtx, "gateway", gw)
-	ag, err := roles.NewSimAgent(o, roles.SimLayout{Prefix: "host", Zone: "zone-1", Pods: 1, Clusters: 2, Hosts: cfg.Hosts}, settings)
+	ag, err := roles.NewSimAgent(as(o, kafka.PrincipalAgent), roles.SimLayout{Prefix: "host", Zone: "zone-1", Pods: 1, Clusters: 2, Hosts: cfg.Hosts}, settings)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +208,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		if err != nil {
 			return nil, err
 		}
-		qa, err := roles.NewQemuAgent(o, roles.QemuLayout{Prefix: "qemu", Zone: "zone-1", Cluster: "qemu-cluster",
+		qa, err := roles.NewQemuAgent(as(o, kafka.PrincipalAgent), roles.QemuLayout{Prefix: "qemu", Zone: "zone-1", Cluster: "qemu-cluster",
 			Hosts: cfg.QemuHosts, Tags: []string{QemuTag}, StateDir: s.qemuDir}, settings)
 		if err != nil {
 			return nil, err

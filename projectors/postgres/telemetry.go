@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/vmplane/vmplane/internal/telemetry"
@@ -57,12 +58,16 @@ func (p *Projector) deadLettered(topic string) {
 // LagSource reports the group's lag from the positions stored beside the
 // rows (consumer_offsets), which are the truth for this projector: its
 // Kafka group commits nothing.
-func (p *Projector) LagSource() telemetry.LagSource {
+func (p *Projector) LagSource() telemetry.LagSource { return StoredLag(p.pool, p.cfg.Group) }
+
+// StoredLag is the lag source of a Postgres projector group whose
+// positions are in the consumer_offsets table of pool's database.
+func StoredLag(pool *pgxpool.Pool, group string) telemetry.LagSource {
 	return telemetry.LagSource{
-		Group:  p.cfg.Group,
+		Group:  group,
 		Topics: Topics,
 		Positions: func(ctx context.Context) (map[string]map[int32]int64, error) {
-			stored, err := readOffsets(ctx, p.pool, p.cfg.Group)
+			stored, err := readOffsets(ctx, pool, group)
 			if err != nil {
 				return nil, err
 			}

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -55,6 +56,11 @@ func run(ctx context.Context, quick, record bool, runs int) error {
 	}
 	if runs > 0 {
 		sz.Runs = runs
+	}
+	// VMPLANE_BENCH_VMS resizes the storm (hosts keep 50 VMs each), for
+	// profiling between the quick and full sizes; recorded results say so.
+	if v, err := strconv.Atoi(os.Getenv("VMPLANE_BENCH_VMS")); err == nil && v > 0 {
+		sz.VMs, sz.Hosts = v, max(v/50, 1)
 	}
 
 	varDir, err := testkit.VarDir()

@@ -42,6 +42,8 @@ commands:
   host list; host get ID
   host enable|disable|maintenance|cancel-maintenance|remove ID [--wait] [--timeout 10m]
   offering list
+  account create ID [--name N]; account list
+  key create ACCOUNT [--role user|admin] [--expires-in 720h]; key list ACCOUNT; key revoke ACCOUNT KEY-ID
   offering create --name N --cpu C --memory MiB [--ha] [--planner P] [--planner-mode Strict|Preferred] [--host-tags a,b]
   planner list
   zone capacity ZONE

@@ -43,6 +43,8 @@ func (f flags) num(name, env string, def int, help string) *int {
 // kafkaFlags are the flags of every role that talks to Kafka.
 type kafkaFlags struct {
 	brokers, user, password, registry *string
+	tlsCA, tlsCert, tlsKey            *string
+	tls                               *bool
 }
 
 func (f flags) kafka() kafkaFlags {
@@ -51,11 +53,16 @@ func (f flags) kafka() kafkaFlags {
 		user:     f.str("kafka-user", "VMPLANE_KAFKA_USER", "", "SASL/SCRAM-SHA-512 user"),
 		password: f.str("kafka-password", "VMPLANE_KAFKA_PASSWORD", "", "SASL/SCRAM-SHA-512 password"),
 		registry: f.str("schema-registry", "VMPLANE_SCHEMA_REGISTRY", "", "Schema Registry URL (switches to the Confluent framing)"),
+		tls:      f.Bool("kafka-tls", os.Getenv("VMPLANE_KAFKA_TLS") == "true", "TLS to the brokers (env VMPLANE_KAFKA_TLS)"),
+		tlsCA:    f.str("kafka-tls-ca", "VMPLANE_KAFKA_TLS_CA", "", "CA bundle of the brokers' certificates (implies --kafka-tls; default: the system pool)"),
+		tlsCert:  f.str("kafka-tls-cert", "VMPLANE_KAFKA_TLS_CERT", "", "client certificate for mutual TLS"),
+		tlsKey:   f.str("kafka-tls-key", "VMPLANE_KAFKA_TLS_KEY", "", "client key for mutual TLS"),
 	}
 }
 
 func (k kafkaFlags) config() kafka.Config {
-	return kafka.Config{Brokers: strings.Split(*k.brokers, ","), User: *k.user, Password: *k.password, RegistryURL: *k.registry, Replication: 1}
+	return kafka.Config{Brokers: strings.Split(*k.brokers, ","), User: *k.user, Password: *k.password, RegistryURL: *k.registry, Replication: 1,
+		TLS: kafka.TLS{Enabled: *k.tls || *k.tlsCA != "", CAFile: *k.tlsCA, CertFile: *k.tlsCert, KeyFile: *k.tlsKey}}
 }
 
 func (f flags) instance() *string {

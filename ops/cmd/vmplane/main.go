@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/vmplane/vmplane/internal/telemetry"
 )
 
 const usage = `vmplane — an event-sourced control plane for virtual machines
@@ -22,9 +24,13 @@ Usage:
   vmplane projector  rebuild --target postgres [flags]   replay the log into fresh read models and swap them in
   vmplane gateway    [flags]   the REST API
   vmplane agent      --driver sim|qemu --hosts N [flags]   a hypervisor agent
+  vmplane dlq        list|show|redrive [flags]   inspect dead letters and put them back after a fix
 
 Run "vmplane <role> -h" for the flags of a role. Every flag has an
-environment variable, shown in its help.
+environment variable, shown in its help. Every role also takes
+--metrics-addr ADDR (VMPLANE_METRICS_ADDR: /metrics, /healthz, /readyz) and
+VMPLANE_TRACE_EXPORTER=none|stdout|file:PATH|otlp (VMPLANE_OTLP_ENDPOINT,
+VMPLANE_TRACE_SAMPLE_RATIO).
 `
 
 func main() {
@@ -41,11 +47,22 @@ func main() {
 	if f := os.Getenv("VMPLANE_LOG_FORMAT"); f == "text" || (f == "" && os.Args[1] == "dev") {
 		handler = slog.NewTextHandler(os.Stderr, opts)
 	}
-	log := slog.New(handler)
+	log := slog.New(telemetry.LogHandler(handler)) // trace_id, span_id, job_id
 	slog.SetDefault(log)
 
 	var err error
-	args := os.Args[2:]
+	args, metricsAddr := observeFlags(os.Args[2:])
+	if metricsAddr == "" && os.Args[1] == "dev" {
+		metricsAddr = "127.0.0.1:9464" // every role of the dev stack on one address
+	}
+	if os.Args[1] != "dlq" && os.Args[1] != "-h" && os.Args[1] != "--help" && os.Args[1] != "help" {
+		flush, err := startObserving(ctx, os.Args[1], metricsAddr, log)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "vmplane %s: %v\n", os.Args[1], err)
+			os.Exit(1)
+		}
+		defer flush()
+	}
 	switch os.Args[1] {
 	case "dev":
 		err = runDev(ctx, args, log)
@@ -59,6 +76,8 @@ func main() {
 		err = runGateway(ctx, args, log)
 	case "agent":
 		err = runAgent(ctx, args, log)
+	case "dlq":
+		err = runDLQ(ctx, args, log)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

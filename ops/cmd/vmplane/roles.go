@@ -30,17 +30,24 @@ func runDev(ctx context.Context, args []string, log *slog.Logger) error {
 	ping := f.dur("ping-interval", "VMPLANE_PING_INTERVAL", 5*time.Second, "agent ping and report interval")
 	qemuHosts := f.num("qemu-hosts", "VMPLANE_QEMU_HOSTS", 0, "hosts whose VMs are real QEMU guests, served by a second agent (offering qemu-small)")
 	simControl := f.str("sim-control", "VMPLANE_SIM_CONTROL", "127.0.0.1:8081", "loopback address of the sim driver's control API (empty: off)")
+	secure := f.Bool("secure", os.Getenv("VMPLANE_DEV_SECURE") == "true", "run the broker with SASL/SCRAM and ACLs, one principal per role (env VMPLANE_DEV_SECURE)")
 	f.Parse(args)
 	abs, err := filepath.Abs(*varDir)
 	if err != nil {
 		return err
 	}
 	st, err := dev.Start(ctx, dev.Config{VarDir: abs, KafkaAddr: *kafkaAddr, HTTPAddr: *httpAddr, PostgresDSN: *dsn,
-		ClickHouse: *ch, Hosts: *hosts, PingInterval: *ping, QemuHosts: *qemuHosts, SimControl: *simControl, Logger: log})
+		ClickHouse: *ch, Hosts: *hosts, PingInterval: *ping, QemuHosts: *qemuHosts, SimControl: *simControl, Secure: *secure, Logger: log})
 	if err != nil {
 		return err
 	}
 	fmt.Print(st.Banner())
+	if metricsURL != "" {
+		fmt.Printf("  metrics     %s (every role; /healthz, /readyz beside it)\n", metricsURL)
+	}
+	if err := st.Observe(ctx, observer); err != nil { // telemetry:
+		log.Warn("observing the stack", "err", err)
+	}
 	<-ctx.Done()
 	fmt.Println("\nstopping vmplane dev…")
 	st.Stop()
@@ -82,6 +89,8 @@ func runProcessor(ctx context.Context, args []string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	observer.Check("processor-"+*kind, roles.ProcessorReady(p)) // telemetry:
+	watchLag(k.config(), log, roles.ProcessorLag(*kind))        // telemetry:
 	return p.Run(ctx)
 }
 

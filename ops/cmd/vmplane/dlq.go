@@ -1,0 +1,299 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// Headers of a redrive. The redriven record carries redriveFrom; a marker
+// record on dlq.v1 (no value) carries redriveOf and redriveTo, written in
+// the same Kafka transaction as the redriven record, so a redrive either
+// happened and is known, or did not happen.
+const (
+	redriveFrom = "dlq.redriven-from" // on the redriven record: "P@O" of its dlq.v1 entry
+	redriveOf   = "dlq.redrive-of"    // on the marker: "P@O" of the entry redriven
+	redriveTo   = "dlq.redrive-to"    // on the marker: the topic it went back to
+	redriveAt   = "dlq.redrive-at"
+)
+
+const dlqUsage = `usage:
+  vmplane dlq list    [flags]                 every dead letter: where it came from, who refused it, why
+  vmplane dlq show    [flags] PARTITION@OFFSET one dead letter, decoded where possible
+  vmplane dlq redrive [flags] PARTITION@OFFSET put it back on its original topic (once), after a fix
+`
+
+func runDLQ(ctx context.Context, args []string, log *slog.Logger) error {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, dlqUsage)
+		return errors.New("dlq: missing subcommand")
+	}
+	f := newFlags("dlq " + args[0])
+	k := f.kafka()
+	f.Parse(args[1:])
+	cfg := k.config()
+	switch args[0] {
+	case "list":
+		entries, err := readDLQ(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		return listDLQ(os.Stdout, entries)
+	case "show", "redrive":
+		if f.NArg() != 1 {
+			return fmt.Errorf("dlq %s: want one PARTITION@OFFSET (from dlq list)", args[0])
+		}
+		at, err := parseAt(f.Arg(0))
+		if err != nil {
+			return err
+		}
+		entries, err := readDLQ(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		e, ok := findEntry(entries, at)
+		if !ok {
+			return fmt.Errorf("dlq: no dead letter at %s", at)
+		}
+		if args[0] == "show" {
+			return showDLQ(ctx, os.Stdout, cfg, e)
+		}
+		to, err := redriveDLQ(ctx, cfg, e)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("redriven %s to %s\n", at, to)
+		return nil
+	}
+	fmt.Fprint(os.Stderr, dlqUsage)
+	return fmt.Errorf("dlq: unknown subcommand %q", args[0])
+}
+
+// dlqAt locates a dead letter on dlq.v1.
+type dlqAt struct {
+	Partition int32
+	Offset    int64
+}
+
+func (a dlqAt) String() string { return fmt.Sprintf("%d@%d", a.Partition, a.Offset) }
+
+func parseAt(s string) (dlqAt, error) {
+	p, o, ok := strings.Cut(s, "@")
+	part, err1 := strconv.ParseInt(p, 10, 32)
+	off, err2 := strconv.ParseInt(o, 10, 64)
+	if !ok || err1 != nil || err2 != nil {
+		return dlqAt{}, fmt.Errorf("dlq: %q is not PARTITION@OFFSET", s)
+	}
+	return dlqAt{int32(part), off}, nil
+}
+
+// dlqEntry is one dead letter and what became of it.
+type dlqEntry struct {
+	At     dlqAt
+	Record *kgo.Record
+	// Redriven is the marker of its redrive, nil if never redriven.
+	Redriven *kgo.Record
+}
+
+func (e dlqEntry) header(k string) string { return header(e.Record, k) }
+
+func header(kr *kgo.Record, k string) string {
+	for _, h := range kr.Headers {
+		if h.Key == k {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+// readDLQ reads dlq.v1 from its start to its end as of now (committed
+// records only) and pairs each dead letter with its redrive marker.
+func readDLQ(ctx context.Context, cfg kafka.Config) ([]dlqEntry, error) {
+	cl, err := kgo.NewClient(cfg.Opts()...)
+	if err != nil {
+		return nil, fmt.Errorf("dlq client: %w", err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ends, err := adm.ListEndOffsets(ctx, schemas.TopicDLQ)
+	if err != nil {
+		return nil, fmt.Errorf("dlq end offsets: %w", err)
+	}
+	starts, err := adm.ListStartOffsets(ctx, schemas.TopicDLQ)
+	if err != nil {
+		return nil, fmt.Errorf("dlq start offsets: %w", err)
+	}
+	want := map[int32]int64{}
+	offsets := map[int32]kgo.Offset{}
+	ends.Each(func(o kadm.ListedOffset) {
+		s, _ := starts.Lookup(o.Topic, o.Partition)
+		if o.Err == nil && o.Offset > s.Offset {
+			want[o.Partition] = o.Offset
+			offsets[o.Partition] = kgo.NewOffset().At(s.Offset)
+		}
+	})
+	if len(want) == 0 {
+		return nil, nil
+	}
+	rd, err := kgo.NewClient(cfg.Opts(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{schemas.TopicDLQ: offsets}))...)
+	if err != nil {
+		return nil, fmt.Errorf("dlq reader: %w", err)
+	}
+	defer rd.Close()
+	var entries []dlqEntry
+	markers := map[dlqAt]*kgo.Record{}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(want) > 0 {
+		// The end can be a transaction marker, which is never delivered:
+		// a poll that stays empty for a moment means everything is read.
+		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		fs := rd.PollFetches(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		n := 0
+		fs.EachRecord(func(kr *kgo.Record) {
+			n++
+			if end, ok := want[kr.Partition]; ok && kr.Offset+1 >= end {
+				delete(want, kr.Partition)
+			}
+			if of := header(kr, redriveOf); of != "" {
+				if at, err := parseAt(of); err == nil {
+					markers[at] = kr
+				}
+				return
+			}
+			entries = append(entries, dlqEntry{At: dlqAt{kr.Partition, kr.Offset}, Record: kr})
+		})
+		if n == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	for i := range entries {
+		entries[i].Redriven = markers[entries[i].At]
+	}
+	sort.Slice(entries, func(i, j int) bool {
+		a, b := entries[i].At, entries[j].At
+		return a.Partition < b.Partition || a.Partition == b.Partition && a.Offset < b.Offset
+	})
+	return entries, nil
+}
+
+func findEntry(entries []dlqEntry, at dlqAt) (dlqEntry, bool) {
+	for _, e := range entries {
+		if e.At == at {
+			return e, true
+		}
+	}
+	return dlqEntry{}, false
+}
+
+func listDLQ(w io.Writer, entries []dlqEntry) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AT\tTOPIC\tPARTITION\tOFFSET\tKEY\tTYPE\tCONSUMER\tWHEN\tREDRIVEN\tERROR")
+	for _, e := range entries {
+		red := "-"
+		if e.Redriven != nil {
+			red = header(e.Redriven, redriveAt)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.At, e.header("dlq.topic"), e.header("dlq.partition"),
+			e.header("dlq.offset"), e.Record.Key, orDash(e.header("type")), e.header("dlq.consumer"), e.header("dlq.at"), red, oneLine(e.header("dlq.error")))
+	}
+	return tw.Flush()
+}
+
+func showDLQ(ctx context.Context, w io.Writer, cfg kafka.Config, e dlqEntry) error {
+	fmt.Fprintf(w, "dead letter %s (dlq.v1)\nkey: %s\nheaders:\n", e.At, e.Record.Key)
+	for _, h := range e.Record.Headers {
+		fmt.Fprintf(w, "  %s: %s\n", h.Key, h.Value)
+	}
+	if e.Redriven != nil {
+		fmt.Fprintf(w, "redriven: %s to %s\n", header(e.Redriven, redriveAt), header(e.Redriven, redriveTo))
+	}
+	fmt.Fprintf(w, "value: %d bytes\n", len(e.Record.Value))
+	codec, err := cfg.Codec()
+	if err != nil {
+		return err
+	}
+	v, err := codec.Decode(ctx, e.Record.Value)
+	if err != nil {
+		fmt.Fprintf(w, "decoded: no (%v)\nraw: %x\n", err, e.Record.Value)
+		return nil
+	}
+	fmt.Fprintf(w, "decoded: %s\n%+v\n", schemas.TypeName(v), v)
+	return nil
+}
+
+// redriveDLQ puts e's original key, value and headers back on its topic,
+// with a marker on dlq.v1, in one transaction; an entry already redriven is
+// refused. It returns where the record went.
+func redriveDLQ(ctx context.Context, cfg kafka.Config, e dlqEntry) (string, error) {
+	if e.Redriven != nil {
+		return "", fmt.Errorf("dlq: %s was redriven at %s to %s; refusing a second redrive", e.At,
+			header(e.Redriven, redriveAt), header(e.Redriven, redriveTo))
+	}
+	topic := e.header("dlq.topic")
+	if topic == "" {
+		return "", fmt.Errorf("dlq: %s names no original topic", e.At)
+	}
+	rec := &kgo.Record{Topic: topic, Key: e.Record.Key, Value: e.Record.Value}
+	for _, h := range e.Record.Headers {
+		if !strings.HasPrefix(h.Key, "dlq.") {
+			rec.Headers = append(rec.Headers, h)
+		}
+	}
+	rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: redriveFrom, Value: []byte(e.At.String())})
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	marker := &kgo.Record{Topic: schemas.TopicDLQ, Key: e.Record.Key, Partition: e.At.Partition, Headers: []kgo.RecordHeader{
+		{Key: redriveOf, Value: []byte(e.At.String())},
+		{Key: redriveTo, Value: []byte(topic)},
+		{Key: redriveAt, Value: []byte(now)},
+	}}
+	// The transactional id serializes redrives: two operators at once fence
+	// each other instead of both redriving.
+	cl, err := kgo.NewClient(cfg.Opts(kgo.TransactionalID("vmplane-dlq-redrive"),
+		kgo.RecordPartitioner(kafka.Partitioner(schemas.TopicDLQ)))...)
+	if err != nil {
+		return "", fmt.Errorf("dlq redrive client: %w", err)
+	}
+	defer cl.Close()
+	if err := cl.BeginTransaction(); err != nil {
+		return "", fmt.Errorf("dlq redrive: begin: %w", err)
+	}
+	res := cl.ProduceSync(ctx, rec, marker)
+	commit := kgo.TryCommit
+	if res.FirstErr() != nil {
+		commit = kgo.TryAbort
+	}
+	if err := cl.EndTransaction(ctx, commit); err != nil {
+		return "", fmt.Errorf("dlq redrive: end transaction: %w", err)
+	}
+	if err := res.FirstErr(); err != nil {
+		return "", fmt.Errorf("dlq redrive: %w", err)
+	}
+	return fmt.Sprintf("%s/%d@%d", rec.Topic, rec.Partition, rec.Offset), nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
