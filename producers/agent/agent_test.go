@@ -227,6 +227,8 @@ func TestStartStopDestroy(t *testing.T) {
 		t.Fatalf("answer %+v", a)
 	}
 	waitFor(s, 1, reportOf("v1", schemas.PowerOn))
+	// The host's VM list follows at once, long before the next round (1 h).
+	waitFor(s, 1, func(p *schemas.AgentPing) bool { return p.HostID == "h1" && slices.Contains(p.VmIDs, "v1") })
 	if st, _ := s.drv.PowerStates("h1"); st["v1"] != schemas.PowerOn {
 		t.Fatalf("driver says %v", st)
 	}

@@ -198,10 +198,40 @@ func (a *Agent) execute(ctx context.Context, h *hostState, rec schemas.Record, c
 			VmID: cmd.VmID, HostID: where.info.ID, PowerState: state, ReportSeq: seq, ReportedAt: at},
 			Headers: traceHeaders(rec)}) // telemetry:
 	}
+	if err == nil {
+		// A VM came to or left a host: the host's VM list goes out at once
+		// (an AgentPing), so a host that fails before its next round still
+		// names the VM in its HostDown signals.
+		switch rec.Value.(type) {
+		case *schemas.StartVm, *schemas.DestroyVm, *schemas.MigrateVm:
+			if r, ok := a.vmList(where, seq, at); ok {
+				out = append(out, r)
+			}
+			if where != h {
+				if r, ok := a.vmList(h, h.nextSeq(), at); ok {
+					out = append(out, r)
+				}
+			}
+		}
+	}
 	a.log.Debug("command executed", "host", cmd.HostID, "vm", cmd.VmID, "type", answer.CommandType, "ok", answer.OK, "err", answer.Error)
 	if err := a.produce(ctx, out...); err != nil {
 		a.log.Warn("answer not sent", "command", cmd.CommandID, "err", err)
 	}
+}
+
+// vmList is an AgentPing with the host's VMs, or nothing for a host that is
+// not announced, rejected or unreachable.
+func (a *Agent) vmList(h *hostState, seq, at int64) (schemas.Record, bool) {
+	if h.rejected.Load() || !h.connected.Load() {
+		return schemas.Record{}, false
+	}
+	states, err := a.drv.PowerStates(h.info.ID)
+	if err != nil {
+		return schemas.Record{}, false
+	}
+	return schemas.Record{Topic: schemas.TopicHostEvents, Key: h.info.ID, Value: &schemas.AgentPing{
+		HostID: h.info.ID, ReportSeq: seq, VmIDs: sortedIDs(states), At: at}}, true
 }
 
 // answerHeaders carries the command id and the trace of the command.

@@ -119,32 +119,40 @@ func (a *Agent) changeLoop(ctx context.Context) {
 }
 
 // reportVM sends one PowerReport for a VM with a new report_seq of its
-// host. A VM no longer on the host is reported PowerOff. Nothing is sent for
-// a host not announced (the next round reports it) or rejected.
+// host, and an AgentPing with the host's whole VM list under the same
+// sequence: the host processor learns at once that a VM came or went, so a
+// host that fails right after starting a VM still names it in its HostDown
+// signals. A VM no longer on the host is reported PowerOff. Nothing is sent
+// for a host not announced (the next round reports it) or rejected.
 func (a *Agent) reportVM(ctx context.Context, hostID, vmID string) error {
-	r, ok := a.powerReport(hostID, vmID)
+	recs, ok := a.powerReport(hostID, vmID)
 	if !ok {
 		return nil
 	}
-	return a.produce(ctx, r)
+	return a.produce(ctx, recs...)
 }
 
-func (a *Agent) powerReport(hostID, vmID string) (schemas.Record, bool) {
+func (a *Agent) powerReport(hostID, vmID string) ([]schemas.Record, bool) {
 	h, ok := a.hosts[hostID]
 	if !ok || h.rejected.Load() || !h.connected.Load() {
-		return schemas.Record{}, false
+		return nil, false
 	}
 	seq := h.nextSeq()
 	states, err := a.drv.PowerStates(hostID)
 	if err != nil {
-		return schemas.Record{}, false
+		return nil, false
 	}
 	state, ok := states[vmID]
 	if !ok {
 		state = schemas.PowerOff
 	}
-	return schemas.Record{Topic: schemas.TopicVmPower, Key: vmID, Value: &schemas.PowerReport{
-		VmID: vmID, HostID: hostID, PowerState: state, ReportSeq: seq, ReportedAt: a.cfg.Clock().UnixMilli()}}, true
+	at := a.cfg.Clock().UnixMilli()
+	return []schemas.Record{
+		{Topic: schemas.TopicVmPower, Key: vmID, Value: &schemas.PowerReport{
+			VmID: vmID, HostID: hostID, PowerState: state, ReportSeq: seq, ReportedAt: at}},
+		{Topic: schemas.TopicHostEvents, Key: hostID, Value: &schemas.AgentPing{
+			HostID: hostID, ReportSeq: seq, VmIDs: sortedIDs(states), At: at}},
+	}, true
 }
 
 func sortedIDs(states map[string]string) []string {
