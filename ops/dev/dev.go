@@ -140,8 +140,12 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		cfg.Database = "vmplane"
 		s.cfg.Database = cfg.Database
 	}
-	if freshLog {
-		s.log.Info("new Kafka log: dropping the read models of an earlier one", "database", cfg.Database)
+	drop, err := claimDatabase(ctx, s.pg.DSN(), cfg.Database, cfg.VarDir, freshLog)
+	if err != nil {
+		return nil, err
+	}
+	if drop {
+		s.log.Info("dropping read models that project no log of this stack", "database", cfg.Database)
 		if err := pgserver.DropDatabase(ctx, s.pg.DSN(), cfg.Database); err != nil {
 			return nil, err
 		}
@@ -150,6 +154,9 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
+	if err := recordOwner(ctx, s.dsn, cfg.VarDir); err != nil {
+		return nil, err
+	}
 	if err := postgres.Migrate(ctx, s.dsn); err != nil {
 		return nil, err
 	}
@@ -157,7 +164,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse: %w", err)
 	}
-	if freshLog {
+	if drop {
 		if err := chserver.DropDatabase(ctx, s.ch.Addr(), cfg.Database); err != nil {
 			return nil, err
 		}

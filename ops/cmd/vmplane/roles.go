@@ -27,6 +27,7 @@ func runDev(ctx context.Context, args []string, log *slog.Logger) error {
 	dsn := f.str("pg-dsn", "VMPLANE_PG_DSN", "postgres://postgres@127.0.0.1:5432/postgres", "Postgres server (a local one is started under --var when none answers)")
 	ch := f.str("clickhouse", "VMPLANE_CH_ADDR", "127.0.0.1:9000", "ClickHouse native address (a local one is started under --var when none answers)")
 	hosts := f.num("hosts", "VMPLANE_SIM_HOSTS", 4, "simulated hosts (one zone, two clusters)")
+	database := f.str("database", "VMPLANE_DATABASE", "vmplane", "Postgres and ClickHouse database of this stack's read models and journal")
 	ping := f.dur("ping-interval", "VMPLANE_PING_INTERVAL", 5*time.Second, "agent ping and report interval")
 	qemuHosts := f.num("qemu-hosts", "VMPLANE_QEMU_HOSTS", 0, "hosts whose VMs are real QEMU guests, served by a second agent (offering qemu-small)")
 	simControl := f.str("sim-control", "VMPLANE_SIM_CONTROL", "127.0.0.1:8081", "loopback address of the sim driver's control API (empty: off)")
@@ -36,7 +37,7 @@ func runDev(ctx context.Context, args []string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	st, err := dev.Start(ctx, dev.Config{VarDir: abs, KafkaAddr: *kafkaAddr, HTTPAddr: *httpAddr, PostgresDSN: *dsn,
+	st, err := dev.Start(ctx, dev.Config{VarDir: abs, KafkaAddr: *kafkaAddr, HTTPAddr: *httpAddr, PostgresDSN: *dsn, Database: *database,
 		ClickHouse: *ch, Hosts: *hosts, PingInterval: *ping, QemuHosts: *qemuHosts, SimControl: *simControl, Secure: *secure, Logger: log})
 	if err != nil {
 		return err
@@ -58,7 +59,12 @@ func runBroker(ctx context.Context, args []string, log *slog.Logger) error {
 	f := newFlags("broker")
 	addr := f.str("addr", "VMPLANE_KAFKA_ADDR", "127.0.0.1:9092", "listen address")
 	data := f.str("data", "VMPLANE_KAFKA_DATA", "var/kafka", "data directory (the log survives restarts)")
+	replication := f.replication()
 	f.Parse(args)
+	rf, err := replicationOf(*replication)
+	if err != nil {
+		return err
+	}
 	b, err := kafka.StartBroker(*addr, *data)
 	if err != nil {
 		return err
@@ -68,10 +74,10 @@ func runBroker(ctx context.Context, args []string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	err = kafka.EnsureTopics(ctx, cl, schemas.Topics, 1)
+	err = kafka.EnsureTopics(ctx, cl, schemas.Topics, rf)
 	cl.Close()
 	if err != nil {
-		return err
+		return fmt.Errorf("create topics with replication factor %d (kfake here has one broker: use 1): %w", rf, err)
 	}
 	log.Info("broker up", "addrs", b.Addrs(), "data", *data)
 	<-ctx.Done()
@@ -121,6 +127,9 @@ func runProjector(ctx context.Context, args []string, log *slog.Logger) error {
 	}
 	if err != nil {
 		return err
+	}
+	if err := roles.ObserveProjector(ctx, observer, o, *kind, r, *dsn, *ch); err != nil { // telemetry:
+		log.Warn("projector readiness and lag not observed", "err", err)
 	}
 	return r.Run(ctx)
 }
@@ -183,6 +192,9 @@ func runAgent(ctx context.Context, args []string, log *slog.Logger) error {
 			}
 			defer stop()
 		}
+		if err := roles.ObserveAgent(ctx, observer, o, a); err != nil { // telemetry:
+			log.Warn("agent readiness and lag not observed", "err", err)
+		}
 		return a.Run(ctx)
 	case "qemu":
 		if *prefix == "" {
@@ -199,6 +211,9 @@ func runAgent(ctx context.Context, args []string, log *slog.Logger) error {
 		a, err := roles.NewQemuAgent(o, roles.QemuLayout{Prefix: *prefix, Zone: *zone, Hosts: *hosts, StateDir: *stateDir}, roles.Settings{PingInterval: *ping})
 		if err != nil {
 			return err
+		}
+		if err := roles.ObserveAgent(ctx, observer, o, a); err != nil { // telemetry:
+			log.Warn("agent readiness and lag not observed", "err", err)
 		}
 		return a.Run(ctx)
 	}
