@@ -47,9 +47,22 @@ func (s *Server) streamJob(w http.ResponseWriter, r *http.Request) error {
 	if err := validID("job", id); err != nil {
 		return err
 	}
-	// A job accepted a moment ago may not be projected yet.
-	if _, err := s.waitJob(ctx, id, 5*time.Second, -1); err != nil {
-		return err
+	// A job accepted a moment ago may not be projected yet: wait for it to
+	// exist (not to finish: a running job's stream starts at once).
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		_, err := s.waitJob(ctx, id, 0, -1)
+		if err == nil {
+			break
+		}
+		var ae *apiError
+		if !errors.As(err, &ae) || ae.Status != http.StatusNotFound || !time.Now().Before(deadline) {
+			return err
+		}
+		select {
+		case <-time.After(s.pollEvery):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	filter := func(e Event) bool { return e.JobID == id && principalOf(ctx).owns(e.Account) }
 	first := func(ctx context.Context) (any, bool, error) {

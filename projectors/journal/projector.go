@@ -61,6 +61,7 @@ type Projector struct {
 
 	mu      sync.Mutex // guards pending against the revoke callback
 	pending batch
+	traces  traced // spans of pending's records (telemetry.go)
 
 	// A rebalance waiting on a flush that retries cancels it: the rows stay
 	// pending, the revoked partitions' rows are dropped, and the next owner
@@ -123,6 +124,7 @@ func (p *Projector) Run(ctx context.Context) error {
 	}
 	p.mu.Lock()
 	p.pending = newBatch() // what an earlier Run left is re-read from the commit
+	p.untrace(nil)         // telemetry:
 	p.mu.Unlock()
 	err = retry(ctx, p.log, "create clickhouse tables", p.wait, attemptTimeout, func(ctx context.Context) error {
 		return Migrate(ctx, conn, p.cfg.Database)
@@ -207,6 +209,8 @@ func (p *Projector) take(ctx context.Context, cl *kgo.Client, kr *kgo.Record) er
 	defer p.mu.Unlock()
 	if err != nil {
 		rr = recordRows{}
+	} else {
+		p.traceRecord(ctx, kr, rec) // telemetry:
 	}
 	p.pending.add(kr, rr)
 	return nil
@@ -249,10 +253,12 @@ func (p *Projector) flush(ctx context.Context, cl *kgo.Client, ins insertFunc) e
 	if p.rebalanceWanted.Load() {
 		return nil
 	}
-	insertStart := time.Now() // telemetry:
-	err := retry(fctx, p.log, "insert into clickhouse", p.wait, attemptTimeout, func(ctx context.Context) error {
+	insertStart := time.Now()                               // telemetry:
+	ictx, traced := p.startInsert(fctx, &b.rows, b.records) // telemetry:
+	err := retry(ictx, p.log, "insert into clickhouse", p.wait, attemptTimeout, func(ctx context.Context) error {
 		return ins(ctx, &b.rows)
 	})
+	traced(err) // telemetry:
 	if err != nil {
 		if ctx.Err() == nil {
 			p.log.Info("flush put off for a rebalance", "rows", b.rows.len())
@@ -307,6 +313,7 @@ func (p *Projector) dropPartitions(_ context.Context, _ *kgo.Client, gone map[st
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.pending.drop(gone)
+	p.untrace(gone) // telemetry:
 }
 
 func (p *Projector) yieldToRebalance() {

@@ -55,29 +55,47 @@ func jobWait(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, geten
 // pollWait is the ?wait= of each long-poll.
 const pollWait = 30 * time.Second
 
-// waitJob long-polls the job until it finishes or timeout passes, printing
-// each new step as it appears (after_step makes the gateway answer on each
-// new step instead of only at the end) and a final line with the outcome. A job the
+// waitJob follows the job until it finishes or timeout passes: live from
+// its event stream (GET /v1/jobs/{id}/events) while the gateway serves it,
+// printing each step as it happens under a redrawn status line on a
+// terminal, then by long-poll (GET /v1/jobs/{id}?wait=&after_step=) for
+// whatever the stream did not carry: the finished job of the final line,
+// steps missed when a stream broke, a gateway without streams. A job the
 // read model does not know yet is waited for: the command may still be on
 // its way through Kafka.
 func (a *cli) waitJob(ctx context.Context, id string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	start := time.Now()
-	var printed int32
-	var last job
-	var lastRaw json.RawMessage
+	w := a.newWatch(id)
+	defer w.done()
+	a.followStream(ctx, w)
+	return a.pollJob(ctx, w, timeout)
+}
+
+// pollJob long-polls the job until it finishes, after_step making the
+// gateway answer on each new step instead of only at the end.
+func (a *cli) pollJob(ctx context.Context, w *watch, timeout time.Duration) error {
+	id := w.id
 	for {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return ctx.Err()
+		}
 		wait := min(pollWait, time.Until(deadlineOf(ctx)))
 		if wait < 0 {
 			wait = 0
 		}
-		q := url.Values{"wait": {wait.Round(time.Millisecond).String()}, "steps": {"1"}, "after_step": {fmt.Sprint(printed)}}
+		q := url.Values{"wait": {wait.Round(time.Millisecond).String()}, "steps": {"1"}, "after_step": {fmt.Sprint(w.after())}}
 		var raw json.RawMessage
 		// The poll's own context outlives the wait a little so that the
-		// server, not the client, ends a poll.
+		// server, not the client, ends a poll; an interrupt still ends it.
 		pctx, pcancel := context.WithTimeout(context.WithoutCancel(ctx), wait+10*time.Second)
+		stop := context.AfterFunc(ctx, func() {
+			if errors.Is(ctx.Err(), context.Canceled) {
+				pcancel()
+			}
+		})
 		err := a.c.call(pctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id), q, nil, &raw)
+		stop()
 		pcancel()
 		switch {
 		case err == nil:
@@ -85,29 +103,25 @@ func (a *cli) waitJob(ctx context.Context, id string, timeout time.Duration) err
 			if err != nil {
 				return err
 			}
-			last, lastRaw = j, raw
-			for _, s := range j.Steps {
-				if s.Seq > printed {
-					if a.output == "table" {
-						fmt.Fprintln(a.stdout, stepLine(s))
-					}
-					printed = s.Seq
-				}
-			}
+			w.job(j)
 			if j.finished() {
-				return a.finalLine(j, lastRaw, time.Since(start))
+				w.done()
+				return a.finalLine(j, raw, time.Since(w.start))
 			}
 		case isNotFound(err):
 			// Not projected yet: keep waiting.
+		case errors.Is(ctx.Err(), context.Canceled):
+			return ctx.Err()
 		default:
 			return err
 		}
 		if ctx.Err() != nil {
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				state := "not seen yet"
-				if last.ID != "" {
+				if last, ok := w.lastJob(); ok {
 					state = last.State
 				}
+				w.done()
 				return fmt.Errorf("job %s still %s after %s", id, state, timeout)
 			}
 			return ctx.Err()

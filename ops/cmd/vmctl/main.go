@@ -52,7 +52,8 @@ commands:
   lease update ID [--start T] [--end T] [--hosts MIN..MAX]
 
 environment: VMPLANE_API (default http://127.0.0.1:8080), VMPLANE_API_KEY
-(else the file var/dev/admin-key, when present).
+(else the file var/dev/admin-key, when present), VMCTL_PROGRESS=always|never
+(the status line of job wait and --wait; default: on a terminal only).
 `
 
 // Exit codes: 0 success, 1 a job that did not succeed or an API error,
@@ -70,12 +71,22 @@ var errUsage = errors.New("usage")
 type cli struct {
 	api, key, output string
 	stdout, stderr   io.Writer
-	c                *client
+	// progress redraws a status line while waiting for a job: on a
+	// terminal, or as VMCTL_PROGRESS=always|never says.
+	progress bool
+	c        *client
 }
 
 // run is main without the process: tests call it.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	app := &cli{stdout: stdout, stderr: stderr}
+	switch getenv("VMCTL_PROGRESS") {
+	case "always":
+		app.progress = true
+	case "never":
+	default:
+		app.progress = isTerminal(stdout)
+	}
 	fs := flag.NewFlagSet("vmctl", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	app.globals(fs, getenv)

@@ -45,23 +45,44 @@ type kafkaFlags struct {
 	brokers, user, password, registry *string
 	tlsCA, tlsCert, tlsKey            *string
 	tls                               *bool
+	replication                       *int
 }
 
 func (f flags) kafka() kafkaFlags {
 	return kafkaFlags{
-		brokers:  f.str("brokers", "VMPLANE_KAFKA_BROKERS", "127.0.0.1:9092", "Kafka bootstrap brokers, comma separated"),
-		user:     f.str("kafka-user", "VMPLANE_KAFKA_USER", "", "SASL/SCRAM-SHA-512 user"),
-		password: f.str("kafka-password", "VMPLANE_KAFKA_PASSWORD", "", "SASL/SCRAM-SHA-512 password"),
-		registry: f.str("schema-registry", "VMPLANE_SCHEMA_REGISTRY", "", "Schema Registry URL (switches to the Confluent framing)"),
-		tls:      f.Bool("kafka-tls", os.Getenv("VMPLANE_KAFKA_TLS") == "true", "TLS to the brokers (env VMPLANE_KAFKA_TLS)"),
-		tlsCA:    f.str("kafka-tls-ca", "VMPLANE_KAFKA_TLS_CA", "", "CA bundle of the brokers' certificates (implies --kafka-tls; default: the system pool)"),
-		tlsCert:  f.str("kafka-tls-cert", "VMPLANE_KAFKA_TLS_CERT", "", "client certificate for mutual TLS"),
-		tlsKey:   f.str("kafka-tls-key", "VMPLANE_KAFKA_TLS_KEY", "", "client key for mutual TLS"),
+		brokers:     f.str("brokers", "VMPLANE_KAFKA_BROKERS", "127.0.0.1:9092", "Kafka bootstrap brokers, comma separated"),
+		user:        f.str("kafka-user", "VMPLANE_KAFKA_USER", "", "SASL/SCRAM-SHA-512 user"),
+		password:    f.str("kafka-password", "VMPLANE_KAFKA_PASSWORD", "", "SASL/SCRAM-SHA-512 password"),
+		registry:    f.str("schema-registry", "VMPLANE_SCHEMA_REGISTRY", "", "Schema Registry URL (switches to the Confluent framing)"),
+		tls:         f.Bool("kafka-tls", os.Getenv("VMPLANE_KAFKA_TLS") == "true", "TLS to the brokers (env VMPLANE_KAFKA_TLS)"),
+		tlsCA:       f.str("kafka-tls-ca", "VMPLANE_KAFKA_TLS_CA", "", "CA bundle of the brokers' certificates (implies --kafka-tls; default: the system pool)"),
+		tlsCert:     f.str("kafka-tls-cert", "VMPLANE_KAFKA_TLS_CERT", "", "client certificate for mutual TLS"),
+		tlsKey:      f.str("kafka-tls-key", "VMPLANE_KAFKA_TLS_KEY", "", "client key for mutual TLS"),
+		replication: f.replication(),
 	}
 }
 
+// replication is --replication-factor: the replication factor of the
+// topics a role creates. 1 suits kfake (one broker) and a one-broker
+// test cluster; a production cluster wants 3 (docs/operations.md).
+func (f flags) replication() *int {
+	return f.num("replication-factor", "VMPLANE_KAFKA_REPLICATION", 1, "replication factor of topics created (1 for kfake; 3 on a production cluster)")
+}
+
+// replicationOf checks a --replication-factor value.
+func replicationOf(n int) (int16, error) {
+	if n < 1 || n > 32767 {
+		return 0, fmt.Errorf("--replication-factor %d: want 1 or more", n)
+	}
+	return int16(n), nil
+}
+
 func (k kafkaFlags) config() kafka.Config {
-	return kafka.Config{Brokers: strings.Split(*k.brokers, ","), User: *k.user, Password: *k.password, RegistryURL: *k.registry, Replication: 1,
+	rf, err := replicationOf(*k.replication)
+	if err != nil {
+		rf = 1 // checked where topics are created
+	}
+	return kafka.Config{Brokers: strings.Split(*k.brokers, ","), User: *k.user, Password: *k.password, RegistryURL: *k.registry, Replication: rf,
 		TLS: kafka.TLS{Enabled: *k.tls || *k.tlsCA != "", CAFile: *k.tlsCA, CertFile: *k.tlsCert, KeyFile: *k.tlsKey}}
 }
 

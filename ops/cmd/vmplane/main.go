@@ -25,6 +25,7 @@ Usage:
   vmplane gateway    [flags]   the REST API
   vmplane agent      --driver sim|qemu --hosts N [flags]   a hypervisor agent
   vmplane dlq        list|show|redrive [flags]   inspect dead letters and put them back after a fix
+  vmplane decode     [--schema-registry URL] < values   Avro values read with kcat, as JSON lines
 
 Run "vmplane <role> -h" for the flags of a role. Every flag has an
 environment variable, shown in its help. Every role also takes
@@ -55,7 +56,7 @@ func main() {
 	if metricsAddr == "" && os.Args[1] == "dev" {
 		metricsAddr = "127.0.0.1:9464" // every role of the dev stack on one address
 	}
-	if os.Args[1] != "dlq" && os.Args[1] != "-h" && os.Args[1] != "--help" && os.Args[1] != "help" {
+	if os.Args[1] != "dlq" && os.Args[1] != "decode" && os.Args[1] != "-h" && os.Args[1] != "--help" && os.Args[1] != "help" {
 		flush, err := startObserving(ctx, os.Args[1], metricsAddr, log)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "vmplane %s: %v\n", os.Args[1], err)
@@ -78,6 +79,8 @@ func main() {
 		err = runAgent(ctx, args, log)
 	case "dlq":
 		err = runDLQ(ctx, args, log)
+	case "decode":
+		err = runDecode(ctx, args, log)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

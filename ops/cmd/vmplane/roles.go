@@ -59,7 +59,12 @@ func runBroker(ctx context.Context, args []string, log *slog.Logger) error {
 	f := newFlags("broker")
 	addr := f.str("addr", "VMPLANE_KAFKA_ADDR", "127.0.0.1:9092", "listen address")
 	data := f.str("data", "VMPLANE_KAFKA_DATA", "var/kafka", "data directory (the log survives restarts)")
+	replication := f.replication()
 	f.Parse(args)
+	rf, err := replicationOf(*replication)
+	if err != nil {
+		return err
+	}
 	b, err := kafka.StartBroker(*addr, *data)
 	if err != nil {
 		return err
@@ -69,10 +74,10 @@ func runBroker(ctx context.Context, args []string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	err = kafka.EnsureTopics(ctx, cl, schemas.Topics, 1)
+	err = kafka.EnsureTopics(ctx, cl, schemas.Topics, rf)
 	cl.Close()
 	if err != nil {
-		return err
+		return fmt.Errorf("create topics with replication factor %d (kfake here has one broker: use 1): %w", rf, err)
 	}
 	log.Info("broker up", "addrs", b.Addrs(), "data", *data)
 	<-ctx.Done()
@@ -122,6 +127,9 @@ func runProjector(ctx context.Context, args []string, log *slog.Logger) error {
 	}
 	if err != nil {
 		return err
+	}
+	if err := roles.ObserveProjector(ctx, observer, o, *kind, r, *dsn, *ch); err != nil { // telemetry:
+		log.Warn("projector readiness and lag not observed", "err", err)
 	}
 	return r.Run(ctx)
 }
@@ -184,6 +192,9 @@ func runAgent(ctx context.Context, args []string, log *slog.Logger) error {
 			}
 			defer stop()
 		}
+		if err := roles.ObserveAgent(ctx, observer, o, a); err != nil { // telemetry:
+			log.Warn("agent readiness and lag not observed", "err", err)
+		}
 		return a.Run(ctx)
 	case "qemu":
 		if *prefix == "" {
@@ -200,6 +211,9 @@ func runAgent(ctx context.Context, args []string, log *slog.Logger) error {
 		a, err := roles.NewQemuAgent(o, roles.QemuLayout{Prefix: *prefix, Zone: *zone, Hosts: *hosts, StateDir: *stateDir}, roles.Settings{PingInterval: *ping})
 		if err != nil {
 			return err
+		}
+		if err := roles.ObserveAgent(ctx, observer, o, a); err != nil { // telemetry:
+			log.Warn("agent readiness and lag not observed", "err", err)
 		}
 		return a.Run(ctx)
 	}

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// streamIdle is how long a job stream may stay silent before it is taken
+// for dead: the gateway sends a comment every 15 s on an idle stream.
+const streamIdle = 40 * time.Second
+
+// streamEnd says how following a job's event stream ended.
+type streamEnd int
+
+const (
+	// streamUnavailable: the gateway has no streams (503), the job is not
+	// projected yet (404) or the answer was not a stream; long-poll instead.
+	streamUnavailable streamEnd = iota
+	// streamBroken: the stream stopped before the job ended (gap,
+	// overflow, gateway restart, silence); long-poll the rest.
+	streamBroken
+	// streamJobEnded: the job's final event arrived; a poll fetches the
+	// finished job for the final line.
+	streamJobEnded
+)
+
+// sseEvent is one Server-Sent Event.
+type sseEvent struct {
+	id, name, data string
+}
+
+// followStream follows GET /v1/jobs/{id}/events until the job ends, the
+// stream breaks or ctx ends, showing every step through w.
+func (a *cli) followStream(ctx context.Context, w *watch) streamEnd {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.c.base+"/v1/jobs/"+url.PathEscape(w.id)+"/events", nil)
+	if err != nil {
+		return streamUnavailable
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	if a.c.key != "" {
+		req.Header.Set("Authorization", "Bearer "+a.c.key)
+	}
+	resp, err := a.c.http.Do(req)
+	if err != nil {
+		return streamUnavailable
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		return streamUnavailable
+	}
+	// A silent stream is a dead one: cancelling the request ends the read.
+	idle := time.AfterFunc(streamIdle, cancel)
+	defer idle.Stop()
+	end := streamBroken
+	_ = readSSE(resp.Body, func() { idle.Reset(streamIdle) }, func(e sseEvent) bool {
+		var over bool
+		end, over = w.onEvent(e)
+		return !over
+	})
+	return end
+}
+
+// readSSE calls each for every event of r until each returns false or r
+// ends; alive is called on every line, comments included.
+func readSSE(r interface{ Read([]byte) (int, error) }, alive func(), each func(sseEvent) bool) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	var e sseEvent
+	var data []string
+	for sc.Scan() {
+		alive()
+		line := sc.Text()
+		if line == "" {
+			if e.name != "" || len(data) > 0 {
+				e.data = strings.Join(data, "\n")
+				if e.name == "" {
+					e.name = "message"
+				}
+				if !each(e) {
+					return nil
+				}
+			}
+			e, data = sseEvent{}, nil
+			continue
+		}
+		if strings.HasPrefix(line, ":") {
+			continue
+		}
+		field, value, _ := strings.Cut(line, ":")
+		value = strings.TrimPrefix(value, " ")
+		switch field {
+		case "event":
+			e.name = value
+		case "data":
+			data = append(data, value)
+		case "id":
+			e.id = value
+		}
+	}
+	return sc.Err()
+}
+
+// streamedEvent is a vm.events.v1 record as the gateway streams it.
+type streamedEvent struct {
+	Type  string         `json:"type"`
+	JobID string         `json:"job_id"`
+	Data  map[string]any `json:"data"`
+}
+
+// onEvent shows one event of the job's stream and says whether the stream
+// is over for vmctl.
+func (w *watch) onEvent(e sseEvent) (streamEnd, bool) {
+	switch e.name {
+	case "job":
+		var j job
+		if err := json.Unmarshal([]byte(e.data), &j); err != nil {
+			return streamBroken, true
+		}
+		w.job(j)
+		if j.finished() {
+			return streamJobEnded, true
+		}
+		return streamBroken, false
+	case "gap", "overflow", "error":
+		return streamBroken, true
+	}
+	var ev streamedEvent
+	if err := json.Unmarshal([]byte(e.data), &ev); err != nil {
+		return streamBroken, true
+	}
+	switch ev.Type {
+	case "JobStepped":
+		w.step(jobStep{
+			Seq: int32(num(ev.Data["seq"])), TaskState: str(ev.Data["task_state"]),
+			Step: str(ev.Data["step"]), Text: str(ev.Data["text"]),
+			At: time.UnixMilli(int64(num(ev.Data["at"]))),
+		})
+	case "JobAccepted":
+		state := "running"
+		if b, _ := ev.Data["queued"].(bool); b {
+			state = "queued"
+		}
+		w.state(state, "")
+	case "VmStateChanged":
+		w.state("", str(ev.Data["task_state"]))
+	case "JobSucceeded", "JobFailed", "JobCancelled", "JobRejected":
+		w.state(strings.ToLower(strings.TrimPrefix(ev.Type, "Job")), "")
+		return streamJobEnded, true
+	}
+	return streamBroken, false
+}
+
+func str(v any) string {
+	if v == nil {
+		return ""
+	}
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return fmt.Sprint(v)
+}
+
+func num(v any) float64 {
+	f, _ := v.(float64)
+	return f
+}

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/vmplane/vmplane/gateway"
+	"github.com/vmplane/vmplane/gateway/gatewaytest"
+	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// streamStack is the real gateway handler with its event streams fed by a
+// Fanout. Its play publishes a job's steps as events while the read model
+// learns them only when the job ends, so that a step printed before the
+// end can only have come from the stream.
+type streamStack struct {
+	*stack
+	events    *gateway.Fanout
+	offset    atomic.Int64
+	projected atomic.Int64 // unix nanos when the read model got the steps
+}
+
+func newStreamStack(t *testing.T) *streamStack {
+	t.Helper()
+	rm := gatewaytest.NewReadModel()
+	rm.PutOffering(postgres.Offering{ID: "off-small", Name: "small", CPU: 1, MemoryMB: 1024})
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	s := &streamStack{stack: &stack{rm: rm}, events: gateway.NewFanout(quiet, 100)}
+	s.admin = s.key(t, "ops", "admin")
+	s.user = s.key(t, "acct-a", "user")
+	pub := &gatewaytest.Recorder{OnPublish: func(r schemas.Record) { go s.play(r) }}
+	srv := httptest.NewServer(gateway.New(gateway.Config{Logger: quiet, Events: s.events}, rm, pub).Handler())
+	t.Cleanup(srv.Close)
+	s.url = srv.URL
+	return s
+}
+
+func (s *streamStack) publish(vmID string, v any) {
+	s.events.Publish(gateway.EventOf(schemas.Record{Topic: schemas.TopicVmEvents, Key: vmID, Offset: s.offset.Add(1), Value: v}))
+}
+
+func (s *streamStack) play(r schemas.Record) {
+	typ := schemas.TypeName(r.Value)
+	id := r.Headers["command_id"]
+	ref := schemas.JobRef{JobID: id, VmID: r.Key, Account: "acct-a", JobType: typ}
+	j := postgres.Job{ID: id, VmID: r.Key, Account: "acct-a", Type: typ, State: "running", CreatedAt: time.Now().UTC()}
+	s.rm.PutJob(j)
+	// The stream subscribes once the gateway sees the job (it polls the
+	// read model every 100 ms).
+	time.Sleep(400 * time.Millisecond)
+	s.publish(r.Key, &schemas.JobAccepted{JobRef: ref})
+	steps := []schemas.JobStepped{
+		{JobRef: ref, Seq: 1, TaskState: "Scheduling", Step: "place", Text: "PlaceVm sent to zone-1"},
+		{JobRef: ref, Seq: 2, TaskState: "Networking", Step: "net", Text: "network ready"},
+		{JobRef: ref, Seq: 3, TaskState: "Spawning", Step: "start", Text: "StartVm sent to host-2"},
+	}
+	for i := range steps {
+		time.Sleep(100 * time.Millisecond)
+		s.publish(r.Key, &steps[i])
+	}
+	time.Sleep(500 * time.Millisecond)
+	s.publish(r.Key, &schemas.JobSucceeded{JobRef: ref, VmState: "Active"})
+	// The projector is a little behind the stream.
+	time.Sleep(150 * time.Millisecond)
+	for _, st := range steps {
+		s.rm.AddStep(postgres.JobStep{JobID: id, Seq: st.Seq, TaskState: st.TaskState, Step: st.Step, Text: st.Text, At: time.Now()})
+	}
+	s.projected.Store(time.Now().UnixNano())
+	fin := time.Now().UTC()
+	j.State, j.FinishedAt = "succeeded", &fin
+	s.rm.PutJob(j)
+}
+
+// TestWaitFollowsTheEventStream: with streams on, every step is printed
+// as its event arrives, before the read model knows any step, and the
+// output is the same lines as the long-poll's.
+func TestWaitFollowsTheEventStream(t *testing.T) {
+	s := newStreamStack(t)
+	w := &stampWriter{at: map[string]time.Time{}}
+	env := map[string]string{"VMPLANE_API": s.url, "VMPLANE_API_KEY": s.user, "VMCTL_PROGRESS": "never"}
+	code := run(t.Context(), []string{"vm", "deploy", "--name", "w", "--offering", "small", "--wait"}, func(k string) string { return env[k] }, w, io.Discard)
+	out := w.buf.String()
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	wantLines(t, out, []string{
+		`^job \S+ \(Deploy\) accepted for VM vm-\S+$`,
+		`^  \[1\] Scheduling: PlaceVm sent to zone-1$`,
+		`^  \[2\] Networking: network ready$`,
+		`^  \[3\] Spawning: StartVm sent to host-2$`,
+		`^job \S+ Deploy succeeded in \d+(\.\d+)?m?s$`,
+	})
+	projected := time.Unix(0, s.projected.Load())
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if early := projected.Sub(w.at[lines[3]]); early < 300*time.Millisecond {
+		t.Fatalf("step 3 printed %v before the read model had steps: not from the stream", early)
+	}
+}
+
+// TestWaitProgressLine: with a status line, it is redrawn in place with
+// the state, task state, step count and elapsed time, and erased before
+// every step line and the final line, which read as without it.
+func TestWaitProgressLine(t *testing.T) {
+	s := newStreamStack(t)
+	var buf lockedBuffer
+	env := map[string]string{"VMPLANE_API": s.url, "VMPLANE_API_KEY": s.user, "VMCTL_PROGRESS": "always"}
+	code := run(t.Context(), []string{"vm", "deploy", "--name", "w", "--offering", "small", "--wait"}, func(k string) string { return env[k] }, &buf, io.Discard)
+	raw := buf.String()
+	if code != 0 {
+		t.Fatalf("exit %d:\n%q", code, raw)
+	}
+	if !regexp.MustCompile(`\r\x1b\[Kjob \S+ Deploy running · Spawning · 3 steps · \d+(\.\d+)?m?s`).MatchString(raw) {
+		t.Fatalf("no status line with 3 steps in:\n%q", raw)
+	}
+	wantLines(t, screen(raw), []string{
+		`^job \S+ \(Deploy\) accepted for VM vm-\S+$`,
+		`^  \[1\] Scheduling: PlaceVm sent to zone-1$`,
+		`^  \[2\] Networking: network ready$`,
+		`^  \[3\] Spawning: StartVm sent to host-2$`,
+		`^job \S+ Deploy succeeded in \d+(\.\d+)?m?s$`,
+	})
+}
+
+// TestWaitWithoutStreamsPolls: a gateway without streams (503) is
+// long-polled; the job still ends with its steps and final line.
+func TestWaitWithoutStreamsPolls(t *testing.T) {
+	s := newStack(t) // no Events: the stream answers 503
+	code, out, errs := s.run(t, s.user, "job", "wait", "job-nope", "--timeout", "300ms")
+	if code != 1 || !strings.Contains(errs, "still not seen yet") {
+		t.Fatalf("exit %d: %s%s", code, out, errs)
+	}
+}
+
+func TestReadSSE(t *testing.T) {
+	in := ": ping\n\nid: 0:1\nevent: JobStepped\ndata: {\"a\":\ndata: 1}\n\nevent: gap\ndata: x\n\ndata: plain\n\n"
+	var got []string
+	beats := 0
+	if err := readSSE(strings.NewReader(in), func() { beats++ }, func(e sseEvent) bool {
+		got = append(got, e.name+"|"+e.id+"|"+e.data)
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"JobStepped|0:1|{\"a\":\n1}", "gap||x", "message||plain"}
+	if strings.Join(got, ",") != strings.Join(want, ",") || beats == 0 {
+		t.Fatalf("events %q (lines %d), want %q", got, beats, want)
+	}
+}
+
+// screen is what a terminal shows of out: "\r\x1b[K" erases the current
+// line.
+func screen(out string) string {
+	var b strings.Builder
+	for i, part := range strings.Split(out, "\r\x1b[K") {
+		if i > 0 {
+			s := b.String()
+			b.Reset()
+			b.WriteString(s[:strings.LastIndex(s, "\n")+1])
+		}
+		b.WriteString(part)
+	}
+	return b.String()
+}
+
+func wantLines(t *testing.T, out string, want []string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("output:\n%s", out)
+	}
+	for i, re := range want {
+		if !regexp.MustCompile(re).MatchString(lines[i]) {
+			t.Errorf("line %d %q does not match %s", i, lines[i], re)
+		}
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
