@@ -5,9 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/internal/testkit"
 	"github.com/vmplane/vmplane/processors/runtime"
 	"github.com/vmplane/vmplane/producers/agent"
 	"github.com/vmplane/vmplane/producers/agent/driver/sim"
@@ -24,20 +22,8 @@ func TestHostCrashFencedAndHA(t *testing.T) {
 		t.Skip("needs the embedded broker")
 	}
 	ctx := t.Context()
-	b, err := kafka.StartBroker("127.0.0.1:0", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	kcfg := kafka.Config{Brokers: b.Addrs(), Replication: 1}
-	cl, err := kgo.NewClient(kcfg.Opts()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	if err := kafka.EnsureTopics(ctx, cl, schemas.Topics, 1); err != nil {
-		t.Fatal(err)
-	}
+	kcfg, _ := testkit.Kafka(t)
+	cl := client(t, kcfg)
 	log := slog.New(slog.DiscardHandler)
 	o := Options{Kafka: kcfg, InstanceID: "a", Logger: log}
 	set := Settings{PingInterval: time.Second}

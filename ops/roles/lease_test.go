@@ -12,10 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/vmplane/vmplane/gateway"
-	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/internal/testkit"
 	"github.com/vmplane/vmplane/projectors/postgres"
 	"github.com/vmplane/vmplane/schemas"
@@ -44,20 +41,8 @@ func TestLeaseThroughTheStack(t *testing.T) {
 	}
 	ctx := t.Context()
 	dsn := testkit.Postgres(t)
-	b, err := kafka.StartBroker("127.0.0.1:0", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	kcfg := kafka.Config{Brokers: b.Addrs(), Replication: 1}
-	cl, err := kgo.NewClient(kcfg.Opts()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	if err := kafka.EnsureTopics(ctx, cl, schemas.Topics, 1); err != nil {
-		t.Fatal(err)
-	}
+	kcfg, _ := testkit.Kafka(t)
+	cl := client(t, kcfg)
 	if err := postgres.Migrate(ctx, dsn); err != nil {
 		t.Fatal(err)
 	}

@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/internal/testkit"
 	"github.com/vmplane/vmplane/processors/placement"
 	"github.com/vmplane/vmplane/processors/runtime"
 	"github.com/vmplane/vmplane/schemas"
@@ -24,20 +23,8 @@ func TestTwoPlannersOneZone(t *testing.T) {
 		t.Skip("needs the embedded broker")
 	}
 	ctx := t.Context()
-	b, err := kafka.StartBroker("127.0.0.1:0", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	kcfg := kafka.Config{Brokers: b.Addrs(), Replication: 1}
-	cl, err := kgo.NewClient(kcfg.Opts()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	if err := kafka.EnsureTopics(ctx, cl, schemas.Topics, 1); err != nil {
-		t.Fatal(err)
-	}
+	kcfg, _ := testkit.Kafka(t)
+	cl := client(t, kcfg)
 	pcfg := placement.DefaultConfig()
 	pcfg.HostReservationReleasePeriod = 2 * time.Second
 	p, err := runtime.New(runtime.Config{Name: "processor-placement", Kafka: kcfg, InstanceID: "a",
