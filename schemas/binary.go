@@ -4,8 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"sync"
 )
@@ -93,6 +95,14 @@ func encodeValue(b []byte, v reflect.Value, p *plan) []byte {
 		}
 		b = append(b, 0)
 	case reflect.Map:
+		// The maps of the records are string-keyed maps of plain values:
+		// encode them without reflection (these are in every VmRecord).
+		switch m := v.Interface().(type) {
+		case map[string]int64:
+			return appendMap(b, m, appendLong)
+		case map[string]string:
+			return appendMap(b, m, appendString)
+		}
 		if n := v.Len(); n > 0 {
 			// Sorted keys: the same state always encodes to the same bytes.
 			keys := make([]string, 0, n)
@@ -111,6 +121,25 @@ func encodeValue(b []byte, v reflect.Value, p *plan) []byte {
 		panic(fmt.Sprintf("schemas: unsupported kind %s", p.kind))
 	}
 	return b
+}
+
+// appendMap encodes a map in one block, keys sorted so that the same state
+// always encodes to the same bytes.
+func appendMap[V any](b []byte, m map[string]V, enc func([]byte, V) []byte) []byte {
+	switch len(m) {
+	case 0:
+	case 1:
+		b = appendLong(b, 1)
+		for k, v := range m {
+			b = enc(appendString(b, k), v)
+		}
+	default:
+		b = appendLong(b, int64(len(m)))
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			b = enc(appendString(b, k), m[k])
+		}
+	}
+	return append(b, 0)
 }
 
 func fieldAt(v reflect.Value, index []int) reflect.Value {

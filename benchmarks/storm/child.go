@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	goruntime "runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -119,6 +120,20 @@ func RunChild(ctx context.Context, role string, brokers []string) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if path := os.Getenv("VMPLANE_BENCH_MEMPROFILE"); path != "" && role == ChildVM {
+		// The heap at the end of the child: the state of every VM plus
+		// whatever the last batches left.
+		defer func() {
+			f, err := os.Create(path)
+			if err != nil {
+				log.Warn("heap profile", "err", err)
+				return
+			}
+			defer f.Close()
+			goruntime.GC()
+			_ = pprof.Lookup("heap").WriteTo(f, 0)
+		}()
 	}
 	return p.Run(ctx)
 }

@@ -37,7 +37,7 @@ func newEnv(ctx context.Context, pgBase string, log *slog.Logger) (*env, error) 
 		return nil, err
 	}
 	e := &env{broker: b, kcfg: kafka.Config{Brokers: b.Addrs(), Replication: 1}, base: pgBase, log: log}
-	e.cl, err = kgo.NewClient(e.kcfg.Opts(kgo.ProducerBatchMaxBytes(4<<20), kgo.MaxBufferedRecords(100_000))...)
+	e.cl, err = kgo.NewClient(e.kcfg.Opts(kgo.ProducerBatchMaxBytes(batchMaxBytes), kgo.MaxBufferedRecords(100_000))...)
 	if err != nil {
 		e.close()
 		return nil, err
@@ -111,7 +111,7 @@ func (e *env) waitCommitted(ctx context.Context, group, topic string, want int64
 // the topic is transactional, so a partition ends with a commit marker that
 // the projector never sees: its next offset then stops one short.
 func (e *env) waitProjected(ctx context.Context, topic string, limit time.Duration) (time.Time, error) {
-	ends, err := e.adm.ListEndOffsets(ctx, topic)
+	ends, err := e.endOffsets(ctx, topic)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -153,6 +153,34 @@ func (e *env) waitProjected(ctx context.Context, topic string, limit time.Durati
 			return time.Time{}, ctx.Err()
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// endOffsets lists the end offset of every partition of topic. A fresh
+// admin client's first listing can fail for the whole topic (partition -1,
+// UNKNOWN_TOPIC_OR_PARTITION, offset 0) before its metadata knows it; read
+// as "every partition is empty", that made waitProjected return at once,
+// before the seeding projector had written anything, and the storm's
+// projector then counted the seeding's inserts as its own writes.
+func (e *env) endOffsets(ctx context.Context, topic string) (kadm.ListedOffsets, error) {
+	want := int(schemas.Partitions[schemas.KeyVM])
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ends, err := e.adm.ListEndOffsets(ctx, topic)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err == nil && len(ends[topic]) == want {
+			return ends, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("list end offsets of %s: %d of %d partitions (err %v)", topic, len(ends[topic]), want, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
 
@@ -198,36 +226,62 @@ func (p *projector) stop() {
 	<-p.done
 }
 
-// tableWrites returns rows inserted+updated+deleted per table. Backends
-// flush their counters when they end, so read it after stopping the
-// projector.
+// countWrites installs, in the fresh bench database, statement-level
+// triggers on every table of the read model that add the number of rows
+// each INSERT, UPDATE or DELETE wrote to bench_writes. Row counters of
+// pg_stat_user_tables were tried first: a backend publishes them when it
+// ends, and they showed up seconds to minutes late (at 50,000 VMs the
+// seeding's inserts were still invisible a minute after its sessions had
+// ended), so a baseline read from them counted the seeding as the storm's.
+// The triggers count in the writing transaction itself. Their cost (one
+// count over the statement's transition table and one row insert per
+// statement) is paid by the measured projector; it batches by statement.
+func (e *env) countWrites(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, e.dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	_, err = conn.Exec(ctx, `
+CREATE TABLE bench_writes (tbl text NOT NULL, n bigint NOT NULL);
+CREATE FUNCTION bench_count() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF TG_OP = 'DELETE' THEN
+		INSERT INTO bench_writes SELECT TG_TABLE_NAME, count(*) FROM oldrows HAVING count(*) > 0;
+	ELSE
+		INSERT INTO bench_writes SELECT TG_TABLE_NAME, count(*) FROM newrows HAVING count(*) > 0;
+	END IF;
+	RETURN NULL;
+END $$;
+DO $$
+DECLARE t text;
+BEGIN
+	FOR t IN SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename <> 'bench_writes' LOOP
+		EXECUTE format('CREATE TRIGGER bench_ins AFTER INSERT ON %I REFERENCING NEW TABLE AS newrows FOR EACH STATEMENT EXECUTE FUNCTION bench_count()', t);
+		EXECUTE format('CREATE TRIGGER bench_upd AFTER UPDATE ON %I REFERENCING NEW TABLE AS newrows FOR EACH STATEMENT EXECUTE FUNCTION bench_count()', t);
+		EXECUTE format('CREATE TRIGGER bench_del AFTER DELETE ON %I REFERENCING OLD TABLE AS oldrows FOR EACH STATEMENT EXECUTE FUNCTION bench_count()', t);
+	END LOOP;
+END $$;`)
+	if err != nil {
+		return fmt.Errorf("install write counters: %w", err)
+	}
+	return nil
+}
+
+// tableWrites returns the rows written per table since countWrites, as
+// committed so far.
 func (e *env) tableWrites(ctx context.Context) (map[string]int64, error) {
 	conn, err := pgx.Connect(ctx, e.dsn)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	out := map[string]int64{}
-	// A session flushes its statistics as it exits, after the client has
-	// gone: wait for the other sessions of the database to end.
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		var others int
-		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&others); err != nil {
-			return nil, err
-		}
-		if others == 0 {
-			break
-		}
-	}
-	time.Sleep(100 * time.Millisecond)
-	if _, err := conn.Exec(ctx, "SELECT pg_stat_clear_snapshot()"); err != nil {
-		return nil, err
-	}
-	rows, err := conn.Query(ctx, `SELECT relname, n_tup_ins + n_tup_upd + n_tup_del FROM pg_stat_user_tables`)
+	rows, err := conn.Query(ctx, `SELECT tbl, sum(n)::bigint FROM bench_writes GROUP BY tbl`)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
+	out := map[string]int64{}
 	for rows.Next() {
 		var t string
 		var n int64
@@ -237,6 +291,18 @@ func (e *env) tableWrites(ctx context.Context) (map[string]int64, error) {
 		out[t] = n
 	}
 	return out, rows.Err()
+}
+
+// rowCount returns the number of rows of a read-model table.
+func (e *env) rowCount(ctx context.Context, table string) (int64, error) {
+	conn, err := pgx.Connect(ctx, e.dsn)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var n int64
+	err = conn.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier{table}.Sanitize()).Scan(&n)
+	return n, err
 }
 
 func diffWrites(before, after map[string]int64) (total int64, byTable map[string]int64) {

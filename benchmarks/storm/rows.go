@@ -49,8 +49,8 @@ func Rows(sz Size, samples []Sample, err error) []harness.Row {
 			Value:     col(func(s Sample) float64 { return float64(s.StormWrites["vms"]) }),
 			LimitName: "VMs whose state changed", Limit: col(func(s Sample) float64 { return float64(s.Changed) }),
 			Target: &harness.Target{Value: 1, OfLimit: true},
-			How:    fmt.Sprintf("n_tup_ins+n_tup_upd+n_tup_del of table vms in pg_stat_user_tables of a fresh database, read after the seeding projector and again after the storm's projector stopped (their sessions' statistics are flushed then); %d of the VMs (every %dth) changed power state while away.", changed, sz.ChangedEvery),
-			Notes:  "all tables, last run: " + fmtWrites(last(samples).StormWrites) + "; counted before the storm (seeding): " + fmtWrites(last(samples).SeedWrites)},
+			How:    fmt.Sprintf("rows inserted, updated or deleted in table vms of a fresh database during the storm, counted in the writing transactions by statement-level triggers (transition tables) installed after the seeding projector had stored every seeded VM; %d of the VMs (every %dth) changed power state while away.", changed, sz.ChangedEvery),
+			Notes:  "all tables, last run: " + fmtWrites(last(samples).StormWrites) + "; rows in the read model before the storm (seeding, not counted): " + fmtWrites(last(samples).SeedWrites)},
 		{Scenario: "restore", Figure: "VM processor restore", Unit: "s",
 			Value:  col(func(s Sample) float64 { return float64(s.RestoreMs) / 1000 }),
 			Target: &harness.Target{Value: 10},
@@ -64,7 +64,7 @@ func Rows(sz Size, samples []Sample, err error) []harness.Row {
 		{Scenario: "steady state", Figure: "Postgres writes after 3rd same-state report", Unit: "rows",
 			Value:  col(func(s Sample) float64 { return float64(sum(s.SteadyWrites)) }),
 			Target: &harness.Target{Value: 0},
-			How:    "rows written to every table (pg_stat_user_tables, as above) while the projector applied report rounds 4 and 5, when every VM's same-state count is past power.state.update.limit (3)."},
+			How:    "rows written to every table (counted by the triggers, as above) while the projector applied report rounds 4 and 5, when every VM's same-state count is past power.state.update.limit (3)."},
 	}
 	for i := range rows {
 		if err != nil {

@@ -84,11 +84,21 @@ func Run(ctx context.Context, sz Size, pgBase string, log *slog.Logger) (Sample,
 		return s, err
 	}
 	p.stop()
+	seeded, err := e.rowCount(ctx, "vms")
+	if err != nil {
+		return s, err
+	}
+	if seeded != int64(sz.VMs) {
+		return s, fmt.Errorf("seed: the read model has %d of %d VMs", seeded, sz.VMs)
+	}
+	s.SeedWrites = map[string]int64{"vms": seeded}
+	if err := e.countWrites(ctx); err != nil {
+		return s, err
+	}
 	w0, err := e.tableWrites(ctx)
 	if err != nil {
 		return s, err
 	}
-	s.SeedWrites = w0
 
 	vmc, err := startChild(ctx, ChildVM, e.kcfg.Brokers)
 	if err != nil {
@@ -167,11 +177,12 @@ func runAgent(ctx context.Context, kcfg kafka.Config, drv *sim.Driver, log *slog
 // reports it PowerOn. It returns how many VMs changed.
 func (e *env) seed(ctx context.Context, sz Size, hosts []agent.HostInfo, perHost int) (int, error) {
 	codec := schemas.NewCodec(nil)
-	txn, err := kgo.NewClient(e.kcfg.Opts(kgo.TransactionalID("bench-seed"), kgo.ProducerBatchMaxBytes(4<<20), kgo.MaxBufferedRecords(100_000))...)
+	txn, err := kgo.NewClient(e.kcfg.Opts(kgo.TransactionalID("bench-seed"), kgo.ProducerBatchMaxBytes(batchMaxBytes), kgo.MaxBufferedRecords(100_000))...)
 	if err != nil {
 		return 0, err
 	}
 	defer txn.Close()
+	pr := &producer{cl: txn}
 	const chunk = 50_000
 	at := time.Now().Add(-time.Hour).UnixMilli()
 	changed := 0
@@ -198,10 +209,11 @@ func (e *env) seed(ctx context.Context, sz Size, hosts []agent.HostInfo, perHost
 				if err != nil {
 					return 0, err
 				}
-				txn.Produce(ctx, kr, nil)
+				pr.produce(ctx, kr)
 			}
 		}
-		if err := txn.Flush(ctx); err != nil {
+		if err := pr.flush(ctx); err != nil {
+			_ = txn.EndTransaction(ctx, kgo.TryAbort)
 			return 0, err
 		}
 		if err := txn.EndTransaction(ctx, kgo.TryCommit); err != nil {
@@ -238,17 +250,18 @@ func (e *env) capture(ctx context.Context, n int) ([]*kgo.Record, error) {
 
 // replay produces recs into topic, each to the partition it came from.
 func (e *env) replay(ctx context.Context, topic string, recs []*kgo.Record) error {
-	cl, err := kgo.NewClient(e.kcfg.Opts(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(4<<20), kgo.MaxBufferedRecords(100_000))...)
+	cl, err := kgo.NewClient(e.kcfg.Opts(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(batchMaxBytes), kgo.MaxBufferedRecords(100_000))...)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
+	pr := &producer{cl: cl}
 	for _, r := range recs {
 		cp := *r
 		cp.Topic = topic
-		cl.Produce(ctx, &cp, nil)
+		pr.produce(ctx, &cp)
 	}
-	return cl.Flush(ctx)
+	return pr.flush(ctx)
 }
 
 // nullStep times recs through the runtime with the null machine: from the
@@ -260,11 +273,20 @@ func (e *env) nullStep(ctx context.Context, recs []*kgo.Record) (time.Duration, 
 	}
 	defer c.stop()
 	t0 := time.Now()
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	errc := make(chan error, 1)
-	go func() { errc <- e.replay(ctx, topicNullIn, recs) }()
-	t1, err := e.waitCommitted(ctx, "vmplane-"+nullName, topicNullIn, int64(len(recs)), 10*time.Minute)
-	if perr := <-errc; err == nil {
-		err = perr
+	go func() {
+		err := e.replay(ctx, topicNullIn, recs)
+		if err != nil {
+			// Records that never arrive are never committed: stop waiting.
+			cancel(fmt.Errorf("replay: %w", err))
+		}
+		errc <- err
+	}()
+	t1, err := e.waitCommitted(wctx, "vmplane-"+nullName, topicNullIn, int64(len(recs)), 10*time.Minute)
+	if perr := <-errc; perr != nil {
+		return 0, fmt.Errorf("replay: %w", perr)
 	}
 	return t1.Sub(t0), err
 }

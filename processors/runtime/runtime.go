@@ -66,6 +66,12 @@ type Processor[S any] struct {
 
 	ready atomic.Bool
 	stats Stats
+
+	// slabHint sizes the next batch's changelog buffer (iterate).
+	slabHint int
+	// typeHeaders holds the changelog's `type` header per record name,
+	// shared by every record of that type (franz-go only reads headers).
+	typeHeaders map[string][]kgo.RecordHeader
 }
 
 // Stats are counters of a processor, for metrics and tests.
@@ -322,24 +328,31 @@ func (p *Processor[S]) iterate(ctx context.Context, sess *kgo.GroupTransactSessi
 			return p.abort(ctx, sess, err)
 		}
 	}
+	// The changelog values of the batch share one buffer, sized from the
+	// previous batch: one allocation instead of one per key (and its
+	// regrowths). A value's slice is capped, so the next append never
+	// writes into it, and the records keep the buffer alive until sent.
+	slab := make([]byte, 0, min(p.slabHint, 64<<20))
 	for key, had := range dirty {
-		if _, has := p.states[key]; !has && !had {
+		s, has := p.states[key]
+		if !has && !had {
 			continue
 		}
 		kr := &kgo.Record{Topic: p.cfg.Changelog, Key: []byte(key), Partition: p.keyPart[key]}
-		if s, ok := p.states[key]; ok {
-			v, err := p.codec.Encode(ctx, s)
-			if err != nil {
+		if has {
+			start := len(slab)
+			var err error
+			if slab, err = p.codec.AppendEncode(ctx, slab, s); err != nil {
 				return p.abort(ctx, sess, fmt.Errorf("%s: encode state of %s: %w", p.cfg.Name, key, err))
 			}
-			kr.Value = v
-			kr.Headers = []kgo.RecordHeader{{Key: "type", Value: []byte(schemas.TypeName(s))}}
-		}
-		produce(kr)
-		if _, ok := p.states[key]; !ok {
+			kr.Value = slab[start:len(slab):len(slab)]
+			kr.Headers = p.typeHeader(s)
+		} else {
 			delete(p.keyPart, key)
 		}
+		produce(kr)
 	}
+	p.slabHint = len(slab) + len(slab)/8
 	endStart := time.Now() // telemetry:
 	committed, err := sess.End(ctx, kgo.TryCommit)
 	if err == nil && produceErr != nil {
@@ -361,6 +374,20 @@ func (p *Processor[S]) iterate(ctx context.Context, sess *kgo.GroupTransactSessi
 	}
 	p.stats.Commits.Add(1)
 	return nil
+}
+
+// typeHeader returns the changelog headers of a state value.
+func (p *Processor[S]) typeHeader(s S) []kgo.RecordHeader {
+	name := schemas.TypeName(s)
+	h, ok := p.typeHeaders[name]
+	if !ok {
+		if p.typeHeaders == nil {
+			p.typeHeaders = map[string][]kgo.RecordHeader{}
+		}
+		h = []kgo.RecordHeader{{Key: "type", Value: []byte(name)}}
+		p.typeHeaders[name] = h
+	}
+	return h
 }
 
 // decode turns a consumed record into the machine's input.

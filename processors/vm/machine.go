@@ -14,7 +14,8 @@
 //
 // Step and Tick never modify the state they are given: they work on a deep
 // copy and return it, or return the given pointer itself when nothing
-// changed. A nil state is "no such VM"; returning nil deletes it.
+// changed (the common power reports take a shallow copy that shares the
+// untouched slices and maps: states are never modified in place). A nil state is "no such VM"; returning nil deletes it.
 package vm
 
 import (
@@ -58,6 +59,16 @@ func (m *Machine) begin(s *schemas.VmRecord, key string, now time.Time) *tx {
 // Step applies one record of vm.commands.v1, vm.power.v1, vm.answers.v1 or
 // vm.signals.v1 (in.Key is the vm_id). Other values are ignored.
 func (m *Machine) Step(s *schemas.VmRecord, in schemas.Record, now time.Time) (*schemas.VmRecord, []schemas.Record) {
+	if r, isReport := in.Value.(*schemas.PowerReport); isReport && s != nil {
+		if next, out, ok := m.quickReport(s, in.Key, r, now); ok {
+			return next, out
+		}
+	}
+	return m.step(s, in, now)
+}
+
+// step is the general path of Step: it decides any input on a deep copy.
+func (m *Machine) step(s *schemas.VmRecord, in schemas.Record, now time.Time) (*schemas.VmRecord, []schemas.Record) {
 	t := m.begin(s, in.Key, now)
 	if action, cmd, ok := commandOf(in.Value); ok {
 		t.command(action, cmd, in.Value)

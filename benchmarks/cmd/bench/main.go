@@ -29,6 +29,7 @@ func main() {
 	quick := flag.Bool("quick", false, "tiny sizes (seconds), as `make test` runs it")
 	record := flag.Bool("record", true, "write results/<date>-<commit>.json (and, for full runs, a README history row)")
 	runs := flag.Int("runs", 0, "repetitions per scenario (default 3)")
+	only := flag.String("only", "", "run one scenario group: storm or placement (for profiling; never recorded)")
 	childRole := flag.String("child", "", "internal: run a processor as a child process")
 	brokers := flag.String("brokers", "", "internal: broker list of -child")
 	flag.Parse()
@@ -41,13 +42,16 @@ func main() {
 		}
 		return
 	}
-	if err := run(ctx, *quick, *record, *runs); err != nil {
+	if *only != "" {
+		*record = false
+	}
+	if err := run(ctx, *quick, *record, *runs, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, quick, record bool, runs int) error {
+func run(ctx context.Context, quick, record bool, runs int, only string) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	started := time.Now()
 	sz, placementPattern := storm.Full, ""
@@ -77,7 +81,7 @@ func run(ctx context.Context, quick, record bool, runs int) error {
 	var rows []harness.Row
 	var samples []storm.Sample
 	var stormErr error
-	for i := range sz.Runs {
+	for i := range sz.Runs * boolInt(only != "placement") {
 		fmt.Fprintf(os.Stderr, "bench: storm + steady state, run %d/%d (%d VMs on %d hosts)\n", i+1, sz.Runs, sz.VMs, sz.Hosts)
 		s, err := storm.Run(ctx, sz, pg.DSN(), log)
 		if err != nil {
@@ -86,9 +90,13 @@ func run(ctx context.Context, quick, record bool, runs int) error {
 		}
 		samples = append(samples, s)
 	}
-	rows = append(rows, storm.Rows(sz, samples, stormErr)...)
-	fmt.Fprintln(os.Stderr, "bench: placement")
-	rows = append(rows, placement.Rows(ctx, placementPattern, sz.Runs)...)
+	if only != "placement" {
+		rows = append(rows, storm.Rows(sz, samples, stormErr)...)
+	}
+	if only != "storm" {
+		fmt.Fprintln(os.Stderr, "bench: placement")
+		rows = append(rows, placement.Rows(ctx, placementPattern, sz.Runs)...)
+	}
 
 	fmt.Println()
 	harness.Print(os.Stdout, rows)
@@ -109,4 +117,11 @@ func run(ctx context.Context, quick, record bool, runs int) error {
 		}
 	}
 	return nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

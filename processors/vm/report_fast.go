@@ -1,0 +1,44 @@
+package vm
+
+import (
+	"maps"
+	"time"
+
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// The two power reports a reconnect storm and the steady state are made of
+// almost entirely, a stale one and one that repeats what the VM already is,
+// are decided here before any deep copy: each changes only a few scalar
+// fields and the host's report sequence, so the new state is a shallow copy
+// that shares every untouched slice and map with the given one (neither is
+// ever modified; every other path deep-copies before it changes anything).
+// The result is exactly what the general path (step) returns for them,
+// which TestQuickReportMatchesStep checks.
+
+// quickReport decides r for s when it is stale or a same-state report of a
+// VM with no job on the host it is placed on; ok is false for every other
+// report, which the general path decides.
+func (m *Machine) quickReport(s *schemas.VmRecord, key string, r *schemas.PowerReport, now time.Time) (next *schemas.VmRecord, out []schemas.Record, ok bool) {
+	if last, seen := s.ReportSeq[r.HostID]; seen && r.ReportSeq <= last {
+		c := *s
+		c.StaleIgnored++
+		return &c, nil, true
+	}
+	if s.Job.JobID != "" || s.VmState == StateDeleted || r.HostID != s.HostID ||
+		s.PowerState != r.PowerState || s.PowerHost != r.HostID || !consistent(s.VmState, r.PowerState) {
+		return nil, nil, false
+	}
+	c := *s
+	c.ReportSeq = make(map[string]int64, len(s.ReportSeq)+1)
+	maps.Copy(c.ReportSeq, s.ReportSeq)
+	c.ReportSeq[r.HostID] = r.ReportSeq
+	ms := now.UnixMilli()
+	c.PowerStateUpdateCount = saturatingInc(s.PowerStateUpdateCount)
+	c.PowerStateUpdateTime = ms
+	if c.PowerStateUpdateCount <= m.cfg.PowerStateUpdateLimit {
+		out = []schemas.Record{{Topic: schemas.TopicVmEvents, Key: key,
+			Value: &schemas.PowerStateObserved{VmID: c.VmID, HostID: r.HostID, PowerState: r.PowerState, Count: c.PowerStateUpdateCount, At: ms}}}
+	}
+	return &c, out, true
+}

@@ -1,0 +1,79 @@
+package vm
+
+import (
+	"math"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// TestQuickReportMatchesStep checks that every power report the quick path
+// decides gets exactly the state and outputs of the general path, that it
+// leaves the given state unchanged, and that it takes the reports it is for.
+func TestQuickReportMatchesStep(t *testing.T) {
+	m := New(DefaultConfig())
+	now := time.UnixMilli(5_000_000).UTC()
+	base := func(mod func(*schemas.VmRecord)) *schemas.VmRecord {
+		s := &schemas.VmRecord{VmID: "vm-1", Name: "vm-1", Account: "a", ZoneID: "z1", VmState: StateActive,
+			PowerState: schemas.PowerOn, PowerHost: "h1", HostID: "h1", PodID: "p1", ClusterID: "c1", Epoch: 2,
+			PowerStateUpdateCount: 1, PowerStateUpdateTime: 1000, ReportSeq: map[string]int64{"h1": 5, "h0": 9},
+			Offering: schemas.Offering{ID: "small", CPU: 1, MemoryMB: 512, HostTags: []string{"ssd"}},
+			Recent:   []schemas.RecentJob{{JobID: "j0", State: "succeeded"}}}
+		if mod != nil {
+			mod(s)
+		}
+		return s
+	}
+	states := map[string]*schemas.VmRecord{
+		"active":            base(nil),
+		"at limit":          base(func(s *schemas.VmRecord) { s.PowerStateUpdateCount = m.cfg.PowerStateUpdateLimit }),
+		"below limit":       base(func(s *schemas.VmRecord) { s.PowerStateUpdateCount = m.cfg.PowerStateUpdateLimit - 1 }),
+		"saturated":         base(func(s *schemas.VmRecord) { s.PowerStateUpdateCount = math.MaxInt32 }),
+		"no sequences":      base(func(s *schemas.VmRecord) { s.ReportSeq = nil }),
+		"stopped":           base(func(s *schemas.VmRecord) { s.VmState, s.PowerState = StateStopped, schemas.PowerOff }),
+		"stopped, reported": base(func(s *schemas.VmRecord) { s.VmState = StateStopped }),
+		"deleted":           base(func(s *schemas.VmRecord) { s.VmState, s.ExpungeAt = StateDeleted, 9_000_000 }),
+		"job": base(func(s *schemas.VmRecord) {
+			s.Job = schemas.JobState{JobID: "j1", JobType: "RebootVm", Deadline: 9_000_000}
+		}),
+		"other power host": base(func(s *schemas.VmRecord) { s.PowerHost = "h2" }),
+		"unplaced":         base(func(s *schemas.VmRecord) { s.HostID = "" }),
+	}
+	reports := map[string]*schemas.PowerReport{
+		"same":           {VmID: "vm-1", HostID: "h1", PowerState: schemas.PowerOn, ReportSeq: 6, ReportedAt: 4_999_000},
+		"same, off":      {VmID: "vm-1", HostID: "h1", PowerState: schemas.PowerOff, ReportSeq: 6},
+		"stale":          {VmID: "vm-1", HostID: "h1", PowerState: schemas.PowerOff, ReportSeq: 5},
+		"older":          {VmID: "vm-1", HostID: "h1", PowerState: schemas.PowerOn, ReportSeq: 1},
+		"other host":     {VmID: "vm-1", HostID: "h2", PowerState: schemas.PowerOn, ReportSeq: 1},
+		"other host off": {VmID: "vm-1", HostID: "h2", PowerState: schemas.PowerOff, ReportSeq: 1},
+		"unknown":        {VmID: "vm-1", HostID: "h1", PowerState: schemas.PowerUnknown, ReportSeq: 7},
+	}
+	quick := 0
+	for sn, s := range states {
+		for rn, r := range reports {
+			before := clone(s)
+			in := schemas.Record{Topic: schemas.TopicVmPower, Key: "vm-1", Value: r}
+			if _, _, ok := m.quickReport(s, in.Key, r, now); ok {
+				quick++
+			}
+			gotS, gotOut := m.Step(s, in, now)
+			wantS, wantOut := m.step(s, in, now)
+			if !reflect.DeepEqual(gotS, wantS) {
+				t.Errorf("%s / %s: state\n got %+v\nwant %+v", sn, rn, gotS, wantS)
+			}
+			if !reflect.DeepEqual(gotOut, wantOut) {
+				t.Errorf("%s / %s: outputs\n got %+v\nwant %+v", sn, rn, gotOut, wantOut)
+			}
+			if !reflect.DeepEqual(s, before) {
+				t.Errorf("%s / %s: the given state was modified", sn, rn)
+			}
+		}
+	}
+	// Stale and older on every state with h1's sequence, same on the
+	// consistent placed states.
+	if quick < 20 {
+		t.Errorf("the quick path decided %d reports; it is not taken", quick)
+	}
+}
