@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -119,6 +120,15 @@ func produceRecords(ctx context.Context, cl *kgo.Client, recs []schemas.Record) 
 // the projector mid-stream and starts another: once everything is
 // committed, every table holds exactly one row per record (FINAL), and the
 // aggregates count every job once.
+// outage is how long ClickHouse stays cut off: 3 s in the suite,
+// VMPLANE_TEST_CH_OUTAGE (e.g. 30s) for the acceptance run.
+func outage() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("VMPLANE_TEST_CH_OUTAGE")); err == nil && d > 0 {
+		return d
+	}
+	return 3 * time.Second
+}
+
 func TestOutageAndKillLoseNothingDoubleNothing(t *testing.T) {
 	conn, addr, db := testClickHouse(t)
 	kcfg, cl := broker(t)
@@ -155,7 +165,7 @@ func TestOutageAndKillLoseNothingDoubleNothing(t *testing.T) {
 			proxy.cut()
 			t.Log("clickhouse cut off")
 		case 4:
-			time.Sleep(3 * time.Second) // several failed attempts meanwhile
+			time.Sleep(outage()) // several failed attempts meanwhile
 			proxy.restore()
 			t.Log("clickhouse back")
 		case 6:
