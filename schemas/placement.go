@@ -12,6 +12,7 @@ type PlaceVm struct {
 	HostID        string   `avro:"host_id" doc:"Host asked for; empty lets the planner choose."`
 	AffinityGroup string   `avro:"affinity_group" doc:"Affinity group."`
 	At            int64    `avro:"at" doc:"Unix milliseconds."`
+	Adopt         bool     `avro:"adopt" doc:"Claim on host_id whether or not it fits, releasing every other claim of the VM: the VM already runs there (an out-of-band start or move)."`
 }
 
 // ReleaseVm frees a VM's allocation.

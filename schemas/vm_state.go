@@ -33,6 +33,7 @@ type VmRecord struct {
 	StaleIgnored          int64            `avro:"stale_ignored" doc:"Answers, reports and placement decisions ignored as stale (older epoch or report sequence)."`
 	ResizeSourceHost      string           `avro:"resize_source_host" doc:"Host a Resized VM left (its old allocation is kept there until confirm); empty when resized in place."`
 	HARetryAt             int64            `avro:"ha_retry_at" doc:"When the next HA restart is due, Unix milliseconds; 0 for none."`
+	HAAvoidHosts          []string         `avro:"ha_avoid_hosts" doc:"Hosts the HA restarts of this episode avoid: the host that went down and destinations where an attempt failed."`
 }
 
 // JobState is the job in flight of a VM: what it waits for and until when.

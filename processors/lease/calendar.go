@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -64,23 +65,52 @@ func (t *tx) fits(c calendar, id string, props map[string]string, from, to int64
 	return h != nil && h.Reservable && matches(h, props) && !taken[id] && c.free(id, from, to)
 }
 
-// candidates lists the hosts that fit, by host id (a fixed order keeps the
-// machine deterministic and replays identical).
-func (t *tx) candidates(c calendar, props map[string]string, from, to int64, taken map[string]bool) []string {
+// Host preferences, best first: a lease takes hosts that run no VM at all,
+// then hosts that run only its own project's VMs, and only then hosts that
+// run another project's. Dedication keeps others' new VMs off a lease host
+// but never moves the ones already there, so a host shared with another
+// project is a lease host the project does not have to itself.
+const (
+	prefEmpty = iota
+	prefOwn
+	prefShared
+)
+
+// preferences ranks every host that runs a VM for project (a host missing
+// from the map is prefEmpty), from the VMs placement reported.
+func (t *tx) preferences(project string) map[string]int {
+	out := map[string]int{}
+	for _, v := range t.z.Vms {
+		switch {
+		case v.Account != project:
+			out[v.HostID] = prefShared
+		case out[v.HostID] == prefEmpty:
+			out[v.HostID] = prefOwn
+		}
+	}
+	return out
+}
+
+// candidates lists the hosts that fit, best preference for project first,
+// then by host id (a fixed order keeps the machine deterministic and replays
+// identical).
+func (t *tx) candidates(c calendar, project string, props map[string]string, from, to int64, taken map[string]bool) []string {
 	var out []string
 	for i := range t.z.Hosts {
 		if id := t.z.Hosts[i].HostID; t.fits(c, id, props, from, to, taken) {
 			out = append(out, id)
 		}
 	}
-	slices.Sort(out)
+	pref := t.preferences(project)
+	slices.SortFunc(out, func(a, b string) int { return cmp.Or(cmp.Compare(pref[a], pref[b]), cmp.Compare(a, b)) })
 	return out
 }
 
-// allocate picks up to r.MaxHosts hosts for r over [from, to): first the
-// hosts in keep that still fit, then free ones. It marks them taken and
+// allocate picks up to r.MaxHosts hosts for r of project's lease over
+// [from, to): first the hosts in keep that still fit, then free ones in
+// order of preference (see candidates). It marks them taken and
 // reports a shortfall below r.MinHosts as an error naming what was found.
-func (t *tx) allocate(c calendar, r *schemas.Reservation, keep []string, from, to int64, taken map[string]bool) ([]string, error) {
+func (t *tx) allocate(c calendar, project string, r *schemas.Reservation, keep []string, from, to int64, taken map[string]bool) ([]string, error) {
 	var got []string
 	for _, id := range keep {
 		if len(got) < int(r.MaxHosts) && t.fits(c, id, r.HostProperties, from, to, taken) {
@@ -88,7 +118,7 @@ func (t *tx) allocate(c calendar, r *schemas.Reservation, keep []string, from, t
 			taken[id] = true
 		}
 	}
-	for _, id := range t.candidates(c, r.HostProperties, from, to, taken) {
+	for _, id := range t.candidates(c, project, r.HostProperties, from, to, taken) {
 		if len(got) >= int(r.MaxHosts) {
 			break
 		}

@@ -46,7 +46,7 @@ func (t *tx) create(c *schemas.CreateLease) {
 		cal, taken := calendarOf(t.z, ""), map[string]bool{}
 		for i := range l.Reservations {
 			r := &l.Reservations[i]
-			if r.Hosts, err = t.allocate(cal, r, nil, l.Start, l.End, taken); err != nil {
+			if r.Hosts, err = t.allocate(cal, l.Project, r, nil, l.Start, l.End, taken); err != nil {
 				break
 			}
 		}
@@ -156,7 +156,7 @@ func (t *tx) reallocate(l *schemas.LeaseRecord, prev string, c *schemas.UpdateLe
 	from := n.Start
 	for i := range n.Reservations {
 		r := &n.Reservations[i]
-		hosts, err := t.allocate(cal, r, r.Hosts, from, n.End, taken)
+		hosts, err := t.allocate(cal, n.Project, r, r.Hosts, from, n.End, taken)
 		if err != nil {
 			return n, err
 		}

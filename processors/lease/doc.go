@@ -44,6 +44,10 @@
 // is chosen only when it is reservable in the status table, has the asked
 // properties and is held by no other lease in an overlapping window, so no
 // host is ever double-booked; one owner per zone steps every claim in order.
+// Among the hosts that fit, allocation and healing take first the ones
+// running no VM, then the ones running only the lease project's VMs, then
+// the rest (from the VMs placement.events.v1 reports): dedication keeps
+// other projects' new VMs off a lease host but never moves their old ones.
 //
 // Monitoring: push (each HostStatus) and polling (Tick every
 // lease.monitor.poll.interval, per zone, against the status table), both on

@@ -93,7 +93,7 @@ func (t *tx) healLease(l *schemas.LeaseRecord) {
 				continue
 			}
 			r.Hosts = slices.DeleteFunc(r.Hosts, func(h string) bool { return h == failed })
-			repl := t.candidates(cal, r.HostProperties, from, l.End, taken)
+			repl := t.candidates(cal, l.Project, r.HostProperties, from, l.End, taken)
 			if len(repl) == 0 {
 				l.Degraded, r.MissingResources = true, true
 				notes = append(notes, fmt.Sprintf("host %s of %s failed: no replacement", failed, r.ID))

@@ -15,7 +15,10 @@ import (
 // releases and the passing of time, and checks after every input:
 //
 //   - no host is held by two leases in overlapping windows;
-//   - a host newly given to a lease is reservable at that moment;
+//   - a host newly given to a lease is reservable at that moment, and no
+//     host that would have fit it (reservable, with the properties, free
+//     over the lease's window, not the lease's already) runs a better mix
+//     of VMs: none before the lease project's only before another's;
 //   - degraded is exactly "some reservation has missing_resources or
 //     resources_changed"; resources_changed never clears; missing_resources
 //     clears only with an "updated" notification of that lease;
@@ -57,6 +60,48 @@ func placementView(view map[string]string, l *schemas.LeaseStatusChanged) {
 	for h := range held {
 		view[h] = l.LeaseID
 	}
+}
+
+// mix names which VMs host runs, as the preference sees them for project.
+func mix(z *schemas.LeaseZoneRecord, host, project string) string {
+	own, other := false, false
+	for _, v := range z.Vms {
+		if v.HostID == host {
+			own, other = own || v.Account == project, other || v.Account != project
+		}
+	}
+	switch {
+	case other:
+		return "shared"
+	case own:
+		return "own"
+	}
+	return "empty"
+}
+
+// betterFit returns a host that would have fit reservation r of lease l
+// (given h just now) and runs a better mix of VMs than h, or "".
+func betterFit(z *schemas.LeaseZoneRecord, l *schemas.LeaseRecord, r *schemas.Reservation, h string) string {
+	rank := map[string]int{"empty": 0, "own": 1, "shared": 2}
+	mine := leaseHosts(l)
+	for _, g := range z.Hosts {
+		if mine[g.HostID] || !g.Reservable || rank[mix(z, g.HostID, l.Project)] >= rank[mix(z, h, l.Project)] {
+			continue
+		}
+		ok := true
+		for k, v := range r.HostProperties {
+			ok = ok && g.Properties[k] == v
+		}
+		for _, o := range z.Leases {
+			if o.LeaseID != l.LeaseID && holds(o.Status) && o.Start < l.End && l.Start < o.End && leaseHosts(&o)[g.HostID] {
+				ok = false
+			}
+		}
+		if ok {
+			return g.HostID
+		}
+	}
+	return ""
 }
 
 func runProperty(t *testing.T, seed uint64) {
@@ -139,6 +184,12 @@ func runProperty(t *testing.T, seed uint64) {
 				for _, h := range r.Hosts {
 					if !old[h] && !reservable[h] {
 						t.Fatalf("%s: %s was given host %s, which is not reservable", what, l.LeaseID, h)
+					}
+					if !old[h] {
+						if g := betterFit(z, &l, &r, h); g != "" {
+							t.Fatalf("%s: %s was given %s (%s) while %s (%s) fit", what, l.LeaseID, h,
+								mix(z, h, l.Project), g, mix(z, g, l.Project))
+						}
 					}
 					byHost[h] = append(byHost[h], held{l.LeaseID, l.Start, l.End})
 				}

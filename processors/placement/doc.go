@@ -15,6 +15,9 @@
 // (affinity.go) and lease dedications (lease.go). A VM holds two claims only
 // while it moves: a PlaceVm that avoids a host the VM holds (migration) or a
 // ResizeVm that does not fit in place keeps the old claim until ReleaseVm.
+// A PlaceVm with adopt set (adopt.go) records a fact instead of asking: the
+// VM runs on that host, so the claim is made there even over capacity and
+// every other claim of the VM goes.
 //
 // It never does I/O, never reads the clock (time arrives as an argument),
 // never uses randomness, and never decides a host's health: a host is

@@ -57,6 +57,9 @@ func (m *Machine) Step(s *schemas.ZoneRecord, in schemas.Record, now time.Time) 
 		m.applyHostStatus(z, v)
 		return z, nil
 	case *schemas.PlaceVm:
+		if v.Adopt && v.HostID != "" {
+			return z, m.adopt(z, v, now, hdr)
+		}
 		return z, m.place(z, v, now, hdr)
 	case *schemas.ReleaseVm:
 		return z, m.releaseVm(z, v, now, hdr)

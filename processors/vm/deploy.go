@@ -52,7 +52,7 @@ func deployAdvance(t *tx) {
 		t.callAgent(phaseSpawning, s.HostID, schemas.PowerOn)
 	case phaseSpawning:
 		s.VmState = StateActive
-		s.HARetries = 0
+		t.haEnded()
 		t.succeed("the VM runs on host " + s.HostID)
 	}
 }

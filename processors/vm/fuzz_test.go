@@ -60,15 +60,25 @@ func fuzzRun(t *testing.T, data []byte) {
 	}
 	hosts := []string{"h1", "h2", "h3"}
 	powers := []string{schemas.PowerOn, schemas.PowerOff, schemas.PowerPaused, schemas.PowerUnknown, schemas.PowerSusp}
+	var in any
 	apply := func(step func(*schemas.VmRecord) (*schemas.VmRecord, []schemas.Record)) {
 		before := clone(s)
 		ns, outs := step(s)
 		if !reflect.DeepEqual(before, s) {
 			t.Fatalf("input state modified in place")
 		}
+		if d, ok := in.(*schemas.HostDown); ok && ns != nil && ns.Job.Wait.Kind == waitAnswer && ns.Job.Wait.HostID == d.HostID {
+			// A job never goes on waiting on a host that is down.
+			t.Fatalf("job %s still waits on host %s after HostDown", ns.Job.JobID, d.HostID)
+		}
 		for _, o := range outs {
 			checkOutput(t, o)
 			switch v := o.Value.(type) {
+			case *schemas.PlaceVm:
+				// An adopt claims where the VM is, and only there.
+				if v.Adopt && (ns == nil || v.HostID == "" || v.HostID != ns.HostID) {
+					t.Fatalf("adopt on %q, the VM is on %v", v.HostID, ns)
+				}
 			case *schemas.JobAccepted:
 				if accepted[v.JobID] {
 					t.Fatalf("job %s accepted twice", v.JobID)
@@ -111,7 +121,7 @@ func fuzzRun(t *testing.T, data []byte) {
 	}
 	for pos < len(data) {
 		op := next() % 10
-		var in any
+		in = nil
 		switch op {
 		case 0:
 			kinds := []string{ActDeploy, ActStart, ActStop, ActTerminate, ActReboot, ActResize, ActPause, ActUnpause,
@@ -139,6 +149,11 @@ func fuzzRun(t *testing.T, data []byte) {
 			}
 			if b&2 == 2 {
 				req = "other"
+				if b&32 == 32 {
+					// The answer to an adopt the VM sent after an
+					// out-of-band change.
+					req = fmt.Sprintf("vm1-adopt-%d", now.UnixMilli())
+				}
 			}
 			host := hosts[int(b>>2)%len(hosts)]
 			switch op {

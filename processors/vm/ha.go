@@ -2,6 +2,8 @@ package vm
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/vmplane/vmplane/schemas"
@@ -13,6 +15,11 @@ import (
 // backoff that doubles from haBackoff; after HAMaxRetries attempts the VM
 // goes to Error with AlertRaised{HAExhausted}. A successful start (by HA or
 // by anyone) resets the count.
+//
+// Every attempt of one episode (from the first restart to a success or
+// Error) avoids the hosts kept in VmRecord.HAAvoidHosts: the host that went
+// down, and each destination where an attempt failed after placement chose
+// it, so a retry does not land on the host that just failed it.
 
 // haBackoff is the wait before the second attempt; each later one doubles
 // it, up to haBackoffMax.
@@ -23,6 +30,9 @@ const (
 
 // paramAvoid is the host an HA restart must not use (down or fenced).
 const paramAvoid = "avoid"
+
+// haAvoidMax bounds HAAvoidHosts; the oldest host is dropped first.
+const haAvoidMax = 8
 
 func haRestartFlow() flow {
 	return flow{start: haStart, advance: startAdvance, holds: holdsPlacement, failed: haFailed}
@@ -35,6 +45,7 @@ type haRequest struct{ avoid string }
 func (t *tx) startHA(avoid string) {
 	s := t.s
 	s.HARetryAt = 0
+	t.haAvoid(avoid)
 	c := schemas.VmCommand{CommandID: fmt.Sprintf("%s-ha-%d", s.VmID, t.ms), VmID: s.VmID, Account: s.Account,
 		Origin: schemas.OriginInternal, IssuedAt: t.ms}
 	t.event(&schemas.JobAccepted{JobRef: t.refOf(ActHARestart, c)})
@@ -44,22 +55,41 @@ func (t *tx) startHA(avoid string) {
 func haStart(t *tx, _ any) {
 	s := t.s
 	attempt := s.HARetries + 1
-	avoid := ""
-	if s.Job.Params != nil {
-		avoid = s.Job.Params[paramAvoid]
-	}
 	t.step(TaskScheduling, "schedule", fmt.Sprintf("HA restart, attempt %d of %d: asking placement for a host", attempt, t.cfg.HAMaxRetries),
-		map[string]any{"zone_id": s.ZoneID, "attempt": attempt, "avoid": avoid, "request_id": t.nextID(), "epoch": s.Epoch})
-	t.placeAvoiding("", s.Offering, avoid)
+		map[string]any{"zone_id": s.ZoneID, "attempt": attempt, "avoid": strings.Join(s.HAAvoidHosts, ","), "request_id": t.nextID(), "epoch": s.Epoch})
+	t.placeAvoiding("", s.Offering, s.HAAvoidHosts)
+}
+
+// haAvoid adds a host to the episode's avoid list (nothing for "").
+func (t *tx) haAvoid(host string) {
+	s := t.s
+	if host == "" || slices.Contains(s.HAAvoidHosts, host) {
+		return
+	}
+	s.HAAvoidHosts = append(s.HAAvoidHosts, host)
+	if n := len(s.HAAvoidHosts); n > haAvoidMax {
+		s.HAAvoidHosts = slices.Clone(s.HAAvoidHosts[n-haAvoidMax:])
+	}
+}
+
+// haEnded ends an HA episode: the VM started, or HA gave up.
+func (t *tx) haEnded() {
+	t.s.HARetries = 0
+	t.s.HAAvoidHosts = nil
 }
 
 // haFailed counts the attempt and schedules the next, or gives up.
 func haFailed(t *tx) {
 	s := t.s
+	if s.Job.Phase == phaseStarting {
+		// Placement chose this host and the start there failed.
+		t.haAvoid(s.HostID)
+	}
 	s.HARetries = saturatingInc(s.HARetries)
 	if s.HARetries >= t.cfg.HAMaxRetries {
 		s.VmState = StateError
 		s.HARetryAt = 0
+		s.HAAvoidHosts = nil
 		t.alert("HAExhausted", fmt.Sprintf("%s-ha-exhausted-%d", s.VmID, t.ms), s.HostID, s.Job.JobID,
 			fmt.Sprintf("HA restart of VM %s failed %d times; the VM is in Error", s.VmID, s.HARetries))
 		return

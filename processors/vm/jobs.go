@@ -359,6 +359,8 @@ func (t *tx) fail(reason, detail string, follow bool) {
 	j := t.s.Job
 	f := flowOf(j.JobType)
 	switch {
+	case t.releasedAll:
+		// Every claim of the VM is released already.
 	case f.releaseOnFail != nil:
 		f.releaseOnFail(t)
 	case f.holds != nil && f.holds(j):
@@ -442,6 +444,9 @@ func (t *tx) release(host string) {
 	s := t.s
 	if s.ZoneID == "" {
 		return
+	}
+	if host == "" {
+		t.releasedAll = true
 	}
 	id := fmt.Sprintf("%s-release", s.Job.JobID)
 	if s.Job.JobID == "" {
@@ -553,6 +558,9 @@ func (t *tx) answer(a *schemas.AgentAnswer) {
 
 func (t *tx) placementDecided(d *schemas.PlacementDecided) {
 	s := t.s
+	if t.adopted(d) {
+		return
+	}
 	if s.Job.JobID == "" || s.Job.Wait.Kind != waitPlacement || d.RequestID != s.Job.Wait.RequestID || d.Epoch != s.Epoch {
 		if d.Epoch < s.Epoch {
 			s.StaleIgnored++
@@ -587,6 +595,9 @@ func (t *tx) wakeJob(host, power string, at int64) {
 	w := &t.s.Job.Wait
 	if t.strayHost(host, power) {
 		j := t.s.Job
+		// Claimed before the job's own release and before a queued job's
+		// PlaceVm, which placement then handles in that order.
+		t.adopt(host)
 		t.fail("UnexpectedHost", fmt.Sprintf("the VM runs on host %s, neither the source %s nor the destination %s",
 			host, j.Params[paramSource], j.Params[paramDest]), true)
 		return

@@ -50,6 +50,9 @@ type tx struct {
 	// downHost is the fenced host a HostDown names, for an HA restart to
 	// avoid.
 	downHost string
+	// releasedAll is set once this transaction released every claim of
+	// the VM, so a failing job does not release again.
+	releasedAll bool
 }
 
 func (m *Machine) begin(s *schemas.VmRecord, key string, now time.Time) *tx {

@@ -33,17 +33,19 @@ func migrateStart(t *tx, _ any) {
 	}
 	t.step(TaskScheduling, "schedule", text,
 		map[string]any{"zone_id": s.ZoneID, "source": s.HostID, "host_id": want, "request_id": t.nextID(), "epoch": s.Epoch})
-	t.placeAvoiding(want, s.Offering, s.HostID)
+	t.placeAvoiding(want, s.Offering, []string{s.HostID})
 }
 
-// placeAvoiding sends PlaceVm avoiding host (none for "") and joins on the
-// decision.
-func (t *tx) placeAvoiding(hint string, off schemas.Offering, avoid string) {
+// placeAvoiding sends PlaceVm avoiding hosts ("" entries are dropped) and
+// joins on the decision.
+func (t *tx) placeAvoiding(hint string, off schemas.Offering, avoid []string) {
 	s := t.s
 	id := t.currentID()
 	var avoidHosts []string
-	if avoid != "" {
-		avoidHosts = []string{avoid}
+	for _, h := range avoid {
+		if h != "" {
+			avoidHosts = append(avoidHosts, h)
+		}
 	}
 	t.emit(schemas.TopicPlacementRequests, s.ZoneID, &schemas.PlaceVm{
 		RequestID: id, VmID: s.VmID, ZoneID: s.ZoneID, Account: s.Account, Epoch: s.Epoch,

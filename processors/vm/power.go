@@ -8,9 +8,10 @@ import (
 
 // Power reports (DESIGN §5.4). Agents report raw power state only. A report
 // wakes the job in flight, or, with no job, is a fact the VM follows (with
-// an alert when it contradicts the VM). Same-state reports past
-// PowerStateUpdateLimit produce nothing, which keeps the steady state free
-// of events and so of database writes.
+// an alert when it contradicts the VM, and a claim of its capacity where it
+// now runs, adopt.go). Same-state reports past PowerStateUpdateLimit produce
+// nothing, which keeps the steady state free of events and so of database
+// writes. A fenced host is handled in hostdown.go.
 
 func (t *tx) powerReport(r *schemas.PowerReport) {
 	if !t.fresh(r.HostID, r.ReportSeq) {
@@ -38,6 +39,7 @@ func (t *tx) fresh(host string, seq int64) bool {
 func (t *tx) observe(host, power string, at int64, why string) {
 	s := t.s
 	job := s.Job.JobID
+	from := s.VmState
 	moved := false
 	if s.VmState == StateDeleted && job == "" {
 		// The VM is gone; late reports from its old host change nothing.
@@ -80,9 +82,14 @@ func (t *tx) observe(host, power string, at int64, why string) {
 		if s.PowerStateUpdateCount <= t.cfg.PowerStateUpdateLimit {
 			t.event(&schemas.PowerStateObserved{VmID: s.VmID, HostID: host, PowerState: power, Count: s.PowerStateUpdateCount, At: t.ms})
 		}
-		return
+	} else {
+		t.follow(host, power, why)
 	}
-	t.follow(host, power, why)
+	if onHost(power) && (moved || !holdsCapacity(from)) {
+		// Started or moved outside vmplane: the capacity it uses there is
+		// claimed, whether or not it fits.
+		t.adopt(host)
+	}
 }
 
 // follow moves a VM with no job to the state a contradicting report says,
@@ -105,17 +112,6 @@ func (t *tx) follow(host, power, why string) {
 		// An HA VM is not left off: an internal job starts it again.
 		t.startHA(t.downHost)
 	}
-}
-
-// hostDown treats a fenced host as a PowerOff report from it for the VM
-// that was there.
-func (t *tx) hostDown(d *schemas.HostDown) {
-	s := t.s
-	if d.HostID == "" || (d.HostID != s.HostID && d.HostID != s.PowerHost) {
-		return
-	}
-	t.downHost = d.HostID
-	t.observe(d.HostID, schemas.PowerOff, 0, fmt.Sprintf("host %s is down (%s)", d.HostID, d.Reason))
 }
 
 // missingFromHost treats a VM that its host stopped listing as PowerOff

@@ -34,7 +34,7 @@ func startAdvance(t *tx) {
 		t.callAgent(phaseStarting, s.HostID, schemas.PowerOn)
 	case phaseStarting:
 		s.VmState = StateActive
-		s.HARetries = 0
+		t.haEnded()
 		t.succeed("the VM runs on host " + s.HostID)
 	}
 }

@@ -61,6 +61,7 @@ func clone(s *schemas.VmRecord) *schemas.VmRecord {
 	}
 	c.Recent = slices.Clone(s.Recent)
 	c.ReportSeq = maps.Clone(s.ReportSeq)
+	c.HAAvoidHosts = slices.Clone(s.HAAvoidHosts)
 	return &c
 }
 
@@ -87,9 +88,10 @@ func stationaryFor(power string) string {
 }
 
 // consistent reports whether a stationary state agrees with a power state.
-// PowerUnknown contradicts nothing: the host could not tell.
+// PowerUnknown contradicts nothing: the host could not tell; neither does a
+// power state this processor does not know, which it could not follow.
 func consistent(vmState, power string) bool {
-	if power == schemas.PowerUnknown || power == "" {
+	if stationaryFor(power) == "" {
 		return true
 	}
 	switch vmState {

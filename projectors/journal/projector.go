@@ -119,18 +119,34 @@ func (p *Projector) Run(ctx context.Context) error {
 	ins := p.insert
 	if ins == nil {
 		ins = func(ctx context.Context, r *rows) error {
-			return insert(ctx, conn, p.cfg.Database, r)
+			return goneOr(insert(ctx, conn, p.cfg.Database, r))
 		}
 	}
 	p.mu.Lock()
 	p.pending = newBatch() // what an earlier Run left is re-read from the commit
 	p.untrace(nil)         // telemetry:
 	p.mu.Unlock()
+	fresh := false
 	err = retry(ctx, p.log, "create clickhouse tables", p.wait, attemptTimeout, func(ctx context.Context) error {
+		exists, err := journalExists(ctx, conn, p.cfg.Database)
+		if err != nil {
+			return err
+		}
+		fresh = !exists
 		return Migrate(ctx, conn, p.cfg.Database)
 	})
 	if err != nil {
 		return doneOr(ctx, err)
+	}
+	adjust := func(_ context.Context, o map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+		return o, nil
+	}
+	if fresh {
+		// New tables project nothing yet, whatever the group committed
+		// before: the first assignment of this run reads the log from its
+		// start.
+		p.log.Info("journal tables created: projecting the log from its start", "database", p.cfg.Database)
+		adjust = fromStartOnce()
 	}
 
 	cl, err := kgo.NewClient(p.cfg.Kafka.Opts(
@@ -141,6 +157,7 @@ func (p *Projector) Run(ctx context.Context) error {
 		// Between a poll and AllowRebalance no partition can move, so a flush
 		// commits only partitions this member owns.
 		kgo.BlockRebalanceOnPoll(),
+		kgo.AdjustFetchOffsetsFn(adjust),
 		kgo.OnPartitionsRevoked(p.dropPartitions),
 		kgo.OnPartitionsLost(p.dropPartitions),
 		kgo.OnPartitionsCallbackBlocked(func(context.Context, *kgo.Client) { p.yieldToRebalance() }),
@@ -259,6 +276,9 @@ func (p *Projector) flush(ctx context.Context, cl *kgo.Client, ins insertFunc) e
 		return ins(ctx, &b.rows)
 	})
 	traced(err) // telemetry:
+	if errors.Is(err, errProjectionGone) {
+		return err // the next run recreates the tables and replays the log
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			p.log.Info("flush put off for a rebalance", "rows", b.rows.len())

@@ -2,6 +2,7 @@ package journal
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 )
@@ -41,6 +42,9 @@ func retry(ctx context.Context, log *slog.Logger, what string, b backoff, attemp
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if errors.Is(err, errProjectionGone) {
+			return err // no wait mends it: the run must rebuild
 		}
 		d := b.delay(n)
 		log.Warn(what+" failed, retrying", "attempt", n+1, "in", d, "err", err)
