@@ -73,6 +73,11 @@ type childProcessor interface {
 func RunChild(ctx context.Context, role string, brokers []string) error {
 	kcfg := kafka.Config{Brokers: brokers, Replication: 1}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	gc, err := childGC()
+	if err != nil {
+		return err
+	}
+	gc.Apply()
 	var p childProcessor
 	switch role {
 	case ChildVM:
@@ -225,4 +230,25 @@ func (c *child) stop() {
 		<-done
 	}
 	c.wg.Wait()
+}
+
+// childGC is the collector setting of a child: `vmplane processor`'s
+// default (runtime.RecommendedGCPercent, no memory limit), or
+// VMPLANE_GC_PERCENT and VMPLANE_MEMORY_LIMIT as that command reads them,
+// to measure others.
+func childGC() (runtime.GC, error) {
+	gc := runtime.GC{Percent: runtime.RecommendedGCPercent}
+	if v := os.Getenv("VMPLANE_GC_PERCENT"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return gc, fmt.Errorf("VMPLANE_GC_PERCENT %q: %w", v, err)
+		}
+		gc.Percent = n
+	}
+	limit, err := runtime.ParseBytes(os.Getenv("VMPLANE_MEMORY_LIMIT"))
+	if err != nil {
+		return gc, fmt.Errorf("VMPLANE_MEMORY_LIMIT: %w", err)
+	}
+	gc.MemoryLimit = limit
+	return gc, nil
 }

@@ -37,7 +37,11 @@ func (p *Processor[S]) restore(ctx context.Context, cl *kgo.Client, parts []int3
 			offsets[part] = kgo.NewOffset().AtStart()
 		}
 	}
-	loaded := map[string]bool{}
+	// A partition's keys are restored from scratch: whatever an earlier
+	// owner period left of them is forgotten first.
+	for _, part := range parts {
+		p.st.drop(part)
+	}
 	if len(end) == 0 {
 		return 0, nil
 	}
@@ -82,8 +86,7 @@ func (p *Processor[S]) restore(ctx context.Context, cl *kgo.Client, parts []int3
 			}
 			key := string(r.Key)
 			if r.Value == nil || p.cfg.SkipDecode {
-				delete(p.states, key)
-				delete(p.keyPart, key)
+				p.st.remove(r.Partition, key)
 				continue
 			}
 			v, err := p.codec.DecodeAt(ctx, r.Topic, r.Partition, r.Offset, r.Value)
@@ -94,16 +97,18 @@ func (p *Processor[S]) restore(ctx context.Context, cl *kgo.Client, parts []int3
 			if !ok {
 				return 0, fmt.Errorf("%s/%d@%d: state is a %s", r.Topic, r.Partition, r.Offset, schemas.TypeName(v))
 			}
-			p.states[key] = s
-			p.keyPart[key] = r.Partition
-			loaded[key] = true
+			// A key's later record replaces its slot; the timer entry
+			// of the earlier one goes stale.
+			old, _ := p.st.get(r.Partition, key)
+			sl := slot[S]{s: s, has: true}
+			sl.wake = p.wakeOf(r.Partition, key, s, old.wake)
+			p.st.put(r.Partition, key, old, sl)
 		}
 	}
 	n := 0
-	for key := range loaded {
-		if s, ok := p.states[key]; ok {
-			p.schedule(key, s)
-			n++
+	for _, part := range parts {
+		if int(part) < len(p.st.parts) {
+			n += len(p.st.parts[part])
 		}
 	}
 	return n, nil

@@ -55,9 +55,13 @@ type Processor[S any] struct {
 	log   *slog.Logger
 
 	// Owned by the poll loop.
-	states  map[string]S
-	keyPart map[string]int32
-	timers  timerHeap
+	st     store[S]
+	timers timerHeap
+	// batch numbers the loop's transactions; a slot whose batch is the
+	// current one is in touched, the keys needing a changelog record.
+	batch   uint64
+	touched []touchedKey
+	due     []timerEntry // reused between batches
 
 	mu       sync.Mutex
 	assigned map[int32]bool // from the group callbacks
@@ -110,8 +114,6 @@ func New[S any](cfg Config, m Machine[S]) (*Processor[S], error) {
 	return &Processor[S]{
 		cfg: cfg, m: m, codec: codec,
 		log:      cfg.Logger.With("processor", cfg.Name),
-		states:   map[string]S{},
-		keyPart:  map[string]int32{},
 		assigned: map[int32]bool{},
 		pending:  map[int32]bool{},
 		dropped:  map[int32]bool{},
@@ -211,8 +213,8 @@ func (p *Processor[S]) onDropped(m map[string][]int32) {
 // iterate runs one poll → step → transaction round.
 func (p *Processor[S]) iterate(ctx context.Context, sess *kgo.GroupTransactSession, restorer *kgo.Client) error {
 	wait := p.cfg.TickInterval
-	if next, ok := p.timers.peek(); ok {
-		if d := next.Sub(p.cfg.Clock.Now()); d < wait {
+	if next, ok := p.timers.peek(p.scheduled); ok {
+		if d := time.Duration(next - p.cfg.Clock.Now().UnixNano()); d < wait {
 			wait = max(d, time.Millisecond)
 		}
 	}
@@ -240,17 +242,20 @@ func (p *Processor[S]) iterate(ctx context.Context, sess *kgo.GroupTransactSessi
 
 	now := p.cfg.Clock.Now()
 	records := fetches.Records()
-	due := p.timers.due(now)
+	p.due = p.timers.due(now.UnixNano(), p.claim, p.due[:0])
+	due := p.due
 	if len(records) == 0 && len(due) == 0 {
 		return nil
 	}
 	if err := sess.Begin(); err != nil {
 		return fmt.Errorf("%s: begin transaction: %w", p.cfg.Name, err)
 	}
-	// dirty maps each key touched in this batch to whether it had state
-	// before: a key that had none and has none after needs no changelog
-	// record (a stateless machine, like the host relay, costs no writes).
-	dirty := map[string]bool{}
+	// touched lists each key stepped in this batch with whether it had
+	// state before: a key that had none and has none after needs no
+	// changelog record (a stateless machine, like the host relay, costs no
+	// writes).
+	p.batch++
+	p.touched = p.touched[:0]
 	var produceErr error
 	var perr sync.Mutex
 	produce := func(kr *kgo.Record) {
@@ -276,7 +281,12 @@ func (p *Processor[S]) iterate(ctx context.Context, sess *kgo.GroupTransactSessi
 		return nil
 	}
 
+	last := int32(-1)
 	for _, kr := range records {
+		if kr.Partition == last {
+			continue // records come grouped by partition
+		}
+		last = kr.Partition
 		if !p.owns(kr.Partition) {
 			// Assigned while we polled and not restored yet, or revoked:
 			// never step or skip a record without its state; abort, and
@@ -296,34 +306,29 @@ func (p *Processor[S]) iterate(ctx context.Context, sess *kgo.GroupTransactSessi
 		}
 		p.stats.Decoded.Add(1)
 		key := in.Key
-		prev, had := p.states[key]
-		if _, seen := dirty[key]; !seen {
-			dirty[key] = had
-		}
+		sl, _ := p.st.get(kr.Partition, key)
 		sctx, span := p.stepSpan(ctx, &in) // telemetry:
-		s, outs := p.m.Step(prev, in, now)
+		s, outs := p.m.Step(sl.s, in, now)
 		p.stepped(sctx, span, &in, outs) // telemetry:
-		p.setState(key, kr.Partition, s)
+		p.setState(kr.Partition, key, sl, s)
 		if err := emit(outs, &in); err != nil {
 			return p.abort(ctx, sess, err)
 		}
 	}
-	for _, key := range due {
-		s, ok := p.states[key]
-		if !ok {
+	for _, e := range due {
+		sl, _ := p.st.get(e.part, e.key)
+		if !sl.has {
 			continue
 		}
-		if w := p.m.Wake(s); w.IsZero() || w.After(now) {
-			p.schedule(key, s)
+		if w := p.m.Wake(sl.s); w.IsZero() || w.After(now) {
+			// Not due after the batch's steps: schedule it again.
+			p.reschedule(e.part, e.key, sl)
 			continue
 		}
 		p.stats.Ticks.Add(1)
-		s2, outs := p.m.Tick(s, key, now)
+		s2, outs := p.m.Tick(sl.s, e.key, now)
 		p.ticked(outs) // telemetry:
-		if _, seen := dirty[key]; !seen {
-			dirty[key] = true
-		}
-		p.setState(key, p.keyPart[key], s2)
+		p.setState(e.part, e.key, sl, s2)
 		if err := emit(outs, nil); err != nil {
 			return p.abort(ctx, sess, err)
 		}
@@ -332,23 +337,31 @@ func (p *Processor[S]) iterate(ctx context.Context, sess *kgo.GroupTransactSessi
 	// previous batch: one allocation instead of one per key (and its
 	// regrowths). A value's slice is capped, so the next append never
 	// writes into it, and the records keep the buffer alive until sent.
+	// The keys go into the same buffer, and the records into one array.
 	slab := make([]byte, 0, min(p.slabHint, 64<<20))
-	for key, had := range dirty {
-		s, has := p.states[key]
-		if !has && !had {
-			continue
+	recs := make([]kgo.Record, len(p.touched))
+	for i, tk := range p.touched {
+		sl, _ := p.st.get(tk.part, tk.key)
+		if !sl.has {
+			// Stepped to no state: the slot goes now.
+			p.st.remove(tk.part, tk.key)
+			if !tk.had {
+				continue
+			}
 		}
-		kr := &kgo.Record{Topic: p.cfg.Changelog, Key: []byte(key), Partition: p.keyPart[key]}
-		if has {
-			start := len(slab)
+		kr := &recs[i]
+		kr.Topic, kr.Partition = p.cfg.Changelog, tk.part
+		start := len(slab)
+		slab = append(slab, tk.key...)
+		kr.Key = slab[start:len(slab):len(slab)]
+		if sl.has {
+			start = len(slab)
 			var err error
-			if slab, err = p.codec.AppendEncode(ctx, slab, s); err != nil {
-				return p.abort(ctx, sess, fmt.Errorf("%s: encode state of %s: %w", p.cfg.Name, key, err))
+			if slab, err = p.codec.AppendEncode(ctx, slab, sl.s); err != nil {
+				return p.abort(ctx, sess, fmt.Errorf("%s: encode state of %s: %w", p.cfg.Name, tk.key, err))
 			}
 			kr.Value = slab[start:len(slab):len(slab)]
-			kr.Headers = p.typeHeader(s)
-		} else {
-			delete(p.keyPart, key)
+			kr.Headers = p.typeHeader(sl.s)
 		}
 		produce(kr)
 	}
@@ -407,8 +420,7 @@ func (p *Processor[S]) abort(ctx context.Context, sess *kgo.GroupTransactSession
 
 // resetAll forgets every state and marks every owned partition for restore.
 func (p *Processor[S]) resetAll() {
-	p.states = map[string]S{}
-	p.keyPart = map[string]int32{}
+	p.st = store[S]{}
 	p.timers = timerHeap{}
 	p.mu.Lock()
 	for part := range p.assigned {
@@ -424,21 +436,69 @@ func (p *Processor[S]) owns(part int32) bool {
 	return p.assigned[part] && !p.pending[part]
 }
 
-func (p *Processor[S]) setState(key string, part int32, s S) {
-	if isNil(s) {
-		delete(p.states, key)
-		p.timers.forget(key)
-		return
-	}
-	p.states[key] = s
-	p.keyPart[key] = part
-	p.schedule(key, s)
+// touchedKey is a key stepped or ticked in the current batch.
+type touchedKey struct {
+	key  string
+	part int32
+	had  bool // it had state before the batch
 }
 
-func (p *Processor[S]) schedule(key string, s S) {
-	if w := p.m.Wake(s); !w.IsZero() {
-		p.timers.push(w, key)
+// setState stores s as the new state of a key whose slot was old, lists
+// the key for the batch's changelog records and schedules its timer.
+func (p *Processor[S]) setState(part int32, key string, old slot[S], s S) {
+	sl := old
+	if sl.batch != p.batch {
+		sl.batch = p.batch
+		p.touched = append(p.touched, touchedKey{key: key, part: part, had: old.has})
 	}
+	if isNil(s) {
+		var zero S
+		sl.s, sl.has, sl.wake = zero, false, 0
+	} else {
+		sl.s, sl.has = s, true
+		sl.wake = p.wakeOf(part, key, s, sl.wake)
+	}
+	p.st.put(part, key, old, sl)
+}
+
+// reschedule puts a key's timer back (a due entry that is not due).
+func (p *Processor[S]) reschedule(part int32, key string, sl slot[S]) {
+	old := sl
+	sl.wake = p.wakeOf(part, key, sl.s, sl.wake)
+	p.st.put(part, key, old, sl)
+}
+
+// wakeOf returns the wake time of s in Unix nanoseconds (0 for none),
+// pushing a timer entry when it differs from the scheduled one.
+func (p *Processor[S]) wakeOf(part int32, key string, s S, scheduled int64) int64 {
+	w := p.m.Wake(s)
+	if w.IsZero() {
+		return 0
+	}
+	at := max(w.UnixNano(), 1) // 0 means none
+	if at != scheduled {
+		p.timers.push(timerEntry{at: at, key: key, part: part})
+	}
+	return at
+}
+
+// scheduled says whether a timer entry is its key's live schedule.
+func (p *Processor[S]) scheduled(e timerEntry) bool {
+	sl, ok := p.st.get(e.part, e.key)
+	return ok && sl.has && sl.wake == e.at
+}
+
+// claim takes a due entry if it is live, clearing the key's schedule so
+// that another entry of the same time is stale.
+func (p *Processor[S]) claim(e timerEntry) bool {
+	sl, ok := p.st.get(e.part, e.key)
+	if !ok || !sl.has || sl.wake != e.at {
+		return false
+	}
+	old := sl
+	sl.wake = 0
+	p.st.put(e.part, e.key, old, sl)
+	return true
 }
 
 // applyAssignments drops revoked partitions' state and restores newly
@@ -452,14 +512,9 @@ func (p *Processor[S]) applyAssignments(ctx context.Context, restorer *kgo.Clien
 		pending = append(pending, part)
 	}
 	p.mu.Unlock()
-	if len(dropped) > 0 {
-		for key, part := range p.keyPart {
-			if dropped[part] {
-				delete(p.states, key)
-				delete(p.keyPart, key)
-				p.timers.forget(key)
-			}
-		}
+	// A dropped partition's timer entries go stale with its slots.
+	for part := range dropped {
+		p.st.drop(part)
 	}
 	if len(pending) == 0 {
 		p.ready.Store(true)

@@ -79,5 +79,5 @@ func (p *Processor[S]) ended(start time.Time, committed bool) {
 		return
 	}
 	telemetry.CommitSeconds.With(p.cfg.Name).Observe(time.Since(start).Seconds())
-	telemetry.StateKeys.With(p.cfg.Name).Set(float64(len(p.states)))
+	telemetry.StateKeys.With(p.cfg.Name).Set(float64(p.st.n))
 }

@@ -1,69 +1,80 @@
 package runtime
 
-import (
-	"container/heap"
-	"time"
-)
-
-// timerHeap orders keys by wake time. A key has at most one live entry:
-// sched holds its scheduled time, and entries whose time no longer matches
-// are skipped when popped (a steady stream of records for a key with an
-// unchanged wake time adds nothing).
-type timerHeap struct {
-	h     timerEntries
-	sched map[string]time.Time
-}
+// timerHeap orders keys by wake time (Unix nanoseconds). The key's slot in
+// the store holds its one live wake time; entries whose time no longer
+// matches it (rescheduled, ticked, deleted, partition dropped) are stale
+// and skipped when they reach the top, so a steady stream of records for a
+// key with an unchanged wake time adds nothing, and the schedule needs no
+// map of its own. The heap is typed (no container/heap): a push boxes
+// nothing.
+type timerHeap struct{ h []timerEntry }
 
 type timerEntry struct {
-	at  time.Time
-	key string
+	at   int64
+	key  string
+	part int32
 }
 
-type timerEntries []timerEntry
+// live says whether an entry is still the key's schedule.
+type live func(e timerEntry) bool
 
-func (t timerEntries) Len() int           { return len(t) }
-func (t timerEntries) Less(i, j int) bool { return t[i].at.Before(t[j].at) }
-func (t timerEntries) Swap(i, j int)      { t[i], t[j] = t[j], t[i] }
-func (t *timerEntries) Push(x any)        { *t = append(*t, x.(timerEntry)) }
-func (t *timerEntries) Pop() any {
-	old := *t
-	e := old[len(old)-1]
-	*t = old[:len(old)-1]
-	return e
-}
-
-func (t *timerHeap) push(at time.Time, key string) {
-	if t.sched == nil {
-		t.sched = map[string]time.Time{}
+func (t *timerHeap) push(e timerEntry) {
+	t.h = append(t.h, e)
+	h := t.h
+	for i := len(h) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if h[parent].at <= h[i].at {
+			break
+		}
+		h[parent], h[i] = h[i], h[parent]
+		i = parent
 	}
-	if cur, ok := t.sched[key]; ok && cur.Equal(at) {
-		return
-	}
-	t.sched[key] = at
-	heap.Push(&t.h, timerEntry{at, key})
 }
 
-// forget drops a key's schedule (its state is gone).
-func (t *timerHeap) forget(key string) { delete(t.sched, key) }
+func (t *timerHeap) pop() timerEntry {
+	h := t.h
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h[last] = timerEntry{} // the key string is no longer held
+	h = h[:last]
+	for i := 0; ; {
+		l, r, min := 2*i+1, 2*i+2, i
+		if l < len(h) && h[l].at < h[min].at {
+			min = l
+		}
+		if r < len(h) && h[r].at < h[min].at {
+			min = r
+		}
+		if min == i {
+			break
+		}
+		h[i], h[min] = h[min], h[i]
+		i = min
+	}
+	t.h = h
+	return top
+}
 
-func (t *timerHeap) peek() (time.Time, bool) {
+// peek returns the earliest live wake time, dropping stale entries.
+func (t *timerHeap) peek(ok live) (int64, bool) {
 	for len(t.h) > 0 {
-		if cur, ok := t.sched[t.h[0].key]; ok && cur.Equal(t.h[0].at) {
+		if ok(t.h[0]) {
 			return t.h[0].at, true
 		}
-		heap.Pop(&t.h)
+		t.pop()
 	}
-	return time.Time{}, false
+	return 0, false
 }
 
-// due pops the keys whose time has come, each once.
-func (t *timerHeap) due(now time.Time) []string {
-	var out []string
-	for len(t.h) > 0 && !t.h[0].at.After(now) {
-		e := heap.Pop(&t.h).(timerEntry)
-		if cur, ok := t.sched[e.key]; ok && cur.Equal(e.at) {
-			delete(t.sched, e.key)
-			out = append(out, e.key)
+// due appends to out the live entries whose time has come (at ≤ now),
+// each key once: the caller clears the key's schedule before asking ok
+// about its next entry.
+func (t *timerHeap) due(now int64, ok live, out []timerEntry) []timerEntry {
+	for len(t.h) > 0 && t.h[0].at <= now {
+		e := t.pop()
+		if ok(e) {
+			out = append(out, e)
 		}
 	}
 	return out

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/processors/runtime"
 )
 
 // flags is a FlagSet whose defaults come from environment variables.
@@ -93,4 +94,34 @@ func (f flags) instance() *string {
 
 func (f flags) settings() *time.Duration {
 	return f.dur("ping-interval", "VMPLANE_PING_INTERVAL", 60*time.Second, "agent ping and report interval (ping.interval)")
+}
+
+// gcFlags tune the Go collector of a processor process (runtime.GC):
+// a processor's heap is mostly long-lived states, which a collection
+// re-marks every time; benchmarks/README.md has the measurements behind
+// the default.
+type gcFlags struct {
+	percent *int
+	limit   *string
+}
+
+func (f flags) gc() gcFlags {
+	def := runtime.RecommendedGCPercent
+	if os.Getenv("GOGC") != "" {
+		def = 0 // the operator's GOGC stands unless the flag is given
+	}
+	return gcFlags{
+		percent: f.num("gc-percent", "VMPLANE_GC_PERCENT", def, "Go GC percentage (debug.SetGCPercent): higher collects less often with a larger heap; 0 keeps GOGC"),
+		limit:   f.str("memory-limit", "VMPLANE_MEMORY_LIMIT", "", "soft memory limit of the process, e.g. 6GiB (debug.SetMemoryLimit; collects harder near it); empty keeps GOMEMLIMIT"),
+	}
+}
+
+// apply sets the collector as the flags say.
+func (g gcFlags) apply() error {
+	limit, err := runtime.ParseBytes(*g.limit)
+	if err != nil {
+		return fmt.Errorf("--memory-limit: %w", err)
+	}
+	runtime.GC{Percent: *g.percent, MemoryLimit: limit}.Apply()
+	return nil
 }

@@ -90,7 +90,11 @@ func runProcessor(ctx context.Context, args []string, log *slog.Logger) error {
 	k := f.kafka()
 	inst := f.instance()
 	ping := f.settings()
+	gc := f.gc()
 	f.Parse(args)
+	if err := gc.apply(); err != nil {
+		return err
+	}
 	p, err := roles.NewProcessor(*kind, roles.Options{Kafka: k.config(), InstanceID: *inst, Logger: log}, roles.Settings{PingInterval: *ping}, runtime.SystemClock{})
 	if err != nil {
 		return err

@@ -1,0 +1,83 @@
+package runtime
+
+// store holds the state of every key the processor owns, one map per input
+// partition. A key lives in one map only, with everything the loop needs
+// about it (state, scheduled wake, the batch that last touched it): at
+// 500,000 keys one map entry per key for the collector to scan and the
+// loop to hash, rather than three (state, partition, timer schedule).
+// Dropping a revoked partition forgets its map without visiting the other
+// partitions' keys. Slots are values, not pointers: a pointer per key
+// would add as many small objects to every collection.
+type store[S any] struct {
+	parts []map[string]slot[S] // by partition; nil when none held
+	n     int                  // keys with state
+}
+
+// slot is one key's entry.
+type slot[S any] struct {
+	s S
+	// has says s is a state; a key stepped to "no state" keeps its slot
+	// until the batch's changelog records are written.
+	has bool
+	// batch is the loop's batch that last listed the key for a changelog
+	// record (Processor.touched).
+	batch uint64
+	// wake is the scheduled Tick time in Unix nanoseconds, 0 for none; a
+	// timer heap entry with another time is stale.
+	wake int64
+}
+
+// get returns the slot of key in partition p (the zero slot if none).
+func (t *store[S]) get(p int32, key string) (slot[S], bool) {
+	if int(p) >= len(t.parts) || t.parts[p] == nil {
+		return slot[S]{}, false
+	}
+	sl, ok := t.parts[p][key]
+	return sl, ok
+}
+
+// put stores a key's slot, counting keys with state.
+func (t *store[S]) put(p int32, key string, old, sl slot[S]) {
+	for int(p) >= len(t.parts) {
+		t.parts = append(t.parts, nil)
+	}
+	m := t.parts[p]
+	if m == nil {
+		m = map[string]slot[S]{}
+		t.parts[p] = m
+	}
+	if sl.has != old.has {
+		if sl.has {
+			t.n++
+		} else {
+			t.n--
+		}
+	}
+	m[key] = sl
+}
+
+// remove deletes a key's slot.
+func (t *store[S]) remove(p int32, key string) {
+	if int(p) >= len(t.parts) || t.parts[p] == nil {
+		return
+	}
+	if sl, ok := t.parts[p][key]; ok {
+		if sl.has {
+			t.n--
+		}
+		delete(t.parts[p], key)
+	}
+}
+
+// drop forgets every key of partition p.
+func (t *store[S]) drop(p int32) {
+	if int(p) >= len(t.parts) || t.parts[p] == nil {
+		return
+	}
+	for _, sl := range t.parts[p] {
+		if sl.has {
+			t.n--
+		}
+	}
+	t.parts[p] = nil
+}
