@@ -27,7 +27,12 @@ import (
 
 // Machine is the VM state machine. It satisfies runtime.Machine for
 // *schemas.VmRecord.
-type Machine struct{ cfg Config }
+type Machine struct {
+	cfg Config
+	// seqs are the report sequence maps shared by the states the quick
+	// report path returns (reportseq.go).
+	seqs seqMaps
+}
 
 // New returns a Machine; zero fields of cfg take their defaults.
 func New(cfg Config) *Machine { return &Machine{cfg: cfg.withDefaults()} }

@@ -13,6 +13,9 @@ import (
 // fields and the host's report sequence, so the new state is a shallow copy
 // that shares every untouched slice and map with the given one (neither is
 // ever modified; every other path deep-copies before it changes anything).
+// A VM that heard from its host only gets the host's shared sequence map
+// for the round (reportseq.go), so the common report allocates nothing but
+// the copy of the record, which the contract of Step needs.
 // The result is exactly what the general path (step) returns for them,
 // which TestQuickReportMatchesStep checks.
 
@@ -20,7 +23,8 @@ import (
 // VM with no job on the host it is placed on; ok is false for every other
 // report, which the general path decides.
 func (m *Machine) quickReport(s *schemas.VmRecord, key string, r *schemas.PowerReport, now time.Time) (next *schemas.VmRecord, out []schemas.Record, ok bool) {
-	if last, seen := s.ReportSeq[r.HostID]; seen && r.ReportSeq <= last {
+	last, seen := s.ReportSeq[r.HostID]
+	if seen && r.ReportSeq <= last {
 		c := *s
 		c.StaleIgnored++
 		return &c, nil, true
@@ -30,9 +34,15 @@ func (m *Machine) quickReport(s *schemas.VmRecord, key string, r *schemas.PowerR
 		return nil, nil, false
 	}
 	c := *s
-	c.ReportSeq = make(map[string]int64, len(s.ReportSeq)+1)
-	maps.Copy(c.ReportSeq, s.ReportSeq)
-	c.ReportSeq[r.HostID] = r.ReportSeq
+	if len(s.ReportSeq) == 0 || (seen && len(s.ReportSeq) == 1) {
+		// The report's host is the only one the VM heard from: the new
+		// map is {host: seq}, which every VM of the host shares this round.
+		c.ReportSeq = m.seqs.single(r.HostID, r.ReportSeq)
+	} else {
+		c.ReportSeq = make(map[string]int64, len(s.ReportSeq)+1)
+		maps.Copy(c.ReportSeq, s.ReportSeq)
+		c.ReportSeq[r.HostID] = r.ReportSeq
+	}
 	ms := now.UnixMilli()
 	c.PowerStateUpdateCount = saturatingInc(s.PowerStateUpdateCount)
 	c.PowerStateUpdateTime = ms

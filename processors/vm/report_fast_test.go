@@ -77,3 +77,40 @@ func TestQuickReportMatchesStep(t *testing.T) {
 		t.Errorf("the quick path decided %d reports; it is not taken", quick)
 	}
 }
+
+// TestSharedReportSeq checks that the VMs of a host share one sequence map
+// per round, and that no later step of one of them writes into it.
+func TestSharedReportSeq(t *testing.T) {
+	m := New(DefaultConfig())
+	now := time.UnixMilli(5_000_000).UTC()
+	vm := func(id string) *schemas.VmRecord {
+		return &schemas.VmRecord{VmID: id, VmState: StateActive, PowerState: schemas.PowerOn, PowerHost: "h1",
+			HostID: "h1", PowerStateUpdateCount: 1, ReportSeq: map[string]int64{"h1": 5}}
+	}
+	report := func(s *schemas.VmRecord, host, power string, seq int64) *schemas.VmRecord {
+		next, _ := m.Step(s, schemas.Record{Topic: schemas.TopicVmPower, Key: s.VmID,
+			Value: &schemas.PowerReport{VmID: s.VmID, HostID: host, PowerState: power, ReportSeq: seq}}, now)
+		return next
+	}
+	a, b := report(vm("a"), "h1", schemas.PowerOn, 6), report(vm("b"), "h1", schemas.PowerOn, 6)
+	if reflect.ValueOf(a.ReportSeq).UnsafePointer() != reflect.ValueOf(b.ReportSeq).UnsafePointer() {
+		t.Errorf("the VMs of h1 do not share round 6's map")
+	}
+	// Every kind of step from a state that shares the map: none may write
+	// into it.
+	for _, step := range []struct {
+		host, power string
+		seq         int64
+	}{
+		{"h1", schemas.PowerOn, 7},  // quick path, next round
+		{"h1", schemas.PowerOn, 3},  // stale
+		{"h2", schemas.PowerOn, 1},  // moved: general path
+		{"h1", schemas.PowerOff, 8}, // general path on its host
+		{"h2", schemas.PowerOff, 2}, // general path, another host
+	} {
+		report(a, step.host, step.power, step.seq)
+		if !reflect.DeepEqual(b.ReportSeq, map[string]int64{"h1": 6}) {
+			t.Fatalf("after %+v the shared map is %v", step, b.ReportSeq)
+		}
+	}
+}
