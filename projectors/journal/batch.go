@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/vmplane/vmplane/schemas"
 )
 
 // rows are the rows of the four tables a batch inserts.
@@ -35,6 +37,41 @@ type batch struct {
 }
 
 func newBatch() batch { return batch{next: map[string]map[int32]kgo.EpochOffset{}} }
+
+// reset empties the batch after its flush but keeps its row slices: a
+// batch of tens of thousands of rows would otherwise regrow them, copying
+// every row several times, for each flush. Their old rows are cleared so no
+// payload outlives its batch.
+func (b *batch) reset() {
+	clear(b.jobs)
+	clear(b.events)
+	clear(b.hosts)
+	clear(b.leases)
+	b.rows = rows{jobs: b.jobs[:0], events: b.events[:0], hosts: b.hosts[:0], leases: b.leases[:0]}
+	b.next = map[string]map[int32]kgo.EpochOffset{}
+	b.records = 0
+	b.started = time.Time{}
+}
+
+// grow makes room for the rows of krs at most, by their topics, so that a
+// large poll grows the row slices once instead of doubling them repeatedly.
+func (b *batch) grow(krs []*kgo.Record) {
+	var vm, hosts, leases int
+	for _, kr := range krs {
+		switch kr.Topic {
+		case schemas.TopicHostStatus:
+			hosts++
+		case schemas.TopicLeaseEvents:
+			leases++
+		default:
+			vm++
+		}
+	}
+	b.jobs = slices.Grow(b.jobs, vm)
+	b.events = slices.Grow(b.events, vm)
+	b.hosts = slices.Grow(b.hosts, hosts)
+	b.leases = slices.Grow(b.leases, leases)
+}
 
 // add takes a record and its rows; a dead-lettered record brings no rows but
 // its offset, so it is committed with the batch.

@@ -3,6 +3,7 @@ package journal
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/vmplane/vmplane/schemas"
@@ -134,6 +135,11 @@ func rowsOf(r schemas.Record) (*jobRow, eventRow, error) {
 // hostOf is the "host_id" a step's obj names; "" when it names none or is
 // not a JSON object.
 func hostOf(obj string) string {
+	// Most steps name no host: skip the decoding when no key can be
+	// "host_id", which needs an underscore, literal or escaped.
+	if !strings.Contains(obj, "_") && !strings.Contains(obj, `\u`) {
+		return ""
+	}
 	var o struct {
 		HostID string `json:"host_id"`
 	}

@@ -31,9 +31,13 @@ func TestMigrateFromFirstRelease(t *testing.T) {
 	}}
 	// The first release's insert, without host_id.
 	err := send(t.Context(), conn, fmt.Sprintf(`INSERT INTO %s.job_journal (job_id, kind, seq, job_type, ts, at_ms)`, q), len(old.jobs),
-		func(i int) []any {
-			j := old.jobs[i]
-			return []any{j.JobID, j.Kind, j.Seq, j.JobType, dateTime(j.AtMs), j.AtMs}
+		[]any{
+			values(old.jobs, func(j *jobRow) string { return j.JobID }),
+			values(old.jobs, func(j *jobRow) string { return j.Kind }),
+			values(old.jobs, func(j *jobRow) uint32 { return j.Seq }),
+			values(old.jobs, func(j *jobRow) string { return j.JobType }),
+			values(old.jobs, func(j *jobRow) int64 { return seconds(j.AtMs) }),
+			values(old.jobs, func(j *jobRow) int64 { return j.AtMs }),
 		})
 	if err != nil {
 		t.Fatal(err)

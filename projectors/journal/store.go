@@ -2,7 +2,9 @@ package journal
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -39,63 +41,157 @@ const (
 	insertLeases = `INSERT INTO %s.lease_events (lease_id, zone_id, project, name, status, degraded, event, detail, payload, ts, at_ms, topic, "partition", "offset")`
 )
 
-// insert writes a batch's rows. Every table absorbs a repeated insert, so a
-// failure between two of them is fixed by retrying the whole batch.
+// insert writes a batch's rows, the four tables side by side on pooled
+// connections so the server parses and sorts them on every core. Every table
+// absorbs a repeated insert, so a failure of one of them is fixed by
+// retrying the whole batch.
 func insert(ctx context.Context, conn driver.Conn, database string, r *rows) error {
 	db := quoteIdent(database)
-	err := send(ctx, conn, fmt.Sprintf(insertJobs, db), len(r.jobs), func(i int) []any {
-		j := &r.jobs[i]
-		return []any{j.JobID, j.Kind, j.Seq, j.VmID, j.Account, j.JobType, j.Origin, j.Step, j.TaskState,
-			j.Text, j.Obj, j.Reason, j.Detail, j.VmState, dateTime(j.AtMs), j.AtMs, j.Topic, j.Partition, j.Offset, j.HostID}
-	})
-	if err != nil {
-		return fmt.Errorf("job_journal: %w", err)
+	tables := []struct {
+		name, stmt string
+		n          int
+		columns    func() []any
+	}{
+		{"job_journal", insertJobs, len(r.jobs), func() []any { return jobColumns(r.jobs) }},
+		{"vm_events", insertEvents, len(r.events), func() []any { return eventColumns(r.events) }},
+		{"host_events", insertHosts, len(r.hosts), func() []any { return hostColumns(r.hosts) }},
+		{"lease_events", insertLeases, len(r.leases), func() []any { return leaseColumns(r.leases) }},
 	}
-	err = send(ctx, conn, fmt.Sprintf(insertEvents, db), len(r.events), func(i int) []any {
-		e := &r.events[i]
-		return []any{e.VmID, e.Type, e.JobID, e.Payload, dateTime(e.AtMs), e.AtMs, e.VmState, e.TaskState,
-			e.PowerState, e.HostID, e.Topic, e.Partition, e.Offset, e.Reason}
-	})
-	if err != nil {
-		return fmt.Errorf("vm_events: %w", err)
+	errs := make([]error, len(tables))
+	var wg sync.WaitGroup
+	for i, t := range tables {
+		if t.n == 0 {
+			continue // no round trip for a table the batch has no rows of
+		}
+		wg.Go(func() {
+			if err := send(ctx, conn, fmt.Sprintf(t.stmt, db), t.n, t.columns()); err != nil {
+				errs[i] = fmt.Errorf("%s: %w", t.name, err)
+			}
+		})
 	}
-	err = send(ctx, conn, fmt.Sprintf(insertHosts, db), len(r.hosts), func(i int) []any {
-		h := &r.hosts[i]
-		return []any{h.HostID, h.Name, h.ZoneID, h.ClusterID, h.Status, h.ResourceState, h.Reservable, h.Reason,
-			h.Payload, dateTime(h.AtMs), h.AtMs, h.Topic, h.Partition, h.Offset}
-	})
-	if err != nil {
-		return fmt.Errorf("host_events: %w", err)
-	}
-	err = send(ctx, conn, fmt.Sprintf(insertLeases, db), len(r.leases), func(i int) []any {
-		l := &r.leases[i]
-		return []any{l.LeaseID, l.ZoneID, l.Project, l.Name, l.Status, l.Degraded, l.Event, l.Detail,
-			l.Payload, dateTime(l.AtMs), l.AtMs, l.Topic, l.Partition, l.Offset}
-	})
-	if err != nil {
-		return fmt.Errorf("lease_events: %w", err)
-	}
-	return nil
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
-// send inserts n rows, row(i) giving the values of the i-th in the
-// statement's column order, as one block.
-func send(ctx context.Context, conn driver.Conn, stmt string, n int, row func(i int) []any) error {
-	if n == 0 {
-		return nil
-	}
+// send inserts n rows as one block, given column by column in the
+// statement's order: one typed slice per column, which the driver copies
+// without boxing a value per row.
+func send(ctx context.Context, conn driver.Conn, stmt string, n int, columns []any) error {
 	b, err := conn.PrepareBatch(ctx, stmt)
 	if err != nil {
 		return fmt.Errorf("prepare insert: %w", err)
 	}
-	for i := range n {
-		if err := b.Append(row(i)...); err != nil {
+	for i, c := range columns {
+		if err := b.Column(i).Append(c); err != nil {
 			_ = b.Abort()
-			return fmt.Errorf("append row %d: %w", i, err)
+			return fmt.Errorf("append column %d: %w", i, err)
 		}
 	}
 	if err := b.Send(); err != nil {
 		return fmt.Errorf("insert %d rows: %w", n, err)
 	}
 	return nil
+}
+
+// values is one field of every row of rs.
+func values[R, V any](rs []R, field func(*R) V) []V {
+	out := make([]V, len(rs))
+	for i := range rs {
+		out[i] = field(&rs[i])
+	}
+	return out
+}
+
+// seconds is the DateTime column's value (Unix seconds) of a Unix
+// millisecond time, rounded down as time.UnixMilli does.
+func seconds(ms int64) int64 {
+	s := ms / 1000
+	if ms%1000 < 0 {
+		s--
+	}
+	return s
+}
+
+// The columns of each table, in the order of its insert statement.
+
+func jobColumns(js []jobRow) []any {
+	return []any{
+		values(js, func(j *jobRow) string { return j.JobID }),
+		values(js, func(j *jobRow) string { return j.Kind }),
+		values(js, func(j *jobRow) uint32 { return j.Seq }),
+		values(js, func(j *jobRow) string { return j.VmID }),
+		values(js, func(j *jobRow) string { return j.Account }),
+		values(js, func(j *jobRow) string { return j.JobType }),
+		values(js, func(j *jobRow) string { return j.Origin }),
+		values(js, func(j *jobRow) string { return j.Step }),
+		values(js, func(j *jobRow) string { return j.TaskState }),
+		values(js, func(j *jobRow) string { return j.Text }),
+		values(js, func(j *jobRow) string { return j.Obj }),
+		values(js, func(j *jobRow) string { return j.Reason }),
+		values(js, func(j *jobRow) string { return j.Detail }),
+		values(js, func(j *jobRow) string { return j.VmState }),
+		values(js, func(j *jobRow) int64 { return seconds(j.AtMs) }),
+		values(js, func(j *jobRow) int64 { return j.AtMs }),
+		values(js, func(j *jobRow) string { return j.Topic }),
+		values(js, func(j *jobRow) int32 { return j.Partition }),
+		values(js, func(j *jobRow) int64 { return j.Offset }),
+		values(js, func(j *jobRow) string { return j.HostID }),
+	}
+}
+
+func eventColumns(es []eventRow) []any {
+	return []any{
+		values(es, func(e *eventRow) string { return e.VmID }),
+		values(es, func(e *eventRow) string { return e.Type }),
+		values(es, func(e *eventRow) string { return e.JobID }),
+		values(es, func(e *eventRow) string { return e.Payload }),
+		values(es, func(e *eventRow) int64 { return seconds(e.AtMs) }),
+		values(es, func(e *eventRow) int64 { return e.AtMs }),
+		values(es, func(e *eventRow) string { return e.VmState }),
+		values(es, func(e *eventRow) string { return e.TaskState }),
+		values(es, func(e *eventRow) string { return e.PowerState }),
+		values(es, func(e *eventRow) string { return e.HostID }),
+		values(es, func(e *eventRow) string { return e.Topic }),
+		values(es, func(e *eventRow) int32 { return e.Partition }),
+		values(es, func(e *eventRow) int64 { return e.Offset }),
+		values(es, func(e *eventRow) string { return e.Reason }),
+	}
+}
+
+func hostColumns(hs []hostRow) []any {
+	return []any{
+		values(hs, func(h *hostRow) string { return h.HostID }),
+		values(hs, func(h *hostRow) string { return h.Name }),
+		values(hs, func(h *hostRow) string { return h.ZoneID }),
+		values(hs, func(h *hostRow) string { return h.ClusterID }),
+		values(hs, func(h *hostRow) string { return h.Status }),
+		values(hs, func(h *hostRow) string { return h.ResourceState }),
+		values(hs, func(h *hostRow) uint8 { return h.Reservable }),
+		values(hs, func(h *hostRow) string { return h.Reason }),
+		values(hs, func(h *hostRow) string { return h.Payload }),
+		values(hs, func(h *hostRow) int64 { return seconds(h.AtMs) }),
+		values(hs, func(h *hostRow) int64 { return h.AtMs }),
+		values(hs, func(h *hostRow) string { return h.Topic }),
+		values(hs, func(h *hostRow) int32 { return h.Partition }),
+		values(hs, func(h *hostRow) int64 { return h.Offset }),
+	}
+}
+
+func leaseColumns(ls []leaseRow) []any {
+	return []any{
+		values(ls, func(l *leaseRow) string { return l.LeaseID }),
+		values(ls, func(l *leaseRow) string { return l.ZoneID }),
+		values(ls, func(l *leaseRow) string { return l.Project }),
+		values(ls, func(l *leaseRow) string { return l.Name }),
+		values(ls, func(l *leaseRow) string { return l.Status }),
+		values(ls, func(l *leaseRow) uint8 { return l.Degraded }),
+		values(ls, func(l *leaseRow) string { return l.Event }),
+		values(ls, func(l *leaseRow) string { return l.Detail }),
+		values(ls, func(l *leaseRow) string { return l.Payload }),
+		values(ls, func(l *leaseRow) int64 { return seconds(l.AtMs) }),
+		values(ls, func(l *leaseRow) int64 { return l.AtMs }),
+		values(ls, func(l *leaseRow) string { return l.Topic }),
+		values(ls, func(l *leaseRow) int32 { return l.Partition }),
+		values(ls, func(l *leaseRow) int64 { return l.Offset }),
+	}
 }
