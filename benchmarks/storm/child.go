@@ -68,8 +68,9 @@ type childProcessor interface {
 }
 
 // RunChild runs a child role until ctx ends. It prints one line
-// "ready restored=<keys> restore_ms=<ms>" once every partition is assigned
-// and restored.
+// "ready restored=<keys> restore_ms=<ms> heap_bytes=<n>" once every
+// partition is assigned and restored; heap_bytes is HeapAlloc after a
+// collection minus HeapAlloc after a collection before the processor ran.
 func RunChild(ctx context.Context, role string, brokers []string) error {
 	kcfg := kafka.Config{Brokers: brokers, Replication: 1}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -101,6 +102,11 @@ func RunChild(ctx context.Context, role string, brokers []string) error {
 		return fmt.Errorf("unknown child role %q", role)
 	}
 	want := int(schemas.Partitions[schemas.KeyVM])
+	// The heap before restore: what the state size is measured from.
+	var ms goruntime.MemStats
+	goruntime.GC()
+	goruntime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
 	go func() {
 		var assignedAt time.Time
 		for ctx.Err() == nil {
@@ -109,7 +115,11 @@ func RunChild(ctx context.Context, role string, brokers []string) error {
 				assignedAt = time.Now()
 			}
 			if n == want && p.Ready() {
-				fmt.Printf("ready restored=%d restore_ms=%d\n", p.Stats().Restored.Load(), time.Since(assignedAt).Milliseconds())
+				restoreMs := time.Since(assignedAt).Milliseconds()
+				var ms goruntime.MemStats
+				goruntime.GC()
+				goruntime.ReadMemStats(&ms)
+				fmt.Printf("ready restored=%d restore_ms=%d heap_bytes=%d\n", p.Stats().Restored.Load(), restoreMs, int64(ms.HeapAlloc)-int64(base))
 				return
 			}
 			time.Sleep(2 * time.Millisecond)
@@ -148,6 +158,7 @@ type child struct {
 	cmd       *exec.Cmd
 	restored  int64
 	restoreMs int64
+	heapBytes int64
 	wg        sync.WaitGroup
 }
 
@@ -193,6 +204,8 @@ func startChild(ctx context.Context, role string, brokers []string) (*child, err
 				c.restored = n
 			case "restore_ms":
 				c.restoreMs = n
+			case "heap_bytes":
+				c.heapBytes = n
 			}
 		}
 		return c, nil

@@ -3,6 +3,7 @@ package storm
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -52,10 +53,15 @@ func Rows(sz Size, samples []Sample, err error) []harness.Row {
 			How:    fmt.Sprintf("rows inserted, updated or deleted in table vms of a fresh database during the storm, counted in the writing transactions by statement-level triggers (transition tables) installed after the seeding projector had stored every seeded VM; %d of the VMs (every %dth) changed power state while away.", changed, sz.ChangedEvery),
 			Notes:  "all tables, last run: " + fmtWrites(last(samples).StormWrites) + "; rows in the read model before the storm (seeding, not counted): " + fmtWrites(last(samples).SeedWrites)},
 		{Scenario: "restore", Figure: "VM processor restore", Unit: "s",
-			Value:  col(func(s Sample) float64 { return float64(s.RestoreMs) / 1000 }),
+			Value:     col(func(s Sample) float64 { return float64(s.RestoreMs) / 1000 }),
+			LimitName: "changelog read, no decoding", Limit: col(func(s Sample) float64 { return s.ChangelogRead.Seconds() }),
 			Target: &harness.Target{Value: 10},
-			How:    size + ": wall clock in the VM processor child from its first assigned partition until every partition is restored from vm.state.v1 (seeded VmRecords) and Ready.",
-			Notes:  "limit (reading the changelog with no decoding) not measured yet; at quick size this is a tiny figure, the target is for 500,000 VMs."},
+			How: size + ": wall clock in the VM processor child from its first assigned partition until every partition is restored from vm.state.v1 (seeded VmRecords) and Ready. " +
+				"Limit: just before the child starts, a plain kgo consumer (read_committed, as the runtime restores) reads every partition of vm.state.v1 from the start until it has seen the N seeded records, decoding nothing: wall clock from creating the client to the last record."},
+		{Scenario: "state size", Figure: "VM processor heap per VM", Unit: "B/VM",
+			Value:  col(func(s Sample) float64 { return float64(s.HeapBytes) / n }),
+			Target: &harness.Target{Value: 1024},
+			How:    size + ": in the VM processor child, runtime.GC() then runtime.ReadMemStats HeapAlloc once every partition is restored and Ready, minus the same taken after runtime.New and before Run (before restore), divided by N. Includes the runtime's per-partition maps and timer heaps, not the client's buffers freed by then."},
 		{Scenario: "steady state", Figure: "VM processor CPU", Unit: "% of a core",
 			Value:  col(func(s Sample) float64 { return s.SteadyCPU * 100 }),
 			Target: &harness.Target{Value: 25},
@@ -73,13 +79,6 @@ func Rows(sz Size, samples []Sample, err error) []harness.Row {
 		rows[i].Judge()
 	}
 	return rows
-}
-
-func last(s []Sample) Sample {
-	if len(s) == 0 {
-		return Sample{}
-	}
-	return s[len(s)-1]
 }
 
 func sum(m map[string]int64) int64 {
@@ -100,3 +99,66 @@ func fmtWrites(m map[string]int64) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// LatencyRows turns the action-latency repetitions into rows: p50, p95 and
+// p99 at each rate, each beside the one-hop limit's p99.
+func LatencyRows(ls LatencySize, samples []LatencySample, err error) []harness.Row {
+	col := func(f func(LatencySample) float64) harness.Stat {
+		var v []float64
+		for _, s := range samples {
+			v = append(v, f(s))
+		}
+		return harness.Summarize(v)
+	}
+	hop := col(func(s LatencySample) float64 { return ms(pct(s.Hop, 99)) })
+	var rows []harness.Row
+	for _, rate := range ls.Rates {
+		for _, q := range []float64{50, 95, 99} {
+			r := harness.Row{Scenario: "action latency", Figure: fmt.Sprintf("reboot p%g at %d actions/s", q, rate), Unit: "ms",
+				Value:     col(func(s LatencySample) float64 { return ms(pct(s.Actions[rate], q)) }),
+				LimitName: fmt.Sprintf("one runtime hop p99 at %d/s", ls.HopRate()), Limit: hop,
+				How: fmt.Sprintf("open loop: a POST /v1/vms/{id}/actions {\"action\":\"reboot\"} every 1/%d s for %s (whatever has completed; each VM of a pool of 2 s × the highest rate at most once every 2 s), through the gateway, VM processor, sim agent (zero-latency driver) and Postgres projector wired by ops/roles in the harness process on a fresh kfake broker and database. "+
+					"Each action from just before its POST to the GET /v1/jobs/{id} (no wait) that answers it succeeded: one GET /v1/events stream tells when the job's final event reached the gateway, and from then the job is read every 1 ms until the read model has it final — a ?wait= long-poll re-reads the read model only every 100 ms and would quantize the figure, and per-job streams (/v1/jobs/{id}/events) poll for the job's existence at the same 100 ms. "+
+					"Limit: records produced at %d/s (linger 0) into a runtime processor (SkipDecode, transactions) whose machine forwards each to another topic, from the produce call to the poll of a read_committed consumer of the output.", rate, ls.Duration, ls.HopRate()),
+				Notes: fmt.Sprintf("last run: %d actions measured, %d failed; the final event on the stream came at p50 %.1f ms, p99 %.1f ms", len(last(samples).Actions[rate]), last(samples).Failed[rate], ms(pct(last(samples).SSE[rate], 50)), ms(pct(last(samples).SSE[rate], 99)))}
+			if q != 50 {
+				r.How = fmt.Sprintf("as for p50 at %d actions/s, the %gth percentile (nearest rank) of the same actions.", rate, q)
+			}
+			if e := last(samples).Errs[rate]; e != "" {
+				r.Err = e
+			}
+			if rate == 500 && q == 99 {
+				r.Target = &harness.Target{Value: 25}
+			}
+			rows = append(rows, r)
+		}
+	}
+	for i := range rows {
+		if err != nil && rows[i].Err == "" {
+			rows[i].Err = err.Error()
+		}
+		rows[i].Judge()
+	}
+	return rows
+}
+
+func last[T any](s []T) T {
+	var zero T
+	if len(s) == 0 {
+		return zero
+	}
+	return s[len(s)-1]
+}
+
+// pct is the q-th percentile (nearest rank) of d.
+func pct(d []time.Duration, q float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := int(math.Ceil(q/100*float64(len(s)))) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

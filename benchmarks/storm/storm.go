@@ -40,7 +40,9 @@ type Sample struct {
 	Changed                  int
 	RestoreMs                int64
 	Restored                 int64
-	IdleCPU                  float64 // fraction of one core
+	HeapBytes                int64         // VM processor heap after restore minus before
+	ChangelogRead            time.Duration // vm.state.v1 read raw, start to end
+	IdleCPU                  float64       // fraction of one core
 	CPUPerReport             time.Duration
 	SteadyWrites             map[string]int64
 	SteadyCPU                float64 // fraction of one core at one round per 60 s
@@ -100,12 +102,15 @@ func Run(ctx context.Context, sz Size, pgBase string, log *slog.Logger) (Sample,
 		return s, err
 	}
 
+	if s.ChangelogRead, err = e.readChangelog(ctx, int64(sz.VMs)); err != nil {
+		return s, fmt.Errorf("changelog read: %w", err)
+	}
 	vmc, err := startChild(ctx, ChildVM, e.kcfg.Brokers)
 	if err != nil {
 		return s, err
 	}
 	defer vmc.stop()
-	s.RestoreMs, s.Restored = vmc.restoreMs, vmc.restored
+	s.RestoreMs, s.Restored, s.HeapBytes = vmc.restoreMs, vmc.restored, vmc.heapBytes
 	if p, err = e.startProjector(ctx); err != nil {
 		return s, err
 	}
@@ -317,4 +322,34 @@ func (e *env) raw(ctx context.Context, recs []*kgo.Record) (time.Duration, error
 	}
 	d := time.Since(t0)
 	return d, <-errc
+}
+
+// readChangelog is the restore's limit: a plain kgo consumer
+// (read_committed, as the runtime restores) reading every partition of
+// vm.state.v1 from start until it has seen the n seeded records, decoding
+// nothing. It runs before the processor starts, so the changelog holds
+// exactly the seeded records.
+func (e *env) readChangelog(ctx context.Context, n int64) (time.Duration, error) {
+	parts := map[int32]kgo.Offset{}
+	for p := range schemas.Partitions[schemas.KeyVM] {
+		parts[p] = kgo.NewOffset().AtStart()
+	}
+	t0 := time.Now()
+	cl, err := kgo.NewClient(e.kcfg.Opts(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{schemas.TopicVmState: parts}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))...)
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	var got int64
+	for got < n {
+		f := cl.PollFetches(cctx)
+		if cctx.Err() != nil {
+			return 0, fmt.Errorf("read %d of %d records", got, n)
+		}
+		got += int64(f.NumRecords())
+	}
+	return time.Since(t0), nil
 }

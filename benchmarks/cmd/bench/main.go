@@ -29,7 +29,7 @@ func main() {
 	quick := flag.Bool("quick", false, "tiny sizes (seconds), as `make test` runs it")
 	record := flag.Bool("record", true, "write results/<date>-<commit>.json (and, for full runs, a README history row)")
 	runs := flag.Int("runs", 0, "repetitions per scenario (default 3)")
-	only := flag.String("only", "", "run one scenario group: storm or placement (for profiling; never recorded)")
+	only := flag.String("only", "", "run one scenario group: storm, latency or placement (for profiling; never recorded)")
 	childRole := flag.String("child", "", "internal: run a processor as a child process")
 	brokers := flag.String("brokers", "", "internal: broker list of -child")
 	flag.Parse()
@@ -81,7 +81,7 @@ func run(ctx context.Context, quick, record bool, runs int, only string) error {
 	var rows []harness.Row
 	var samples []storm.Sample
 	var stormErr error
-	for i := range sz.Runs * boolInt(only != "placement") {
+	for i := range sz.Runs * boolInt(only == "" || only == "storm") {
 		fmt.Fprintf(os.Stderr, "bench: storm + steady state, run %d/%d (%d VMs on %d hosts)\n", i+1, sz.Runs, sz.VMs, sz.Hosts)
 		s, err := storm.Run(ctx, sz, pg.DSN(), log)
 		if err != nil {
@@ -90,10 +90,31 @@ func run(ctx context.Context, quick, record bool, runs int, only string) error {
 		}
 		samples = append(samples, s)
 	}
-	if only != "placement" {
+	if only == "" || only == "storm" {
 		rows = append(rows, storm.Rows(sz, samples, stormErr)...)
 	}
-	if only != "storm" {
+	if only == "" || only == "latency" {
+		ls := storm.LatencyFull
+		if quick {
+			ls = storm.LatencyQuick
+		}
+		if runs > 0 {
+			ls.Runs = runs
+		}
+		var lsamples []storm.LatencySample
+		var lerr error
+		for i := range ls.Runs {
+			fmt.Fprintf(os.Stderr, "bench: action latency, run %d/%d (%v actions/s, %s each)\n", i+1, ls.Runs, ls.Rates, ls.Duration)
+			s, err := storm.RunLatency(ctx, ls, pg.DSN(), log)
+			if err != nil {
+				lerr = err
+				break
+			}
+			lsamples = append(lsamples, s)
+		}
+		rows = append(rows, storm.LatencyRows(ls, lsamples, lerr)...)
+	}
+	if only == "" || only == "placement" {
 		fmt.Fprintln(os.Stderr, "bench: placement")
 		rows = append(rows, placement.Rows(ctx, placementPattern, sz.Runs)...)
 	}

@@ -1,0 +1,573 @@
+package storm
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/vmplane/vmplane/gateway"
+	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/ops/roles"
+	"github.com/vmplane/vmplane/processors/runtime"
+	"github.com/vmplane/vmplane/producers/agent"
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// LatencySize is the action-latency scenario's size: each rate is sent for
+// Duration, open loop.
+type LatencySize struct {
+	Rates    []int
+	Duration time.Duration
+	Runs     int
+}
+
+// Sizes of `make bench` and `make bench QUICK=1`.
+var (
+	LatencyFull = LatencySize{Rates: []int{100, 500, 1000}, Duration: 5 * time.Second, Runs: 3}
+	// Quick runs once: three repetitions (6 s each, mostly setup) would
+	// take `make bench QUICK=1` to the edge of its minute.
+	LatencyQuick = LatencySize{Rates: []int{20}, Duration: 2 * time.Second, Runs: 1}
+)
+
+// HopRate is the rate of the limit (one transactional hop): the rate of
+// the target (p99 ≤ 25 ms at 500/s), or the highest quick rate.
+func (l LatencySize) HopRate() int {
+	if slices.Contains(l.Rates, 500) {
+		return 500
+	}
+	return slices.Max(l.Rates)
+}
+
+// LatencySample is one repetition: per rate, every action's latency.
+type LatencySample struct {
+	Actions map[int][]time.Duration // send → GET /v1/jobs/{id} shows it final
+	SSE     map[int][]time.Duration // send → the final event on GET /v1/events
+	Failed  map[int]int             // actions not accepted or not succeeded
+	Errs    map[int]string          // why a rate has no figures
+	Hop     []time.Duration         // produce → consume through one runtime hop
+}
+
+// warmups is how many VMs beyond the pool are seeded: each warm-up reboot
+// (not measured) gets its own.
+const warmups = 30
+
+// Bench topics of the hop limit.
+const (
+	topicHopIn    = "bench.hop.in.v1"
+	topicHopOut   = "bench.hop.out.v1"
+	topicHopState = "bench.hop.state.v1"
+)
+
+func init() {
+	benchTopics = append(benchTopics,
+		schemas.TopicSpec{Name: topicHopIn, KeyClass: schemas.KeyVM, Doc: "one-hop limit: input"},
+		schemas.TopicSpec{Name: topicHopOut, KeyClass: schemas.KeyVM, Doc: "one-hop limit: output"},
+		schemas.TopicSpec{Name: topicHopState, KeyClass: schemas.KeyVM, Compacted: true, Doc: "one-hop limit: changelog (stays empty)"})
+}
+
+// hopMachine forwards every record to topicHopOut under its key and keeps
+// no state: one transactional consume→produce hop of the runtime.
+type hopMachine struct{}
+
+func (hopMachine) Step(_ *schemas.VmRecord, in schemas.Record, _ time.Time) (*schemas.VmRecord, []schemas.Record) {
+	return nil, []schemas.Record{{Topic: topicHopOut, Key: in.Key, Value: nullState}}
+}
+func (hopMachine) Tick(*schemas.VmRecord, string, time.Time) (*schemas.VmRecord, []schemas.Record) {
+	return nil, nil
+}
+func (hopMachine) Wake(*schemas.VmRecord) time.Time { return time.Time{} }
+
+// RunLatency runs one repetition of the action-latency scenario: a fresh
+// broker and database, the VM processor, Postgres projector, sim agent
+// (zero latency) and gateway wired by ops/roles in this process, and
+// reboots sent through REST on a fixed schedule at each rate; then the
+// one-hop limit on the same broker.
+func RunLatency(ctx context.Context, ls LatencySize, pgBase string, log *slog.Logger) (LatencySample, error) {
+	s := LatencySample{Actions: map[int][]time.Duration{}, SSE: map[int][]time.Duration{}, Failed: map[int]int{}, Errs: map[int]string{}}
+	e, err := newEnv(ctx, pgBase, log)
+	if err != nil {
+		return s, err
+	}
+	defer e.close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	run := func(name string, r roles.Runner) {
+		wg.Go(func() {
+			if err := r.Run(ctx); err != nil && ctx.Err() == nil {
+				log.Error("bench role stopped", "role", name, "err", err)
+			}
+		})
+	}
+
+	// A pool of VMs large enough that a VM's previous reboot is long over
+	// when it is rebooted again (each VM at most once every 2 s).
+	pool := max(slices.Max(ls.Rates)*2, 100)
+	o := roles.Options{Kafka: e.kcfg, InstanceID: "bench", Logger: log}
+	sa, err := roles.NewSimAgent(o, roles.SimLayout{Prefix: "h", Zone: "z1", Pods: 1, Clusters: 1, Hosts: 20, CPU: 1024, MemoryMB: 4 << 20},
+		roles.Settings{PingInterval: time.Minute})
+	if err != nil {
+		return s, err
+	}
+	hosts := sa.Driver.Hosts()
+	perHost := (pool + warmups + len(hosts) - 1) / len(hosts)
+	for i := range pool + warmups {
+		if err := sa.Driver.Start(ctx, hosts[i/perHost].ID, agent.VMSpec{ID: vmID(i), CPU: 1, MemoryMB: 512}); err != nil {
+			return s, err
+		}
+	}
+	if _, err := e.seed(ctx, Size{VMs: pool + warmups}, hosts, perHost); err != nil {
+		return s, fmt.Errorf("seed: %w", err)
+	}
+	key, err := e.seedAdmin(ctx)
+	if err != nil {
+		return s, err
+	}
+	proj, err := roles.NewPostgresProjector(o, e.dsn)
+	if err != nil {
+		return s, err
+	}
+	run("projector", proj)
+	vmp, err := roles.NewProcessor(roles.KindVM, o, roles.Settings{PingInterval: time.Minute}, runtime.SystemClock{})
+	if err != nil {
+		return s, err
+	}
+	run("processor-vm", vmp)
+	run("agent", sa)
+	addr, err := freeAddr()
+	if err != nil {
+		return s, err
+	}
+	gw, err := roles.NewGateway(ctx, o, e.dsn, gateway.Config{Addr: addr, RatePerSecond: -1, Logger: log})
+	if err != nil {
+		return s, err
+	}
+	run("gateway", gw)
+	if _, err := e.waitProjected(ctx, schemas.TopicVmEvents, 5*time.Minute); err != nil {
+		return s, err
+	}
+	for !vmp.Ready() {
+		if err := sleep(ctx, 10*time.Millisecond); err != nil {
+			return s, err
+		}
+	}
+
+	c := &apiClient{base: "http://" + addr, key: key, http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512}, Timeout: 30 * time.Second}}
+	if err := c.waitUp(ctx, 30*time.Second); err != nil {
+		return s, err
+	}
+	// One stream per rate: a stream that fell behind at one rate does not
+	// cost the next its figures.
+	warm, next := 0, 0
+	for _, rate := range ls.Rates {
+		finals, err := c.subscribe(ctx, func(k int) error {
+			if k >= 10 || warm >= warmups {
+				return fmt.Errorf("the event stream did not start after %d warm-up reboots", k)
+			}
+			warm++
+			_, err := c.do(ctx, http.MethodPost, "/v1/vms/"+vmID(pool+warm-1)+"/actions", map[string]any{"action": "reboot"}, nil)
+			return err
+		})
+		if err != nil {
+			return s, err
+		}
+		lat, sse, failed, err := c.openLoop(ctx, finals, rate, ls.Duration, func() string { next++; return vmID(next % pool) })
+		finals.close()
+		s.Actions[rate], s.SSE[rate], s.Failed[rate] = lat, sse, failed
+		if err != nil {
+			s.Errs[rate] = err.Error()
+		}
+	}
+	cancel()
+	wg.Wait()
+	if s.Hop, err = e.hop(context.WithoutCancel(ctx), ls.HopRate(), ls.Duration, log); err != nil {
+		return s, fmt.Errorf("one hop: %w", err)
+	}
+	return s, nil
+}
+
+// seedAdmin issues an admin API key through accounts.v1; the projector
+// stores it (apiClient.waitUp waits for that).
+func (e *env) seedAdmin(ctx context.Context) (string, error) {
+	key, id, hash, err := gateway.NewAPIKey()
+	if err != nil {
+		return "", err
+	}
+	now := time.Now().UnixMilli()
+	codec := schemas.NewCodec(nil)
+	for _, r := range []schemas.Record{
+		{Topic: schemas.TopicAccounts, Key: "admin", Value: &schemas.AccountCreated{AccountID: "admin", Name: "admin", At: now}},
+		{Topic: schemas.TopicAccounts, Key: "admin", Value: &schemas.ApiKeyIssued{KeyID: id, AccountID: "admin", Role: "admin", Hash: hash, At: now}},
+	} {
+		kr, err := kafka.ToKafka(ctx, codec, r)
+		if err != nil {
+			return "", err
+		}
+		if err := e.cl.ProduceSync(ctx, kr).FirstErr(); err != nil {
+			return "", fmt.Errorf("seed admin key: %w", err)
+		}
+	}
+	return key, nil
+}
+
+// hop measures the limit: records produced on a fixed schedule at rate
+// into a runtime processor that forwards each (SkipDecode, transactions,
+// offset commits, read_committed), from the produce call to the moment a
+// read_committed consumer of the output polls it.
+func (e *env) hop(ctx context.Context, rate int, d time.Duration, log *slog.Logger) ([]time.Duration, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	hp, err := runtime.New(runtime.Config{Name: "bench-hop", Inputs: []string{topicHopIn}, Changelog: topicHopState,
+		Kafka: e.kcfg, InstanceID: "bench", Logger: log, SkipDecode: true}, runtime.Machine[*schemas.VmRecord](hopMachine{}))
+	if err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- hp.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	for !hp.Ready() || hp.Assigned() < int(schemas.Partitions[schemas.KeyVM]) {
+		if err := sleep(ctx, 10*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+	cons, err := kgo.NewClient(e.kcfg.Opts(kgo.ConsumeTopics(topicHopOut), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(100*time.Millisecond))...)
+	if err != nil {
+		return nil, err
+	}
+	defer cons.Close()
+	prod, err := kgo.NewClient(e.kcfg.Opts(kgo.ProducerLinger(0))...)
+	if err != nil {
+		return nil, err
+	}
+	defer prod.Close()
+	n := int(float64(rate) * d.Seconds())
+	sent := make([]time.Time, n)
+	var mu sync.Mutex
+	pr := &producer{cl: prod}
+	go func() {
+		t0 := time.Now()
+		for i := range n {
+			at := t0.Add(time.Duration(i) * time.Second / time.Duration(rate))
+			time.Sleep(time.Until(at))
+			mu.Lock()
+			sent[i] = time.Now()
+			mu.Unlock()
+			pr.produce(ctx, &kgo.Record{Topic: topicHopIn, Key: []byte(fmt.Sprintf("hop-%07d", i)), Value: []byte{0}})
+		}
+	}()
+	out := make([]time.Duration, 0, n)
+	cctx, ccancel := context.WithTimeout(ctx, d+time.Minute)
+	defer ccancel()
+	for len(out) < n {
+		f := cons.PollFetches(cctx)
+		if cctx.Err() != nil {
+			return nil, fmt.Errorf("consumed %d of %d", len(out), n)
+		}
+		now := time.Now()
+		f.EachRecord(func(r *kgo.Record) {
+			var i int
+			if _, err := fmt.Sscanf(string(r.Key), "hop-%d", &i); err == nil && i < n {
+				mu.Lock()
+				out = append(out, now.Sub(sent[i]))
+				mu.Unlock()
+			}
+		})
+	}
+	return out, pr.flush(ctx)
+}
+
+// apiClient is the load's REST client.
+type apiClient struct {
+	base, key string
+	http      *http.Client
+}
+
+func (c *apiClient) do(ctx context.Context, method, path string, body any, out any) (int, error) {
+	var rd *bytes.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	} else {
+		rd = bytes.NewReader(nil)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if out != nil && resp.StatusCode < 300 {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			return resp.StatusCode, err
+		}
+	}
+	return resp.StatusCode, nil
+}
+
+// waitUp waits until the gateway knows the admin key (the projector has
+// stored it).
+func (c *apiClient) waitUp(ctx context.Context, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		code, err := c.do(ctx, http.MethodGet, "/v1/vms?limit=1", nil, nil)
+		if err == nil && code == http.StatusOK {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("gateway not answering with the bench key in %s (status %d, err %v)", limit, code, err)
+		}
+		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// finals delivers, per job, when its final event arrived on the one
+// GET /v1/events stream of the load.
+type finals struct {
+	close func()
+	mu    sync.Mutex
+	// broken says why the stream ended early (it fell behind): every wait
+	// from then on fails at once instead of after a minute.
+	broken error
+	seen   map[string]time.Time
+	waits  map[string]chan time.Time
+}
+
+func (f *finals) wait(job string) <-chan time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	if f.broken != nil {
+		close(ch)
+		return ch
+	}
+	if at, ok := f.seen[job]; ok {
+		ch <- at
+		delete(f.seen, job)
+		return ch
+	}
+	f.waits[job] = ch
+	return ch
+}
+
+func (f *finals) fail(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.broken == nil {
+		f.broken = err
+	}
+	for job, ch := range f.waits {
+		close(ch)
+		delete(f.waits, job)
+	}
+}
+
+func (f *finals) arrived(job string, at time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if ch, ok := f.waits[job]; ok {
+		ch <- at
+		delete(f.waits, job)
+		return
+	}
+	f.seen[job] = at
+}
+
+// subscribe opens GET /v1/events (every job of the admin) and feeds the
+// final events to finals until ctx ends. The gateway sends the response
+// headers with the stream's first event (or its heartbeat), so subscribe
+// calls warm(k) (a reboot that is not measured) once a second until they
+// come: then the subscription is live and no measured event is missed.
+func (c *apiClient) subscribe(ctx context.Context, warm func(k int) error) (*finals, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/v1/events", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	type answer struct {
+		resp *http.Response
+		err  error
+	}
+	ans := make(chan answer, 1)
+	go func() {
+		resp, err := (&http.Client{}).Do(req)
+		ans <- answer{resp, err}
+	}()
+	var resp *http.Response
+	for k := 0; resp == nil; k++ {
+		if err := warm(k); err != nil {
+			return nil, fmt.Errorf("event stream: warm-up: %w", err)
+		}
+		select {
+		case a := <-ans:
+			if a.err != nil {
+				return nil, fmt.Errorf("event stream: %w", a.err)
+			}
+			resp = a.resp
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("event stream: status %d", resp.StatusCode)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(sctx, func() { resp.Body.Close() })
+	f := &finals{seen: map[string]time.Time{}, waits: map[string]chan time.Time{}, close: func() { cancel(); stop() }}
+	go func() {
+		defer resp.Body.Close()
+		defer f.fail(errors.New("the event stream ended"))
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			if sc.Text() == "event: overflow" {
+				f.fail(errors.New("the event stream fell behind (the gateway's overflow event)"))
+				return
+			}
+			data, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok {
+				continue
+			}
+			at := time.Now()
+			var ev struct {
+				Type  string `json:"type"`
+				JobID string `json:"job_id"`
+			}
+			if json.Unmarshal([]byte(data), &ev) != nil || ev.JobID == "" {
+				continue
+			}
+			switch ev.Type {
+			case "JobSucceeded", "JobFailed", "JobCancelled", "JobRejected":
+				f.arrived(ev.JobID, at)
+			}
+		}
+	}()
+	return f, nil
+}
+
+// openLoop sends a reboot every 1/rate s for d, whatever has completed,
+// and measures each from the send to the GET /v1/jobs/{id} that shows it
+// final. The final event on the stream says when to look: from then the
+// job is read every millisecond until the read model has it final, so the
+// figure is the read model's and the load is about one GET per action (a
+// ?wait= long-poll re-reads only every 100 ms, which would quantize it).
+func (c *apiClient) openLoop(ctx context.Context, f *finals, rate int, d time.Duration, vm func() string) (lat, sse []time.Duration, failed int, err error) {
+	n := int(float64(rate) * d.Seconds())
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var firstErr error
+	t0 := time.Now()
+	for i := range n {
+		if err := sleep(ctx, time.Until(t0.Add(time.Duration(i)*time.Second/time.Duration(rate)))); err != nil {
+			return nil, nil, 0, err
+		}
+		id := vm()
+		wg.Go(func() {
+			l, s, err := c.action(ctx, f, id)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failed++
+				if firstErr == nil {
+					firstErr = err
+				}
+				return
+			}
+			lat, sse = append(lat, l), append(sse, s)
+		})
+	}
+	wg.Wait()
+	if failed > n/100 {
+		return nil, nil, failed, fmt.Errorf("%d of %d actions failed, first: %w", failed, n, firstErr)
+	}
+	return lat, sse, failed, nil
+}
+
+func (c *apiClient) action(ctx context.Context, f *finals, vm string) (lat, sse time.Duration, err error) {
+	sent := time.Now()
+	var job gateway.Job
+	code, err := c.do(ctx, http.MethodPost, "/v1/vms/"+vm+"/actions", map[string]any{"action": "reboot"}, &job)
+	if err != nil || code != http.StatusAccepted {
+		return 0, 0, fmt.Errorf("reboot %s: status %d: %v", vm, code, err)
+	}
+	ch := f.wait(job.ID)
+	var evAt time.Time
+	select {
+	case at, ok := <-ch:
+		if !ok {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			return 0, 0, fmt.Errorf("job %s: %w", job.ID, f.broken)
+		}
+		evAt = at
+	case <-time.After(time.Minute):
+		return 0, 0, fmt.Errorf("job %s: no final event in a minute", job.ID)
+	case <-ctx.Done():
+		return 0, 0, ctx.Err()
+	}
+	for {
+		var j gateway.Job
+		code, err := c.do(ctx, http.MethodGet, "/v1/jobs/"+job.ID, nil, &j)
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return 0, 0, fmt.Errorf("job %s: %w", job.ID, err)
+		}
+		if code == http.StatusOK && gateway.Finished(j.State) {
+			if j.State != gateway.JobSucceeded {
+				return 0, 0, fmt.Errorf("job %s of %s: %s (%s)", job.ID, vm, j.State, j.Reason)
+			}
+			return time.Since(sent), evAt.Sub(sent), nil
+		}
+		if time.Since(evAt) > time.Minute {
+			return 0, 0, fmt.Errorf("job %s final on the stream but not in the read model after a minute", job.ID)
+		}
+		if err := sleep(ctx, time.Millisecond); err != nil {
+			return 0, 0, err
+		}
+	}
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
