@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vmplane/vmplane/internal/kafka"
@@ -115,23 +116,41 @@ func produce(t *testing.T, cl *kgo.Client, r schemas.Record) {
 	}
 }
 
+// readAll reads a topic (read_committed) up to its end as it is when called.
+// Control records are kept so that a partition ending in a transaction marker
+// is seen to its end.
 func readAll(t *testing.T, kcfg kafka.Config, topic string) []schemas.Record {
 	t.Helper()
-	var out []schemas.Record
-	cl, err := kgo.NewClient(kcfg.Opts(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	cl, err := kgo.NewClient(kcfg.Opts(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.KeepControlRecords())...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	for {
-		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-		fs := cl.PollFetches(ctx)
-		cancel()
-		rs := fs.Records()
-		if len(rs) == 0 {
-			return out
+	ends, err := kadm.NewClient(cl).ListEndOffsets(t.Context(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			left[o.Partition] = o.Offset
 		}
-		for _, kr := range rs {
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	var out []schemas.Record
+	for len(left) > 0 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("%s not read to its end: partitions %v left", topic, left)
+		}
+		for _, kr := range fs.Records() {
+			if end, ok := left[kr.Partition]; ok && kr.Offset+1 >= end {
+				delete(left, kr.Partition)
+			}
+			if kr.Attrs.IsControl() {
+				continue
+			}
 			r, err := kafka.FromKafka(t.Context(), schemas.NewCodec(nil), kr)
 			if err != nil {
 				t.Fatal(err)
@@ -139,6 +158,7 @@ func readAll(t *testing.T, kcfg kafka.Config, topic string) []schemas.Record {
 			out = append(out, r)
 		}
 	}
+	return out
 }
 
 func waitFor(t *testing.T, kcfg kafka.Config, topic string, match func(schemas.Record) bool) {
