@@ -119,6 +119,11 @@ func RunChild(ctx context.Context, role string, brokers []string) error {
 				var ms goruntime.MemStats
 				goruntime.GC()
 				goruntime.ReadMemStats(&ms)
+				if path := os.Getenv("VMPLANE_BENCH_READYPROFILE"); path != "" && role == ChildVM {
+					// The heap right after restore, before the ready line
+					// lets the storm start: what the state size is made of.
+					writeHeapProfile(path, log)
+				}
 				fmt.Printf("ready restored=%d restore_ms=%d heap_bytes=%d\n", p.Stats().Restored.Load(), restoreMs, int64(ms.HeapAlloc)-int64(base))
 				return
 			}
@@ -264,4 +269,18 @@ func childGC() (runtime.GC, error) {
 	}
 	gc.MemoryLimit = limit
 	return gc, nil
+}
+
+// writeHeapProfile writes an inuse heap profile after a collection.
+func writeHeapProfile(path string, log *slog.Logger) {
+	f, err := os.Create(path)
+	if err != nil {
+		log.Warn("heap profile", "err", err)
+		return
+	}
+	defer f.Close()
+	goruntime.GC()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		log.Warn("heap profile", "err", err)
+	}
 }

@@ -100,7 +100,8 @@ func (p *Processor[S]) restore(ctx context.Context, cl *kgo.Client, parts []int3
 			// A key's later record replaces its slot; the timer entry
 			// of the earlier one goes stale.
 			old, _ := p.st.get(r.Partition, key)
-			sl := slot[S]{s: s, has: true}
+			sl := slot[S]{s: s}
+			sl.setHas(true)
 			sl.wake = p.wakeOf(r.Partition, key, s, old.wake)
 			p.st.put(r.Partition, key, old, sl)
 		}

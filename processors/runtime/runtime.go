@@ -317,7 +317,7 @@ func (p *Processor[S]) iterate(ctx context.Context, sess *kgo.GroupTransactSessi
 	}
 	for _, e := range due {
 		sl, _ := p.st.get(e.part, e.key)
-		if !sl.has {
+		if !sl.has() {
 			continue
 		}
 		if w := p.m.Wake(sl.s); w.IsZero() || w.After(now) {
@@ -342,7 +342,7 @@ func (p *Processor[S]) iterate(ctx context.Context, sess *kgo.GroupTransactSessi
 	recs := make([]kgo.Record, len(p.touched))
 	for i, tk := range p.touched {
 		sl, _ := p.st.get(tk.part, tk.key)
-		if !sl.has {
+		if !sl.has() {
 			// Stepped to no state: the slot goes now.
 			p.st.remove(tk.part, tk.key)
 			if !tk.had {
@@ -354,7 +354,7 @@ func (p *Processor[S]) iterate(ctx context.Context, sess *kgo.GroupTransactSessi
 		start := len(slab)
 		slab = append(slab, tk.key...)
 		kr.Key = slab[start:len(slab):len(slab)]
-		if sl.has {
+		if sl.has() {
 			start = len(slab)
 			var err error
 			if slab, err = p.codec.AppendEncode(ctx, slab, sl.s); err != nil {
@@ -447,15 +447,17 @@ type touchedKey struct {
 // the key for the batch's changelog records and schedules its timer.
 func (p *Processor[S]) setState(part int32, key string, old slot[S], s S) {
 	sl := old
-	if sl.batch != p.batch {
-		sl.batch = p.batch
-		p.touched = append(p.touched, touchedKey{key: key, part: part, had: old.has})
+	if sl.batch() != p.batch {
+		sl.setBatch(p.batch)
+		p.touched = append(p.touched, touchedKey{key: key, part: part, had: old.has()})
 	}
 	if isNil(s) {
 		var zero S
-		sl.s, sl.has, sl.wake = zero, false, 0
+		sl.s, sl.wake = zero, 0
+		sl.setHas(false)
 	} else {
-		sl.s, sl.has = s, true
+		sl.s = s
+		sl.setHas(true)
 		sl.wake = p.wakeOf(part, key, s, sl.wake)
 	}
 	p.st.put(part, key, old, sl)
@@ -485,14 +487,14 @@ func (p *Processor[S]) wakeOf(part int32, key string, s S, scheduled int64) int6
 // scheduled says whether a timer entry is its key's live schedule.
 func (p *Processor[S]) scheduled(e timerEntry) bool {
 	sl, ok := p.st.get(e.part, e.key)
-	return ok && sl.has && sl.wake == e.at
+	return ok && sl.has() && sl.wake == e.at
 }
 
 // claim takes a due entry if it is live, clearing the key's schedule so
 // that another entry of the same time is stale.
 func (p *Processor[S]) claim(e timerEntry) bool {
 	sl, ok := p.st.get(e.part, e.key)
-	if !ok || !sl.has || sl.wake != e.at {
+	if !ok || !sl.has() || sl.wake != e.at {
 		return false
 	}
 	old := sl

@@ -3,6 +3,7 @@ package runtime
 import (
 	"slices"
 	"testing"
+	"unsafe"
 )
 
 // The heap returns entries in time order, and due skips the entries that
@@ -56,7 +57,8 @@ func TestStorePartitions(t *testing.T) {
 	one := new(int)
 	put := func(part int32, key string, has bool) {
 		old, _ := st.get(part, key)
-		sl := slot[*int]{has: has}
+		var sl slot[*int]
+		sl.setHas(has)
 		if has {
 			sl.s = one
 		}
@@ -98,6 +100,27 @@ func TestParseBytes(t *testing.T) {
 		got, err := ParseBytes(c.in)
 		if (err != nil) != c.err || got != c.want {
 			t.Errorf("ParseBytes(%q) = %d, %v; want %d, error %v", c.in, got, err, c.want, c.err)
+		}
+	}
+}
+
+// A slot's batch and "has state" flag share one word and never disturb
+// each other, and a pointer state's slot stays three words.
+func TestSlotMark(t *testing.T) {
+	if n := unsafe.Sizeof(slot[*int]{}); n != 24 {
+		t.Fatalf("slot[*int] is %d bytes, want 24", n)
+	}
+	for _, tc := range []struct {
+		batch uint64
+		has   bool
+	}{{0, false}, {0, true}, {1, true}, {7, false}, {1<<63 - 1, true}} {
+		var sl slot[*int]
+		sl.setHas(!tc.has)
+		sl.setBatch(tc.batch + 1)
+		sl.setHas(tc.has)
+		sl.setBatch(tc.batch)
+		if sl.batch() != tc.batch || sl.has() != tc.has {
+			t.Errorf("set (%d, %v), got (%d, %v)", tc.batch, tc.has, sl.batch(), sl.has())
 		}
 	}
 }

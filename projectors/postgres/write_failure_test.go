@@ -1,0 +1,66 @@
+package postgres
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// A write that fails inside its pipeline leaves nothing behind: no rows, no
+// offsets, no connection idle in a transaction; once the database is back
+// the retry projects the same read model as a clean run.
+func TestProjectorWriteFailureRollsBack(t *testing.T) {
+	kcfg := testBroker(t)
+	p := newProducer(t, kcfg)
+	scenario(p)
+
+	cleanDSN := testDB(t)
+	cancel, wait := startProjector(t, Config{Kafka: kcfg, DSN: cleanDSN, Group: "clean"}, nil)
+	waitApplied(t, cleanDSN, "clean", p)
+	cancel()
+	wait()
+	want := dump(t, cleanDSN)
+
+	dsn := testDB(t)
+	if err := Migrate(t.Context(), dsn); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(t.Context())
+	if _, err := admin.Exec(t.Context(), `ALTER TABLE vms RENAME TO vms_away`); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = startProjector(t, Config{Kafka: kcfg, DSN: dsn, Group: "failing"}, nil)
+
+	// The projector retries at 100 ms, 200 ms, ...: by now it has failed
+	// more than once.
+	time.Sleep(500 * time.Millisecond)
+	stored, err := storedOffsetsOf(t, dsn, "failing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) != 0 {
+		t.Fatalf("offsets stored by a failed write: %v", stored)
+	}
+	var open int
+	if err := admin.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND state LIKE 'idle in transaction%'`).Scan(&open); err != nil {
+		t.Fatal(err)
+	}
+	if open != 0 {
+		t.Fatalf("%d connections left idle in a transaction", open)
+	}
+
+	if _, err := admin.Exec(t.Context(), `ALTER TABLE vms_away RENAME TO vms`); err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, dsn, "failing", p)
+	if got := dump(t, dsn); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after the failed writes:\n%v\nclean run:\n%v", got, want)
+	}
+}
