@@ -62,14 +62,7 @@ func accountList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, g
 	if _, err := a.setup(fs, args, getenv); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	rows, err := all[account](ctx, a.c, "/v1/accounts")
-	if err != nil {
-		return err
-	}
-	raw, _ := json.Marshal(rows)
-	return a.emit(raw, func(w io.Writer) error {
+	return listAll(ctx, a, "/v1/accounts", func(w io.Writer, rows []account) error {
 		fmt.Fprintln(w, "ID\tNAME\tCREATED")
 		for _, r := range rows {
 			fmt.Fprintf(w, "%s\t%s\t%s\n", r.ID, r.Name, r.CreatedAt.Format(time.RFC3339))
@@ -113,14 +106,7 @@ func keyList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, geten
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	rows, err := all[apiKey](ctx, a.c, "/v1/accounts/"+pos[0]+"/keys")
-	if err != nil {
-		return err
-	}
-	raw, _ := json.Marshal(rows)
-	return a.emit(raw, func(w io.Writer) error {
+	return listAll(ctx, a, "/v1/accounts/"+pos[0]+"/keys", func(w io.Writer, rows []apiKey) error {
 		fmt.Fprintln(w, "ID\tROLE\tEXPIRES\tREVOKED")
 		for _, k := range rows {
 			exp := "never"

@@ -197,3 +197,20 @@ func all[T any](ctx context.Context, c *client, path string) ([]T, error) {
 		q.Set("cursor", page.Next)
 	}
 }
+
+// listAll fetches every page of path and prints the rows: as JSON (an empty
+// list of raw resources prints []), or as the table.
+func listAll[T any](ctx context.Context, a *cli, path string, table func(w io.Writer, rows []T) error) error {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	rows, err := all[T](ctx, a.c, path)
+	if err != nil {
+		return err
+	}
+	var out any = rows
+	if r, ok := any(rows).([]json.RawMessage); ok {
+		out = nonNilRaw(r)
+	}
+	raw, _ := json.Marshal(out)
+	return a.emit(raw, func(w io.Writer) error { return table(w, rows) })
+}

@@ -59,14 +59,7 @@ func hostList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, gete
 	if _, err := a.setup(fs, args, getenv); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	hosts, err := all[json.RawMessage](ctx, a.c, "/v1/hosts")
-	if err != nil {
-		return err
-	}
-	raw, _ := json.Marshal(nonNilRaw(hosts))
-	return a.emit(raw, func(w io.Writer) error {
+	return listAll(ctx, a, "/v1/hosts", func(w io.Writer, hosts []json.RawMessage) error {
 		fmt.Fprintln(w, "ID\tNAME\tZONE\tCLUSTER\tSTATUS\tRESOURCE\tCPU\tMEMORY MiB\tLAST PING\tVMS\tHYPERVISOR\tRESERVABLE")
 		for _, r := range hosts {
 			h, err := decodeRaw[host](r)

@@ -234,14 +234,7 @@ func leaseList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, get
 	if _, err := a.setup(fs, args, getenv); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	ls, err := all[lease](ctx, a.c, "/v1/leases")
-	if err != nil {
-		return err
-	}
-	raw, _ := json.Marshal(ls)
-	return a.emit(raw, func(w io.Writer) error {
+	return listAll(ctx, a, "/v1/leases", func(w io.Writer, ls []lease) error {
 		fmt.Fprintln(w, "ID\tNAME\tPROJECT\tSTATUS\tDEGRADED\tSTART\tEND\tHOSTS")
 		for _, l := range ls {
 			var hosts []string
@@ -260,14 +253,7 @@ func leaseEventsCmd(ctx context.Context, a *cli, fs *flag.FlagSet, args []string
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	es, err := all[leaseEvent](ctx, a.c, "/v1/leases/"+url.PathEscape(pos[0])+"/events")
-	if err != nil {
-		return err
-	}
-	raw, _ := json.Marshal(es)
-	return a.emit(raw, func(w io.Writer) error {
+	return listAll(ctx, a, "/v1/leases/"+url.PathEscape(pos[0])+"/events", func(w io.Writer, es []leaseEvent) error {
 		fmt.Fprintln(w, "AT\tEVENT\tSTATUS\tDEGRADED\tDETAIL")
 		for _, e := range es {
 			fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s\n", e.At.Format(time.RFC3339), e.Event, orDash(e.Status), e.Degraded, orDash(e.Detail))

@@ -81,14 +81,7 @@ func vmList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv
 	if _, err := a.setup(fs, args, getenv); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	vms, err := all[json.RawMessage](ctx, a.c, "/v1/vms")
-	if err != nil {
-		return err
-	}
-	raw, _ := json.Marshal(nonNilRaw(vms))
-	return a.emit(raw, func(w io.Writer) error {
+	return listAll(ctx, a, "/v1/vms", func(w io.Writer, vms []json.RawMessage) error {
 		fmt.Fprintln(w, "ID\tNAME\tSTATE\tPOWER\tHOST\tOFFERING\tACCOUNT")
 		for _, r := range vms {
 			v, err := decodeRaw[vm](r)
