@@ -32,13 +32,7 @@ func TestDeploySurvivesVMProcessorKill(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	o := Options{Kafka: kcfg, InstanceID: "a", Logger: log}
 	set := Settings{PingInterval: time.Second}
-	for _, kind := range []string{KindPlacement, KindHost} {
-		p, err := NewProcessor(kind, o, set, runtime.SystemClock{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		go p.Run(ctx)
-	}
+	startProcessors(t, o, set, runtime.SystemClock{}, KindPlacement, KindHost)
 	// The agent takes 3 s to start a VM: time to kill the VM processor.
 	d, err := sim.New(sim.Config{Layout: sim.Layout{Prefix: "h", Zone: "zone-1", Pods: 1, ClustersPerPod: 2, HostsPerCluster: 2, CPU: 16, MemoryMB: 65536},
 		Latency: sim.Durations{Start: 3 * time.Second}})

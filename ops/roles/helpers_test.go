@@ -3,6 +3,8 @@ package roles
 import (
 	"testing"
 
+	"github.com/vmplane/vmplane/processors/runtime"
+
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vmplane/vmplane/internal/kafka"
@@ -17,4 +19,16 @@ func client(t *testing.T, kcfg kafka.Config) *kgo.Client {
 	}
 	t.Cleanup(cl.Close)
 	return cl
+}
+
+// startProcessors runs processors of the given kinds until the test ends.
+func startProcessors(t *testing.T, o Options, set Settings, clock runtime.Clock, kinds ...string) {
+	t.Helper()
+	for _, kind := range kinds {
+		p, err := NewProcessor(kind, o, set, clock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go p.Run(t.Context())
+	}
 }

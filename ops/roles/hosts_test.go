@@ -27,13 +27,7 @@ func TestHostCrashFencedAndHA(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	o := Options{Kafka: kcfg, InstanceID: "a", Logger: log}
 	set := Settings{PingInterval: time.Second}
-	for _, kind := range ProcessorKinds {
-		p, err := NewProcessor(kind, o, set, runtime.SystemClock{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		go p.Run(ctx)
-	}
+	startProcessors(t, o, set, runtime.SystemClock{}, ProcessorKinds...)
 	d, err := sim.New(sim.Config{Layout: sim.Layout{Prefix: "h", Zone: "zone-1", Pods: 1, ClustersPerPod: 1, HostsPerCluster: 3, CPU: 16, MemoryMB: 65536}})
 	if err != nil {
 		t.Fatal(err)

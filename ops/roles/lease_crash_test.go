@@ -39,13 +39,7 @@ func TestLeaseHostCrashHealsAndHA(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	o := Options{Kafka: kcfg, InstanceID: "a", Logger: log}
 	set := Settings{PingInterval: time.Second}
-	for _, kind := range ProcessorKinds {
-		p, err := NewProcessor(kind, o, set, runtime.SystemClock{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		go p.Run(ctx)
-	}
+	startProcessors(t, o, set, runtime.SystemClock{}, ProcessorKinds...)
 	const zone = "zone-1"
 	d, err := sim.New(sim.Config{Layout: sim.Layout{Prefix: "h", Zone: zone, Pods: 1, ClustersPerPod: 1, HostsPerCluster: 4, CPU: 16, MemoryMB: 8192}})
 	if err != nil {

@@ -48,13 +48,7 @@ func TestLeaseThroughTheStack(t *testing.T) {
 	}
 	o := Options{Kafka: kcfg, InstanceID: "t", Logger: slog.New(slog.DiscardHandler)}
 	clock := &shiftClock{}
-	for _, kind := range []string{KindPlacement, KindLease} {
-		p, err := NewProcessor(kind, o, Settings{}, clock)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go p.Run(ctx)
-	}
+	startProcessors(t, o, Settings{}, clock, KindPlacement, KindLease)
 	proj, err := NewPostgresProjector(o, dsn)
 	if err != nil {
 		t.Fatal(err)

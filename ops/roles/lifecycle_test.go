@@ -37,32 +37,14 @@ func newLifecycle(t *testing.T) *lifecycle {
 	}
 	dsn := testkit.Postgres(t)
 	ctx := t.Context()
-	b, err := kafka.StartBroker("127.0.0.1:0", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	kcfg := kafka.Config{Brokers: b.Addrs(), Replication: 1}
-	cl, err := kgo.NewClient(kcfg.Opts()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	if err := kafka.EnsureTopics(ctx, cl, schemas.Topics, 1); err != nil {
-		t.Fatal(err)
-	}
+	kcfg, _ := testkit.Kafka(t)
+	cl := client(t, kcfg)
 	log := slog.New(slog.DiscardHandler)
 	o := Options{Kafka: kcfg, InstanceID: "a", Logger: log}
 	// An hour between report rounds: the only power reports are those the
 	// agent sends on a command and those the test sends.
 	set := Settings{PingInterval: time.Hour}
-	for _, kind := range ProcessorKinds {
-		p, err := NewProcessor(kind, o, set, runtime.SystemClock{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		go p.Run(ctx)
-	}
+	startProcessors(t, o, set, runtime.SystemClock{}, ProcessorKinds...)
 	proj, err := NewPostgresProjector(o, dsn)
 	if err != nil {
 		t.Fatal(err)
