@@ -65,7 +65,7 @@ func (s *Server) principal(r *http.Request) (principal, error) {
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return unauthorized("missing Authorization: Bearer <api key>")
 	}
-	keyID, ok := parseAPIKey(strings.TrimSpace(key))
+	keyID, ok := ParseAPIKey(strings.TrimSpace(key))
 	if !ok {
 		return unauthorized("malformed API key")
 	}

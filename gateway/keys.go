@@ -45,8 +45,8 @@ func HashAPIKey(key string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// parseAPIKey checks the key's shape and returns its key id.
-func parseAPIKey(key string) (keyID string, ok bool) {
+// ParseAPIKey checks the key's shape (vmp_<key id>_<secret>) and returns its key id.
+func ParseAPIKey(key string) (keyID string, ok bool) {
 	rest, ok := strings.CutPrefix(key, keyPrefix)
 	if !ok || len(rest) != keyIDLen+1+secretLen || rest[keyIDLen] != '_' {
 		return "", false

@@ -13,9 +13,9 @@ func TestNewAPIKeyShape(t *testing.T) {
 	if !strings.HasPrefix(key, "vmp_"+id+"_") || len(id) != 12 || hash != HashAPIKey(key) || len(hash) != 64 {
 		t.Fatalf("key %q id %q hash %q", key, id, hash)
 	}
-	got, ok := parseAPIKey(key)
+	got, ok := ParseAPIKey(key)
 	if !ok || got != id {
-		t.Fatalf("parseAPIKey(%q) = %q, %v", key, got, ok)
+		t.Fatalf("ParseAPIKey(%q) = %q, %v", key, got, ok)
 	}
 	if !hashMatches(key, strings.ToUpper(hash)) || hashMatches(key+"x", hash) {
 		t.Fatal("hashMatches disagrees with the hash")
@@ -44,8 +44,8 @@ func TestParseAPIKey(t *testing.T) {
 		{"vmp_0123456789ab_" + strings.Repeat("A", 42) + "=", false},
 		{"vmp_0123456789ab_" + strings.Repeat("A", 42) + "+", false},
 	} {
-		if _, ok := parseAPIKey(tc.key); ok != tc.ok {
-			t.Errorf("parseAPIKey(%q) ok = %v, want %v", tc.key, ok, tc.ok)
+		if _, ok := ParseAPIKey(tc.key); ok != tc.ok {
+			t.Errorf("ParseAPIKey(%q) ok = %v, want %v", tc.key, ok, tc.ok)
 		}
 	}
 }

@@ -101,11 +101,10 @@ func (s *Stack) seed(ctx context.Context) error {
 // keyKnown reports whether the read model knows the key, giving a restarted
 // projector a few seconds to catch up before a new key is issued.
 func keyKnown(ctx context.Context, rm *postgres.Reader, key string) bool {
-	// Keys read vmp_<12 hex key id>_<secret>.
-	if len(key) < 17 || !strings.HasPrefix(key, "vmp_") || key[16] != '_' {
+	id, ok := gateway.ParseAPIKey(key)
+	if !ok {
 		return false
 	}
-	id := key[4:16]
 	for i := 0; i < 50; i++ {
 		if _, err := rm.APIKey(ctx, id); err == nil {
 			return true
