@@ -25,7 +25,7 @@ func TestAppendEncodeIsEncodeAppended(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		second := &VmRecord{VmID: "vm-2", ReportSeq: map[string]int64{"h2": 2, "h1": 1, "h3": 3}, Job: JobState{Params: map[string]string{"b": "2", "a": "1"}}}
+		second := &VmRecord{VmID: "vm-2", ReportSeq: map[string]int64{"h2": 2, "h1": 1, "h3": 3}, Job: &JobState{Params: map[string]string{"b": "2", "a": "1"}}}
 		want, err := c.Encode(t.Context(), second)
 		if err != nil {
 			t.Fatal(err)

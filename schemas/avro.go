@@ -112,6 +112,8 @@ func typeSchema(t reflect.Type, defined map[string]bool) any {
 			return t.Name()
 		}
 		return recordSchema(t, "Embedded "+t.Name()+".", defined)
+	case reflect.Pointer:
+		return typeSchema(t.Elem(), defined)
 	}
 	panic(fmt.Sprintf("schemas: unsupported Go type %s", t))
 }
@@ -140,6 +142,8 @@ func defaultOf(t reflect.Type) any {
 			m[f.name] = defaultOf(f.typ)
 		}
 		return m
+	case reflect.Pointer:
+		return defaultOf(t.Elem())
 	}
 	panic(fmt.Sprintf("schemas: unsupported Go type %s", t))
 }
@@ -202,6 +206,14 @@ func fromNative(n any, v reflect.Value, path string) error {
 			out.SetMapIndex(reflect.ValueOf(k), ev)
 		}
 		v.Set(out)
+	case reflect.Pointer:
+		e := reflect.New(v.Type().Elem())
+		if err := fromNative(n, e.Elem(), path); err != nil {
+			return err
+		}
+		if !e.Elem().IsZero() {
+			v.Set(e)
+		}
 	case reflect.String:
 		s, ok := n.(string)
 		if !ok {

@@ -1,6 +1,7 @@
 package schemas
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -22,7 +23,11 @@ type plan struct {
 	kind   reflect.Kind
 	bytes  bool
 	fields []planField
-	elem   *plan // slice element or map value
+	elem   *plan // slice element, map value or pointer target
+	// target and zero are a pointer's target type and the encoding of its
+	// zero value, which a nil pointer writes.
+	target reflect.Type
+	zero   []byte
 }
 
 type planField struct {
@@ -50,6 +55,9 @@ func planOf(t reflect.Type) *plan {
 		}
 	case reflect.Map:
 		p.elem = planOf(t.Elem())
+	case reflect.Pointer:
+		p.elem, p.target = planOf(t.Elem()), t.Elem()
+		p.zero = encodeValue(nil, reflect.Zero(t.Elem()), p.elem)
 	}
 	plans.Store(t, p)
 	return p
@@ -117,6 +125,12 @@ func encodeValue(b []byte, v reflect.Value, p *plan) []byte {
 			}
 		}
 		b = append(b, 0)
+	case reflect.Pointer:
+		// A pointer is its target on the wire; nil is the zero value.
+		if v.IsNil() {
+			return append(b, p.zero...)
+		}
+		return encodeValue(b, v.Elem(), p.elem)
 	default:
 		panic(fmt.Sprintf("schemas: unsupported kind %s", p.kind))
 	}
@@ -291,6 +305,22 @@ func decodeValue(r *reader, v reflect.Value, p *plan) {
 				decodeValue(r, ev, p.elem)
 				v.SetMapIndex(reflect.ValueOf(k).Convert(v.Type().Key()), ev)
 			}
+		}
+	case reflect.Pointer:
+		// A zero value leaves the pointer nil: a record holds its rarely set
+		// parts only while they are set. The canonical zero encoding is
+		// skipped without allocating.
+		if bytes.HasPrefix(r.b, p.zero) {
+			r.b = r.b[len(p.zero):]
+			v.SetZero()
+			return
+		}
+		e := reflect.New(p.target)
+		decodeValue(r, e.Elem(), p.elem)
+		if r.err == nil && !e.Elem().IsZero() {
+			v.Set(e)
+		} else {
+			v.SetZero()
 		}
 	default:
 		r.err = fmt.Errorf("unsupported kind %s", p.kind)

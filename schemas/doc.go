@@ -8,5 +8,10 @@
 // schema can read every record ever written (BACKWARD_TRANSITIVE); the log is
 // replayed from offset 0.
 //
+// A pointer field has its target's schema and is written as its target, nil
+// as the zero value; a zero value reads back as nil. A record type can thus
+// keep rarely set parts out of line, to be small in memory, without a
+// change of schema or bytes.
+//
 // schemas imports nothing else of vmplane and never does I/O.
 package schemas

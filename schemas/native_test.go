@@ -35,6 +35,11 @@ func toNative(v reflect.Value) any {
 			out[it.Key().String()] = toNative(it.Value())
 		}
 		return out
+	case reflect.Pointer:
+		if v.IsNil() {
+			return toNative(reflect.Zero(v.Type().Elem()))
+		}
+		return toNative(v.Elem())
 	case reflect.String:
 		return v.String()
 	case reflect.Bool:
@@ -83,6 +88,10 @@ func fill(v reflect.Value, seed *int) {
 			m.SetMapIndex(reflect.ValueOf(fmt.Sprintf("k%d", *seed+i)), e)
 		}
 		v.Set(m)
+	case reflect.Pointer:
+		e := reflect.New(v.Type().Elem())
+		fill(e.Elem(), seed)
+		v.Set(e)
 	}
 }
 

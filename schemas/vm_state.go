@@ -2,13 +2,19 @@ package schemas
 
 // VmRecord is the VM processor's state of one VM, written to the compacted
 // changelog vm.state.v1 after every change and read back on assignment.
+//
+// Job and OldOffering are pointers, nil when zero (no job in flight, no
+// resize awaiting confirmation), as nearly every VM is: an idle VM's record
+// then takes 504 bytes instead of 816 (unsafe.Sizeof on amd64; the 512-byte
+// allocation size class instead of 896), with the same schema and bytes on
+// the wire (see doc.go).
 type VmRecord struct {
 	VmID                  string           `avro:"vm_id" doc:"VM id; also the record key."`
 	Name                  string           `avro:"name" doc:"Display name."`
 	Account               string           `avro:"account" doc:"Owning account."`
 	ZoneID                string           `avro:"zone_id" doc:"Zone."`
 	Offering              Offering         `avro:"offering" doc:"Current offering."`
-	OldOffering           Offering         `avro:"old_offering" doc:"Offering before a resize awaiting confirmation."`
+	OldOffering           *Offering        `avro:"old_offering" doc:"Offering before a resize awaiting confirmation."`
 	HA                    bool             `avro:"ha" doc:"HA enabled."`
 	AffinityGroup         string           `avro:"affinity_group" doc:"Affinity group."`
 	VmState               string           `avro:"vm_state" doc:"Stationary state."`
@@ -21,7 +27,7 @@ type VmRecord struct {
 	PodID                 string           `avro:"pod_id" doc:"Pod of the placed host."`
 	ClusterID             string           `avro:"cluster_id" doc:"Cluster of the placed host."`
 	Epoch                 int64            `avro:"epoch" doc:"Incremented per job; carried by every agent command."`
-	Job                   JobState         `avro:"job" doc:"Job in flight; job_id empty for none."`
+	Job                   *JobState        `avro:"job" doc:"Job in flight; job_id empty for none."`
 	Queue                 []QueuedCommand  `avro:"queue" doc:"Commands waiting for the job in flight to end (FIFO)."`
 	Recent                []RecentJob      `avro:"recent" doc:"Latest finished jobs, for command_id dedup."`
 	ReportSeq             map[string]int64 `avro:"report_seq" doc:"Last report sequence seen per host."`

@@ -32,9 +32,9 @@ func TestActionGrid(t *testing.T) {
 				name := fmt.Sprintf("%s/%s/%s", vmState, task, action)
 				s := &schemas.VmRecord{VmID: "vm1", Account: "acme", ZoneID: "z1", VmState: vmState, TaskState: task,
 					PowerState: powerOf[vmState], HostID: "h1", PowerHost: "h1", Epoch: 5,
-					Offering: schemas.Offering{Name: "small", CPU: 1, MemoryMB: 1024}, OldOffering: schemas.Offering{Name: "tiny", CPU: 1, MemoryMB: 512}}
+					Offering: schemas.Offering{Name: "small", CPU: 1, MemoryMB: 1024}, OldOffering: &schemas.Offering{Name: "tiny", CPU: 1, MemoryMB: 512}}
 				if task != "" {
-					s.Job = schemas.JobState{JobID: "running", JobType: ActStop, Phase: phaseStopping, Deadline: now.Add(time.Hour).UnixMilli(),
+					s.Job = &schemas.JobState{JobID: "running", JobType: ActStop, Phase: phaseStopping, Deadline: now.Add(time.Hour).UnixMilli(),
 						Wait: schemas.JobWait{Kind: waitAnswer, RequestID: "running-1", HostID: "h1", Power: schemas.PowerOff}}
 				}
 				v, _ := schemas.New(action)

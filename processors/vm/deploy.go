@@ -28,6 +28,7 @@ func (t *tx) create(d *schemas.Deploy) {
 		AffinityGroup: d.AffinityGroup,
 		VmState:       StateBuilding,
 		PowerState:    schemas.PowerUnknown,
+		Job:           &schemas.JobState{},
 		CreatedAt:     t.ms,
 		UpdatedAt:     t.ms,
 	}

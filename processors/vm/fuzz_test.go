@@ -67,7 +67,7 @@ func fuzzRun(t *testing.T, data []byte) {
 		if !reflect.DeepEqual(before, s) {
 			t.Fatalf("input state modified in place")
 		}
-		if d, ok := in.(*schemas.HostDown); ok && ns != nil && ns.Job.Wait.Kind == waitAnswer && ns.Job.Wait.HostID == d.HostID {
+		if d, ok := in.(*schemas.HostDown); ok && ns != nil && ns.Job != nil && ns.Job.Wait.Kind == waitAnswer && ns.Job.Wait.HostID == d.HostID {
 			// A job never goes on waiting on a host that is down.
 			t.Fatalf("job %s still waits on host %s after HostDown", ns.Job.JobID, d.HostID)
 		}
@@ -141,7 +141,10 @@ func fuzzRun(t *testing.T, data []byte) {
 			var req string
 			var epoch int64
 			if s != nil {
-				req, epoch = s.Job.Wait.RequestID, s.Epoch
+				epoch = s.Epoch
+			}
+			if s != nil && s.Job != nil {
+				req = s.Job.Wait.RequestID
 			}
 			b := next()
 			if b&1 == 1 {
@@ -194,8 +197,8 @@ func fuzzRun(t *testing.T, data []byte) {
 	// Every accepted job that has not ended is running or queued.
 	open := map[string]bool{}
 	if s != nil {
-		if s.Job.JobID != "" {
-			open[s.Job.JobID] = true
+		if id := jobID(s); id != "" {
+			open[id] = true
 		}
 		for _, q := range s.Queue {
 			open[q.CommandID] = true

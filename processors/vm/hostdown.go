@@ -49,7 +49,7 @@ func (t *tx) jobWaitsOn(host string) bool {
 // down.
 func (t *tx) jobHostDown(host, why string) {
 	s := t.s
-	j := s.Job
+	j := *s.Job
 	if host == s.HostID {
 		// The VM ran there (or was being started there): it is off now.
 		if s.PowerState != schemas.PowerOff || s.PowerHost != host {

@@ -260,7 +260,7 @@ func (t *tx) startJob(action string, c schemas.VmCommand, v any) {
 		account = t.s.Account
 	}
 	t.s.Epoch++
-	t.s.Job = schemas.JobState{
+	*t.s.Job = schemas.JobState{
 		JobID:      c.CommandID,
 		JobType:    action,
 		Origin:     originOf(c),
@@ -338,7 +338,7 @@ func (t *tx) startNext() {
 func (t *tx) endJob(outcome string, ev any, reason string, next bool) {
 	id := t.s.Job.JobID
 	t.remember(id, outcome)
-	t.s.Job = schemas.JobState{}
+	*t.s.Job = schemas.JobState{}
 	t.s.TaskState = ""
 	t.changed(id, reason)
 	t.event(ev)
@@ -356,7 +356,7 @@ func (t *tx) succeed(text string) {
 // follow is set when a power report caused the failure: the VM then follows
 // that report.
 func (t *tx) fail(reason, detail string, follow bool) {
-	j := t.s.Job
+	j := *t.s.Job
 	f := flowOf(j.JobType)
 	switch {
 	case t.releasedAll:
@@ -404,7 +404,7 @@ func (t *tx) failState(follow bool) string {
 
 // step emits one JobStepped and enters a task state.
 func (t *tx) step(task, name, text string, obj map[string]any) {
-	j := &t.s.Job
+	j := t.s.Job
 	j.Seq++
 	j.LastStepAt = t.ms
 	j.StallAlert = false
@@ -529,7 +529,7 @@ func (t *tx) advance() {
 // answer wakes a job waiting on this agent command of the current epoch;
 // any other answer is stale and ignored.
 func (t *tx) answer(a *schemas.AgentAnswer) {
-	j := &t.s.Job
+	j := t.s.Job
 	w := &j.Wait
 	if a.Epoch < t.s.Epoch {
 		t.s.StaleIgnored++
@@ -594,7 +594,7 @@ func (t *tx) placementFailed(f *schemas.PlacementFailed) {
 func (t *tx) wakeJob(host, power string, at int64) {
 	w := &t.s.Job.Wait
 	if t.strayHost(host, power) {
-		j := t.s.Job
+		j := *t.s.Job
 		// Claimed before the job's own release and before a queued job's
 		// PlaceVm, which placement then handles in that order.
 		t.adopt(host)
@@ -627,7 +627,7 @@ func (t *tx) wakeJob(host, power string, at int64) {
 
 // tickJob runs the running job's timers.
 func (t *tx) tickJob() {
-	j := &t.s.Job
+	j := t.s.Job
 	id := j.JobID
 	if t.ms >= j.Deadline {
 		t.fail("Timeout", fmt.Sprintf("no end within %s (phase %s)", t.cfg.JobTimeout, j.Phase), false)

@@ -61,7 +61,12 @@ type tx struct {
 }
 
 func (m *Machine) begin(s *schemas.VmRecord, key string, now time.Time) *tx {
-	return &tx{cfg: m.cfg, s: clone(s), key: key, now: now, ms: now.UnixMilli(), before: watch(s)}
+	c := clone(s)
+	// The working copy always has a Job; finish compacts it (state.go).
+	if c != nil && c.Job == nil {
+		c.Job = &schemas.JobState{}
+	}
+	return &tx{cfg: m.cfg, s: c, key: key, now: now, ms: now.UnixMilli(), before: watch(s)}
 }
 
 // Step applies one record of vm.commands.v1, vm.power.v1, vm.answers.v1 or
@@ -129,7 +134,7 @@ func (m *Machine) Wake(s *schemas.VmRecord) time.Time {
 	switch {
 	case s == nil:
 		return time.Time{}
-	case s.Job.JobID != "":
+	case jobID(s) != "":
 		at := s.Job.Deadline
 		if s.Job.NextWake != 0 && s.Job.NextWake < at {
 			at = s.Job.NextWake
@@ -157,6 +162,7 @@ func (t *tx) finish(orig *schemas.VmRecord) (*schemas.VmRecord, []schemas.Record
 		}
 		t.event(snapshot(t.s, job, t.reason))
 	}
+	compact(t.s)
 	if orig != nil && reflect.DeepEqual(orig, t.s) {
 		return orig, t.out
 	}

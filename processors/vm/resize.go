@@ -34,7 +34,7 @@ func (t *tx) sizeNow() schemas.Offering {
 	case ActResize:
 		return t.newOffering()
 	case ActRevertResize:
-		return t.s.OldOffering
+		return oldOffering(t.s)
 	}
 	return t.s.Offering
 }
@@ -117,7 +117,8 @@ func resizeAdvance(t *tx) {
 		return
 	}
 	p := s.Job.Params
-	s.OldOffering = s.Offering
+	old := s.Offering
+	s.OldOffering = &old
 	s.Offering = t.newOffering()
 	s.ResizeSourceHost = ""
 	if p[paramDest] != "" {
@@ -160,7 +161,7 @@ func confirmStart(t *tx, _ any) {
 	if old != "" && old != s.HostID {
 		t.release(old)
 	}
-	s.OldOffering, s.ResizeSourceHost = schemas.Offering{}, ""
+	s.OldOffering, s.ResizeSourceHost = nil, ""
 	s.VmState = StateActive
 	t.succeed("resize confirmed")
 }
@@ -186,7 +187,7 @@ func revertStart(t *tx, _ any) {
 		t.callAgent(phaseMigrating, old, schemas.PowerOn)
 		return
 	}
-	o := s.OldOffering
+	o := oldOffering(s)
 	t.step(TaskResizing, "schedule", fmt.Sprintf("asking placement for the old size %s (%d CPU, %d MiB) on host %s", offeringName(o), o.CPU, o.MemoryMB, s.HostID),
 		map[string]any{"offering": offeringName(o), "request_id": t.nextID(), "epoch": s.Epoch})
 	t.resizeRequest(o)
@@ -204,7 +205,7 @@ func revertDone(t *tx) {
 		// Back on the old host: the new one's claim goes.
 		t.releaseOn(p[paramSource])
 	}
-	s.Offering, s.OldOffering, s.ResizeSourceHost = s.OldOffering, schemas.Offering{}, ""
+	s.Offering, s.OldOffering, s.ResizeSourceHost = oldOffering(s), nil, ""
 	s.VmState = StateActive
 	t.succeed("resize reverted; the VM runs with its old size on host " + s.HostID)
 }

@@ -247,6 +247,11 @@ func restore(t *testing.T, s *schemas.VmRecord) *schemas.VmRecord {
 	if render(reflect.ValueOf(s).Elem(), "") != render(reflect.ValueOf(back).Elem(), "") {
 		t.Fatalf("state does not survive a round trip")
 	}
+	// The machine keeps the out-of-line parts exactly as decoding does:
+	// nil when zero.
+	if (s.Job == nil) != (back.Job == nil) || (s.OldOffering == nil) != (back.OldOffering == nil) {
+		t.Fatalf("job %v, old offering %v: nil when set or set when zero", s.Job, s.OldOffering)
+	}
 	return back
 }
 
@@ -270,17 +275,18 @@ func checkInvariants(t *testing.T, s *schemas.VmRecord) {
 	if s == nil {
 		return
 	}
-	if (s.Job.JobID == "") != (s.TaskState == "") {
-		t.Fatalf("job %q with task_state %q", s.Job.JobID, s.TaskState)
+	job := jobID(s)
+	if (job == "") != (s.TaskState == "") {
+		t.Fatalf("job %q with task_state %q", job, s.TaskState)
 	}
-	seen := map[string]bool{s.Job.JobID: s.Job.JobID != ""}
+	seen := map[string]bool{job: job != ""}
 	for _, q := range s.Queue {
 		if seen[q.CommandID] {
 			t.Fatalf("command %s twice among the running and queued jobs", q.CommandID)
 		}
 		seen[q.CommandID] = true
 	}
-	if s.Job.JobID == "" && len(s.Queue) > 0 {
+	if job == "" && len(s.Queue) > 0 {
 		t.Fatalf("queued commands with no job running")
 	}
 }
@@ -442,14 +448,17 @@ func renderRecord(o schemas.Record) string {
 	return line
 }
 
-// render prints a struct's non-zero fields as k=v, nested structs with a
-// dotted prefix.
+// render prints a struct's non-zero fields as k=v, nested structs (also
+// behind pointers) with a dotted prefix.
 func render(v reflect.Value, prefix string) string {
 	var parts []string
 	for _, f := range structFields(v.Type()) {
 		fv := v.FieldByIndex(f.index)
 		if fv.IsZero() {
 			continue
+		}
+		if fv.Kind() == reflect.Pointer {
+			fv = fv.Elem()
 		}
 		name := prefix + f.name
 		switch fv.Kind() {

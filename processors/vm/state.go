@@ -2,6 +2,7 @@ package vm
 
 import (
 	"maps"
+	"reflect"
 	"slices"
 
 	"github.com/vmplane/vmplane/schemas"
@@ -53,8 +54,16 @@ func clone(s *schemas.VmRecord) *schemas.VmRecord {
 	}
 	c := *s
 	c.Offering.HostTags = slices.Clone(s.Offering.HostTags)
-	c.OldOffering.HostTags = slices.Clone(s.OldOffering.HostTags)
-	c.Job.Params = maps.Clone(s.Job.Params)
+	if s.OldOffering != nil {
+		o := *s.OldOffering
+		o.HostTags = slices.Clone(o.HostTags)
+		c.OldOffering = &o
+	}
+	if s.Job != nil {
+		j := *s.Job
+		j.Params = maps.Clone(j.Params)
+		c.Job = &j
+	}
 	c.Queue = slices.Clone(s.Queue)
 	for i := range c.Queue {
 		c.Queue[i].Payload = slices.Clone(c.Queue[i].Payload)
@@ -63,6 +72,39 @@ func clone(s *schemas.VmRecord) *schemas.VmRecord {
 	c.ReportSeq = maps.Clone(s.ReportSeq)
 	c.HAAvoidHosts = slices.Clone(s.HAAvoidHosts)
 	return &c
+}
+
+// The out-of-line parts of a record (schemas.VmRecord's Job and
+// OldOffering) are nil when zero in every state Step and Tick return, as
+// in every state decoded from vm.state.v1. Inside a Step or Tick the working
+// copy always has a Job, changed in place, so the flows read and write it
+// without nil checks; finish compacts it again.
+
+// jobID is the id of the VM's job in flight; "" for none.
+func jobID(s *schemas.VmRecord) string {
+	if s.Job == nil {
+		return ""
+	}
+	return s.Job.JobID
+}
+
+// oldOffering is the offering before a resize awaiting confirmation; zero
+// for none.
+func oldOffering(s *schemas.VmRecord) schemas.Offering {
+	if s.OldOffering == nil {
+		return schemas.Offering{}
+	}
+	return *s.OldOffering
+}
+
+// compact drops the out-of-line parts of s that are zero.
+func compact(s *schemas.VmRecord) {
+	if s.Job != nil && reflect.ValueOf(*s.Job).IsZero() {
+		s.Job = nil
+	}
+	if s.OldOffering != nil && reflect.ValueOf(*s.OldOffering).IsZero() {
+		s.OldOffering = nil
+	}
 }
 
 // onHost reports whether a power state means the VM exists and is defined
