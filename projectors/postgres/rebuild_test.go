@@ -49,6 +49,38 @@ func fleet(p interface {
 	}
 }
 
+// churn adds what the rebuild folds instead of replaying statement by
+// statement: a host whose capacity is claimed before its first status, a
+// second claim on it (the row's time stays the first claim's), a status
+// that then takes the row over, a claim released and made again, one
+// released for good, and an alert raised twice.
+func churn(p interface {
+	send(topic, key string, v any)
+}) {
+	const at = int64(1_700_000_500_000)
+	claim := func(vm, host string, used int32, at int64) {
+		p.send(schemas.TopicPlacementEvents, "z2", &schemas.CapacityAllocated{ZoneID: "z2", HostID: host, VmID: vm, Account: "acme",
+			CPU: 1, MemoryMB: 512, HostUsedCPU: used, HostUsedMemory: int64(used) * 512, RequestID: vm + "-claim", At: at})
+	}
+	release := func(vm, host string, used int32, at int64) {
+		p.send(schemas.TopicPlacementEvents, "z2", &schemas.CapacityReleased{ZoneID: "z2", HostID: host, VmID: vm, CPU: 1,
+			MemoryMB: 512, HostUsedCPU: used, HostUsedMemory: int64(used) * 512, RequestID: vm + "-release", At: at})
+	}
+	claim("cvm-1", "ch-1", 1, at)
+	claim("cvm-2", "ch-1", 2, at+10)
+	claim("cvm-3", "ch-2", 1, at+20)
+	p.send(schemas.TopicHostStatus, "ch-2", &schemas.HostStatus{HostID: "ch-2", Name: "ch-2", ZoneID: "z2", Status: "Up",
+		ResourceState: "Enabled", Reservable: true, CPU: 8, MemoryMB: 8192, CPUOvercommit: 2, MemOvercommit: 1,
+		Tags: []string{"gpu"}, LastPingAt: at + 30, UpdatedAt: at + 30})
+	release("cvm-1", "ch-1", 1, at+40)
+	claim("cvm-1", "ch-1", 2, at+50)
+	release("cvm-3", "ch-2", 0, at+60)
+	for range 2 {
+		p.send(schemas.TopicVmEvents, "cvm-1", &schemas.AlertRaised{AlertID: "calert-1", Kind: "VmStateSync", VmID: "cvm-1",
+			HostID: "ch-1", Message: "found off", At: at + 70})
+	}
+}
+
 // TestRebuildEqualsLive projects a log live, in small batches, then rebuilds
 // the same database from the log: every read model table is the same, row
 // for row, the replaced tables are kept aside, and a projector started
@@ -58,6 +90,7 @@ func TestRebuildEqualsLive(t *testing.T) {
 	p := newProducer(t, kcfg)
 	scenario(p)
 	fleet(p, 60)
+	churn(p)
 
 	cancel, wait := startProjector(t, Config{Kafka: kcfg, DSN: dsn, MaxBatch: 7}, nil)
 	waitApplied(t, dsn, DefaultGroup, p)
