@@ -112,16 +112,17 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, filter func(Even
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	write := func(format string, args ...any) bool {
+	// emit buffers; flush sends what is buffered.
+	emit := func(format string, args ...any) bool {
 		// The server's WriteTimeout would cut a stream; each write gets
 		// its own deadline instead.
 		_ = rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
-		if _, err := fmt.Fprintf(w, format, args...); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
+		_, err := fmt.Fprintf(w, format, args...)
+		return err == nil
 	}
-	send := func(e Event) bool { return write("id: %s\nevent: %s\ndata: %s\n\n", e.ID, e.Type, e.marshal()) }
+	flush := func() bool { return rc.Flush() == nil }
+	write := func(format string, args ...any) bool { return emit(format, args...) && flush() }
+	send := func(e Event) bool { return emit("id: %s\nevent: %s\ndata: %s\n\n", e.ID, e.Type, e.marshal()) }
 
 	if gap {
 		write("event: gap\ndata: {\"message\":\"events before the ones that follow may be missing; re-read the resource\"}\n\n")
@@ -138,19 +139,44 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, filter func(Even
 	}
 	for _, e := range backlog {
 		if !send(e) || done != nil && done(e) {
+			flush()
 			return nil
 		}
+	}
+	if len(backlog) > 0 && !flush() {
+		return nil
 	}
 	beat := time.NewTicker(heartbeat)
 	defer beat.Stop()
 	for {
 		select {
 		case e, ok := <-sub.ch:
-			if !ok {
-				write("event: overflow\ndata: {\"message\":\"the stream fell behind; reconnect with Last-Event-ID\"}\n\n")
-				return nil
+			// The events already waiting go out with e in one flush (one
+			// write instead of one per event: a stream of every VM's
+			// events carries thousands a second); nothing waits for more.
+			for n := cap(sub.ch); ; n-- {
+				if !ok {
+					write("event: overflow\ndata: {\"message\":\"the stream fell behind; reconnect with Last-Event-ID\"}\n\n")
+					return nil
+				}
+				if !send(e) {
+					return nil
+				}
+				if done != nil && done(e) {
+					flush()
+					return nil
+				}
+				if n == 0 {
+					break
+				}
+				select {
+				case e, ok = <-sub.ch:
+					continue
+				default:
+				}
+				break
 			}
-			if !send(e) || done != nil && done(e) {
+			if !flush() {
 				return nil
 			}
 		case <-beat.C:

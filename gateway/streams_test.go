@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -213,4 +214,70 @@ func escapePath(s string) string {
 		return "%20"
 	}
 	return b.String()
+}
+
+// TestEventStreamBurst: events published faster than the stream writes
+// (they go out several per flush) all arrive, once each and in order.
+func TestEventStreamBurst(t *testing.T) {
+	f := gateway.NewFanout(slog.New(slog.NewTextHandler(io.Discard, nil)), 1000)
+	e := newEnv(t, gateway.Config{Events: f})
+	srv := httptest.NewServer(e.h)
+	defer srv.Close()
+	defer srv.CloseClientConnections() // the stream outlives the test's reads
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", srv.URL+"/v1/events?vm=vm-a1", nil)
+	req.Header.Set("Authorization", "Bearer "+e.alice)
+	got := make(chan string, 1000)
+	go func() {
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			return
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+				got <- id
+			}
+		}
+	}()
+	publishVM(f, 3, 1, &schemas.VmStateChanged{VmID: "vm-a1", Account: "acct-a", VmState: "Active"})
+	// Probe until the live subscription is there.
+	off := int64(2)
+	deadline := time.Now().Add(5 * time.Second)
+probe:
+	for ; ; off++ {
+		publishVM(f, 3, off, &schemas.PowerStateObserved{VmID: "vm-a1", PowerState: "PowerOn"})
+		select {
+		case <-got:
+			break probe
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no live event")
+		}
+	}
+	const burst = 200 // below the subscriber's buffer: none may be dropped
+	first := off + 1
+	for i := range int64(burst) {
+		publishVM(f, 3, first+i, &schemas.PowerStateObserved{VmID: "vm-a1", PowerState: "PowerOn"})
+	}
+	want := first
+	for want < first+burst {
+		select {
+		case id := <-got:
+			n, err := strconv.ParseInt(strings.TrimPrefix(id, "3:"), 10, 64)
+			if err != nil {
+				t.Fatalf("event id %q", id)
+			}
+			if n < first {
+				continue // a late probe
+			}
+			if n != want {
+				t.Fatalf("event 3:%d, want 3:%d", n, want)
+			}
+			want++
+		case <-time.After(5 * time.Second):
+			t.Fatalf("the burst stopped at 3:%d of 3:%d..3:%d", want, first, first+burst-1)
+		}
+	}
 }

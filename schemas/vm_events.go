@@ -30,22 +30,25 @@ type JobStepped struct {
 // JobSucceeded ends a job that reached its goal.
 type JobSucceeded struct {
 	JobRef
-	VmState string `avro:"vm_state" doc:"Stationary state the VM rests in."`
+	VmState   string `avro:"vm_state" doc:"Stationary state the VM rests in."`
+	StartedAt int64  `avro:"started_at" doc:"When the job started running, Unix milliseconds (after any wait in the VM's queue); at for a job that never ran; 0 from writers before this field."`
 }
 
 // JobFailed ends a job that could not reach its goal.
 type JobFailed struct {
 	JobRef
-	Reason  string `avro:"reason" doc:"Why: Timeout, PlacementFailed, AgentError, UnexpectedPowerState, ..."`
-	Detail  string `avro:"detail" doc:"Free text detail."`
-	VmState string `avro:"vm_state" doc:"Stationary state the VM rests in."`
+	Reason    string `avro:"reason" doc:"Why: Timeout, PlacementFailed, AgentError, UnexpectedPowerState, ..."`
+	Detail    string `avro:"detail" doc:"Free text detail."`
+	VmState   string `avro:"vm_state" doc:"Stationary state the VM rests in."`
+	StartedAt int64  `avro:"started_at" doc:"When the job started running, Unix milliseconds (after any wait in the VM's queue); at for a job that never ran; 0 from writers before this field."`
 }
 
 // JobCancelled ends a job cancelled by Terminate (it never resumes).
 type JobCancelled struct {
 	JobRef
-	Reason  string `avro:"reason" doc:"Why, e.g. Cancelled by terminate job <id>."`
-	VmState string `avro:"vm_state" doc:"Stationary state the VM rests in."`
+	Reason    string `avro:"reason" doc:"Why, e.g. Cancelled by terminate job <id>."`
+	VmState   string `avro:"vm_state" doc:"Stationary state the VM rests in."`
+	StartedAt int64  `avro:"started_at" doc:"When the job started running, Unix milliseconds (after any wait in the VM's queue); at for a job that never ran; 0 from writers before this field."`
 }
 
 // JobRejected ends a command that was not allowed in the VM's state.

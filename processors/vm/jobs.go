@@ -236,7 +236,7 @@ func (t *tx) terminate(ref schemas.JobRef, c schemas.VmCommand, v any) {
 	t.event(&schemas.JobAccepted{JobRef: ref})
 	why := "Cancelled by terminate job " + c.CommandID
 	if t.s.Job.JobID != "" {
-		t.endJob(outcomeCancelled, &schemas.JobCancelled{JobRef: t.jobRef(), Reason: why, VmState: t.s.VmState}, why, false)
+		t.endJob(outcomeCancelled, &schemas.JobCancelled{JobRef: t.jobRef(), Reason: why, VmState: t.s.VmState, StartedAt: t.s.Job.StartedAt}, why, false)
 	}
 	for _, q := range t.s.Queue {
 		qref := schemas.JobRef{JobID: q.CommandID, VmID: t.key, JobType: q.Type, Origin: schemas.OriginAPI, At: t.ms}
@@ -245,7 +245,7 @@ func (t *tx) terminate(ref schemas.JobRef, c schemas.VmCommand, v any) {
 				qref = t.refOf(action, qc)
 			}
 		}
-		t.event(&schemas.JobCancelled{JobRef: qref, Reason: why, VmState: t.s.VmState})
+		t.event(&schemas.JobCancelled{JobRef: qref, Reason: why, VmState: t.s.VmState, StartedAt: qref.At})
 		t.remember(q.CommandID, outcomeCancelled)
 	}
 	t.s.Queue = nil
@@ -317,7 +317,7 @@ func (t *tx) startNext() {
 		action, c, ok := commandOf(v)
 		if err != nil || !ok {
 			ref := schemas.JobRef{JobID: q.CommandID, VmID: t.key, JobType: q.Type, Origin: schemas.OriginAPI, At: t.ms}
-			t.event(&schemas.JobFailed{JobRef: ref, Reason: "Internal", Detail: fmt.Sprintf("decode queued %s: %v", q.Type, err), VmState: t.s.VmState})
+			t.event(&schemas.JobFailed{JobRef: ref, Reason: "Internal", Detail: fmt.Sprintf("decode queued %s: %v", q.Type, err), VmState: t.s.VmState, StartedAt: ref.At})
 			t.remember(q.CommandID, outcomeFailed)
 			continue
 		}
@@ -348,7 +348,7 @@ func (t *tx) endJob(outcome string, ev any, reason string, next bool) {
 }
 
 func (t *tx) succeed(text string) {
-	t.endJob(outcomeSucceeded, &schemas.JobSucceeded{JobRef: t.jobRef(), VmState: t.s.VmState}, text, true)
+	t.endJob(outcomeSucceeded, &schemas.JobSucceeded{JobRef: t.jobRef(), VmState: t.s.VmState, StartedAt: t.s.Job.StartedAt}, text, true)
 }
 
 // fail ends the running job with JobFailed, releases the capacity it holds
@@ -373,7 +373,7 @@ func (t *tx) fail(reason, detail string, follow bool) {
 		// that endJob starts (they win: a retry finds a job running).
 		f.failed(t)
 	}
-	t.endJob(outcomeFailed, &schemas.JobFailed{JobRef: ref, Reason: reason, Detail: detail, VmState: t.s.VmState},
+	t.endJob(outcomeFailed, &schemas.JobFailed{JobRef: ref, Reason: reason, Detail: detail, VmState: t.s.VmState, StartedAt: j.StartedAt},
 		fmt.Sprintf("job %s failed: %s", j.JobID, reason), true)
 }
 

@@ -8,6 +8,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -249,45 +250,40 @@ func (a *Agent) produce(ctx context.Context, recs ...schemas.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-	)
-	fail := func(err error) {
-		mu.Lock()
-		if firstErr == nil {
-			firstErr = err
-		}
-		mu.Unlock()
-	}
+	krs := make([]*kgo.Record, 0, len(recs))
+	var encodeErr error
 	for _, r := range recs {
 		kr, err := kafka.ToKafka(ctx, a.codec, r)
 		if err != nil {
-			fail(err)
+			encodeErr = cmp.Or(encodeErr, err)
 			continue
 		}
-		wg.Add(1)
-		a.cl.Produce(ctx, kr, func(_ *kgo.Record, err error) {
-			if err != nil {
-				fail(fmt.Errorf("produce %s key %s: %w", r.Topic, r.Key, err))
-			}
-			wg.Done()
-		})
+		krs = append(krs, kr)
 	}
-	// An idempotent producer cannot fail a record already in flight on a
-	// cancelled context, and retries it while the broker is away: give up
-	// waiting here instead, the record stays buffered until Close.
-	waited := make(chan struct{})
-	go func() { wg.Wait(); close(waited) }()
+	// ProduceSync sends at once instead of waiting out the client's 2 ms
+	// linger: an answer is on its job's path (a traced reboot spent 2.7 ms
+	// from the agent's step to the VM processor's, against a p50 of
+	// 14.5 ms at 500 actions/s), and a report chunk is waited on whole
+	// anyway. An idempotent producer cannot fail a record already in
+	// flight on a cancelled context, and retries it while the broker is
+	// away: give up waiting here instead, the record stays buffered until
+	// Close.
+	done := make(chan error, 1)
+	go func() {
+		for _, pr := range a.cl.ProduceSync(ctx, krs...) {
+			if pr.Err != nil {
+				done <- fmt.Errorf("produce %s key %s: %w", pr.Record.Topic, pr.Record.Key, pr.Err)
+				return
+			}
+		}
+		done <- nil
+	}()
 	select {
-	case <-waited:
+	case err := <-done:
+		return cmp.Or(encodeErr, err)
 	case <-ctx.Done():
 		return fmt.Errorf("produce %d records: %w", len(recs), ctx.Err())
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	return firstErr
 }
 
 // connWatch notices a broker coming back after an outage so that the hosts

@@ -79,13 +79,15 @@ func analyticsFleet(base int64) []schemas.Record {
 		ev(vm, end(ref(dur)))
 	}
 	ok := func(state string) func(schemas.JobRef) any {
-		return func(r schemas.JobRef) any { return &schemas.JobSucceeded{JobRef: r, VmState: state} }
+		return func(r schemas.JobRef) any {
+			return &schemas.JobSucceeded{JobRef: r, VmState: state, StartedAt: r.At - 150}
+		}
 	}
 	for i := range 6 {
 		job("vm-a", "start-"+string(rune('a'+i)), "Start", "h1", base+int64(i)*1000, 200+int64(i)*50, ok("Active"))
 	}
 	job("vm-b", "deploy-1", "Deploy", "h2", base+10_000, 900, func(r schemas.JobRef) any {
-		return &schemas.JobFailed{JobRef: r, Reason: "AgentError", Detail: "h2 refused", VmState: "Error"}
+		return &schemas.JobFailed{JobRef: r, Reason: "AgentError", Detail: "h2 refused", VmState: "Error", StartedAt: r.At - 800}
 	})
 	job("vm-c", "ha-1", "HARestart", "h3", base+11_000, 1500, ok("Active"))
 	job("vm-d", "reboot-1", "Reboot", "h1", base+12_000, 300, func(r schemas.JobRef) any {

@@ -98,6 +98,30 @@ func (b *batch) add(kr *kgo.Record, rr recordRows) {
 	}
 }
 
+// takeBack puts an older batch, read before this one and put off in
+// flight, in front of it: its rows first, its offsets where this batch has
+// none of the partition (this batch's are further).
+func (b *batch) takeBack(older *batch) {
+	b.jobs = append(older.jobs, b.jobs...)
+	b.events = append(older.events, b.events...)
+	b.hosts = append(older.hosts, b.hosts...)
+	b.leases = append(older.leases, b.leases...)
+	for topic, parts := range older.next {
+		if b.next[topic] == nil {
+			b.next[topic] = map[int32]kgo.EpochOffset{}
+		}
+		for p, o := range parts {
+			if _, ok := b.next[topic][p]; !ok {
+				b.next[topic][p] = o
+			}
+		}
+	}
+	b.records += older.records
+	if !older.started.IsZero() {
+		b.started = older.started
+	}
+}
+
 // drop removes the rows and offsets of the given partitions, by topic.
 func (b *batch) drop(gone map[string][]int32) {
 	if len(gone) == 0 {

@@ -1,7 +1,6 @@
 package journal
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/vmplane/vmplane/schemas"
@@ -38,7 +37,7 @@ func hostRowOf(r schemas.Record) (hostRow, error) {
 	if !ok {
 		return hostRow{}, fmt.Errorf("%s carries %s, want HostStatus", r.Topic, schemas.TypeName(r.Value))
 	}
-	payload, err := json.Marshal(v)
+	payload, err := renderPayload(v)
 	if err != nil {
 		return hostRow{}, fmt.Errorf("render HostStatus %s as JSON: %w", v.HostID, err)
 	}
@@ -49,7 +48,7 @@ func hostRowOf(r schemas.Record) (hostRow, error) {
 	return hostRow{
 		HostID: v.HostID, Name: v.Name, ZoneID: v.ZoneID, ClusterID: v.ClusterID,
 		Status: v.Status, ResourceState: v.ResourceState, Reservable: boolByte(v.Reservable),
-		Reason: v.Reason, Payload: string(payload), AtMs: at,
+		Reason: v.Reason, Payload: payload, AtMs: at,
 		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
 	}, nil
 }
@@ -65,7 +64,7 @@ func leaseRowOf(r schemas.Record) (leaseRow, error) {
 	if !ok {
 		return leaseRow{}, fmt.Errorf("%s carries %s, want LeaseStatusChanged or LeaseHostChanged", r.Topic, schemas.TypeName(r.Value))
 	}
-	payload, err := json.Marshal(v)
+	payload, err := renderPayload(v)
 	if err != nil {
 		return leaseRow{}, fmt.Errorf("render LeaseStatusChanged %s as JSON: %w", v.LeaseID, err)
 	}
@@ -76,13 +75,13 @@ func leaseRowOf(r schemas.Record) (leaseRow, error) {
 	return leaseRow{
 		LeaseID: v.LeaseID, ZoneID: v.ZoneID, Project: v.Project, Name: v.Name,
 		Status: v.Status, Degraded: boolByte(v.Degraded), Event: v.Event, Detail: v.Detail,
-		Payload: string(payload), AtMs: at,
+		Payload: payload, AtMs: at,
 		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
 	}, nil
 }
 
 func hostChangeRowOf(r schemas.Record, h *schemas.LeaseHostChanged) (leaseRow, error) {
-	payload, err := json.Marshal(h)
+	payload, err := renderPayload(h)
 	if err != nil {
 		return leaseRow{}, fmt.Errorf("render LeaseHostChanged %s as JSON: %w", h.HostID, err)
 	}
@@ -95,7 +94,7 @@ func hostChangeRowOf(r schemas.Record, h *schemas.LeaseHostChanged) (leaseRow, e
 		detail += ": " + h.Reason
 	}
 	return leaseRow{
-		ZoneID: h.ZoneID, Event: "host_changed", Detail: detail, Payload: string(payload), AtMs: at,
+		ZoneID: h.ZoneID, Event: "host_changed", Detail: detail, Payload: payload, AtMs: at,
 		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
 	}, nil
 }

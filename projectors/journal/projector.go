@@ -69,9 +69,15 @@ type Projector struct {
 	pending batch
 	traces  traced // spans of pending's records (telemetry.go)
 
-	// A rebalance waiting on a flush that retries cancels it: the rows stay
-	// pending, the revoked partitions' rows are dropped, and the next owner
-	// re-reads them from the last commit.
+	// inflight is the batch being inserted and committed while the next
+	// one is read (flight.go); spare is an emptied batch whose slices the
+	// next pending batch reuses. Only Run's goroutine touches them.
+	inflight *flight
+	spare    batch
+
+	// A rebalance waiting on a flight that retries cancels it: its rows go
+	// back to pending, the revoked partitions' rows are dropped, and the
+	// next owner re-reads them from the last commit.
 	rebalanceWanted atomic.Bool
 	cancelMu        sync.Mutex
 	cancelFlush     context.CancelFunc
@@ -132,6 +138,7 @@ func (p *Projector) Run(ctx context.Context) error {
 	p.pending = newBatch() // what an earlier Run left is re-read from the commit
 	p.untrace(nil)         // telemetry:
 	p.mu.Unlock()
+	p.spare = newBatch()
 	fresh := false
 	err = retry(ctx, p.log, "create clickhouse tables", p.wait, attemptTimeout, func(ctx context.Context) error {
 		exists, err := journalExists(ctx, conn, p.cfg.Database)
@@ -177,14 +184,31 @@ func (p *Projector) Run(ctx context.Context) error {
 		return fmt.Errorf("journal projector: kafka client: %w", err)
 	}
 	defer cl.CloseAllowingRebalance()
+	// Whatever ends the run, the batch in flight stops before the client
+	// closes; what it did not commit is read again by the next run.
+	defer func() {
+		p.cancelInflight()
+		_ = p.land()
+	}()
 
 	for {
 		pctx, cancel := context.WithTimeout(ctx, p.untilDue())
 		fs := cl.PollRecords(pctx, p.cfg.BatchRows)
 		cancel()
 		err := p.handle(ctx, cl, fs, ins)
-		p.rebalanceWanted.Store(false)
-		cl.AllowRebalance()
+		if err == nil && p.rebalanceWanted.Load() {
+			err = p.land() // yieldToRebalance cut the flight short
+		}
+		if err == nil {
+			err = p.landIfDone()
+		}
+		// While a batch is in flight its commit must not cross a
+		// rebalance: the next polls keep rebalances blocked (and read the
+		// next batch) until it has landed.
+		if p.inflight == nil {
+			p.rebalanceWanted.Store(false)
+			cl.AllowRebalance()
+		}
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -214,7 +238,7 @@ func (p *Projector) handle(ctx context.Context, cl *kgo.Client, fs kgo.Fetches, 
 		}
 	}
 	if p.due() {
-		return p.flush(ctx, cl, ins)
+		return p.takeOff(ctx, cl, ins)
 	}
 	return nil
 }
@@ -263,30 +287,14 @@ func recordRowsOf(rec schemas.Record) (recordRows, error) {
 	}
 }
 
-// flush inserts the batch, then commits the offsets of exactly its records.
-// It never commits before the insert succeeded.
-func (p *Projector) flush(ctx context.Context, cl *kgo.Client, ins insertFunc) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	b := &p.pending
-	if b.records == 0 {
-		return nil
-	}
-	fctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	p.cancelMu.Lock()
-	p.cancelFlush = cancel
-	p.cancelMu.Unlock()
-	defer func() {
-		p.cancelMu.Lock()
-		p.cancelFlush = nil
-		p.cancelMu.Unlock()
-	}()
-	if p.rebalanceWanted.Load() {
-		return nil
-	}
-	insertStart := time.Now()                               // telemetry:
-	ictx, traced := p.startInsert(fctx, &b.rows, b.records) // telemetry:
+// flush inserts f's batch, then commits the offsets of exactly its
+// records. It never commits before the insert succeeded. fctx is the
+// flight's context, which yieldToRebalance cancels: the insert then ends
+// with errPutOff and the batch goes back to pending (land).
+func (p *Projector) flush(ctx, fctx context.Context, cl *kgo.Client, ins insertFunc, f *flight) error {
+	b := &f.b
+	insertStart := time.Now()                                          // telemetry:
+	ictx, traced := p.startInsert(fctx, &b.rows, b.records, &f.traces) // telemetry:
 	err := retry(ictx, p.log, "insert into clickhouse", p.wait, attemptTimeout, func(ctx context.Context) error {
 		return ins(ctx, &b.rows)
 	})
@@ -297,7 +305,7 @@ func (p *Projector) flush(ctx context.Context, cl *kgo.Client, ins insertFunc) e
 	if err != nil {
 		if ctx.Err() == nil {
 			p.log.Info("flush put off for a rebalance", "rows", b.rows.len())
-			return nil
+			return errPutOff
 		}
 		return ctx.Err()
 	}
@@ -318,7 +326,6 @@ func (p *Projector) flush(ctx context.Context, cl *kgo.Client, ins insertFunc) e
 	}
 	p.log.Debug("flushed", "job_rows", len(b.jobs), "event_rows", len(b.events), "host_rows", len(b.hosts),
 		"lease_rows", len(b.leases), "records", b.records)
-	b.reset()
 	return nil
 }
 
@@ -353,6 +360,12 @@ func (p *Projector) dropPartitions(_ context.Context, _ *kgo.Client, gone map[st
 
 func (p *Projector) yieldToRebalance() {
 	p.rebalanceWanted.Store(true)
+	p.cancelInflight()
+}
+
+// cancelInflight cuts the batch in flight short, if any: its insert ends
+// and it goes back to pending uncommitted.
+func (p *Projector) cancelInflight() {
 	p.cancelMu.Lock()
 	defer p.cancelMu.Unlock()
 	if p.cancelFlush != nil {

@@ -3,8 +3,10 @@ package journal
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/vmplane/vmplane/schemas"
 )
@@ -39,6 +41,10 @@ type jobRow struct {
 	Offset                         int64
 	// HostID is the host the step names in its obj ("host_id"), if any.
 	HostID string
+	// StartedMs is, on an end row, when the job started running (Unix
+	// milliseconds; AtMs for a job that never ran, 0 when the end event
+	// predates the field); 0 on other rows.
+	StartedMs int64
 }
 
 // eventRow is one row of vm_events, in the column order of insertEvents.
@@ -57,12 +63,19 @@ type eventRow struct {
 // for a job event, its job_journal row. It is pure: the same record always
 // gives the same rows, which is what makes a retried batch harmless.
 func rowsOf(r schemas.Record) (*jobRow, eventRow, error) {
-	payload, err := json.Marshal(r.Value)
+	payload, err := renderPayload(r.Value)
 	if err != nil {
 		return nil, eventRow{}, fmt.Errorf("render %s as JSON: %w", schemas.TypeName(r.Value), err)
 	}
+	job, ev, err := rowsWithoutPayload(r)
+	ev.Payload = payload
+	return job, ev, err
+}
+
+// rowsWithoutPayload is rowsOf but for the event's payload, left empty.
+func rowsWithoutPayload(r schemas.Record) (*jobRow, eventRow, error) {
 	ev := eventRow{
-		VmID: r.Key, Type: schemas.TypeName(r.Value), Payload: string(payload), AtMs: r.TimestampMs,
+		VmID: r.Key, Type: schemas.TypeName(r.Value), AtMs: r.TimestampMs,
 		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
 	}
 	var job *jobRow
@@ -79,7 +92,8 @@ func rowsOf(r schemas.Record) (*jobRow, eventRow, error) {
 	switch v := r.Value.(type) {
 	case *schemas.JobAccepted:
 		job = newJob(v.JobRef, KindAccepted, acceptedSeq)
-		job.Obj = mustJSON(map[string]any{"queued": v.Queued, "position": v.Position})
+		// What json.Marshal makes of {"queued": …, "position": …}: keys sorted.
+		job.Obj = `{"position":` + strconv.Itoa(int(v.Position)) + `,"queued":` + strconv.FormatBool(v.Queued) + `}`
 		job.Text = "accepted"
 		if v.Queued {
 			job.Text = fmt.Sprintf("queued at position %d", v.Position)
@@ -95,18 +109,22 @@ func rowsOf(r schemas.Record) (*jobRow, eventRow, error) {
 	case *schemas.JobSucceeded:
 		job = newJob(v.JobRef, KindSucceeded, endSeq)
 		job.VmState, job.Text = v.VmState, "succeeded, VM is "+v.VmState
+		job.StartedMs = v.StartedAt
 		ev.VmState = v.VmState
 	case *schemas.JobFailed:
 		job = newJob(v.JobRef, KindFailed, endSeq)
 		job.Reason, job.Detail, job.VmState, job.Text = v.Reason, v.Detail, v.VmState, v.Detail
+		job.StartedMs = v.StartedAt
 		ev.VmState, ev.Reason = v.VmState, v.Reason
 	case *schemas.JobCancelled:
 		job = newJob(v.JobRef, KindCancelled, endSeq)
 		job.Reason, job.VmState, job.Text = v.Reason, v.VmState, v.Reason
+		job.StartedMs = v.StartedAt
 		ev.VmState, ev.Reason = v.VmState, v.Reason
 	case *schemas.JobRejected:
 		job = newJob(v.JobRef, KindRejected, endSeq)
 		job.Reason, job.Detail, job.Text = v.Reason, v.Detail, v.Detail
+		job.StartedMs = v.At // never ran
 		job.Obj = mustJSON(map[string]any{"allowed_actions": v.AllowedActions})
 		ev.Reason = v.Reason
 	case *schemas.VmStateChanged:
@@ -133,12 +151,16 @@ func rowsOf(r schemas.Record) (*jobRow, eventRow, error) {
 }
 
 // hostOf is the "host_id" a step's obj names; "" when it names none or is
-// not a JSON object.
+// not a JSON object: what json.Unmarshal into a struct with a HostID
+// string field tagged host_id gives, or "" when it fails.
 func hostOf(obj string) string {
 	// Most steps name no host: skip the decoding when no key can be
 	// "host_id", which needs an underscore, literal or escaped.
 	if !strings.Contains(obj, "_") && !strings.Contains(obj, `\u`) {
 		return ""
+	}
+	if h, ok := hostOfPlain(obj); ok {
+		return h
 	}
 	var o struct {
 		HostID string `json:"host_id"`
@@ -147,6 +169,86 @@ func hostOf(obj string) string {
 		return ""
 	}
 	return o.HostID
+}
+
+// hostOfPlain is hostOf for an obj of ASCII without backslashes, which
+// is every obj the VM processor writes, read without decoding into a
+// struct; ok is false for any other obj. Like json.Unmarshal it takes the
+// top level's keys case-insensitively, the last one wins, a null leaves
+// the value as it was, and a value of another type fails the whole obj.
+func hostOfPlain(obj string) (host string, ok bool) {
+	for i := 0; i < len(obj); i++ {
+		if obj[i] >= utf8.RuneSelf || obj[i] == '\\' {
+			return "", false
+		}
+	}
+	if !json.Valid([]byte(obj)) {
+		return "", true
+	}
+	i := skipSpace(obj, 0)
+	if obj[i] != '{' {
+		return "", true // json.Unmarshal fails on a non-object
+	}
+	i = skipSpace(obj, i+1)
+	for obj[i] != '}' {
+		end := strings.IndexByte(obj[i+1:], '"') + i + 1 // valid JSON: a key string
+		key := obj[i+1 : end]
+		i = skipSpace(obj, end+1) + 1 // past the colon
+		i = skipSpace(obj, i)
+		start := i
+		i = skipValue(obj, i)
+		if strings.EqualFold(key, "host_id") {
+			switch v := obj[start:i]; v[0] {
+			case '"':
+				host = v[1 : len(v)-1]
+			case 'n': // null
+			default:
+				return "", true
+			}
+		}
+		i = skipSpace(obj, i)
+		if obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+	}
+	return host, true
+}
+
+func skipSpace(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue is the end of the valid JSON value (without backslashes) that
+// starts at i.
+func skipValue(s string, i int) int {
+	depth := 0
+	for ; i < len(s); i++ {
+		switch s[i] {
+		case '"':
+			i += strings.IndexByte(s[i+1:], '"') + 1
+			if depth == 0 {
+				return i + 1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i
+			}
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		case ',', ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return i
 }
 
 // mustJSON renders maps of plain values, which cannot fail to encode.

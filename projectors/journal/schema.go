@@ -46,7 +46,8 @@ var tables = []string{
 	topic String,
 	"partition" Int32,
 	"offset" Int64,
-	host_id String
+	host_id String,
+	started_ms Int64
 ) ENGINE = ReplacingMergeTree()
 PARTITION BY toYYYYMM(ts)
 ORDER BY (job_id, seq, kind)`,
@@ -121,6 +122,7 @@ type column struct{ table, name, typ string }
 var addedColumns = []column{
 	{"job_journal", "host_id", "String"},
 	{"vm_events", "reason", "String"},
+	{"job_journal", "started_ms", "Int64"},
 }
 
 // The aggregates are fed by materialized views on job_journal. Every state

@@ -31,13 +31,16 @@ func TestMigrateFromFirstRelease(t *testing.T) {
 	}}
 	// The first release's insert, without host_id.
 	err := send(t.Context(), conn, fmt.Sprintf(`INSERT INTO %s.job_journal (job_id, kind, seq, job_type, ts, at_ms)`, q), len(old.jobs),
-		[]any{
-			values(old.jobs, func(j *jobRow) string { return j.JobID }),
-			values(old.jobs, func(j *jobRow) string { return j.Kind }),
-			values(old.jobs, func(j *jobRow) uint32 { return j.Seq }),
-			values(old.jobs, func(j *jobRow) string { return j.JobType }),
-			values(old.jobs, func(j *jobRow) int64 { return seconds(j.AtMs) }),
-			values(old.jobs, func(j *jobRow) int64 { return j.AtMs }),
+		func(lo, hi int) []any {
+			js := old.jobs[lo:hi]
+			return []any{
+				values(js, func(j *jobRow) string { return j.JobID }),
+				values(js, func(j *jobRow) string { return j.Kind }),
+				values(js, func(j *jobRow) uint32 { return j.Seq }),
+				values(js, func(j *jobRow) string { return j.JobType }),
+				values(js, func(j *jobRow) int64 { return seconds(j.AtMs) }),
+				values(js, func(j *jobRow) int64 { return j.AtMs }),
+			}
 		})
 	if err != nil {
 		t.Fatal(err)

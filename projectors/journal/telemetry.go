@@ -53,10 +53,11 @@ func (p *Projector) traceRecord(ctx context.Context, kr *kgo.Record, rec schemas
 	p.traces.spans = append(p.traces.spans, recordSpan{topic: kr.Topic, partition: kr.Partition, span: span})
 }
 
-// startInsert opens the span of the pending batch's insert; p.mu is held.
-// end closes it and the records' spans: err nil means the rows are in.
-func (p *Projector) startInsert(ctx context.Context, r *rows, records int) (context.Context, func(err error)) {
-	ctx, span := telemetry.StartBatch(ctx, p.cfg.Group, records, p.traces.links)
+// startInsert opens the span of a batch's insert (tr are its records'
+// traces). end closes it and the records' spans: err nil means the rows are
+// in.
+func (p *Projector) startInsert(ctx context.Context, r *rows, records int, tr *traced) (context.Context, func(err error)) {
+	ctx, span := telemetry.StartBatch(ctx, p.cfg.Group, records, tr.links)
 	span.SetAttributes(
 		attribute.String("db.system.name", "clickhouse"),
 		attribute.String("db.operation.name", "INSERT"),
@@ -74,11 +75,18 @@ func (p *Projector) startInsert(ctx context.Context, r *rows, records int) (cont
 			// that takes them.
 			return
 		}
-		for _, s := range p.traces.spans {
+		for _, s := range tr.spans {
 			s.span.End()
 		}
-		p.traces = traced{}
+		*tr = traced{}
 	}
+}
+
+// takeBack puts the traces of a batch put off in flight before these.
+func (t *traced) takeBack(older traced) {
+	t.spans = append(older.spans, t.spans...)
+	links := append(older.links, t.links...)
+	t.links = links[:min(len(links), maxLinks)]
 }
 
 // untrace ends the spans of records of partitions this member lost (all

@@ -19,7 +19,9 @@ import (
 	"time"
 
 	"github.com/vmplane/vmplane/benchmarks/harness"
+	"github.com/vmplane/vmplane/benchmarks/journal"
 	"github.com/vmplane/vmplane/benchmarks/placement"
+	"github.com/vmplane/vmplane/benchmarks/rebuild"
 	"github.com/vmplane/vmplane/benchmarks/storm"
 	"github.com/vmplane/vmplane/internal/pgserver"
 	"github.com/vmplane/vmplane/internal/testkit"
@@ -29,7 +31,7 @@ func main() {
 	quick := flag.Bool("quick", false, "tiny sizes (seconds), as `make test` runs it")
 	record := flag.Bool("record", true, "write results/<date>-<commit>.json (and, for full runs, a README history row)")
 	runs := flag.Int("runs", 0, "repetitions per scenario (default 3)")
-	only := flag.String("only", "", "run one scenario group: storm, latency or placement (for profiling; never recorded)")
+	only := flag.String("only", "", "run one scenario group: storm, latency, placement, journal or rebuild (for profiling; never recorded)")
 	childRole := flag.String("child", "", "internal: run a processor as a child process")
 	brokers := flag.String("brokers", "", "internal: broker list of -child")
 	flag.Parse()
@@ -117,6 +119,14 @@ func run(ctx context.Context, quick, record bool, runs int, only string) error {
 	if only == "" || only == "placement" {
 		fmt.Fprintln(os.Stderr, "bench: placement")
 		rows = append(rows, placement.Rows(ctx, placementPattern, sz.Runs)...)
+	}
+	if only == "" || only == "journal" {
+		fmt.Fprintln(os.Stderr, "bench: journal")
+		rows = append(rows, journal.Rows(ctx, quick, sz.Runs, log)...)
+	}
+	if only == "" || only == "rebuild" {
+		fmt.Fprintln(os.Stderr, "bench: rebuild")
+		rows = append(rows, rebuild.Rows(ctx, quick, sz.Runs, pg.DSN(), log)...)
 	}
 
 	fmt.Println()

@@ -1,0 +1,84 @@
+package journal
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/vmplane/vmplane/internal/testkit"
+	pj "github.com/vmplane/vmplane/projectors/journal"
+)
+
+// server is the ClickHouse test server: a connection and the
+// clickhouse-client command line of the same address.
+type server struct {
+	addr, host, port string
+	client           string
+	conn             driver.Conn
+}
+
+func openServer() (*server, error) {
+	client, err := exec.LookPath("clickhouse-client")
+	if err != nil {
+		return nil, fmt.Errorf("the limit needs clickhouse-client: %w", err)
+	}
+	addr := testkit.ClickHouseAddr()
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := pj.Open(addr)
+	if err != nil {
+		return nil, err
+	}
+	return &server{addr: addr, host: host, port: port, client: client, conn: conn}, nil
+}
+
+// freshDatabase creates an empty database with the journal's tables and
+// views (pj.Migrate) under a new name; drop removes it.
+func (s *server) freshDatabase(ctx context.Context) (string, error) {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	db := "vmplane_bench_journal_" + hex.EncodeToString(b)
+	if err := pj.Migrate(ctx, s.conn, db); err != nil {
+		s.drop(db)
+		return "", err
+	}
+	return db, nil
+}
+
+func (s *server) drop(db string) {
+	_ = s.conn.Exec(context.Background(), "DROP DATABASE IF EXISTS `"+db+"`")
+}
+
+// clientCmd is a clickhouse-client run of query, reading stdin, with more
+// options (settings) if given.
+func (s *server) clientCmd(ctx context.Context, query string, stdin io.Reader, opts ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, s.client, append([]string{"--host", s.host, "--port", s.port, "--query", query}, opts...)...)
+	cmd.Stdin = stdin
+	return cmd
+}
+
+// dump is the TabSeparated text of every row of db.table.
+func (s *server) dump(ctx context.Context, db, table string) ([]byte, error) {
+	var out, errb bytes.Buffer
+	cmd := s.clientCmd(ctx, fmt.Sprintf("SELECT * FROM `%s`.%s FORMAT TabSeparated", db, table), nil)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("dump %s: %v: %s", table, err, errb.String())
+	}
+	return out.Bytes(), nil
+}
+
+func (s *server) count(ctx context.Context, db, table string) (uint64, error) {
+	var n uint64
+	err := s.conn.QueryRow(ctx, fmt.Sprintf("SELECT count() FROM `%s`.%s", db, table)).Scan(&n)
+	return n, err
+}
