@@ -12,12 +12,11 @@ import (
 
 // analystQuery is query 2 of docs/analytics.md ("p50, p95 and average
 // duration by action and day"); %s is the database.
-const analystQuery = `SELECT toDate(ts) AS day, job_type, count() AS jobs,
-       round(quantile(0.5)(at_ms - started_ms)) AS p50_ms,
-       round(quantile(0.95)(at_ms - started_ms)) AS p95_ms,
-       round(avg(at_ms - started_ms)) AS avg_ms
-FROM %s.job_journal
-WHERE seq = 1000000 AND kind = 'succeeded' AND started_ms > 0
+const analystQuery = `SELECT day, job_type, count() AS jobs,
+       quantiles(0.5, 0.95)(duration_ms) AS p50_p95_ms,
+       round(avg(duration_ms)) AS avg_ms
+FROM %s.job_ends
+WHERE outcome = 'succeeded'
 GROUP BY day, job_type
 ORDER BY day DESC, job_type`
 
@@ -25,7 +24,7 @@ ORDER BY day DESC, job_type`
 // through one clickhouse-client INSERT ... FORMAT TabSeparated, the rows
 // rendered as the projector renders them (pj.AppendJobJournalTSV) and
 // streamed to the client's stdin while it inserts. The materialized views
-// fill job_runs and job_daily as they do for the projector's inserts.
+// fill job_runs, job_ends and job_daily as they do for the projector's inserts.
 func loadJournal(ctx context.Context, s *server, db string, fleet pj.Fleet, rows int) (jobs int, err error) {
 	pr, pw := io.Pipe()
 	cmd := s.clientCmd(ctx, fmt.Sprintf("INSERT INTO `%s`.job_journal (%s) FORMAT TabSeparated", db, pj.JobJournalColumns), pr)

@@ -75,7 +75,7 @@ func Rows(ctx context.Context, quick bool, runs int, log *slog.Logger) []harness
 		{Scenario: "journal", Figure: "analyst query p50/p95 job duration by type per day", Unit: "s",
 			Value:  harness.Summarize(query),
 			Target: &harness.Target{Value: queryTarget},
-			How: fmt.Sprintf("%d job_journal rows (%d jobs of the same fleet history, %.1f days) loaded once, before the repetitions, into a fresh database by one clickhouse-client INSERT ... FORMAT TabSeparated of the rows the projector renders (its materialized views fill job_runs and job_daily as for the projector). "+
+			How: fmt.Sprintf("%d job_journal rows (%d jobs of the same fleet history, %.1f days) loaded once, before the repetitions, into a fresh database by one clickhouse-client INSERT ... FORMAT TabSeparated of the rows the projector renders (its materialized views fill job_runs, job_ends and job_daily as for the projector). "+
 				"Each repetition: the median of %d executions, each the wall clock from sending the query (clickhouse-go, native protocol) to reading the last row of its answer: docs/analytics.md query 2: %q",
 				sz.queryRows, notes.jobs, float64(notes.jobs)*fleet.Every.Seconds()/86_400, sz.executions, fmt.Sprintf(analystQuery, "<db>")),
 			Notes: fmt.Sprintf("load took %.1f s; the answer has %d rows", notes.load.Seconds(), notes.answer)},

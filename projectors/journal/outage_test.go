@@ -203,6 +203,9 @@ func TestOutageAndKillLoseNothingDoubleNothing(t *testing.T) {
 	if got := count(t, conn, fmt.Sprintf("SELECT count() FROM %s.jobs", quoteIdent(db))); got != jobs {
 		t.Errorf("jobs view holds %d jobs, want %d", got, jobs)
 	}
+	if got := count(t, conn, fmt.Sprintf("SELECT count() FROM %s.job_ends FINAL WHERE duration_ms = 4", quoteIdent(db))); got != jobs {
+		t.Errorf("job_ends FINAL holds %d jobs that ran 4 ms, want %d", got, jobs)
+	}
 	var ended uint64
 	if err := conn.QueryRow(t.Context(), fmt.Sprintf("SELECT toUInt64(sum(n)) FROM (SELECT uniqExactMerge(jobs) AS n FROM %s.job_daily GROUP BY day, job_type, outcome, reason)",
 		quoteIdent(db))).Scan(&ended); err != nil {

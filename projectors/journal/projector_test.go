@@ -64,7 +64,7 @@ func jobEvents(vm, job string, at int64) []any {
 		&schemas.JobStepped{JobRef: ref(1), Seq: 1, TaskState: "Scheduling", Step: "place", Text: "placing", Obj: `{}`},
 		&schemas.JobStepped{JobRef: ref(2), Seq: 2, TaskState: "PoweringOn", Step: "start", Text: "starting on h1", Obj: `{"host_id":"h1"}`},
 		&schemas.JobStepped{JobRef: ref(3), Seq: 3, TaskState: "PoweringOn", Step: "answer", Text: "h1 answered", Obj: `{}`},
-		&schemas.JobSucceeded{JobRef: ref(4), VmState: "Running"},
+		&schemas.JobSucceeded{JobRef: ref(4), VmState: "Running", StartedAt: at},
 		&schemas.VmStateChanged{VmID: vm, VmState: "Running", PowerState: "PowerOn", HostID: "h1", JobID: job, UpdatedAt: at + 4},
 	}
 }
