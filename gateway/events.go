@@ -148,17 +148,16 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, filter func(Even
 	}
 	beat := time.NewTicker(heartbeat)
 	defer beat.Stop()
+	var pending []Event
 	for {
 		select {
-		case e, ok := <-sub.ch:
-			// The events already waiting go out with e in one flush (one
-			// write instead of one per event: a stream of every VM's
-			// events carries thousands a second); nothing waits for more.
-			for n := cap(sub.ch); ; n-- {
-				if !ok {
-					write("event: overflow\ndata: {\"message\":\"the stream fell behind; reconnect with Last-Event-ID\"}\n\n")
-					return nil
-				}
+		case <-sub.wake:
+			// Every event waiting goes out in one flush (one write instead
+			// of one per event: a stream of every VM's events carries
+			// thousands a second); nothing waits for more.
+			var behind bool
+			pending, behind = sub.take(pending)
+			for _, e := range pending {
 				if !send(e) {
 					return nil
 				}
@@ -166,15 +165,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, filter func(Even
 					flush()
 					return nil
 				}
-				if n == 0 {
-					break
-				}
-				select {
-				case e, ok = <-sub.ch:
-					continue
-				default:
-				}
-				break
+			}
+			if behind {
+				write("event: overflow\ndata: {\"message\":\"the stream fell behind; reconnect with Last-Event-ID\"}\n\n")
+				return nil
 			}
 			if !flush() {
 				return nil

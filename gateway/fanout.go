@@ -140,8 +140,8 @@ func avroFields(v any) map[string]any {
 }
 
 // Publish stores e in the ring and offers it to every subscriber whose
-// filter takes it. A subscriber that does not keep up is dropped (its
-// channel closed): its client resumes with Last-Event-ID.
+// filter takes it. A subscriber more than maxQueued events behind is
+// dropped: its client resumes with Last-Event-ID.
 func (f *Fanout) Publish(e Event) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -162,30 +162,66 @@ func (f *Fanout) Publish(e Event) {
 		if !s.filter(e) {
 			continue
 		}
-		select {
-		case s.ch <- e:
-		default:
+		if !s.push(e) {
 			delete(f.subs, s)
-			close(s.ch)
 		}
 	}
 }
 
-// subscription is one stream's view of the fanout.
+// maxQueued is how far a stream may fall behind before it is dropped:
+// about a second of a stream of every event at 1,000 actions/s. The queue
+// holds only what waits, so an idle or keeping-up stream costs nothing.
+const maxQueued = 4096
+
+// subscription is one stream's view of the fanout: the events waiting to
+// be written, and a wake-up when there are some.
 type subscription struct {
 	f      *Fanout
 	filter func(Event) bool
-	ch     chan Event
+	wake   chan struct{}
+
+	mu     sync.Mutex
+	queue  []Event
+	behind bool // dropped for falling behind
+}
+
+// push queues e; false when the stream is too far behind (it is dropped).
+func (s *subscription) push(e Event) bool {
+	s.mu.Lock()
+	ok := len(s.queue) < maxQueued
+	if ok {
+		s.queue = append(s.queue, e)
+	} else {
+		s.behind = true
+	}
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	return ok
+}
+
+// take moves the waiting events into dst (reused) and says whether the
+// stream was dropped for falling behind.
+func (s *subscription) take(dst []Event) ([]Event, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	dst = append(dst[:0], s.queue...)
+	clear(s.queue)
+	if cap(s.queue) > 256 {
+		s.queue = nil // a burst's buffer goes with the burst
+	} else {
+		s.queue = s.queue[:0]
+	}
+	return dst, s.behind
 }
 
 // Close unsubscribes.
 func (s *subscription) Close() {
 	s.f.mu.Lock()
 	defer s.f.mu.Unlock()
-	if _, ok := s.f.subs[s]; ok {
-		delete(s.f.subs, s)
-		close(s.ch)
-	}
+	delete(s.f.subs, s)
 }
 
 // Subscribe registers filter and returns, atomically with the registration
@@ -196,7 +232,7 @@ func (s *subscription) Close() {
 func (f *Fanout) Subscribe(filter func(Event) bool, lastID string) (sub *subscription, backlog []Event, gap bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	sub = &subscription{f: f, filter: filter, ch: make(chan Event, 256)}
+	sub = &subscription{f: f, filter: filter, wake: make(chan struct{}, 1)}
 	f.subs[sub] = struct{}{}
 	if lastID == "" {
 		return sub, nil, false
