@@ -82,3 +82,18 @@ func (s *server) count(ctx context.Context, db, table string) (uint64, error) {
 	err := s.conn.QueryRow(ctx, fmt.Sprintf("SELECT count() FROM `%s`.%s", db, table)).Scan(&n)
 	return n, err
 }
+
+// ServerVersion is the test ClickHouse server's version, "" when it does
+// not answer (the results then say so).
+func ServerVersion(ctx context.Context) string {
+	conn, err := pj.Open(testkit.ClickHouseAddr())
+	if err != nil {
+		return ""
+	}
+	defer conn.Close()
+	var v string
+	if err := conn.QueryRow(ctx, "SELECT version()").Scan(&v); err != nil {
+		return ""
+	}
+	return v
+}

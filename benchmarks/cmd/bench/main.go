@@ -131,9 +131,9 @@ func run(ctx context.Context, quick, record bool, runs int, only string) error {
 
 	fmt.Println()
 	harness.Print(os.Stdout, rows)
-	r := harness.Run{Started: started, Duration: time.Since(started), Quick: quick, Machine: harness.Describe(pgVersion, ""), Rows: rows}
-	fmt.Printf("\nmachine: %d cores, %d MiB, %s; Go %s, franz-go %s, kfake %s, Postgres %s; took %s\n",
-		r.Machine.Cores, r.Machine.MemoryMiB, r.Machine.CPU, r.Machine.Go, r.Machine.FranzGo, r.Machine.Kfake, pgVersion, r.Duration.Round(time.Second))
+	r := harness.Run{Started: started, Duration: time.Since(started), Quick: quick, Machine: harness.Describe(pgVersion, journal.ServerVersion(ctx)), Rows: rows}
+	fmt.Printf("\nmachine: %d cores, %d MiB, %s; Go %s, franz-go %s, kfake %s, Postgres %s, ClickHouse %s; took %s\n",
+		r.Machine.Cores, r.Machine.MemoryMiB, r.Machine.CPU, r.Machine.Go, r.Machine.FranzGo, r.Machine.Kfake, pgVersion, r.Machine.ClickHouse, r.Duration.Round(time.Second))
 	if !record {
 		return nil
 	}
