@@ -1,9 +1,7 @@
 package schemas
 
 import (
-	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -11,28 +9,48 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"unsafe"
 )
 
 // The Avro binary form of a record written with today's schema follows the
 // Go type field by field, since the schema is generated from the type. The
-// plans below encode and decode that form straight from and into Go values,
-// without goavro's intermediate maps: the hot path of every processor. A
-// record written with an older schema version is decoded by goavro.
+// plans below encode and decode (decode.go) that form straight from and into
+// Go values, without goavro's intermediate maps: the hot path of every
+// processor and projector (a rebuild of the read model decodes every event
+// ever written). A record written with an older schema version is decoded by
+// goavro.
+//
+// A plan does not walk the Go value with reflect.Value: it is compiled into
+// ops, a flat list of (kind, byte offset) for a struct with its embedded and
+// nested struct values inlined, and the codec reads or writes each scalar
+// (string, bool, int32, int64, float64, bytes) and each []string,
+// map[string]int64 and map[string]string straight at base+offset. This is
+// the package's only use of unsafe, and it stays within these rules:
+//   - an op's offset comes from reflect (StructField.Offset) for the type
+//     the op was compiled for, and the codec is only given memory of that
+//     type: a value allocated by reflect.New or reflect.MakeSlice, or the
+//     address of an addressable reflect.Value of the type;
+//   - an access goes through a pointer of the field's own layout (a field of
+//     any named string type is a string, a *T field an unsafe.Pointer), so
+//     the compiler emits the write barriers the collector needs;
+//   - other slices and maps, and the targets of pointers, are made with
+//     reflect, which knows their element types.
+// TestDecoderAgreesWithGoavro holds both directions against goavro for
+// every record type with random values, also under the race detector.
+//
+// BenchmarkDecode and BenchmarkEncode (mix_bench_test.go), medians of 5
+// runs interleaved with the reflect.Value codec this replaced (2026-11-22,
+// this 2-core machine, under other benchmarks' load): decoding the mix of
+// seven records 14.9 → 10.0 µs and 97 → 26 allocations (VmStateChanged
+// 2.2 → 1.1 µs), encoding it 6.0 → 2.3 µs.
 
 type plan struct {
-	kind   reflect.Kind
-	bytes  bool
-	fields []planField
-	elem   *plan // slice element, map value or pointer target
-	// target and zero are a pointer's target type and the encoding of its
-	// zero value, which a nil pointer writes.
-	target reflect.Type
-	zero   []byte
-}
-
-type planField struct {
-	index []int
-	p     *plan
+	typ  reflect.Type
+	elem *plan // slice element, map value or pointer target
+	// zero is the encoding of a pointer target's zero value, which a nil
+	// pointer writes.
+	zero []byte
+	ops  []op
 }
 
 var plans sync.Map // reflect.Type -> *plan
@@ -41,26 +59,104 @@ func planOf(t reflect.Type) *plan {
 	if p, ok := plans.Load(t); ok {
 		return p.(*plan)
 	}
-	p := &plan{kind: t.Kind()}
+	p := &plan{typ: t}
 	switch t.Kind() {
-	case reflect.Struct:
-		for _, f := range fieldsOf(t) {
-			p.fields = append(p.fields, planField{index: f.index, p: planOf(f.typ)})
-		}
 	case reflect.Slice:
-		if t.Elem().Kind() == reflect.Uint8 {
-			p.bytes = true
-		} else {
+		if t.Elem().Kind() != reflect.Uint8 {
 			p.elem = planOf(t.Elem())
 		}
-	case reflect.Map:
+	case reflect.Map, reflect.Pointer:
 		p.elem = planOf(t.Elem())
-	case reflect.Pointer:
-		p.elem, p.target = planOf(t.Elem()), t.Elem()
-		p.zero = encodeValue(nil, reflect.Zero(t.Elem()), p.elem)
+	}
+	p.ops = opsOf(p)
+	if t.Kind() == reflect.Pointer {
+		p.zero = encode(nil, reflect.New(t.Elem()).UnsafePointer(), p.elem.ops)
 	}
 	plans.Store(t, p)
 	return p
+}
+
+type opKind uint8
+
+const (
+	opString opKind = iota
+	opBool
+	opInt32
+	opInt64
+	opFloat64
+	opBytes
+	opStrings   // []string
+	opSlice     // any other slice
+	opLongMap   // map[string]int64
+	opStringMap // map[string]string
+	opMap       // any other map
+	opPointer
+)
+
+// op encodes or decodes one value at byte offset off of the value at hand;
+// p is the value's plan for slices, maps and pointers.
+type op struct {
+	kind opKind
+	off  uintptr
+	p    *plan
+}
+
+var (
+	stringsType   = reflect.TypeFor[[]string]()
+	longMapType   = reflect.TypeFor[map[string]int64]()
+	stringMapType = reflect.TypeFor[map[string]string]()
+)
+
+// opsOf compiles the encoding and decoding of p's type: a struct's fields
+// in order, a nested struct value's ops inlined at its offset; one op at
+// offset 0 for any other type. p.elem is already planned.
+func opsOf(p *plan) []op {
+	t := p.typ
+	switch t.Kind() {
+	case reflect.Struct:
+		var ops []op
+		for _, f := range fieldsOf(t) {
+			off, ft := uintptr(0), t
+			for _, i := range f.index {
+				sf := ft.Field(i)
+				off, ft = off+sf.Offset, sf.Type
+			}
+			for _, o := range planOf(f.typ).ops {
+				o.off += off
+				ops = append(ops, o)
+			}
+		}
+		return ops
+	case reflect.String:
+		return []op{{kind: opString}}
+	case reflect.Bool:
+		return []op{{kind: opBool}}
+	case reflect.Int32:
+		return []op{{kind: opInt32}}
+	case reflect.Int64:
+		return []op{{kind: opInt64}}
+	case reflect.Float64:
+		return []op{{kind: opFloat64}}
+	case reflect.Slice:
+		switch {
+		case t.Elem().Kind() == reflect.Uint8:
+			return []op{{kind: opBytes}}
+		case t == stringsType:
+			return []op{{kind: opStrings}}
+		}
+		return []op{{kind: opSlice, p: p}}
+	case reflect.Map:
+		switch t {
+		case longMapType:
+			return []op{{kind: opLongMap}}
+		case stringMapType:
+			return []op{{kind: opStringMap}}
+		}
+		return []op{{kind: opMap, p: p}}
+	case reflect.Pointer:
+		return []op{{kind: opPointer, p: p}}
+	}
+	panic(fmt.Sprintf("schemas: unsupported kind %s", t.Kind()))
 }
 
 func appendLong(b []byte, n int64) []byte {
@@ -72,69 +168,83 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-func encodeValue(b []byte, v reflect.Value, p *plan) []byte {
-	switch p.kind {
-	case reflect.Struct:
-		for _, f := range p.fields {
-			b = encodeValue(b, fieldAt(v, f.index), f.p)
-		}
-	case reflect.String:
-		b = appendString(b, v.String())
-	case reflect.Bool:
-		if v.Bool() {
-			b = append(b, 1)
-		} else {
+// encode appends the value at base, encoded by ops.
+func encode(b []byte, base unsafe.Pointer, ops []op) []byte {
+	for i := range ops {
+		o := &ops[i]
+		at := unsafe.Add(base, o.off)
+		switch o.kind {
+		case opString:
+			b = appendString(b, *(*string)(at))
+		case opBool:
+			if *(*bool)(at) {
+				b = append(b, 1)
+			} else {
+				b = append(b, 0)
+			}
+		case opInt32:
+			b = appendLong(b, int64(*(*int32)(at)))
+		case opInt64:
+			b = appendLong(b, *(*int64)(at))
+		case opFloat64:
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(*(*float64)(at)))
+		case opBytes:
+			b = appendLong(b, int64(len(*(*[]byte)(at))))
+			b = append(b, *(*[]byte)(at)...)
+		case opStrings:
+			if s := *(*[]string)(at); len(s) > 0 {
+				b = appendLong(b, int64(len(s)))
+				for _, e := range s {
+					b = appendString(b, e)
+				}
+			}
 			b = append(b, 0)
-		}
-	case reflect.Int32, reflect.Int64:
-		b = appendLong(b, v.Int())
-	case reflect.Float64:
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v.Float()))
-	case reflect.Slice:
-		if p.bytes {
-			b = appendLong(b, int64(v.Len()))
-			return append(b, v.Bytes()...)
-		}
-		if n := v.Len(); n > 0 {
-			b = appendLong(b, int64(n))
-			for i := 0; i < n; i++ {
-				b = encodeValue(b, v.Index(i), p.elem)
+		case opLongMap:
+			b = appendMap(b, *(*map[string]int64)(at), appendLong)
+		case opStringMap:
+			b = appendMap(b, *(*map[string]string)(at), appendString)
+		case opSlice:
+			v := reflect.NewAt(o.p.typ, at).Elem()
+			if n := v.Len(); n > 0 {
+				b = appendLong(b, int64(n))
+				data, size := v.UnsafePointer(), o.p.elem.typ.Size()
+				for i := range n {
+					b = encode(b, unsafe.Add(data, uintptr(i)*size), o.p.elem.ops)
+				}
+			}
+			b = append(b, 0)
+		case opMap:
+			b = encodeMap(b, reflect.NewAt(o.p.typ, at).Elem(), o.p.elem)
+		case opPointer:
+			// A pointer is its target on the wire; nil is the zero value.
+			if p := *(*unsafe.Pointer)(at); p != nil {
+				b = encode(b, p, o.p.elem.ops)
+			} else {
+				b = append(b, o.p.zero...)
 			}
 		}
-		b = append(b, 0)
-	case reflect.Map:
-		// The maps of the records are string-keyed maps of plain values:
-		// encode them without reflection (these are in every VmRecord).
-		switch m := v.Interface().(type) {
-		case map[string]int64:
-			return appendMap(b, m, appendLong)
-		case map[string]string:
-			return appendMap(b, m, appendString)
-		}
-		if n := v.Len(); n > 0 {
-			// Sorted keys: the same state always encodes to the same bytes.
-			keys := make([]string, 0, n)
-			for _, k := range v.MapKeys() {
-				keys = append(keys, k.String())
-			}
-			sort.Strings(keys)
-			b = appendLong(b, int64(n))
-			for _, k := range keys {
-				b = appendString(b, k)
-				b = encodeValue(b, v.MapIndex(reflect.ValueOf(k).Convert(v.Type().Key())), p.elem)
-			}
-		}
-		b = append(b, 0)
-	case reflect.Pointer:
-		// A pointer is its target on the wire; nil is the zero value.
-		if v.IsNil() {
-			return append(b, p.zero...)
-		}
-		return encodeValue(b, v.Elem(), p.elem)
-	default:
-		panic(fmt.Sprintf("schemas: unsupported kind %s", p.kind))
 	}
 	return b
+}
+
+// encodeMap encodes a map other than map[string]int64 and
+// map[string]string, with reflect, keys sorted.
+func encodeMap(b []byte, v reflect.Value, elem *plan) []byte {
+	if n := v.Len(); n > 0 {
+		keys := make([]string, 0, n)
+		for _, k := range v.MapKeys() {
+			keys = append(keys, k.String())
+		}
+		sort.Strings(keys)
+		b = appendLong(b, int64(n))
+		e := reflect.New(elem.typ)
+		for _, k := range keys {
+			b = appendString(b, k)
+			e.Elem().Set(v.MapIndex(reflect.ValueOf(k).Convert(v.Type().Key())))
+			b = encode(b, e.UnsafePointer(), elem.ops)
+		}
+	}
+	return append(b, 0)
 }
 
 // appendMap encodes a map in one block, keys sorted so that the same state
@@ -156,192 +266,13 @@ func appendMap[V any](b []byte, m map[string]V, enc func([]byte, V) []byte) []by
 	return append(b, 0)
 }
 
-func fieldAt(v reflect.Value, index []int) reflect.Value {
-	if len(index) == 1 {
-		return v.Field(index[0])
+// encodeBody appends the Avro binary body of v, a struct value of p's type
+// (addressable when it came through a pointer, as nearly every record does).
+func encodeBody(b []byte, v reflect.Value, p *plan) []byte {
+	if !v.CanAddr() {
+		c := reflect.New(v.Type())
+		c.Elem().Set(v)
+		v = c.Elem()
 	}
-	return v.FieldByIndex(index)
-}
-
-var errShort = errors.New("truncated record")
-
-type reader struct {
-	b   []byte
-	err error
-}
-
-func (r *reader) long() int64 {
-	if r.err != nil {
-		return 0
-	}
-	u, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.err = errShort
-		if n < 0 {
-			r.err = errors.New("varint overflows a long")
-		}
-		return 0
-	}
-	r.b = r.b[n:]
-	return int64(u>>1) ^ -int64(u&1)
-}
-
-// size reads a length and checks it against what is left, so garbage can
-// never make the decoder allocate more than the record holds.
-func (r *reader) size() int {
-	n := r.long()
-	if r.err == nil && (n < 0 || n > int64(len(r.b))) {
-		r.err = fmt.Errorf("length %d exceeds the %d bytes left", n, len(r.b))
-	}
-	if r.err != nil {
-		return 0
-	}
-	return int(n)
-}
-
-func (r *reader) take(n int) []byte {
-	out := r.b[:n]
-	r.b = r.b[n:]
-	return out
-}
-
-// count reads an array or map block count; a negative count is followed by
-// the block's size in bytes (Avro spec).
-func (r *reader) count() int {
-	n := r.long()
-	if n < 0 {
-		n = -n
-		r.long()
-	}
-	// Every item takes at least one byte.
-	if r.err == nil && n > int64(len(r.b)) {
-		r.err = fmt.Errorf("block of %d items exceeds the %d bytes left", n, len(r.b))
-	}
-	if r.err != nil {
-		return 0
-	}
-	return int(n)
-}
-
-func decodeValue(r *reader, v reflect.Value, p *plan) {
-	if r.err != nil {
-		return
-	}
-	switch p.kind {
-	case reflect.Struct:
-		for _, f := range p.fields {
-			decodeValue(r, fieldAt(v, f.index), f.p)
-		}
-	case reflect.String:
-		n := r.size()
-		if r.err == nil {
-			v.SetString(string(r.take(n)))
-		}
-	case reflect.Bool:
-		if len(r.b) < 1 {
-			r.err = errShort
-			return
-		}
-		switch r.b[0] {
-		case 0:
-		case 1:
-			v.SetBool(true)
-		default:
-			r.err = fmt.Errorf("boolean byte %d", r.b[0])
-		}
-		r.b = r.b[1:]
-	case reflect.Int32:
-		n := r.long()
-		if n < math.MinInt32 || n > math.MaxInt32 {
-			r.err = fmt.Errorf("int %d out of range", n)
-			return
-		}
-		v.SetInt(n)
-	case reflect.Int64:
-		v.SetInt(r.long())
-	case reflect.Float64:
-		if len(r.b) < 8 {
-			r.err = errShort
-			return
-		}
-		v.SetFloat(math.Float64frombits(binary.LittleEndian.Uint64(r.take(8))))
-	case reflect.Slice:
-		if p.bytes {
-			n := r.size()
-			if r.err == nil {
-				v.SetBytes(append([]byte(nil), r.take(n)...))
-			}
-			return
-		}
-		for {
-			n := r.count()
-			if r.err != nil || n == 0 {
-				return
-			}
-			start := v.Len()
-			grown := reflect.MakeSlice(v.Type(), start+n, start+n)
-			reflect.Copy(grown, v)
-			for i := 0; i < n; i++ {
-				decodeValue(r, grown.Index(start+i), p.elem)
-			}
-			v.Set(grown)
-		}
-	case reflect.Map:
-		for {
-			n := r.count()
-			if r.err != nil || n == 0 {
-				return
-			}
-			if v.IsNil() {
-				v.Set(reflect.MakeMapWithSize(v.Type(), n))
-			}
-			for i := 0; i < n; i++ {
-				kn := r.size()
-				if r.err != nil {
-					return
-				}
-				k := string(r.take(kn))
-				ev := reflect.New(v.Type().Elem()).Elem()
-				decodeValue(r, ev, p.elem)
-				v.SetMapIndex(reflect.ValueOf(k).Convert(v.Type().Key()), ev)
-			}
-		}
-	case reflect.Pointer:
-		// A zero value leaves the pointer nil: a record holds its rarely set
-		// parts only while they are set. The canonical zero encoding is
-		// skipped without allocating.
-		if bytes.HasPrefix(r.b, p.zero) {
-			r.b = r.b[len(p.zero):]
-			v.SetZero()
-			return
-		}
-		e := reflect.New(p.target)
-		decodeValue(r, e.Elem(), p.elem)
-		if r.err == nil && !e.Elem().IsZero() {
-			v.Set(e)
-		} else {
-			v.SetZero()
-		}
-	default:
-		r.err = fmt.Errorf("unsupported kind %s", p.kind)
-	}
-}
-
-// encodeBody appends the Avro binary body of v (a struct value).
-func encodeBody(b []byte, v reflect.Value) []byte {
-	return encodeValue(b, v, planOf(v.Type()))
-}
-
-// decodeBody decodes a body written with today's schema of t.
-func decodeBodyFast(body []byte, t reflect.Type) (any, error) {
-	out := reflect.New(t)
-	r := &reader{b: body}
-	decodeValue(r, out.Elem(), planOf(t))
-	if r.err != nil {
-		return nil, r.err
-	}
-	if len(r.b) != 0 {
-		return nil, fmt.Errorf("%d trailing bytes", len(r.b))
-	}
-	return out.Interface(), nil
+	return encode(b, unsafe.Pointer(v.UnsafeAddr()), p.ops)
 }

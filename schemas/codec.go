@@ -21,9 +21,9 @@ type entry struct {
 	typ    reflect.Type
 	schema string
 	codec  *goavro.Codec
-	// current is set for today's schema of the type: its bodies follow the
-	// Go type and take the direct path of binary.go.
-	current bool
+	// plan is set for today's schema of the type: its bodies follow the
+	// Go type and take the direct path of binary.go and decode.go.
+	plan *plan
 }
 
 var (
@@ -54,7 +54,7 @@ func init() {
 		if err != nil {
 			panic(fmt.Sprintf("schemas: %s.avsc: %v", t.Name(), err))
 		}
-		e := &entry{name: t.Name(), typ: t, schema: string(text), codec: c, current: true}
+		e := &entry{name: t.Name(), typ: t, schema: string(text), codec: c, plan: planOf(t)}
 		byName[e.name] = e
 		byFingerprint[c.Rabin] = e
 	}
@@ -123,7 +123,7 @@ func Marshal(v any) ([]byte, error) {
 	b := make([]byte, 10, 64)
 	b[0], b[1] = 0xC3, 0x01
 	binary.LittleEndian.PutUint64(b[2:10], e.codec.Rabin)
-	return encodeBody(b, rv), nil
+	return encodeBody(b, rv, e.plan), nil
 }
 
 // Unmarshal decodes a single-object encoded record into a new value of its
@@ -140,8 +140,8 @@ func Unmarshal(b []byte) (any, error) {
 }
 
 func (e *entry) decodeBody(body []byte) (any, error) {
-	if e.current {
-		v, err := decodeBodyFast(body, e.typ)
+	if e.plan != nil {
+		v, err := decodeBodyFast(body, e.plan)
 		if err != nil {
 			return nil, fmt.Errorf("decode %s: %w", e.name, err)
 		}
@@ -205,7 +205,7 @@ func (c *Codec) Encode(ctx context.Context, v any) ([]byte, error) {
 	}
 	buf := make([]byte, 5, 64)
 	binary.BigEndian.PutUint32(buf[1:], uint32(id))
-	return encodeBody(buf, rv), nil
+	return encodeBody(buf, rv, e.plan), nil
 }
 
 // AppendEncode appends v, encoded in the codec's framing, to dst and
@@ -221,14 +221,14 @@ func (c *Codec) AppendEncode(ctx context.Context, dst []byte, v any) ([]byte, er
 	if c == nil || c.reg == nil {
 		dst = append(dst, 0xC3, 0x01)
 		dst = binary.LittleEndian.AppendUint64(dst, e.codec.Rabin)
-		return encodeBody(dst, rv), nil
+		return encodeBody(dst, rv, e.plan), nil
 	}
 	id, err := c.idFor(ctx, e)
 	if err != nil {
 		return dst, err
 	}
 	dst = binary.BigEndian.AppendUint32(append(dst, 0), uint32(id))
-	return encodeBody(dst, rv), nil
+	return encodeBody(dst, rv, e.plan), nil
 }
 
 func (c *Codec) idFor(ctx context.Context, e *entry) (int, error) {

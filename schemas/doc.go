@@ -13,5 +13,9 @@
 // keep rarely set parts out of line, to be small in memory, without a
 // change of schema or bytes.
 //
+// The direct codec of today's schemas (binary.go, decode.go) reads and
+// writes fields through unsafe pointers at offsets taken from reflect;
+// nothing else in the package uses unsafe.
+//
 // schemas imports nothing else of vmplane and never does I/O.
 package schemas

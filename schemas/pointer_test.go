@@ -41,23 +41,23 @@ func TestPointerFieldIsItsTarget(t *testing.T) {
 		{"set", inline{ID: "a", Job: job, Off: off, Tail: 7}, outOfLine{ID: "a", Job: &job, Off: &off, Tail: 7}},
 		{"half", inline{ID: "a", Job: job, Tail: -1}, outOfLine{ID: "a", Job: &job, Tail: -1}},
 	} {
-		want := encodeBody(nil, reflect.ValueOf(c.v))
-		if got := encodeBody(nil, reflect.ValueOf(c.p)); !bytes.Equal(got, want) {
+		want := encodeBody(nil, reflect.ValueOf(c.v), planOf(in))
+		if got := encodeBody(nil, reflect.ValueOf(c.p), planOf(out)); !bytes.Equal(got, want) {
 			t.Fatalf("%s: pointer form writes %x, value form %x", c.name, got, want)
 		}
-		back, err := decodeBodyFast(want, out)
+		back, err := decodeBodyFast(want, planOf(out))
 		if err != nil || !reflect.DeepEqual(back, &c.p) {
 			t.Fatalf("%s: decoded %+v (%v), want %+v", c.name, back, err, c.p)
 		}
 	}
 	// A non-nil pointer to a zero value writes the zero value and reads
 	// back as nil, also when the zero value is not in its shortest form.
-	zero := encodeBody(nil, reflect.ValueOf(outOfLine{Job: &JobState{}, Off: &Offering{}}))
-	if !bytes.Equal(zero, encodeBody(nil, reflect.ValueOf(outOfLine{}))) {
+	zero := encodeBody(nil, reflect.ValueOf(outOfLine{Job: &JobState{}, Off: &Offering{}}), planOf(out))
+	if !bytes.Equal(zero, encodeBody(nil, reflect.ValueOf(outOfLine{}), planOf(out))) {
 		t.Fatalf("a pointer to a zero value writes %x", zero)
 	}
 	long := append([]byte{zero[0], 0x80, 0x00}, zero[2:]...) // job.job_id's length as a two-byte varint
-	back, err := decodeBodyFast(long, out)
+	back, err := decodeBodyFast(long, planOf(out))
 	if err != nil || !reflect.DeepEqual(back, &outOfLine{}) {
 		t.Fatalf("zero value in a longer form: decoded %+v (%v)", back, err)
 	}
