@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -94,6 +95,20 @@ func run(ctx context.Context, quick, record bool, runs int, only string) error {
 	}
 	if only == "" || only == "storm" {
 		rows = append(rows, storm.Rows(sz, samples, stormErr)...)
+	}
+	if only == "latency" {
+		// The latency scenario runs every role in this process: profile it.
+		if path := os.Getenv("VMPLANE_BENCH_CPUPROFILE"); path != "" {
+			f, err := os.Create(path)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return err
+			}
+			defer pprof.StopCPUProfile()
+		}
 	}
 	if only == "" || only == "latency" {
 		ls := storm.LatencyFull
