@@ -22,8 +22,10 @@ var benchLine = regexp.MustCompile(`^BenchmarkDecide/hosts=(\d+)/(\S+?)(-\d+)?\s
 // pattern narrows the sub-benchmarks (quick mode runs 10,000 hosts,
 // FirstFitPlanner only).
 func Rows(ctx context.Context, pattern string, count int) []harness.Row {
+	// No test timeout: twelve zones of up to 340,000 decisions, three times,
+	// ran 12 minutes on a slow day of this machine (go test's default is 10).
 	cmd := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-bench", "^BenchmarkDecide$/"+pattern,
-		"-benchtime=1x", "-count", strconv.Itoa(count), "./benchmarks/placement")
+		"-benchtime=1x", "-count", strconv.Itoa(count), "-timeout", "0", "./benchmarks/placement")
 	out, err := cmd.CombinedOutput()
 	samples := map[string][]float64{}
 	var order []string
