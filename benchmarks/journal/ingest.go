@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/processors/runtime"
 	pj "github.com/vmplane/vmplane/projectors/journal"
 	"github.com/vmplane/vmplane/schemas"
 )
@@ -122,6 +124,9 @@ func ingestOnce(ctx context.Context, s *server, l *log, run int, lg *slog.Logger
 	if err != nil {
 		return out, err
 	}
+	// The collector as `vmplane projector` sets it by default
+	// (--gc-percent); the embedded broker in this process gets it too.
+	defer debug.SetGCPercent(debug.SetGCPercent(runtime.RecommendedGCPercent))
 	pctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	start := time.Now()

@@ -26,9 +26,10 @@ type GC struct {
 	MemoryLimit int64
 }
 
-// RecommendedGCPercent is the GC percentage of processor processes (the
-// `vmplane processor` default and the bench child's): measured in the
-// reconnect storm (benchmarks/README.md).
+// RecommendedGCPercent is the GC percentage of processor and projector
+// processes (the `vmplane processor` and `vmplane projector` default, the
+// bench child's and the journal scenario's): measured in the reconnect
+// storm (benchmarks/README.md).
 const RecommendedGCPercent = 400
 
 // Apply sets the collector's percentage and memory limit.

@@ -96,10 +96,10 @@ func (f flags) settings() *time.Duration {
 	return f.dur("ping-interval", "VMPLANE_PING_INTERVAL", 60*time.Second, "agent ping and report interval (ping.interval)")
 }
 
-// gcFlags tune the Go collector of a processor process (runtime.GC):
-// a processor's heap is mostly long-lived states, which a collection
-// re-marks every time; benchmarks/README.md has the measurements behind
-// the default.
+// gcFlags tune the Go collector of a processor or projector process
+// (runtime.GC): a processor's heap is mostly long-lived states, which a
+// collection re-marks every time, a projector's the batch in hand;
+// benchmarks/README.md has the measurements behind the default.
 type gcFlags struct {
 	percent *int
 	limit   *string

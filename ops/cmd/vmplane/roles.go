@@ -114,7 +114,11 @@ func runProjector(ctx context.Context, args []string, log *slog.Logger) error {
 	dsn := f.str("pg-dsn", "VMPLANE_PG_DSN", "postgres://postgres@127.0.0.1:5432/vmplane", "Postgres database of the read models")
 	ch := f.str("clickhouse", "VMPLANE_CH_ADDR", "127.0.0.1:9000", "ClickHouse native address")
 	chdb := f.str("clickhouse-db", "VMPLANE_CH_DATABASE", "vmplane", "ClickHouse database")
+	gc := f.gc()
 	f.Parse(args)
+	if err := gc.apply(); err != nil {
+		return err
+	}
 	o := roles.Options{Kafka: k.config(), Logger: log}
 	var r roles.Runner
 	var err error
