@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vmplane/vmplane/benchmarks/harness"
 	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/processors/runtime"
 	"github.com/vmplane/vmplane/processors/vm"
@@ -130,16 +131,12 @@ func RunChild(ctx context.Context, role string, brokers []string) error {
 			time.Sleep(2 * time.Millisecond)
 		}
 	}()
-	if path := os.Getenv("VMPLANE_BENCH_CPUPROFILE"); path != "" && role == ChildVM {
-		f, err := os.Create(path)
+	if role == ChildVM {
+		stop, err := harness.CPUProfile(os.Getenv("VMPLANE_BENCH_CPUPROFILE"))
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	if path := os.Getenv("VMPLANE_BENCH_MEMPROFILE"); path != "" && role == ChildVM {
 		// The heap at the end of the child: the state of every VM plus

@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -98,17 +97,11 @@ func run(ctx context.Context, quick, record bool, runs int, only string) error {
 	}
 	if only == "latency" {
 		// The latency scenario runs every role in this process: profile it.
-		if path := os.Getenv("VMPLANE_BENCH_CPUPROFILE"); path != "" {
-			f, err := os.Create(path)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			if err := pprof.StartCPUProfile(f); err != nil {
-				return err
-			}
-			defer pprof.StopCPUProfile()
+		stop, err := harness.CPUProfile(os.Getenv("VMPLANE_BENCH_CPUPROFILE"))
+		if err != nil {
+			return err
 		}
+		defer stop()
 	}
 	if only == "" || only == "latency" {
 		ls := storm.LatencyFull
