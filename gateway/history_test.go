@@ -22,20 +22,12 @@ import (
 func historyEnv(t *testing.T) *env {
 	t.Helper()
 	addr, db := testkit.ClickHouse(t)
-	b, err := kafka.StartBroker("127.0.0.1:0", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	kcfg := kafka.Config{Brokers: b.Addrs(), Replication: 1}
+	kcfg, _ := testkit.Kafka(t)
 	cl, err := kgo.NewClient(kcfg.Opts()...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	if err := kafka.EnsureTopics(t.Context(), cl, schemas.Topics, 1); err != nil {
-		t.Fatal(err)
-	}
 	ms := t0.UnixMilli()
 	state := func(vm, state, task, power, job string, at int64) *schemas.VmStateChanged {
 		return &schemas.VmStateChanged{VmID: vm, Name: "web-1", Account: "acct-a", VmState: state, TaskState: task, PowerState: power,

@@ -10,9 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/internal/testkit"
-	"github.com/vmplane/vmplane/schemas"
 )
 
 // BenchmarkJournalIngest projects a log of 20,000 jobs of a Fleet (about
@@ -25,20 +23,12 @@ func BenchmarkJournalIngest(b *testing.B) {
 	if testing.Short() {
 		b.Skip("needs the embedded broker and ClickHouse")
 	}
-	br, err := kafka.StartBroker("127.0.0.1:0", "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer br.Close()
-	kcfg := kafka.Config{Brokers: br.Addrs(), Replication: 1}
+	kcfg, _ := testkit.Kafka(b)
 	cl, err := kgo.NewClient(kcfg.Opts()...)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer cl.Close()
-	if err := kafka.EnsureTopics(b.Context(), cl, schemas.Topics, 1); err != nil {
-		b.Fatal(err)
-	}
 	recs := Fleet{Start: 1_760_000_000_000}.Records(0, 20_000)
 	if err := produceRecords(b.Context(), cl, recs); err != nil {
 		b.Fatal(err)

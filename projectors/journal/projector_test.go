@@ -36,20 +36,12 @@ func testClickHouse(t *testing.T) (driver.Conn, string, string) {
 
 func broker(t *testing.T) (kafka.Config, *kgo.Client) {
 	t.Helper()
-	b, err := kafka.StartBroker("127.0.0.1:0", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	cfg := kafka.Config{Brokers: b.Addrs(), Replication: 1}
+	cfg, _ := testkit.Kafka(t)
 	cl, err := kgo.NewClient(cfg.Opts()...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	if err := kafka.EnsureTopics(t.Context(), cl, schemas.Topics, 1); err != nil {
-		t.Fatal(err)
-	}
 	return cfg, cl
 }
 

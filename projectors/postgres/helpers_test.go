@@ -20,23 +20,7 @@ func testDB(t *testing.T) string { return testkit.Postgres(t) }
 // testBroker starts kfake with the topic table applied.
 func testBroker(t *testing.T) kafka.Config {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs the embedded broker")
-	}
-	b, err := kafka.StartBroker("127.0.0.1:0", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	cfg := kafka.Config{Brokers: b.Addrs(), Replication: 1}
-	cl, err := kgo.NewClient(cfg.Opts()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	if err := kafka.EnsureTopics(t.Context(), cl, schemas.Topics, 1); err != nil {
-		t.Fatal(err)
-	}
+	cfg, _ := testkit.Kafka(t)
 	return cfg
 }
 

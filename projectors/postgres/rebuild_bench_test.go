@@ -33,20 +33,12 @@ func BenchmarkRebuild(b *testing.B) {
 	if testing.Short() {
 		b.Skip("needs the embedded broker and Postgres")
 	}
-	br, err := kafka.StartBroker("127.0.0.1:0", "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer br.Close()
-	kcfg := kafka.Config{Brokers: br.Addrs(), Replication: 1}
+	kcfg, _ := testkit.Kafka(b)
 	cl, err := kgo.NewClient(kcfg.Opts()...)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer cl.Close()
-	if err := kafka.EnsureTopics(b.Context(), cl, schemas.Topics, 1); err != nil {
-		b.Fatal(err)
-	}
 	s := &batchSender{tb: b, codec: schemas.NewCodec(nil)}
 	fleet(s, 5000)
 	if err := cl.ProduceSync(b.Context(), s.recs...).FirstErr(); err != nil {
