@@ -3,8 +3,6 @@ package rebuild
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"time"
@@ -65,10 +63,7 @@ func runOnce(ctx context.Context, l *eventLog, pgBase string, log *slog.Logger) 
 // freshDB creates an empty database on the server and returns its DSN and
 // a function dropping it.
 func freshDB(ctx context.Context, pgBase string, log *slog.Logger) (string, func(), error) {
-	var rnd [6]byte
-	_, _ = rand.Read(rnd[:])
-	name := "bench_rebuild_" + hex.EncodeToString(rnd[:])
-	dsn, err := pgserver.EnsureDatabase(ctx, pgBase, name)
+	dsn, name, err := pgserver.FreshDatabase(ctx, pgBase, "bench_rebuild_")
 	if err != nil {
 		return "", nil, err
 	}

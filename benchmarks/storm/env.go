@@ -2,8 +2,6 @@ package storm
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -47,10 +45,7 @@ func newEnv(ctx context.Context, pgBase string, log *slog.Logger) (*env, error) 
 		e.close()
 		return nil, err
 	}
-	var rnd [6]byte
-	_, _ = rand.Read(rnd[:])
-	e.dbName = "bench_" + hex.EncodeToString(rnd[:])
-	e.dsn, err = pgserver.EnsureDatabase(ctx, pgBase, e.dbName)
+	e.dsn, e.dbName, err = pgserver.FreshDatabase(ctx, pgBase, "bench_")
 	if err != nil {
 		e.close()
 		return nil, err

@@ -8,6 +8,8 @@ package pgserver
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -168,6 +170,17 @@ func EnsureDatabase(ctx context.Context, dsn, name string) (string, error) {
 		}
 	}
 	return WithDatabase(dsn, name)
+}
+
+// FreshDatabase creates a new database named prefix followed by twelve
+// random hex digits on the server at dsn, and returns dsn pointing at it
+// and its name (for DropDatabase).
+func FreshDatabase(ctx context.Context, dsn, prefix string) (string, string, error) {
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	name := prefix + hex.EncodeToString(rnd[:])
+	fresh, err := EnsureDatabase(ctx, dsn, name)
+	return fresh, name, err
 }
 
 // WithDatabase returns dsn with its database replaced by name. Both URL and keyword/value forms

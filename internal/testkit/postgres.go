@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/vmplane/vmplane/internal/pgserver"
 )
 
@@ -36,14 +34,8 @@ func Postgres(t testing.TB) string {
 		// t.Context() is already canceled when cleanups run.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Errorf("testkit: drop database %s: %v", name, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-			t.Errorf("testkit: drop database %s: %v", name, err)
+		if err := pgserver.DropDatabase(ctx, base, name); err != nil {
+			t.Errorf("testkit: %v", err)
 		}
 	})
 	return dsn
