@@ -99,10 +99,10 @@ func oldOffering(s *schemas.VmRecord) schemas.Offering {
 
 // compact drops the out-of-line parts of s that are zero.
 func compact(s *schemas.VmRecord) {
-	if s.Job != nil && reflect.ValueOf(*s.Job).IsZero() {
+	if s.Job != nil && reflect.ValueOf(s.Job).Elem().IsZero() {
 		s.Job = nil
 	}
-	if s.OldOffering != nil && reflect.ValueOf(*s.OldOffering).IsZero() {
+	if s.OldOffering != nil && reflect.ValueOf(s.OldOffering).Elem().IsZero() {
 		s.OldOffering = nil
 	}
 }
