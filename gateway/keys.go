@@ -8,6 +8,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+
+	"github.com/vmplane/vmplane/schemas"
 )
 
 // An API key reads vmp_<keyid>_<secret>: the key id (12 lowercase hex
@@ -67,4 +69,18 @@ func ParseAPIKey(key string) (keyID string, ok bool) {
 // nothing about how much of a guessed hash was right.
 func hashMatches(key, storedHash string) bool {
 	return subtle.ConstantTimeCompare([]byte(HashAPIKey(key)), []byte(strings.ToLower(storedHash))) == 1
+}
+
+// AdminAccount makes a new admin key and the accounts.v1 records that
+// create the "admin" account with it, at Unix milliseconds at: what a
+// fresh installation (and a benchmark) starts from.
+func AdminAccount(at int64) (key string, recs []schemas.Record, err error) {
+	key, id, hash, err := NewAPIKey()
+	if err != nil {
+		return "", nil, err
+	}
+	return key, []schemas.Record{
+		{Topic: schemas.TopicAccounts, Key: "admin", Value: &schemas.AccountCreated{AccountID: "admin", Name: "admin", At: at}},
+		{Topic: schemas.TopicAccounts, Key: "admin", Value: &schemas.ApiKeyIssued{KeyID: id, AccountID: "admin", Role: "admin", Hash: hash, At: at}},
+	}, nil
 }

@@ -54,16 +54,7 @@ func (l *log) fill(ctx context.Context, recs []schemas.Record) error {
 	if err := kafka.EnsureTopics(ctx, l.cl, schemas.Topics, 1); err != nil {
 		return err
 	}
-	codec := schemas.NewCodec(nil)
-	krs := make([]*kgo.Record, len(recs))
-	for i, r := range recs {
-		kr, err := kafka.ToKafka(ctx, codec, r)
-		if err != nil {
-			return err
-		}
-		krs[i] = kr
-	}
-	if err := l.cl.ProduceSync(ctx, krs...).FirstErr(); err != nil {
+	if err := kafka.Produce(ctx, l.cl, schemas.NewCodec(nil), recs...); err != nil {
 		return fmt.Errorf("produce the history: %w", err)
 	}
 	ends, err := l.adm.ListEndOffsets(ctx, pj.Topics...)

@@ -203,23 +203,12 @@ func RunLatency(ctx context.Context, ls LatencySize, pgBase string, log *slog.Lo
 // seedAdmin issues an admin API key through accounts.v1; the projector
 // stores it (apiClient.waitUp waits for that).
 func (e *env) seedAdmin(ctx context.Context) (string, error) {
-	key, id, hash, err := gateway.NewAPIKey()
+	key, recs, err := gateway.AdminAccount(time.Now().UnixMilli())
 	if err != nil {
 		return "", err
 	}
-	now := time.Now().UnixMilli()
-	codec := schemas.NewCodec(nil)
-	for _, r := range []schemas.Record{
-		{Topic: schemas.TopicAccounts, Key: "admin", Value: &schemas.AccountCreated{AccountID: "admin", Name: "admin", At: now}},
-		{Topic: schemas.TopicAccounts, Key: "admin", Value: &schemas.ApiKeyIssued{KeyID: id, AccountID: "admin", Role: "admin", Hash: hash, At: now}},
-	} {
-		kr, err := kafka.ToKafka(ctx, codec, r)
-		if err != nil {
-			return "", err
-		}
-		if err := e.cl.ProduceSync(ctx, kr).FirstErr(); err != nil {
-			return "", fmt.Errorf("seed admin key: %w", err)
-		}
+	if err := kafka.Produce(ctx, e.cl, schemas.NewCodec(nil), recs...); err != nil {
+		return "", fmt.Errorf("seed admin key: %w", err)
 	}
 	return key, nil
 }

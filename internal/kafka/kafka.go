@@ -145,6 +145,20 @@ func ToKafka(ctx context.Context, c *schemas.Codec, r schemas.Record) (*kgo.Reco
 	return kr, nil
 }
 
+// Produce encodes recs and produces them, waiting for every one; the error
+// is the first encoding or produce error.
+func Produce(ctx context.Context, cl *kgo.Client, c *schemas.Codec, recs ...schemas.Record) error {
+	krs := make([]*kgo.Record, len(recs))
+	for i, r := range recs {
+		kr, err := ToKafka(ctx, c, r)
+		if err != nil {
+			return err
+		}
+		krs[i] = kr
+	}
+	return cl.ProduceSync(ctx, krs...).FirstErr()
+}
+
 // FromKafka decodes a consumed record. It checks that the value's type is
 // one the topic carries and agrees with the `type` header; the error names
 // topic, partition and offset.

@@ -63,28 +63,17 @@ func (s *Stack) seed(ctx context.Context) error {
 		}
 	}
 	if s.AdminKey == "" {
-		key, id, hash, err := gateway.NewAPIKey()
+		key, admin, err := gateway.AdminAccount(now)
 		if err != nil {
 			return err
 		}
-		recs = append(recs,
-			schemas.Record{Topic: schemas.TopicAccounts, Key: "admin", Value: &schemas.AccountCreated{AccountID: "admin", Name: "admin", At: now}},
-			schemas.Record{Topic: schemas.TopicAccounts, Key: "admin", Value: &schemas.ApiKeyIssued{KeyID: id, AccountID: "admin", Role: "admin", Hash: hash, At: now}},
-		)
+		recs = append(recs, admin...)
 		s.AdminKey = key
 		if err := os.WriteFile(keyFile, []byte(key+"\n"), 0o600); err != nil {
 			return err
 		}
 	}
-	var krs []*kgo.Record
-	for _, r := range recs {
-		kr, err := kafka.ToKafka(ctx, codec, r)
-		if err != nil {
-			return err
-		}
-		krs = append(krs, kr)
-	}
-	if err := cl.ProduceSync(ctx, krs...).FirstErr(); err != nil {
+	if err := kafka.Produce(ctx, cl, codec, recs...); err != nil {
 		return fmt.Errorf("seed: %w", err)
 	}
 	// Wait for the projection, so the first request with the key works.

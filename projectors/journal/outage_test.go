@@ -103,16 +103,7 @@ func fleetRecords(n int, base int64) []schemas.Record {
 }
 
 func produceRecords(ctx context.Context, cl *kgo.Client, recs []schemas.Record) error {
-	codec := schemas.NewCodec(nil)
-	krs := make([]*kgo.Record, len(recs))
-	for i, r := range recs {
-		kr, err := kafka.ToKafka(ctx, codec, r)
-		if err != nil {
-			return err
-		}
-		krs[i] = kr
-	}
-	return cl.ProduceSync(ctx, krs...).FirstErr()
+	return kafka.Produce(ctx, cl, schemas.NewCodec(nil), recs...)
 }
 
 // TestOutageAndKillLoseNothingDoubleNothing produces a stream while the
