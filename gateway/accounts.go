@@ -297,6 +297,10 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) error {
 			Value: &schemas.ApiKeyRevoked{KeyID: k.KeyID, AccountID: acct.ID, At: s.now().UnixMilli()}}); err != nil {
 			return err
 		}
+		// This instance refuses the key from now on; the others once their
+		// cached row (KeyCacheTTL) is read again.
+		s.keys.forget(k.KeyID)
+		defer s.keys.forget(k.KeyID)
 		if !s.awaitProjection(ctx, func(ctx context.Context) bool { k, err := s.rm.APIKey(ctx, k.KeyID); return err == nil && k.Revoked }) {
 			w.WriteHeader(http.StatusAccepted)
 			return nil
@@ -337,7 +341,7 @@ func (s *Server) awaitProjection(ctx context.Context, done func(context.Context)
 		select {
 		case <-ctx.Done():
 			return false
-		case <-time.After(s.pollEvery):
+		case <-time.After(s.cfg.PollEvery):
 		}
 	}
 }

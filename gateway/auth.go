@@ -69,7 +69,7 @@ func (s *Server) principal(r *http.Request) (principal, error) {
 	if !ok {
 		return unauthorized("malformed API key")
 	}
-	row, err := s.rm.APIKey(r.Context(), keyID)
+	row, err := s.keys.get(r.Context(), keyID, s.now(), s.rm.APIKey)
 	if errors.Is(err, postgres.ErrNotFound) {
 		return unauthorized("invalid API key")
 	}

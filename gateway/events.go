@@ -59,7 +59,7 @@ func (s *Server) streamJob(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		select {
-		case <-time.After(s.pollEvery):
+		case <-time.After(s.cfg.PollEvery):
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -85,15 +85,31 @@ func waitOf(r *http.Request) (time.Duration, error) {
 	return min(d, maxWait), nil
 }
 
-// waitJob polls the read model every pollEvery until the job is finished,
-// has a step above afterStep (when not -1), or wait has passed. The read
-// model is the only source: the gateway consumes no events, so any gateway
-// instance can answer any poll.
+// JobWatcher says when the read model's job may have changed: the channel
+// receives after a commit that ended it or, with steps, added steps to it
+// (postgres.JobWatch).
+type JobWatcher interface {
+	Watch(id string, steps bool) (<-chan struct{}, func())
+}
+
+// waitJob reads the job until it is finished, has a step above afterStep
+// (when not -1), or wait has passed: again whenever JobChanges says its row
+// changed, and every PollEvery in any case. The read model is the only
+// source, so any gateway instance can answer any poll.
 func (s *Server) waitJob(ctx context.Context, id string, wait time.Duration, afterStep int32) (postgres.Job, error) {
 	p := principalOf(ctx)
 	deadline := time.Now().Add(wait)
-	tick := time.NewTicker(s.pollEvery)
+	var changed <-chan struct{}
+	if s.cfg.JobChanges != nil && wait > 0 {
+		// Watch before the first read: a commit in between is not missed.
+		var stop func()
+		changed, stop = s.cfg.JobChanges.Watch(id, afterStep >= 0)
+		defer stop()
+	}
+	tick := time.NewTicker(s.cfg.PollEvery)
 	defer tick.Stop()
+	end := time.NewTimer(wait)
+	defer end.Stop()
 	for {
 		job, err := s.rm.Job(ctx, id)
 		switch {
@@ -118,6 +134,8 @@ func (s *Server) waitJob(ctx context.Context, id string, wait time.Duration, aft
 		}
 		select {
 		case <-tick.C:
+		case <-changed:
+		case <-end.C:
 		case <-ctx.Done():
 			return postgres.Job{}, ctx.Err()
 		case <-draining(ctx):

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -85,4 +86,76 @@ func TestWaitAfterStepAnswersOnProgress(t *testing.T) {
 		t.Fatalf("after_step=1 took %v, job %+v", took, job)
 	}
 	wantStatus(t, e.do("GET", "/v1/jobs/job-p?after_step=x", e.alice, nil), http.StatusUnprocessableEntity)
+}
+
+// watcher is a JobWatcher the test wakes by hand.
+type watcher struct {
+	mu      sync.Mutex
+	watches map[string]chan struct{}
+	steps   bool // the last Watch asked for steps
+}
+
+func (w *watcher) Watch(id string, steps bool) (<-chan struct{}, func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.steps = steps
+	ch := make(chan struct{}, 1)
+	w.watches[id] = ch
+	return ch, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		delete(w.watches, id)
+	}
+}
+
+// wake signals the watcher of id once it watches; it says whether one did.
+func (w *watcher) wake(id string) bool {
+	for range 500 {
+		w.mu.Lock()
+		ch, ok := w.watches[id]
+		w.mu.Unlock()
+		if ok {
+			ch <- struct{}{}
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}
+
+// TestWaitWakesOnJobChange: with re-reads an hour apart, a long-poll
+// answers when JobChanges says the job changed, and a wait that ends
+// without news answers at its end, not at the next re-read.
+func TestWaitWakesOnJobChange(t *testing.T) {
+	w := &watcher{watches: map[string]chan struct{}{}}
+	e := newEnv(t, gateway.Config{JobChanges: w, PollEvery: time.Hour})
+	e.rm.PutJob(postgres.Job{ID: "job-w", VmID: "vm-a1", Account: "acct-a", State: "running", CreatedAt: t0})
+	woke := make(chan bool, 1)
+	go func() {
+		// Not yet final: a wake-up re-reads and keeps waiting.
+		if !w.wake("job-w") {
+			woke <- false
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+		e.rm.PutJob(postgres.Job{ID: "job-w", VmID: "vm-a1", Account: "acct-a", State: "succeeded", CreatedAt: t0, FinishedAt: &t0})
+		woke <- w.wake("job-w")
+	}()
+	start := time.Now()
+	job := decode[gateway.Job](t, e.do("GET", "/v1/jobs/job-w?wait=30s", e.alice, nil))
+	if ok := <-woke; !ok {
+		t.Fatal("the long-poll never watched the job")
+	}
+	if took := time.Since(start); job.State != "succeeded" || took > 10*time.Second {
+		t.Fatalf("answered %s after %v; want succeeded at the wake-up", job.State, took)
+	}
+	if w.steps {
+		t.Fatal("a wait without after_step watched steps")
+	}
+
+	start = time.Now()
+	wantStatus(t, e.do("GET", "/v1/jobs/job-none?wait=300ms", e.alice, nil), http.StatusNotFound)
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("a wait of 300ms answered after %v", took)
+	}
 }

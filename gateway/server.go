@@ -47,6 +47,18 @@ type Config struct {
 	// Capacity reads the placement views (zone capacity); nil means the
 	// read model's, when it has them.
 	Capacity postgres.CapacityReader
+	// JobChanges wakes long-polls (GET /v1/jobs/{id}?wait=) when the
+	// projector commits a change to their job; nil leaves them to their
+	// re-reads.
+	JobChanges JobWatcher
+	// KeyCacheTTL is how long an API key's row, once read, is used without
+	// reading it again (default 1 s; negative reads it at every request). A
+	// revoked key is refused by every instance within it after the
+	// revocation is projected.
+	KeyCacheTTL time.Duration
+	// PollEvery is how often a long-poll re-reads the read model besides
+	// what JobChanges says (default 100 ms).
+	PollEvery time.Duration
 	// History reads the event history in ClickHouse (VM history, time
 	// travel, old jobs' journals, analysts' queries); nil answers 503 there.
 	History History
@@ -77,6 +89,12 @@ func (c Config) withDefaults() Config {
 	if c.RateBurst <= 0 {
 		c.RateBurst = 400
 	}
+	if c.KeyCacheTTL == 0 {
+		c.KeyCacheTTL = time.Second
+	}
+	if c.PollEvery <= 0 {
+		c.PollEvery = 100 * time.Millisecond
+	}
 	return c
 }
 
@@ -88,10 +106,9 @@ type Server struct {
 	log   *slog.Logger
 	idem  postgres.IdempotencyStore
 	rate  *rateLimiter
+	keys  *keyCache
 	now   func() time.Time
 	newID func() string
-	// pollEvery is how often a long-poll re-reads the read model.
-	pollEvery time.Duration
 }
 
 // New returns a Server that reads rm and publishes commands through pub.
@@ -102,15 +119,15 @@ func New(cfg Config, rm postgres.ReadModel, pub Publisher) *Server {
 		idem = cfg.Idempotency
 	}
 	return &Server{
-		cfg:       cfg,
-		rm:        rm,
-		pub:       pub,
-		log:       cfg.Logger,
-		idem:      idem,
-		rate:      newRateLimiter(cfg.RatePerSecond, cfg.RateBurst),
-		now:       time.Now,
-		newID:     newUUID,
-		pollEvery: 100 * time.Millisecond,
+		cfg:   cfg,
+		rm:    rm,
+		pub:   pub,
+		log:   cfg.Logger,
+		idem:  idem,
+		rate:  newRateLimiter(cfg.RatePerSecond, cfg.RateBurst),
+		keys:  newKeyCache(cfg.KeyCacheTTL, 100_000),
+		now:   time.Now,
+		newID: newUUID,
 	}
 }
 

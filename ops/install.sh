@@ -7,7 +7,7 @@
 # binaries exist: internal/pgserver starts its own cluster under var/ from those binaries.
 set -euo pipefail
 
-dsn=${VMPLANE_PG_DSN:-postgres://postgres@127.0.0.1:5432/postgres}
+dsn=${VMPLANE_PG_DSN:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
 
 have() { command -v "$1" >/dev/null 2>&1; }
 

@@ -22,7 +22,7 @@ import (
 	"github.com/vmplane/vmplane/schemas"
 )
 
-const adminDSN = "postgres://postgres@127.0.0.1:5432/postgres"
+const adminDSN = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 
 // freshDB creates a database for this test and drops it afterwards.
 func freshDB(t *testing.T) string {

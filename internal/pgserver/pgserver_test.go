@@ -16,7 +16,7 @@ func defaultDSN() string {
 	if dsn := os.Getenv("VMPLANE_PG_DSN"); dsn != "" {
 		return dsn
 	}
-	return "postgres://postgres@127.0.0.1:5432/postgres"
+	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 }
 
 func sparePort(t testing.TB) int {

@@ -24,7 +24,7 @@ import (
 
 const (
 	// DefaultPostgresDSN is used when $VMPLANE_PG_DSN is empty.
-	DefaultPostgresDSN = "postgres://postgres@127.0.0.1:5432/postgres"
+	DefaultPostgresDSN = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 	// DefaultClickHouseAddr is used when $VMPLANE_CH_ADDR is empty.
 	DefaultClickHouseAddr = "127.0.0.1:9000"
 )

@@ -28,7 +28,7 @@ func TestStackEndToEnd(t *testing.T) {
 		t.Skip("starts the whole stack")
 	}
 	ctx := t.Context()
-	pgDSN := envOr("VMPLANE_PG_DSN", "postgres://postgres@127.0.0.1:5432/postgres")
+	pgDSN := envOr("VMPLANE_PG_DSN", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable")
 	chAddr := envOr("VMPLANE_CH_ADDR", "127.0.0.1:9000")
 	db := "vmplane_e2e_" + randHex(4)
 	t.Cleanup(func() { dropDatabases(pgDSN, chAddr, db) })

@@ -28,7 +28,7 @@ func TestQemuHosts(t *testing.T) {
 	}
 	began := time.Now()
 	ctx := t.Context()
-	pgDSN := envOr("VMPLANE_PG_DSN", "postgres://postgres@127.0.0.1:5432/postgres")
+	pgDSN := envOr("VMPLANE_PG_DSN", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable")
 	chAddr := envOr("VMPLANE_CH_ADDR", "127.0.0.1:9000")
 	db := "vmplane_qemu_" + randHex(4)
 	t.Cleanup(func() { dropDatabases(pgDSN, chAddr, db) })

@@ -20,7 +20,7 @@ func TestWalkthroughWithCurl(t *testing.T) {
 			t.Skipf("%s not installed", tool)
 		}
 	}
-	pgDSN := envOr("VMPLANE_PG_DSN", "postgres://postgres@127.0.0.1:5432/postgres")
+	pgDSN := envOr("VMPLANE_PG_DSN", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable")
 	chAddr := envOr("VMPLANE_CH_ADDR", "127.0.0.1:9000")
 	db := "vmplane_walk_" + randHex(4)
 	t.Cleanup(func() { dropDatabases(pgDSN, chAddr, db) })

@@ -18,7 +18,10 @@ type gatewayRole struct {
 	pub *gateway.KafkaPublisher
 	// events feeds the SSE streams; it runs as long as the server.
 	events *gateway.Fanout
-	kafka  kafka.Config
+	// jobs wakes the long-polls of GET /v1/jobs/{id}?wait= at the
+	// projector's commits; it runs as long as the server.
+	jobs  *postgres.JobWatch
+	kafka kafka.Config
 }
 
 // NewGateway returns the REST gateway over the read models at dsn.
@@ -57,7 +60,9 @@ func NewGateway(ctx context.Context, o Options, dsn string, cfg gateway.Config) 
 	if cfg.Events == nil {
 		cfg.Events = gateway.NewFanout(cfg.Logger, 0)
 	}
-	return &gatewayRole{srv: gateway.New(cfg, rm, pub), rm: rm, pub: pub, events: cfg.Events, kafka: o.Kafka}, nil
+	jobs := postgres.NewJobWatch(dsn, cfg.Logger)
+	cfg.JobChanges = jobs
+	return &gatewayRole{srv: gateway.New(cfg, rm, pub), rm: rm, pub: pub, events: cfg.Events, jobs: jobs, kafka: o.Kafka}, nil
 }
 
 func (g *gatewayRole) Run(ctx context.Context) error {
@@ -65,8 +70,11 @@ func (g *gatewayRole) Run(ctx context.Context) error {
 	defer cancel()
 	fanoutErr := make(chan error, 1)
 	go func() { fanoutErr <- g.events.Run(ctx, g.kafka) }()
+	jobsDone := make(chan struct{})
+	go func() { defer close(jobsDone); _ = g.jobs.Run(ctx) }()
 	err := g.srv.Run(ctx)
 	cancel()
+	<-jobsDone
 	if ferr := <-fanoutErr; err == nil && ferr != nil {
 		err = fmt.Errorf("event fanout: %w", ferr)
 	}

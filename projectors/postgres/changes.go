@@ -88,6 +88,30 @@ func newChanges() *changes {
 	return &changes{vms: map[string]*vmChange{}, jobs: map[string]*jobChange{}, newJobs: map[string]*jobChange{}}
 }
 
+// jobsEnded lists the jobs the batch ends (the waiters of GET /v1/jobs/{id}?wait=).
+func (c *changes) jobsEnded() []string {
+	var ids []string
+	for _, id := range c.jobIDs {
+		if c.jobs[id].FinishedAt != nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// jobsStepped lists once each job the batch adds steps to.
+func (c *changes) jobsStepped() []string {
+	var ids []string
+	seen := map[string]bool{}
+	for _, s := range c.steps {
+		if !seen[s.JobID] {
+			seen[s.JobID] = true
+			ids = append(ids, s.JobID)
+		}
+	}
+	return ids
+}
+
 // ms turns Unix milliseconds into a UTC time; fallback is used for 0.
 func ms(v int64, fallback time.Time) time.Time {
 	if v == 0 {

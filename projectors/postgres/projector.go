@@ -384,6 +384,8 @@ func (p *Projector) write(ctx context.Context, batch []decoded) (map[topicPartit
 		oTopics, oParts, oNext = append(oTopics, tp.topic), append(oParts, tp.partition), append(oNext, n)
 	}
 	b.Queue(sqlOffsets, p.cfg.Group, oTopics, oParts, oNext)
+	queueJobNotifications(b, jobEndedChannel, ch.jobsEnded())
+	queueJobNotifications(b, jobSteppedChannel, ch.jobsStepped())
 	b.Queue("COMMIT")
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		return nil, fmt.Errorf("write batch: %w", err)
