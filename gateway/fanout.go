@@ -20,15 +20,21 @@ import (
 // Event is one record of vm.events.v1 as the streams send it. ID is
 // "partition:offset": a client resumes with it as Last-Event-ID.
 type Event struct {
-	ID      string         `json:"id"`
-	Type    string         `json:"type"`
-	VmID    string         `json:"vm_id"`
-	Account string         `json:"-"`
-	JobID   string         `json:"job_id,omitempty"`
-	Data    map[string]any `json:"data"`
+	ID      string `json:"id"`
+	Type    string `json:"type"`
+	VmID    string `json:"vm_id"`
+	Account string `json:"-"`
+	JobID   string `json:"job_id,omitempty"`
+	// Data are the record's fields by their Avro names; an event made by
+	// EventOf keeps them only in its rendering.
+	Data map[string]any `json:"data"`
 
 	partition int32
 	offset    int64
+	// json is the event rendered once when it was consumed; the ring then
+	// holds bytes rather than Data's boxed values, which every collection
+	// would otherwise walk.
+	json []byte
 }
 
 // final says whether the event ends its job.
@@ -109,6 +115,8 @@ func eventOf(rec schemas.Record) Event {
 	}
 	e.Account, _ = data["account"].(string)
 	e.JobID, _ = data["job_id"].(string)
+	e.json = e.marshal()
+	e.Data = nil
 	return e
 }
 
@@ -250,7 +258,7 @@ func (f *Fanout) Subscribe(filter func(Event) bool, lastID string) (sub *subscri
 		}
 	}
 	for i, e := range ordered {
-		if e.Data == nil || !filter(e) {
+		if e.ID == "" || !filter(e) {
 			continue
 		}
 		if start >= 0 && i >= start || start < 0 && e.partition == p && e.offset > o {
@@ -286,6 +294,9 @@ func parseEventID(id string) (int32, int64, bool) {
 
 // marshal renders e for an SSE data line.
 func (e Event) marshal() []byte {
+	if e.json != nil {
+		return e.json
+	}
 	b, err := json.Marshal(e)
 	if err != nil {
 		// Every field is a string, number, bool or slice of them.
