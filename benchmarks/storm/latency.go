@@ -1,17 +1,14 @@
 package storm
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -52,8 +49,8 @@ func (l LatencySize) HopRate() int {
 
 // LatencySample is one repetition: per rate, every action's latency.
 type LatencySample struct {
-	Actions map[int][]time.Duration // send → GET /v1/jobs/{id} shows it final
-	SSE     map[int][]time.Duration // send → the final event on GET /v1/events
+	Actions map[int][]time.Duration // send → GET /v1/jobs/{id}?wait= shows it final
+	Stages  map[int]stageTimes      // where the time went, from record timestamps
 	Failed  map[int]int             // actions not accepted or not succeeded
 	Errs    map[int]string          // why a rate has no figures
 	Hop     []time.Duration         // produce → consume through one runtime hop
@@ -95,7 +92,7 @@ func (hopMachine) Wake(*schemas.VmRecord) time.Time { return time.Time{} }
 // reboots sent through REST on a fixed schedule at each rate; then the
 // one-hop limit on the same broker.
 func RunLatency(ctx context.Context, ls LatencySize, pgBase string, log *slog.Logger) (LatencySample, error) {
-	s := LatencySample{Actions: map[int][]time.Duration{}, SSE: map[int][]time.Duration{}, Failed: map[int]int{}, Errs: map[int]string{}}
+	s := LatencySample{Actions: map[int][]time.Duration{}, Stages: map[int]stageTimes{}, Failed: map[int]int{}, Errs: map[int]string{}}
 	e, err := newEnv(ctx, pgBase, log)
 	if err != nil {
 		return s, err
@@ -170,30 +167,34 @@ func RunLatency(ctx context.Context, ls LatencySize, pgBase string, log *slog.Lo
 	if err := c.waitUp(ctx, 30*time.Second); err != nil {
 		return s, err
 	}
-	// One stream per rate: a stream that fell behind at one rate does not
-	// cost the next its figures.
-	warm, next := 0, 0
-	for _, rate := range ls.Rates {
-		finals, err := c.subscribe(ctx, func(k int) error {
-			if k >= 10 || warm >= warmups {
-				return fmt.Errorf("the event stream did not start after %d warm-up reboots", k)
-			}
-			warm++
-			_, err := c.do(ctx, http.MethodPost, "/v1/vms/"+vmID(pool+warm-1)+"/actions", map[string]any{"action": "reboot"}, nil)
-			return err
-		})
-		if err != nil {
-			return s, err
+	// Warm-up reboots (not measured): the first actions pay for
+	// connections and prepared statements.
+	for w := range warmups {
+		if _, err := c.action(ctx, vmID(pool+w)); err != nil {
+			return s, fmt.Errorf("warm-up: %w", err)
 		}
-		lat, sse, failed, err := c.openLoop(ctx, finals, rate, ls.Duration, func() string { next++; return vmID(next % pool) })
-		finals.close()
-		s.Actions[rate], s.SSE[rate], s.Failed[rate] = lat, sse, failed
+	}
+	next := 0
+	dones := map[int][]done{}
+	for _, rate := range ls.Rates {
+		done, failed, err := c.openLoop(ctx, rate, ls.Duration, func() string { next++; return vmID(next % pool) })
+		for _, a := range done {
+			s.Actions[rate] = append(s.Actions[rate], a.took)
+		}
+		dones[rate], s.Failed[rate] = done, failed
 		if err != nil {
 			s.Errs[rate] = err.Error()
 		}
 	}
 	cancel()
 	wg.Wait()
+	rt, err := e.readTimes(context.WithoutCancel(ctx))
+	if err != nil {
+		return s, fmt.Errorf("record times: %w", err)
+	}
+	for rate, d := range dones {
+		s.Stages[rate] = rt.stages(d)
+	}
 	if s.Hop, err = e.hop(context.WithoutCancel(ctx), ls.HopRate(), ls.Duration, log); err != nil {
 		return s, fmt.Errorf("one hop: %w", err)
 	}
@@ -331,130 +332,11 @@ func (c *apiClient) waitUp(ctx context.Context, limit time.Duration) error {
 	}
 }
 
-// finals delivers, per job, when its final event arrived on the one
-// GET /v1/events stream of the load.
-type finals struct {
-	close func()
-	mu    sync.Mutex
-	// broken says why the stream ended early (it fell behind): every wait
-	// from then on fails at once instead of after a minute.
-	broken error
-	seen   map[string]time.Time
-	waits  map[string]chan time.Time
-}
-
-func (f *finals) wait(job string) <-chan time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	if f.broken != nil {
-		close(ch)
-		return ch
-	}
-	if at, ok := f.seen[job]; ok {
-		ch <- at
-		delete(f.seen, job)
-		return ch
-	}
-	f.waits[job] = ch
-	return ch
-}
-
-func (f *finals) fail(err error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.broken == nil {
-		f.broken = err
-	}
-	for job, ch := range f.waits {
-		close(ch)
-		delete(f.waits, job)
-	}
-}
-
-func (f *finals) arrived(job string, at time.Time) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if ch, ok := f.waits[job]; ok {
-		ch <- at
-		delete(f.waits, job)
-		return
-	}
-	f.seen[job] = at
-}
-
-// subscribe opens GET /v1/events (every job of the admin) and feeds the
-// final events to finals until ctx ends. The gateway sends the response
-// headers with the stream's first event (or its heartbeat), so subscribe
-// calls warm(k) (a reboot that is not measured) once a second until they
-// come: then the subscription is live and no measured event is missed.
-func (c *apiClient) subscribe(ctx context.Context, warm func(k int) error) (*finals, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/v1/events", nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.key)
-	type answer struct {
-		resp *http.Response
-		err  error
-	}
-	ans := make(chan answer, 1)
-	go func() {
-		resp, err := (&http.Client{}).Do(req)
-		ans <- answer{resp, err}
-	}()
-	var resp *http.Response
-	for k := 0; resp == nil; k++ {
-		if err := warm(k); err != nil {
-			return nil, fmt.Errorf("event stream: warm-up: %w", err)
-		}
-		select {
-		case a := <-ans:
-			if a.err != nil {
-				return nil, fmt.Errorf("event stream: %w", a.err)
-			}
-			resp = a.resp
-		case <-time.After(time.Second):
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	if resp.StatusCode != http.StatusOK {
-		resp.Body.Close()
-		return nil, fmt.Errorf("event stream: status %d", resp.StatusCode)
-	}
-	sctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(sctx, func() { resp.Body.Close() })
-	f := &finals{seen: map[string]time.Time{}, waits: map[string]chan time.Time{}, close: func() { cancel(); stop() }}
-	go func() {
-		defer resp.Body.Close()
-		defer f.fail(errors.New("the event stream ended"))
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			if sc.Text() == "event: overflow" {
-				f.fail(errors.New("the event stream fell behind (the gateway's overflow event)"))
-				return
-			}
-			data, ok := strings.CutPrefix(sc.Text(), "data: ")
-			if !ok {
-				continue
-			}
-			at := time.Now()
-			var ev struct {
-				Type  string `json:"type"`
-				JobID string `json:"job_id"`
-			}
-			if json.Unmarshal([]byte(data), &ev) != nil || ev.JobID == "" {
-				continue
-			}
-			switch ev.Type {
-			case "JobSucceeded", "JobFailed", "JobCancelled", "JobRejected":
-				f.arrived(ev.JobID, at)
-			}
-		}
-	}()
-	return f, nil
+// done is one measured action.
+type done struct {
+	job, vm string
+	sent    time.Time
+	took    time.Duration
 }
 
 // openLoop sends a reboot every 1/rate s for d, whatever has completed,
@@ -462,7 +344,7 @@ func (c *apiClient) subscribe(ctx context.Context, warm func(k int) error) (*fin
 // GET /v1/jobs/{id}?wait=60s, which the gateway answers when the
 // projector's commit of the final job row wakes it: the figure is the read
 // model's, at one GET per action.
-func (c *apiClient) openLoop(ctx context.Context, f *finals, rate int, d time.Duration, vm func() string) (lat, sse []time.Duration, failed int, err error) {
+func (c *apiClient) openLoop(ctx context.Context, rate int, d time.Duration, vm func() string) (out []done, failed int, err error) {
 	n := int(float64(rate) * d.Seconds())
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -470,11 +352,13 @@ func (c *apiClient) openLoop(ctx context.Context, f *finals, rate int, d time.Du
 	t0 := time.Now()
 	for i := range n {
 		if err := sleep(ctx, time.Until(t0.Add(time.Duration(i)*time.Second/time.Duration(rate)))); err != nil {
-			return nil, nil, 0, err
+			return nil, 0, err
 		}
 		id := vm()
 		wg.Go(func() {
-			l, s, err := c.action(ctx, f, id)
+			sent := time.Now()
+			job, err := c.action(ctx, id)
+			took := time.Since(sent)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -484,50 +368,35 @@ func (c *apiClient) openLoop(ctx context.Context, f *finals, rate int, d time.Du
 				}
 				return
 			}
-			lat, sse = append(lat, l), append(sse, s)
+			out = append(out, done{job: job, vm: id, sent: sent, took: took})
 		})
 	}
 	wg.Wait()
 	if failed > n/100 {
-		return nil, nil, failed, fmt.Errorf("%d of %d actions failed, first: %w", failed, n, firstErr)
+		return nil, failed, fmt.Errorf("%d of %d actions failed, first: %w", failed, n, firstErr)
 	}
-	return lat, sse, failed, nil
+	return out, failed, nil
 }
 
-func (c *apiClient) action(ctx context.Context, f *finals, vm string) (lat, sse time.Duration, err error) {
-	sent := time.Now()
+// action reboots vm and waits until the read model has the job succeeded;
+// it returns the job's id.
+func (c *apiClient) action(ctx context.Context, vm string) (string, error) {
 	var job gateway.Job
 	code, err := c.do(ctx, http.MethodPost, "/v1/vms/"+vm+"/actions", map[string]any{"action": "reboot"}, &job)
 	if err != nil || code != http.StatusAccepted {
-		return 0, 0, fmt.Errorf("reboot %s: status %d: %v", vm, code, err)
+		return "", fmt.Errorf("reboot %s: status %d: %v", vm, code, err)
 	}
-	ch := f.wait(job.ID)
 	var j gateway.Job
 	code, err = c.do(ctx, http.MethodGet, "/v1/jobs/"+job.ID+"?wait=60s", nil, &j)
-	lat = time.Since(sent)
 	switch {
 	case err != nil:
-		return 0, 0, fmt.Errorf("job %s: %w", job.ID, err)
+		return "", fmt.Errorf("job %s: %w", job.ID, err)
 	case code != http.StatusOK || !gateway.Finished(j.State):
-		return 0, 0, fmt.Errorf("job %s of %s: status %d, state %q after a minute", job.ID, vm, code, j.State)
+		return "", fmt.Errorf("job %s of %s: status %d, state %q after a minute", job.ID, vm, code, j.State)
 	case j.State != gateway.JobSucceeded:
-		return 0, 0, fmt.Errorf("job %s of %s: %s (%s)", job.ID, vm, j.State, j.Reason)
+		return "", fmt.Errorf("job %s of %s: %s (%s)", job.ID, vm, j.State, j.Reason)
 	}
-	// The stream saw the final event before the read model had the job:
-	// the gateway's fanout reads the log the projector writes from.
-	select {
-	case at, ok := <-ch:
-		if !ok {
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			return 0, 0, fmt.Errorf("job %s: %w", job.ID, f.broken)
-		}
-		return lat, at.Sub(sent), nil
-	case <-time.After(time.Minute):
-		return 0, 0, fmt.Errorf("job %s: final in the read model, not on the stream after a minute", job.ID)
-	case <-ctx.Done():
-		return 0, 0, ctx.Err()
-	}
+	return job.ID, nil
 }
 
 func freeAddr() (string, error) {

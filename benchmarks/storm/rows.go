@@ -118,9 +118,9 @@ func LatencyRows(ls LatencySize, samples []LatencySample, err error) []harness.R
 				Value:     col(func(s LatencySample) float64 { return ms(pct(s.Actions[rate], q)) }),
 				LimitName: fmt.Sprintf("one runtime hop p99 at %d/s", ls.HopRate()), Limit: hop,
 				How: fmt.Sprintf("open loop: a POST /v1/vms/{id}/actions {\"action\":\"reboot\"} every 1/%d s for %s (whatever has completed; each VM of a pool of 2 s × the highest rate at most once every 2 s), through the gateway, VM processor, sim agent (zero-latency driver) and Postgres projector wired by ops/roles in the harness process on a fresh kfake broker and database. "+
-					"Each action from just before its POST to the answer of the GET /v1/jobs/{id}?wait=60s sent right after it, which shows it succeeded: the gateway answers that long-poll when the projector's notification (LISTEN/NOTIFY, sent at the commit that made the job row final) wakes it. One GET /v1/events stream beside it tells when the job's final event reached the gateway (the notes). "+
+					"Each action from just before its POST to the answer of the GET /v1/jobs/{id}?wait=60s sent right after it, which shows it succeeded: the gateway answers that long-poll when the projector's notification (LISTEN/NOTIFY, sent at the commit that made the job row final) wakes it. The notes split each action by the timestamps of the records it made (command, agent command, answer, final event), read back after the load. "+
 					"Limit: records produced at %d/s (linger 0) into a runtime processor (SkipDecode, transactions) whose machine forwards each to another topic, from the produce call to the poll of a read_committed consumer of the output.", rate, ls.Duration, ls.HopRate()),
-				Notes: fmt.Sprintf("last run: %d actions measured, %d failed; the final event on the stream came at p50 %.1f ms, p99 %.1f ms", len(last(samples).Actions[rate]), last(samples).Failed[rate], ms(pct(last(samples).SSE[rate], 50)), ms(pct(last(samples).SSE[rate], 99)))}
+				Notes: fmt.Sprintf("last run: %d actions measured, %d failed; %s", len(last(samples).Actions[rate]), last(samples).Failed[rate], last(samples).Stages[rate])}
 			if q != 50 {
 				r.How = fmt.Sprintf("as for p50 at %d actions/s, the %gth percentile (nearest rank) of the same actions.", rate, q)
 			}

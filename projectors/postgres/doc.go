@@ -1,7 +1,9 @@
 // Package postgres owns vmplane's Postgres read models: the embedded schema
 // migrations, the projector that folds vm.events.v1, vm.commands.v1,
 // host.status.v1, placement.events.v1, lease.events.v1, catalog.v1 and accounts.v1 into
-// tables, and the Reader the gateway queries.
+// tables, the Reader the gateway queries, and the JobWatch that tells the
+// gateway when a commit ended a job (Postgres notifications sent by the
+// projector's transactions).
 //
 // Rows are applied exactly once: each poll's rows and the next consumer
 // offsets are written in one Postgres transaction, and the offsets that count

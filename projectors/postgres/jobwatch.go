@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -20,28 +21,42 @@ const (
 // maxNotifyPayload keeps each payload under Postgres' 8,000-byte limit.
 const maxNotifyPayload = 7900
 
-// queueJobNotifications adds to b the pg_notify calls naming ids on
-// channel, space-separated and split to fit the payload limit. Postgres
-// delivers them only when the transaction commits, so a listener that reads
-// a named job then sees the committed row.
-func queueJobNotifications(b *pgx.Batch, channel string, ids []string) {
+// queueJobNotifications adds to b one statement notifying the ended and
+// the stepped jobs on their channels, space-separated and split to fit the
+// payload limit (nothing when both are empty). Postgres delivers the
+// notifications only when the transaction commits, so a listener that
+// reads a named job then sees the committed row.
+func queueJobNotifications(b *pgx.Batch, ended, stepped []string) {
+	var args []any
 	var sb strings.Builder
-	flush := func() {
-		if sb.Len() > 0 {
-			b.Queue("SELECT pg_notify($1, $2)", channel, sb.String())
-			sb.Reset()
+	add := func(channel string, ids []string) {
+		flush := func() {
+			if sb.Len() > 0 {
+				args = append(args, channel, sb.String())
+				sb.Reset()
+			}
 		}
+		for _, id := range ids {
+			if sb.Len()+1+len(id) > maxNotifyPayload {
+				flush()
+			}
+			if sb.Len() > 0 {
+				sb.WriteByte(' ')
+			}
+			sb.WriteString(id)
+		}
+		flush()
 	}
-	for _, id := range ids {
-		if sb.Len()+1+len(id) > maxNotifyPayload {
-			flush()
-		}
-		if sb.Len() > 0 {
-			sb.WriteByte(' ')
-		}
-		sb.WriteString(id)
+	add(jobEndedChannel, ended)
+	add(jobSteppedChannel, stepped)
+	if len(args) == 0 {
+		return
 	}
-	flush()
+	calls := make([]string, 0, len(args)/2)
+	for i := 1; i < len(args); i += 2 {
+		calls = append(calls, fmt.Sprintf("pg_notify($%d, $%d)", i, i+1))
+	}
+	b.Queue("SELECT "+strings.Join(calls, ", "), args...)
 }
 
 // JobWatch listens on one connection of its own for the projector's

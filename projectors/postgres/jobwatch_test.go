@@ -12,28 +12,35 @@ import (
 )
 
 func TestQueueJobNotificationsSplitsPayloads(t *testing.T) {
-	var ids []string
+	var ended []string
 	for i := range 500 {
-		ids = append(ids, strings.Repeat("x", 30)+string(rune('a'+i%26))+strings.Repeat("y", i%7))
+		ended = append(ended, strings.Repeat("x", 30)+string(rune('a'+i%26))+strings.Repeat("y", i%7))
 	}
+	stepped := []string{"job-s1", "job-s2"}
 	b := &pgx.Batch{}
-	queueJobNotifications(b, jobEndedChannel, ids)
-	var got []string
-	for _, q := range b.QueuedQueries {
-		payload := q.Arguments[1].(string)
+	queueJobNotifications(b, ended, stepped)
+	if len(b.QueuedQueries) != 1 {
+		t.Fatalf("%d statements, want one", len(b.QueuedQueries))
+	}
+	q := b.QueuedQueries[0]
+	got := map[string][]string{}
+	payloads := 0
+	for i := 0; i < len(q.Arguments); i += 2 {
+		channel, payload := q.Arguments[i].(string), q.Arguments[i+1].(string)
 		if len(payload) > maxNotifyPayload {
 			t.Fatalf("payload of %d bytes, limit %d", len(payload), maxNotifyPayload)
 		}
-		if q.Arguments[0] != jobEndedChannel {
-			t.Fatalf("channel %v", q.Arguments[0])
-		}
-		got = append(got, strings.Fields(payload)...)
+		got[channel] = append(got[channel], strings.Fields(payload)...)
+		payloads++
 	}
-	if len(b.QueuedQueries) < 2 || strings.Join(got, " ") != strings.Join(ids, " ") {
-		t.Fatalf("%d notifications carrying %d ids, want every one of %d in order over several", len(b.QueuedQueries), len(got), len(ids))
+	if payloads < 3 || strings.Count(q.SQL, "pg_notify(") != payloads {
+		t.Fatalf("%d payloads in %q; want the ended jobs over several, each its own pg_notify", payloads, q.SQL)
+	}
+	if strings.Join(got[jobEndedChannel], " ") != strings.Join(ended, " ") || strings.Join(got[jobSteppedChannel], " ") != "job-s1 job-s2" {
+		t.Fatalf("ended %d of %d, stepped %v", len(got[jobEndedChannel]), len(ended), got[jobSteppedChannel])
 	}
 	empty := &pgx.Batch{}
-	queueJobNotifications(empty, jobEndedChannel, nil)
+	queueJobNotifications(empty, nil, nil)
 	if len(empty.QueuedQueries) != 0 {
 		t.Fatal("a batch without jobs notifies")
 	}

@@ -231,3 +231,20 @@ func TestProjectorRestartAndReplay(t *testing.T) {
 		t.Fatalf("dead letters per group %v, want %v", perGroup, want)
 	}
 }
+
+// TestProjectorSessionSkipsWALFlush: the projector's connections commit
+// without waiting for the WAL flush (the log is the durable copy).
+func TestProjectorSessionSkipsWALFlush(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Postgres")
+	}
+	p, err := New(Config{DSN: testDB(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var v string
+	if err := p.pool.QueryRow(t.Context(), "SHOW synchronous_commit").Scan(&v); err != nil || v != "off" {
+		t.Fatalf("synchronous_commit = %q (%v), want off", v, err)
+	}
+}

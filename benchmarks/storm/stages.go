@@ -1,0 +1,137 @@
+package storm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// The stages of a reboot, each from the end of the one before, told by the
+// timestamps of the records it made (set when each was produced).
+var stageNames = [...]string{
+	"gateway to command",           // POST sent → vm.commands.v1 record
+	"VM processor to agent",        // → agent.commands.v1 record (the step, not yet committed)
+	"commit and agent",             // → vm.answers.v1 record
+	"VM processor to final event",  // → JobSucceeded on vm.events.v1 (the step)
+	"commit, projector and answer", // → the GET ?wait= answered
+}
+
+// stageTimes are each measured action's stages.
+type stageTimes [len(stageNames)][]time.Duration
+
+// recordTimes holds when the records of the reboots were produced: by job
+// for the records that carry its command_id header, by VM key for the
+// answers and final events (whose command_id is the agent command's).
+type recordTimes struct {
+	command, agent map[string]time.Time   // job id → first record
+	answer, final  map[string][]time.Time // vm id → records, in log order
+}
+
+// readTimes reads the reboots' topics from the start (read_committed)
+// until a second passes with nothing new.
+func (e *env) readTimes(ctx context.Context) (*recordTimes, error) {
+	cl, err := kgo.NewClient(e.kcfg.Opts(
+		kgo.ConsumeTopics(schemas.TopicVmCommands, schemas.TopicAgentCommands, schemas.TopicVmAnswers, schemas.TopicVmEvents),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))...)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	rt := &recordTimes{command: map[string]time.Time{}, agent: map[string]time.Time{},
+		answer: map[string][]time.Time{}, final: map[string][]time.Time{}}
+	header := func(r *kgo.Record, key string) string {
+		for _, h := range r.Headers {
+			if h.Key == key {
+				return string(h.Value)
+			}
+		}
+		return ""
+	}
+	first := func(m map[string]time.Time, id string, at time.Time) {
+		if _, ok := m[id]; !ok && id != "" {
+			m[id] = at
+		}
+	}
+	for {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		f := cl.PollFetches(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		n := 0
+		f.EachRecord(func(r *kgo.Record) {
+			n++
+			switch r.Topic {
+			case schemas.TopicVmCommands:
+				first(rt.command, header(r, "command_id"), r.Timestamp)
+			case schemas.TopicAgentCommands:
+				first(rt.agent, header(r, "command_id"), r.Timestamp)
+			case schemas.TopicVmAnswers:
+				rt.answer[string(r.Key)] = append(rt.answer[string(r.Key)], r.Timestamp)
+			case schemas.TopicVmEvents:
+				if header(r, "type") == schemas.TypeName(&schemas.JobSucceeded{}) {
+					rt.final[string(r.Key)] = append(rt.final[string(r.Key)], r.Timestamp)
+				}
+			}
+		})
+		if n == 0 {
+			if err := f.Err0(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				return nil, fmt.Errorf("read records: %w", err)
+			}
+			return rt, nil
+		}
+	}
+}
+
+// stages splits each action's time by its records. The answer and final
+// event of an action are its VM's first ones from the step before on: a VM
+// is rebooted at most once every 2 s. An action with a record missing is
+// left out.
+func (rt *recordTimes) stages(actions []done) stageTimes {
+	var out stageTimes
+	next := func(ts []time.Time, from time.Time) time.Time {
+		for _, t := range ts {
+			if !t.Before(from) {
+				return t
+			}
+		}
+		return time.Time{}
+	}
+	for _, a := range actions {
+		cmd, agent := rt.command[a.job], rt.agent[a.job]
+		answer := next(rt.answer[a.vm], agent)
+		final := next(rt.final[a.vm], answer)
+		points := [...]time.Time{a.sent, cmd, agent, answer, final, a.sent.Add(a.took)}
+		complete := true
+		for _, p := range points {
+			complete = complete && !p.IsZero()
+		}
+		if !complete {
+			continue
+		}
+		for i := range stageNames {
+			out[i] = append(out[i], points[i+1].Sub(points[i]))
+		}
+	}
+	return out
+}
+
+// String gives each stage's p50/p99 in milliseconds.
+func (st stageTimes) String() string {
+	if len(st[0]) == 0 {
+		return "no stages (records not found)"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "stages of %d actions, p50/p99 ms from record timestamps (whole ms):", len(st[0]))
+	for i, name := range stageNames {
+		fmt.Fprintf(&b, " %s %.1f/%.1f;", name, ms(pct(st[i], 50)), ms(pct(st[i], 99)))
+	}
+	return strings.TrimSuffix(b.String(), ";")
+}
