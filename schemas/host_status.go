@@ -1,5 +1,14 @@
 package schemas
 
+// The over-commit ratios placement applies to a host whose HostStatus
+// reports none (a ratio of 0): CloudStack's cluster defaults for CPU and
+// memory (DESIGN §13). The capacity read model shows capacity with the
+// same ratios.
+const (
+	DefaultCPUOvercommit = 4.0
+	DefaultMemOvercommit = 1.0
+)
+
 // HostStatus is the latest status of a host, on the compacted host.status.v1
 // (key host_id) and, keyed by zone, on placement.requests.v1 and
 // lease.commands.v1 so the zone owners see their hosts in order.

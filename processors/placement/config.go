@@ -1,6 +1,10 @@
 package placement
 
-import "time"
+import (
+	"time"
+
+	"github.com/vmplane/vmplane/schemas"
+)
 
 // Config holds the placement settings (DESIGN §13).
 type Config struct {
@@ -21,8 +25,8 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		DefaultPlanner:               FirstFitName,
-		CPUOvercommit:                4.0,
-		MemOvercommit:                1.0,
+		CPUOvercommit:                schemas.DefaultCPUOvercommit,
+		MemOvercommit:                schemas.DefaultMemOvercommit,
 		HostReservationReleasePeriod: 300 * time.Second,
 		DecidedMemory:                256,
 	}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/vmplane/vmplane/schemas"
 )
 
 // CapacityReader is what the gateway reads of the placement read models:
@@ -43,24 +45,31 @@ type Allocation struct {
 
 var _ CapacityReader = (*Reader)(nil)
 
+// sqlZoneCapacity counts capacity with each host's over-commit ratios, or
+// the defaults placement applies ($2, $3) to a host that reports none.
 const sqlZoneCapacity = `
+WITH h AS (
+	SELECT id, pod_id, cluster_id, reservable, used_cpu, used_memory_mb,
+		floor(cpu * (CASE WHEN cpu_overcommit > 0 THEN cpu_overcommit ELSE $2 END) + 1e-9) AS cap_cpu,
+		floor(memory_mb * (CASE WHEN mem_overcommit > 0 THEN mem_overcommit ELSE $3 END) + 1e-9) AS cap_mem
+	FROM hosts WHERE zone_id = $1 AND status <> 'Removed'
+)
 SELECT h.pod_id, h.cluster_id, count(*), count(*) FILTER (WHERE h.reservable),
-	COALESCE(sum(floor(h.cpu * h.cpu_overcommit + 1e-9)), 0)::bigint,
+	COALESCE(sum(h.cap_cpu), 0)::bigint,
 	COALESCE(sum(h.used_cpu), 0)::bigint,
-	COALESCE(sum(GREATEST(floor(h.cpu * h.cpu_overcommit + 1e-9) - h.used_cpu, 0)) FILTER (WHERE h.reservable), 0)::bigint,
-	COALESCE(sum(floor(h.memory_mb * h.mem_overcommit + 1e-9)), 0)::bigint,
+	COALESCE(sum(GREATEST(h.cap_cpu - h.used_cpu, 0)) FILTER (WHERE h.reservable), 0)::bigint,
+	COALESCE(sum(h.cap_mem), 0)::bigint,
 	COALESCE(sum(h.used_memory_mb), 0)::bigint,
-	COALESCE(sum(GREATEST(floor(h.memory_mb * h.mem_overcommit + 1e-9) - h.used_memory_mb, 0)) FILTER (WHERE h.reservable), 0)::bigint,
+	COALESCE(sum(GREATEST(h.cap_mem - h.used_memory_mb, 0)) FILTER (WHERE h.reservable), 0)::bigint,
 	count(r.host_id) FILTER (WHERE r.planner <> ''),
 	count(r.host_id) FILTER (WHERE r.resource_usage = 'Dedicated' AND r.planner <> '')
-FROM hosts h LEFT JOIN host_reservations r ON r.host_id = h.id
-WHERE h.zone_id = $1 AND h.status <> 'Removed'
+FROM h LEFT JOIN host_reservations r ON r.host_id = h.id
 GROUP BY h.pod_id, h.cluster_id
 ORDER BY h.pod_id, h.cluster_id`
 
 // ZoneCapacity implements CapacityReader; an unknown zone has no clusters.
 func (r *Reader) ZoneCapacity(ctx context.Context, zoneID string) ([]ClusterCapacity, error) {
-	rows, err := r.pool.Query(ctx, sqlZoneCapacity, zoneID)
+	rows, err := r.pool.Query(ctx, sqlZoneCapacity, zoneID, schemas.DefaultCPUOvercommit, schemas.DefaultMemOvercommit)
 	if err != nil {
 		return nil, fmt.Errorf("zone capacity %s: %w", zoneID, err)
 	}

@@ -19,6 +19,9 @@ func TestProjectorCapacity(t *testing.T) {
 		p.send(schemas.TopicHostStatus, h.id, &schemas.HostStatus{HostID: h.id, ZoneID: "z1", PodID: "p1", ClusterID: h.cluster,
 			Status: "Up", ResourceState: "Enabled", Reservable: h.id != "h2", CPU: 4, MemoryMB: 8192, CPUOvercommit: 2, MemOvercommit: 1, UpdatedAt: at})
 	}
+	// h4 reports no over-commit ratios: capacity counts placement's defaults.
+	p.send(schemas.TopicHostStatus, "h4", &schemas.HostStatus{HostID: "h4", ZoneID: "z1", PodID: "p1", ClusterID: "c2",
+		Status: "Up", ResourceState: "Enabled", Reservable: true, CPU: 4, MemoryMB: 8192, UpdatedAt: at})
 	ev := func(v any) { p.send(schemas.TopicPlacementEvents, "z1", v) }
 	ev(&schemas.HostReserved{ZoneID: "z1", HostID: "h1", Planner: "ImplicitDedicationPlanner", ResourceUsage: "Dedicated", Account: "acme", At: at})
 	ev(&schemas.CapacityAllocated{ZoneID: "z1", HostID: "h1", VmID: "vm1", Account: "acme", CPU: 3, MemoryMB: 2048,
@@ -46,8 +49,9 @@ func TestProjectorCapacity(t *testing.T) {
 	want := []ClusterCapacity{
 		{PodID: "p1", ClusterID: "c1", Hosts: 2, ReservableHosts: 1, CPU: 16, UsedCPU: 3, FreeCPU: 5,
 			MemoryMB: 16384, UsedMemoryMB: 2048, FreeMemoryMB: 6144, ReservedHosts: 1, Dedicated: 1},
-		{PodID: "p1", ClusterID: "c2", Hosts: 1, ReservableHosts: 1, CPU: 8, UsedCPU: 0, FreeCPU: 8,
-			MemoryMB: 8192, UsedMemoryMB: 0, FreeMemoryMB: 8192},
+		{PodID: "p1", ClusterID: "c2", Hosts: 2, ReservableHosts: 2, CPU: 8 + 4*schemas.DefaultCPUOvercommit, UsedCPU: 0,
+			FreeCPU: 8 + 4*schemas.DefaultCPUOvercommit, MemoryMB: 8192 + 8192*schemas.DefaultMemOvercommit, UsedMemoryMB: 0,
+			FreeMemoryMB: 8192 + 8192*schemas.DefaultMemOvercommit},
 	}
 	if len(cs) != len(want) || cs[0] != want[0] || cs[1] != want[1] {
 		t.Fatalf("capacity\n got %+v\nwant %+v", cs, want)
