@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -45,14 +46,6 @@ func (e *env) readTimes(ctx context.Context) (*recordTimes, error) {
 	defer cl.Close()
 	rt := &recordTimes{command: map[string]time.Time{}, agent: map[string]time.Time{},
 		answer: map[string][]time.Time{}, final: map[string][]time.Time{}}
-	header := func(r *kgo.Record, key string) string {
-		for _, h := range r.Headers {
-			if h.Key == key {
-				return string(h.Value)
-			}
-		}
-		return ""
-	}
 	first := func(m map[string]time.Time, id string, at time.Time) {
 		if _, ok := m[id]; !ok && id != "" {
 			m[id] = at
@@ -70,13 +63,13 @@ func (e *env) readTimes(ctx context.Context) (*recordTimes, error) {
 			n++
 			switch r.Topic {
 			case schemas.TopicVmCommands:
-				first(rt.command, header(r, "command_id"), r.Timestamp)
+				first(rt.command, kafka.Header(r, "command_id"), r.Timestamp)
 			case schemas.TopicAgentCommands:
-				first(rt.agent, header(r, "command_id"), r.Timestamp)
+				first(rt.agent, kafka.Header(r, "command_id"), r.Timestamp)
 			case schemas.TopicVmAnswers:
 				rt.answer[string(r.Key)] = append(rt.answer[string(r.Key)], r.Timestamp)
 			case schemas.TopicVmEvents:
-				if header(r, "type") == schemas.TypeName(&schemas.JobSucceeded{}) {
+				if kafka.Header(r, "type") == schemas.TypeName(&schemas.JobSucceeded{}) {
 					rt.final[string(r.Key)] = append(rt.final[string(r.Key)], r.Timestamp)
 				}
 			}

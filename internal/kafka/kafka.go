@@ -193,6 +193,16 @@ func FromKafka(ctx context.Context, c *schemas.Codec, kr *kgo.Record) (schemas.R
 	return r, nil
 }
 
+// Header returns the value of kr's header k, "" when it has none.
+func Header(kr *kgo.Record, k string) string {
+	for _, h := range kr.Headers {
+		if h.Key == k {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
 // DeadLetter builds the dlq.v1 record for a record that cannot be processed:
 // the original key and value, its headers, and the error and origin in headers.
 func DeadLetter(kr *kgo.Record, cause error, consumer string) *kgo.Record {

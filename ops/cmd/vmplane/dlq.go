@@ -109,16 +109,7 @@ type dlqEntry struct {
 	Redriven *kgo.Record
 }
 
-func (e dlqEntry) header(k string) string { return header(e.Record, k) }
-
-func header(kr *kgo.Record, k string) string {
-	for _, h := range kr.Headers {
-		if h.Key == k {
-			return string(h.Value)
-		}
-	}
-	return ""
-}
+func (e dlqEntry) header(k string) string { return kafka.Header(e.Record, k) }
 
 // readDLQ reads dlq.v1 from its start to its end as of now (committed
 // records only) and pairs each dead letter with its redrive marker.
@@ -172,7 +163,7 @@ func readDLQ(ctx context.Context, cfg kafka.Config) ([]dlqEntry, error) {
 			if end, ok := want[kr.Partition]; ok && kr.Offset+1 >= end {
 				delete(want, kr.Partition)
 			}
-			if of := header(kr, redriveOf); of != "" {
+			if of := kafka.Header(kr, redriveOf); of != "" {
 				if at, err := parseAt(of); err == nil {
 					markers[at] = kr
 				}
@@ -209,7 +200,7 @@ func listDLQ(w io.Writer, entries []dlqEntry) error {
 	for _, e := range entries {
 		red := "-"
 		if e.Redriven != nil {
-			red = header(e.Redriven, redriveAt)
+			red = kafka.Header(e.Redriven, redriveAt)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.At, e.header("dlq.topic"), e.header("dlq.partition"),
 			e.header("dlq.offset"), e.Record.Key, orDash(e.header("type")), e.header("dlq.consumer"), e.header("dlq.at"), red, oneLine(e.header("dlq.error")))
@@ -223,7 +214,7 @@ func showDLQ(ctx context.Context, w io.Writer, cfg kafka.Config, e dlqEntry) err
 		fmt.Fprintf(w, "  %s: %s\n", h.Key, h.Value)
 	}
 	if e.Redriven != nil {
-		fmt.Fprintf(w, "redriven: %s to %s\n", header(e.Redriven, redriveAt), header(e.Redriven, redriveTo))
+		fmt.Fprintf(w, "redriven: %s to %s\n", kafka.Header(e.Redriven, redriveAt), kafka.Header(e.Redriven, redriveTo))
 	}
 	fmt.Fprintf(w, "value: %d bytes\n", len(e.Record.Value))
 	codec, err := cfg.Codec()
@@ -245,7 +236,7 @@ func showDLQ(ctx context.Context, w io.Writer, cfg kafka.Config, e dlqEntry) err
 func redriveDLQ(ctx context.Context, cfg kafka.Config, e dlqEntry) (string, error) {
 	if e.Redriven != nil {
 		return "", fmt.Errorf("dlq: %s was redriven at %s to %s; refusing a second redrive", e.At,
-			header(e.Redriven, redriveAt), header(e.Redriven, redriveTo))
+			kafka.Header(e.Redriven, redriveAt), kafka.Header(e.Redriven, redriveTo))
 	}
 	topic := e.header("dlq.topic")
 	if topic == "" {
