@@ -160,7 +160,13 @@ func (a *Agent) Run(ctx context.Context) error {
 		kgo.ConsumerGroup(a.Group()),
 		kgo.ConsumeTopics(schemas.TopicAgentCommands),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.DisableAutoCommit(),
+		// Offsets of answered commands are marked and committed every
+		// second, on revocation and on Close, never on the command's path:
+		// a command delivered again after a crash is answered again from
+		// the agent's memory or run idempotently (command ids), and the VM
+		// processor ignores an answer it already has.
+		kgo.AutoCommitMarks(),
+		kgo.AutoCommitInterval(time.Second),
 		kgo.BlockRebalanceOnPoll(),
 		// A new agent starts at its own start: older commands were meant
 		// for an earlier incarnation whose jobs have timed out. A restarted

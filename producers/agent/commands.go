@@ -23,9 +23,9 @@ const (
 
 // commandLoop consumes agent.commands.v1 batch by batch: every command of
 // the batch for one of the agent's hosts is executed on the pool, and the
-// batch's offsets are committed once all of them are answered. Polling uses
-// ctx; execution, answers and commits use hard, which outlives ctx by the
-// shutdown grace.
+// batch's offsets are marked for the client's next commit once all of them
+// are answered. Polling uses ctx; execution and answers use hard, which
+// outlives ctx by the shutdown grace.
 func (a *Agent) commandLoop(ctx, hard context.Context, p *pool) {
 	failures := 0
 	for {
@@ -46,11 +46,7 @@ func (a *Agent) commandLoop(ctx, hard context.Context, p *pool) {
 			a.dispatch(ctx, hard, p, kr, &wg)
 		})
 		wg.Wait()
-		if len(recs) > 0 {
-			if err := a.cl.CommitRecords(hard, recs...); err != nil {
-				a.log.Warn("commit failed; the commands may be delivered again", "err", err)
-			}
-		}
+		a.cl.MarkCommitRecords(recs...)
 		a.cl.AllowRebalance()
 		if fetchErr != nil && len(recs) == 0 {
 			a.log.Warn("polling agent commands", "err", fetchErr)

@@ -64,6 +64,13 @@ UPDATE jobs SET vm_id = u.vm_id, account = u.account, type = u.type, origin = u.
 FROM ` + jobArgs + `
 WHERE jobs.id = u.id AND jobs.version < u.version`
 
+// sqlCustomPlans and sqlCachedPlans switch the statements between them to
+// plans made for their arguments, until the end of the transaction at most.
+const (
+	sqlCustomPlans = `SET LOCAL plan_cache_mode = force_custom_plan`
+	sqlCachedPlans = `SET LOCAL plan_cache_mode = auto`
+)
+
 // sqlJobsInsert makes the jobs the update did not find. Its DO UPDATE only
 // matters when another projector instance inserted the command's row
 // (version -1) after the update's snapshot: the event row then wins.
@@ -202,7 +209,14 @@ func (c *changes) queue(b *pgx.Batch) {
 		}
 		args := []any{j.id, j.vm, j.account, j.typ, j.origin, j.state, j.reason, j.detail, j.taskState,
 			j.actions, j.created, j.updated, j.finished, j.version}
+		// The update is the only join of the batch, and a prepared
+		// statement's generic plan is kept however the table grows: made
+		// while jobs was small (a new read model), it scans the whole table
+		// on every batch from then on. Planned for its arguments, the join
+		// looks the jobs up by key once the table is large enough to need it.
+		b.Queue(sqlCustomPlans)
 		b.Queue(sqlJobsUpdate, args...)
+		b.Queue(sqlCachedPlans)
 		b.Queue(sqlJobsInsert, args...)
 	}
 	if len(c.newIDs) > 0 {

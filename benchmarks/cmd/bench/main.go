@@ -111,6 +111,18 @@ func run(ctx context.Context, quick, record bool, runs int, only string) error {
 		if runs > 0 {
 			ls.Runs = runs
 		}
+		// VMPLANE_BENCH_RATES=100,500 picks the rates of a profiling run
+		// (-only latency, never recorded).
+		if v := os.Getenv("VMPLANE_BENCH_RATES"); v != "" && only == "latency" {
+			ls.Rates = nil
+			for _, f := range strings.Split(v, ",") {
+				r, err := strconv.Atoi(f)
+				if err != nil || r <= 0 {
+					return fmt.Errorf("VMPLANE_BENCH_RATES: %q is not a rate", f)
+				}
+				ls.Rates = append(ls.Rates, r)
+			}
+		}
 		var lsamples []storm.LatencySample
 		var lerr error
 		for i := range ls.Runs {
