@@ -65,6 +65,10 @@ func (c Config) Opts(extra ...kgo.Opt) []kgo.Opt {
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		// No KIP-714 client metrics to the brokers: the roles export their
+		// own (/metrics), and each push compresses into a fresh 4 MiB
+		// buffer, every 30 s for every client of a role.
+		kgo.DisableClientMetrics(),
 	}
 	if c.User != "" {
 		opts = append(opts, kgo.SASL(scram.Auth{User: c.User, Pass: c.Password}.AsSha512Mechanism()))

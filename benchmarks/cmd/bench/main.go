@@ -102,6 +102,7 @@ func run(ctx context.Context, quick, record bool, runs int, only string) error {
 			return err
 		}
 		defer stop()
+		defer harness.HeapProfile(os.Getenv("VMPLANE_BENCH_MEMPROFILE"), log)
 	}
 	if only == "" || only == "latency" {
 		ls := storm.LatencyFull
