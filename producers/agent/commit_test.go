@@ -68,4 +68,3 @@ func TestCommandOffsetsCommittedOffPath(t *testing.T) {
 		}
 	})
 }
-
