@@ -65,11 +65,25 @@ FROM ` + jobArgs + `
 WHERE jobs.id = u.id AND jobs.version < u.version`
 
 // sqlCustomPlans and sqlCachedPlans switch the statements between them to
-// plans made for their arguments, until the end of the transaction at most.
+// plans made for their arguments (queueJoin).
 const (
 	sqlCustomPlans = `SET LOCAL plan_cache_mode = force_custom_plan`
 	sqlCachedPlans = `SET LOCAL plan_cache_mode = auto`
 )
+
+// queueJoin queues a statement that joins a table with its arguments
+// (UPDATE … FROM unnest, DELETE … USING unnest) to be planned for those
+// arguments. A prepared statement's generic plan is kept however the table
+// grows: one made while the table was small (a new read model) scans the
+// whole table on every batch from then on, where a plan made for a batch's
+// few keys looks them up by key once the table is large enough to need it.
+// The other statements find their rows through ON CONFLICT, by key always,
+// and keep their cached plans.
+func queueJoin(b *pgx.Batch, sql string, args ...any) {
+	b.Queue(sqlCustomPlans)
+	b.Queue(sql, args...)
+	b.Queue(sqlCachedPlans)
+}
 
 // sqlJobsInsert makes the jobs the update did not find. Its DO UPDATE only
 // matters when another projector instance inserted the command's row
@@ -196,10 +210,10 @@ func (c *changes) queue(b *pgx.Batch) {
 			up.version)
 	}
 	if len(pw.id) > 0 {
-		b.Queue(sqlVmsPower, pw.id, pw.powerState, pw.powerHost, pw.powerCount, pw.powerTime, pw.version)
+		queueJoin(b, sqlVmsPower, pw.id, pw.powerState, pw.powerHost, pw.powerCount, pw.powerTime, pw.version)
 	}
 	if len(del.id) > 0 {
-		b.Queue(sqlVmsDelete, del.id, del.version)
+		queueJoin(b, sqlVmsDelete, del.id, del.version)
 	}
 
 	if len(c.jobIDs) > 0 {
@@ -209,14 +223,7 @@ func (c *changes) queue(b *pgx.Batch) {
 		}
 		args := []any{j.id, j.vm, j.account, j.typ, j.origin, j.state, j.reason, j.detail, j.taskState,
 			j.actions, j.created, j.updated, j.finished, j.version}
-		// The update is the only join of the batch, and a prepared
-		// statement's generic plan is kept however the table grows: made
-		// while jobs was small (a new read model), it scans the whole table
-		// on every batch from then on. Planned for its arguments, the join
-		// looks the jobs up by key once the table is large enough to need it.
-		b.Queue(sqlCustomPlans)
-		b.Queue(sqlJobsUpdate, args...)
-		b.Queue(sqlCachedPlans)
+		queueJoin(b, sqlJobsUpdate, args...)
 		b.Queue(sqlJobsInsert, args...)
 	}
 	if len(c.newIDs) > 0 {
