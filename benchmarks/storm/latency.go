@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -57,8 +58,11 @@ type LatencySample struct {
 }
 
 // warmups is how many VMs beyond the pool are seeded: each warm-up reboot
-// (not measured) gets its own.
-const warmups = 30
+// (not measured) gets its own. They are sent warmupWave at a time.
+const (
+	warmups    = 30
+	warmupWave = 10
+)
 
 // Bench topics of the hop limit.
 const (
@@ -168,9 +172,18 @@ func RunLatency(ctx context.Context, ls LatencySize, pgBase string, log *slog.Lo
 		return s, err
 	}
 	// Warm-up reboots (not measured): the first actions pay for
-	// connections and prepared statements.
-	for w := range warmups {
-		if _, err := c.action(ctx, vmID(pool+w)); err != nil {
+	// connections and prepared statements. They go warmupWave at once, so
+	// that the statements are prepared on every connection of the
+	// gateway's pool and the client holds the HTTP connections a burst
+	// needs; one at a time, they warmed a single connection of each.
+	for w := 0; w < warmups; w += warmupWave {
+		var wg sync.WaitGroup
+		errs := make([]error, warmupWave)
+		for i := range min(warmupWave, warmups-w) {
+			wg.Go(func() { _, errs[i] = c.action(ctx, vmID(pool+w+i)) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
 			return s, fmt.Errorf("warm-up: %w", err)
 		}
 	}

@@ -25,7 +25,16 @@ const (
 // NewReader opens a pool on dsn and checks that the database answers. It
 // does not migrate: call Migrate first.
 func NewReader(ctx context.Context, dsn string) (*Reader, error) {
-	pool, err := pgxpool.New(ctx, dsn)
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("reader pool: %w", err)
+	}
+	// Every connection the pool may use is opened up front and kept: a
+	// burst of requests then finds them ready, where opening one (a new
+	// server process, its caches, the statements prepared again) under
+	// load held the burst up by tens of milliseconds.
+	cfg.MinConns = cfg.MaxConns
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("reader pool: %w", err)
 	}

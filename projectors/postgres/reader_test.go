@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -131,5 +132,31 @@ func TestReaderAccountFilterAndPages(t *testing.T) {
 	}
 	if all, err := r.Offerings(ctx); err != nil || len(all) != 2 {
 		t.Errorf("Offerings = %+v, %v", all, err)
+	}
+}
+
+// TestReaderOpensItsPoolUpFront: every connection the reader's pool may use
+// is open before the first burst of requests, which would otherwise wait
+// for new server processes.
+func TestReaderOpensItsPoolUpFront(t *testing.T) {
+	dsn := testDB(t)
+	if err := Migrate(t.Context(), dsn); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReader(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	most := r.pool.Config().MaxConns
+	if most < 2 {
+		t.Fatalf("pool of %d connections", most)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for r.pool.Stat().TotalConns() < most {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d connections open 10 s after NewReader, with no request made", r.pool.Stat().TotalConns(), most)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
