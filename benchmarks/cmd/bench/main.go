@@ -31,7 +31,7 @@ func main() {
 	quick := flag.Bool("quick", false, "tiny sizes (seconds), as `make test` runs it")
 	record := flag.Bool("record", true, "write results/<date>-<commit>.json (and, for full runs, a README history row)")
 	runs := flag.Int("runs", 0, "repetitions per scenario (default 3)")
-	only := flag.String("only", "", "run one scenario group: storm, latency, placement, journal or rebuild (for profiling; never recorded)")
+	only := flag.String("only", "", "run these scenario groups, comma-separated: storm, latency, placement, journal, rebuild (for profiling; never recorded)")
 	childRole := flag.String("child", "", "internal: run a processor as a child process")
 	brokers := flag.String("brokers", "", "internal: broker list of -child")
 	flag.Parse()
@@ -44,16 +44,21 @@ func main() {
 		}
 		return
 	}
+	sel, err := parseGroups(*only)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
 	if *only != "" {
 		*record = false
 	}
-	if err := run(ctx, *quick, *record, *runs, *only); err != nil {
+	if err := run(ctx, *quick, *record, *runs, sel); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, quick, record bool, runs int, only string) error {
+func run(ctx context.Context, quick, record bool, runs int, g groups) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	started := time.Now()
 	sz, placementPattern := storm.Full, ""
@@ -83,7 +88,7 @@ func run(ctx context.Context, quick, record bool, runs int, only string) error {
 	var rows []harness.Row
 	var samples []storm.Sample
 	var stormErr error
-	for i := range sz.Runs * boolInt(only == "" || only == "storm") {
+	for i := range sz.Runs * boolInt(g.has("storm")) {
 		fmt.Fprintf(os.Stderr, "bench: storm + steady state, run %d/%d (%d VMs on %d hosts)\n", i+1, sz.Runs, sz.VMs, sz.Hosts)
 		s, err := storm.Run(ctx, sz, pg.DSN(), log)
 		if err != nil {
@@ -92,10 +97,10 @@ func run(ctx context.Context, quick, record bool, runs int, only string) error {
 		}
 		samples = append(samples, s)
 	}
-	if only == "" || only == "storm" {
+	if g.has("storm") {
 		rows = append(rows, storm.Rows(sz, samples, stormErr)...)
 	}
-	if only == "latency" {
+	if g.alone("latency") {
 		// The latency scenario runs every role in this process: profile it.
 		stop, err := harness.CPUProfile(os.Getenv("VMPLANE_BENCH_CPUPROFILE"))
 		if err != nil {
@@ -104,7 +109,7 @@ func run(ctx context.Context, quick, record bool, runs int, only string) error {
 		defer stop()
 		defer harness.HeapProfile(os.Getenv("VMPLANE_BENCH_MEMPROFILE"), log)
 	}
-	if only == "" || only == "latency" {
+	if g.has("latency") {
 		ls := storm.LatencyFull
 		if quick {
 			ls = storm.LatencyQuick
@@ -114,7 +119,7 @@ func run(ctx context.Context, quick, record bool, runs int, only string) error {
 		}
 		// VMPLANE_BENCH_RATES=100,500 picks the rates of a profiling run
 		// (-only latency, never recorded).
-		if v := os.Getenv("VMPLANE_BENCH_RATES"); v != "" && only == "latency" {
+		if v := os.Getenv("VMPLANE_BENCH_RATES"); v != "" && g.alone("latency") {
 			ls.Rates = nil
 			for _, f := range strings.Split(v, ",") {
 				r, err := strconv.Atoi(f)
@@ -137,15 +142,15 @@ func run(ctx context.Context, quick, record bool, runs int, only string) error {
 		}
 		rows = append(rows, storm.LatencyRows(ls, lsamples, lerr)...)
 	}
-	if only == "" || only == "placement" {
+	if g.has("placement") {
 		fmt.Fprintln(os.Stderr, "bench: placement")
 		rows = append(rows, placement.Rows(ctx, placementPattern, sz.Runs)...)
 	}
-	if only == "" || only == "journal" {
+	if g.has("journal") {
 		fmt.Fprintln(os.Stderr, "bench: journal")
 		rows = append(rows, journal.Rows(ctx, quick, sz.Runs, log)...)
 	}
-	if only == "" || only == "rebuild" {
+	if g.has("rebuild") {
 		fmt.Fprintln(os.Stderr, "bench: rebuild")
 		rows = append(rows, rebuild.Rows(ctx, quick, sz.Runs, pg.DSN(), log)...)
 	}
