@@ -200,7 +200,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, err
 	}
 	go func() { <-runCtx.Done(); hist.Close() }()
-	gw, err := roles.NewGateway(runCtx, as(o, kafka.PrincipalGateway), s.dsn, gateway.Config{Addr: cfg.HTTPAddr, Logger: s.log, History: hist})
+	gw, err := roles.NewGateway(as(o, kafka.PrincipalGateway), s.dsn, gateway.Config{Addr: cfg.HTTPAddr, Logger: s.log, History: hist})
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vmplane/vmplane/gateway"
@@ -11,37 +12,60 @@ import (
 	"github.com/vmplane/vmplane/projectors/postgres"
 )
 
-// gatewayRole owns the gateway's connections.
+// gatewayRole is the REST gateway. Each Run opens the connections it
+// serves with (read model and idempotency pools, Kafka publisher and
+// readiness client) and closes them when it returns, so that a role
+// restarted by Supervise, or a stack started again in the same process,
+// leaves no pool or client behind.
 type gatewayRole struct {
-	srv *gateway.Server
-	rm  *postgres.Reader
-	pub *gateway.KafkaPublisher
-	// events feeds the SSE streams; it runs as long as the server.
-	events *gateway.Fanout
-	// jobs wakes the long-polls of GET /v1/jobs/{id}?wait= at the
-	// projector's commits; it runs as long as the server.
-	jobs  *postgres.JobWatch
+	cfg   gateway.Config
+	dsn   string
 	kafka kafka.Config
 }
 
 // NewGateway returns the REST gateway over the read models at dsn.
-func NewGateway(ctx context.Context, o Options, dsn string, cfg gateway.Config) (Runner, error) {
-	rm, err := postgres.NewReader(ctx, dsn)
-	if err != nil {
-		return nil, err
-	}
-	pub, err := gateway.NewKafkaPublisher(o.Kafka)
-	if err != nil {
-		rm.Close()
-		return nil, err
+func NewGateway(o Options, dsn string, cfg gateway.Config) (Runner, error) {
+	if _, err := pgxpool.ParseConfig(dsn); err != nil {
+		return nil, fmt.Errorf("gateway: read model DSN: %w", err)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = o.Logger
 	}
-	ping, err := kgo.NewClient(o.Kafka.Opts()...)
-	if err != nil {
-		return nil, err
+	// The event streams are fed from vm.events.v1 by this instance's
+	// fanout; its ring outlives a restart of the role.
+	if cfg.Events == nil {
+		cfg.Events = gateway.NewFanout(cfg.Logger, 0)
 	}
+	return &gatewayRole{cfg: cfg, dsn: dsn, kafka: o.Kafka}, nil
+}
+
+// Run serves until ctx ends; it returns nil on cancellation, also while it
+// is still opening its connections.
+func (g *gatewayRole) Run(ctx context.Context) error {
+	err := g.run(ctx)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+func (g *gatewayRole) run(ctx context.Context) error {
+	rm, err := postgres.NewReader(ctx, g.dsn)
+	if err != nil {
+		return err
+	}
+	defer rm.Close()
+	pub, err := gateway.NewKafkaPublisher(g.kafka)
+	if err != nil {
+		return err
+	}
+	defer pub.Close()
+	ping, err := kgo.NewClient(g.kafka.Opts()...)
+	if err != nil {
+		return fmt.Errorf("gateway readiness client: %w", err)
+	}
+	defer ping.Close()
+	cfg := g.cfg
 	cfg.Ready = func(ctx context.Context) error {
 		if err := ping.Ping(ctx); err != nil {
 			return fmt.Errorf("kafka: %w", err)
@@ -50,29 +74,26 @@ func NewGateway(ctx context.Context, o Options, dsn string, cfg gateway.Config) 
 	}
 	// Idempotency-Keys live in Postgres, shared by every gateway instance.
 	if cfg.Idempotency == nil {
-		idem, err := postgres.NewIdempotency(ctx, dsn)
+		idem, err := postgres.NewIdempotency(ctx, g.dsn)
 		if err != nil {
-			return nil, err
+			return err
 		}
+		defer idem.Close()
 		cfg.Idempotency = idem
 	}
-	// The event streams are fed from vm.events.v1 by this instance's fanout.
-	if cfg.Events == nil {
-		cfg.Events = gateway.NewFanout(cfg.Logger, 0)
-	}
-	jobs := postgres.NewJobWatch(dsn, cfg.Logger)
+	// jobs wakes the long-polls of GET /v1/jobs/{id}?wait= at the
+	// projector's commits; it runs as long as the server.
+	jobs := postgres.NewJobWatch(g.dsn, cfg.Logger)
 	cfg.JobChanges = jobs
-	return &gatewayRole{srv: gateway.New(cfg, rm, pub), rm: rm, pub: pub, events: cfg.Events, jobs: jobs, kafka: o.Kafka}, nil
-}
+	srv := gateway.New(cfg, rm, pub)
 
-func (g *gatewayRole) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	fanoutErr := make(chan error, 1)
-	go func() { fanoutErr <- g.events.Run(ctx, g.kafka) }()
+	go func() { fanoutErr <- cfg.Events.Run(ctx, g.kafka) }()
 	jobsDone := make(chan struct{})
-	go func() { defer close(jobsDone); _ = g.jobs.Run(ctx) }()
-	err := g.srv.Run(ctx)
+	go func() { defer close(jobsDone); _ = jobs.Run(ctx) }()
+	err = srv.Run(ctx)
 	cancel()
 	<-jobsDone
 	if ferr := <-fanoutErr; err == nil && ferr != nil {

@@ -163,7 +163,7 @@ func runGateway(ctx context.Context, args []string, log *slog.Logger) error {
 		defer h.Close()
 		gcfg.History = h
 	}
-	g, err := roles.NewGateway(ctx, roles.Options{Kafka: k.config(), Logger: log}, *dsn, gcfg)
+	g, err := roles.NewGateway(roles.Options{Kafka: k.config(), Logger: log}, *dsn, gcfg)
 	if err != nil {
 		return err
 	}
