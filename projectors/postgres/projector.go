@@ -278,7 +278,7 @@ func (p *Projector) apply(ctx context.Context, records []*kgo.Record) error {
 	var committed map[topicPartition]int64
 	err := retry(ctx, p.log, "apply batch", func() error {
 		var err error
-		committed, err = p.write(ctx, batch)
+		committed, err = p.write(ctx, batch, known)
 		return err
 	})
 	if err != nil {
@@ -291,116 +291,6 @@ func (p *Projector) apply(ctx context.Context, records []*kgo.Record) error {
 	}
 	p.mu.Unlock()
 	return nil
-}
-
-// write runs one transaction: lock the batch's offset rows, drop records
-// already applied, fold the rest and write rows and offsets together.
-func (p *Projector) write(ctx context.Context, batch []decoded) (map[topicPartition]int64, error) {
-	// The transaction takes two round trips rather than four: BEGIN goes
-	// with the offset lock, and COMMIT with the writes. Every poll is one
-	// transaction, so its round trips are what a record waits on beyond
-	// the log (the action latency benchmark).
-	conn, err := p.pool.Acquire(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("acquire: %w", err)
-	}
-	// A connection left inside a transaction (an error before COMMIT) is
-	// rolled back here; if even that fails the pool drops it on Release,
-	// since it is not idle.
-	defer conn.Release()
-	committed := false
-	defer func() {
-		if !committed {
-			_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
-		}
-	}()
-
-	tps := map[topicPartition]bool{}
-	for _, d := range batch {
-		tps[topicPartition{d.kr.Topic, d.kr.Partition}] = true
-	}
-	var topics []string
-	var parts []int32
-	for tp := range tps {
-		topics, parts = append(topics, tp.topic), append(parts, tp.partition)
-	}
-	// FOR UPDATE serializes two instances that briefly both hold a partition
-	// during a rebalance; the second then sees the first's offsets.
-	lock := &pgx.Batch{}
-	lock.Queue("BEGIN")
-	lock.Queue(`SELECT topic, "partition", next_offset FROM consumer_offsets
-		WHERE "group" = $1 AND (topic, "partition") IN (SELECT * FROM unnest($2::text[], $3::int[]))
-		FOR UPDATE`, p.cfg.Group, topics, parts)
-	br := conn.SendBatch(ctx, lock)
-	defer br.Close()
-	if _, err := br.Exec(); err != nil {
-		return nil, fmt.Errorf("begin: %w", err)
-	}
-	rows, err := br.Query()
-	if err != nil {
-		return nil, fmt.Errorf("lock consumer offsets: %w", err)
-	}
-	stored := map[topicPartition]int64{}
-	for rows.Next() {
-		var tp topicPartition
-		var n int64
-		if err := rows.Scan(&tp.topic, &tp.partition, &n); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("lock consumer offsets: %w", err)
-		}
-		stored[tp] = n
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("lock consumer offsets: %w", err)
-	}
-	if err := br.Close(); err != nil {
-		return nil, fmt.Errorf("lock consumer offsets: %w", err)
-	}
-
-	ch := newChanges()
-	next := map[topicPartition]int64{}
-	for _, d := range batch {
-		tp := topicPartition{d.kr.Topic, d.kr.Partition}
-		if n, ok := stored[tp]; ok && d.kr.Offset < n {
-			continue
-		}
-		if d.ok {
-			ch.add(d.rec)
-		}
-		if d.kr.Offset+1 > next[tp] {
-			next[tp] = d.kr.Offset + 1
-		}
-	}
-	if len(next) == 0 {
-		if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
-			return nil, fmt.Errorf("commit: %w", err)
-		}
-		committed = true
-		return stored, nil
-	}
-	b := &pgx.Batch{}
-	ch.queue(b)
-	var oTopics []string
-	var oParts []int32
-	var oNext []int64
-	for tp, n := range next {
-		oTopics, oParts, oNext = append(oTopics, tp.topic), append(oParts, tp.partition), append(oNext, n)
-	}
-	b.Queue(sqlOffsets, p.cfg.Group, oTopics, oParts, oNext)
-	queueJobNotifications(b, ch.jobsEnded(), ch.jobsStepped())
-	b.Queue("COMMIT")
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		return nil, fmt.Errorf("write batch: %w", err)
-	}
-	// COMMIT of a failed transaction answers ROLLBACK without an error;
-	// in a pipeline the failure itself is the error above, and the server
-	// skips the rest, so reaching here means the transaction committed.
-	if conn.Conn().PgConn().TxStatus() != 'I' {
-		return nil, errors.New("commit: transaction still open after COMMIT")
-	}
-	committed = true
-	return next, nil
 }
 
 // retry runs f until it succeeds or ctx ends, backing off from 100ms to 5s.
