@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -164,13 +165,21 @@ func waitFor(t *testing.T, kcfg kafka.Config, topic string, match func(schemas.R
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
+	// The last records seen go into the failure: what happened instead.
+	var seen []string
 	for ctx.Err() == nil {
 		for _, kr := range cl.PollFetches(ctx).Records() {
 			r, err := kafka.FromKafka(ctx, schemas.NewCodec(nil), kr)
 			if err == nil && match(r) {
 				return
 			}
+			if err == nil {
+				seen = append(seen, fmt.Sprintf("%s %s %+v", r.Key, schemas.TypeName(r.Value), r.Value))
+				if len(seen) > 30 {
+					seen = seen[1:]
+				}
+			}
 		}
 	}
-	t.Fatalf("no matching record on %s", topic)
+	t.Fatalf("no matching record on %s in 30 s; the last %d records:\n%s", topic, len(seen), strings.Join(seen, "\n"))
 }
