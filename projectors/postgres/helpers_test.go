@@ -17,6 +17,22 @@ import (
 // testDB is a fresh database for one test, dropped when it ends.
 func testDB(t *testing.T) string { return testkit.Postgres(t) }
 
+// migratedDB is a fresh database with the read models, and a connection to
+// it that the test's end closes.
+func migratedDB(t *testing.T) (string, *pgx.Conn) {
+	t.Helper()
+	dsn := testDB(t)
+	if err := Migrate(t.Context(), dsn); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return dsn, conn
+}
+
 // testBroker starts kfake with the topic table applied.
 func testBroker(t *testing.T) kafka.Config {
 	t.Helper()

@@ -6,23 +6,13 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // seededReader returns a Reader over a migrated database with five VMs and
 // jobs of "acme" (vm-0, vm-2, vm-4) and "other" (vm-1, vm-3).
 func seededReader(t *testing.T) *Reader {
 	t.Helper()
-	dsn := testDB(t)
-	if err := Migrate(t.Context(), dsn); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(t.Context(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(t.Context())
+	dsn, conn := migratedDB(t)
 	for i := range 5 {
 		account := []string{"acme", "other"}[i%2]
 		vm := fmt.Sprintf("vm-%d", i)

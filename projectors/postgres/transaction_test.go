@@ -23,15 +23,7 @@ func TestTransactionOverKnownAndMovedOffsets(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs Postgres")
 	}
-	dsn := testDB(t)
-	if err := Migrate(t.Context(), dsn); err != nil {
-		t.Fatal(err)
-	}
-	db, err := pgx.Connect(t.Context(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close(t.Context())
+	dsn, db := migratedDB(t)
 	var logs bytes.Buffer
 	p, err := New(Config{DSN: dsn, Group: "g", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {

@@ -4,8 +4,6 @@ import (
 	"reflect"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // A write that fails inside its pipeline leaves nothing behind: no rows, no
@@ -25,15 +23,7 @@ func TestProjectorWriteFailureRollsBack(t *testing.T) {
 	wait()
 	want := dump(t, cleanDSN)
 
-	dsn := testDB(t)
-	if err := Migrate(t.Context(), dsn); err != nil {
-		t.Fatal(err)
-	}
-	admin, err := pgx.Connect(t.Context(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(t.Context())
+	dsn, admin := migratedDB(t)
 	if _, err := admin.Exec(t.Context(), `
 		CREATE FUNCTION refuse_offsets() RETURNS trigger LANGUAGE plpgsql AS
 			$$ BEGIN RAISE EXCEPTION 'offsets refused by the test'; END $$;

@@ -45,16 +45,8 @@ func TestJoinsLookUpByKey(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			// A new read model, and a connection of its own in the pool's statement mode, as the
 			// projector's: its prepared statements start with no plan.
-			dsn := testDB(t)
+			_, conn := migratedDB(t)
 			ctx := t.Context()
-			if err := Migrate(ctx, dsn); err != nil {
-				t.Fatal(err)
-			}
-			conn, err := pgx.Connect(ctx, dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close(ctx)
 			offset := int64(0)
 			// write projects the event of id in one transaction and returns
 			// how many sequential scans of the table that transaction made.
