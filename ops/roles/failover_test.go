@@ -29,6 +29,7 @@ func TestDeploySurvivesVMProcessorKill(t *testing.T) {
 	}
 	ctx := t.Context()
 	kcfg, _ := testkit.Kafka(t)
+	timelineOnFailure(t, kcfg, time.Now())
 	cl := client(t, kcfg)
 	log := slog.New(slog.DiscardHandler)
 	o := Options{Kafka: kcfg, InstanceID: "a", Logger: log}

@@ -35,6 +35,7 @@ func TestLeaseHostCrashHealsAndHA(t *testing.T) {
 	}
 	ctx := t.Context()
 	kcfg, _ := testkit.Kafka(t)
+	timelineOnFailure(t, kcfg, time.Now())
 	cl := client(t, kcfg)
 	log := slog.New(slog.DiscardHandler)
 	o := Options{Kafka: kcfg, InstanceID: "a", Logger: log}

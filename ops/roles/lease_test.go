@@ -42,6 +42,7 @@ func TestLeaseThroughTheStack(t *testing.T) {
 	ctx := t.Context()
 	dsn := testkit.Postgres(t)
 	kcfg, _ := testkit.Kafka(t)
+	timelineOnFailure(t, kcfg, time.Now())
 	cl := client(t, kcfg)
 	if err := postgres.Migrate(ctx, dsn); err != nil {
 		t.Fatal(err)

@@ -38,6 +38,7 @@ func newLifecycle(t *testing.T) *lifecycle {
 	dsn := testkit.Postgres(t)
 	ctx := t.Context()
 	kcfg, _ := testkit.Kafka(t)
+	timelineOnFailure(t, kcfg, time.Now())
 	cl := client(t, kcfg)
 	log := slog.New(slog.DiscardHandler)
 	o := Options{Kafka: kcfg, InstanceID: "a", Logger: log}

@@ -24,6 +24,7 @@ func TestTwoPlannersOneZone(t *testing.T) {
 	}
 	ctx := t.Context()
 	kcfg, _ := testkit.Kafka(t)
+	timelineOnFailure(t, kcfg, time.Now())
 	cl := client(t, kcfg)
 	pcfg := placement.DefaultConfig()
 	pcfg.HostReservationReleasePeriod = 2 * time.Second
