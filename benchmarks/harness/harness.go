@@ -4,8 +4,10 @@
 // min, max), prints the table, writes benchmarks/results/<date>-<commit>.json
 // and appends the run to the history table of benchmarks/README.md.
 //
-// It measures nothing itself and knows no scenario: the scenarios say how
-// they measured in each row's How.
+// It measures nothing of vmplane and knows no scenario: the scenarios say
+// how they measured in each row's How. Of the machine it records the
+// description and a probe of two speeds that vary from one day's box to the
+// next (probe.go).
 package harness
 
 import (

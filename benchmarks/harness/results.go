@@ -29,6 +29,9 @@ type Machine struct {
 	GOMAXPROCS  int    `json:"gomaxprocs"`
 	Kernel      string `json:"kernel"`
 	Description string `json:"description,omitempty"`
+	// Probe is the machine's speed at fresh memory and loopback round
+	// trips, taken before the scenarios (absent in older results).
+	Probe Probe `json:"probe"`
 }
 
 // Run is one harness run: the machine, the mode and the rows.
@@ -164,8 +167,12 @@ func AppendHistory(readme string, r Run, results string) error {
 	if m.DirtyTree {
 		commit += "+dirty"
 	}
-	line := fmt.Sprintf("| %s | %s | %s | %d cores, %d MiB | Go %s, franz-go %s, Postgres %s, ClickHouse %s | %s | [json](%s) |\n",
-		r.Started.UTC().Format("2006-01-02 15:04"), commit, mode, m.Cores, m.MemoryMiB,
+	machine := fmt.Sprintf("%d cores, %d MiB", m.Cores, m.MemoryMiB)
+	if m.Probe.FreshMemoryMiBps > 0 {
+		machine += "; " + m.Probe.String()
+	}
+	line := fmt.Sprintf("| %s | %s | %s | %s | Go %s, franz-go %s, Postgres %s, ClickHouse %s | %s | [json](%s) |\n",
+		r.Started.UTC().Format("2006-01-02 15:04"), commit, mode, machine,
 		strings.TrimPrefix(m.Go, "go"), m.FranzGo, orNone(m.Postgres), orNone(m.ClickHouse),
 		strings.Join(figs, "; "), results)
 	out := append(append(append([]byte{}, b[:i]...), line...), b[i:]...)

@@ -85,6 +85,14 @@ func run(ctx context.Context, quick, record bool, runs int, g groups) error {
 	defer pg.Stop()
 	pgVersion := storm.ServerVersion(ctx, pg.DSN())
 
+	// The machine's speed at what moves the figures from day to day,
+	// before the scenarios load it.
+	probe, err := harness.ProbeMachine()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "bench: machine probe: %s\n", probe)
+
 	var rows []harness.Row
 	var samples []storm.Sample
 	var stormErr error
@@ -164,8 +172,9 @@ func run(ctx context.Context, quick, record bool, runs int, g groups) error {
 	fmt.Println()
 	harness.Print(os.Stdout, rows)
 	r := harness.Run{Started: started, Duration: time.Since(started), Quick: quick, Machine: harness.Describe(pgVersion, journal.ServerVersion(ctx)), Rows: rows}
-	fmt.Printf("\nmachine: %d cores, %d MiB, %s; Go %s, franz-go %s, kfake %s, Postgres %s, ClickHouse %s; took %s\n",
-		r.Machine.Cores, r.Machine.MemoryMiB, r.Machine.CPU, r.Machine.Go, r.Machine.FranzGo, r.Machine.Kfake, pgVersion, r.Machine.ClickHouse, r.Duration.Round(time.Second))
+	r.Machine.Probe = probe
+	fmt.Printf("\nmachine: %d cores, %d MiB, %s (%s); Go %s, franz-go %s, kfake %s, Postgres %s, ClickHouse %s; took %s\n",
+		r.Machine.Cores, r.Machine.MemoryMiB, r.Machine.CPU, probe, r.Machine.Go, r.Machine.FranzGo, r.Machine.Kfake, pgVersion, r.Machine.ClickHouse, r.Duration.Round(time.Second))
 	if !record {
 		return nil
 	}
