@@ -103,34 +103,41 @@ func fmtWrites(m map[string]int64) string {
 // LatencyRows turns the action-latency repetitions into rows: p50, p95 and
 // p99 at each rate, each beside the one-hop limit's p99.
 func LatencyRows(ls LatencySize, samples []LatencySample, err error) []harness.Row {
-	col := func(f func(LatencySample) float64) harness.Stat {
+	col := func(samples []LatencySample, f func(LatencySample) float64) harness.Stat {
 		var v []float64
 		for _, s := range samples {
 			v = append(v, f(s))
 		}
 		return harness.Summarize(v)
 	}
-	hop := col(func(s LatencySample) float64 { return ms(pct(s.Hop, 99)) })
+	hop := col(samples, func(s LatencySample) float64 { return ms(pct(s.Hop, 99)) })
 	var rows []harness.Row
+	var incomplete []bool
 	for _, rate := range ls.Rates {
+		measured, missing := byRate(samples, rate)
 		for _, q := range []float64{50, 95, 99} {
 			r := harness.Row{Scenario: "action latency", Figure: fmt.Sprintf("reboot p%g at %d actions/s", q, rate), Unit: "ms",
-				Value:     col(func(s LatencySample) float64 { return ms(pct(s.Actions[rate], q)) }),
+				Value:     col(measured, func(s LatencySample) float64 { return ms(pct(s.Actions[rate], q)) }),
 				LimitName: fmt.Sprintf("one runtime hop p99 at %d/s", ls.HopRate()), Limit: hop,
 				How: fmt.Sprintf("open loop: a POST /v1/vms/{id}/actions {\"action\":\"reboot\"} every 1/%d s for %s (whatever has completed; each VM of a pool of 2 s × the highest rate at most once every 2 s), through the gateway, VM processor, sim agent (zero-latency driver) and Postgres projector wired by ops/roles in the harness process on a fresh kfake broker and database. "+
 					"Each action from just before its POST to the answer of the GET /v1/jobs/{id}?wait=60s sent right after it, which shows it succeeded: the gateway answers that long-poll when the projector's notification (LISTEN/NOTIFY, sent at the commit that made the job row final) wakes it. The notes split each action by the timestamps of the records it made (command, agent command, answer, final event), read back after the load. "+
+					"A run in which more than 1 %% of the actions at a rate failed has no figures at that rate: the figures are of the other runs, the notes name it, and the row fails. "+
 					"Limit: records produced at %d/s (linger 0) into a runtime processor (SkipDecode, transactions) whose machine forwards each to another topic, from the produce call to the poll of a read_committed consumer of the output.", rate, ls.Duration, ls.HopRate()),
-				Notes: fmt.Sprintf("last run: %d actions measured, %d failed; %s", len(last(samples).Actions[rate]), last(samples).Failed[rate], last(samples).Stages[rate])}
+				Notes: fmt.Sprintf("last run: %d actions measured, %d failed; %s", len(last(measured).Actions[rate]), last(measured).Failed[rate], last(measured).Stages[rate])}
 			if q != 50 {
 				r.How = fmt.Sprintf("as for p50 at %d actions/s, the %gth percentile (nearest rank) of the same actions.", rate, q)
 			}
-			if e := last(samples).Errs[rate]; e != "" {
-				r.Err = e
+			if len(missing) > 0 {
+				r.Notes = fmt.Sprintf("%d of %d runs without figures at this rate (%s); %s", len(missing), len(samples), strings.Join(missing, "; "), r.Notes)
+			}
+			if len(measured) == 0 && len(missing) > 0 {
+				r.Err = strings.Join(missing, "; ")
 			}
 			if rate == 500 && q == 99 {
 				r.Target = &harness.Target{Value: 25}
 			}
 			rows = append(rows, r)
+			incomplete = append(incomplete, len(missing) > 0)
 		}
 	}
 	for i := range rows {
@@ -138,8 +145,27 @@ func LatencyRows(ls LatencySize, samples []LatencySample, err error) []harness.R
 			rows[i].Err = err.Error()
 		}
 		rows[i].Judge()
+		if incomplete[i] {
+			rows[i].Pass = false
+		}
 	}
 	return rows
+}
+
+// byRate splits the repetitions into those with figures at rate and, for
+// the others, why not ("run 2: 61 of 5000 actions failed, ...").
+func byRate(samples []LatencySample, rate int) (measured []LatencySample, missing []string) {
+	for i, s := range samples {
+		switch e := s.Errs[rate]; {
+		case e != "":
+			missing = append(missing, fmt.Sprintf("run %d: %s", i+1, e))
+		case len(s.Actions[rate]) == 0:
+			missing = append(missing, fmt.Sprintf("run %d: no action measured", i+1))
+		default:
+			measured = append(measured, s)
+		}
+	}
+	return measured, missing
 }
 
 func last[T any](s []T) T {
