@@ -34,12 +34,20 @@ func main() {
 	only := flag.String("only", "", "run these scenario groups, comma-separated: storm, latency, placement, journal, rebuild (for profiling; never recorded)")
 	childRole := flag.String("child", "", "internal: run a processor as a child process")
 	brokers := flag.String("brokers", "", "internal: broker list of -child")
+	latencyChild := flag.String("latency-child", "", "internal: run one action-latency repetition as a child process (JSON arguments)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if *childRole != "" {
 		if err := storm.RunChild(ctx, *childRole, strings.Split(*brokers, ",")); err != nil {
 			fmt.Fprintln(os.Stderr, "bench child:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *latencyChild != "" {
+		if err := storm.RunLatencyChild(ctx, *latencyChild, profileLatency); err != nil {
+			fmt.Fprintln(os.Stderr, "bench latency child:", err)
 			os.Exit(1)
 		}
 		return
@@ -108,15 +116,6 @@ func run(ctx context.Context, quick, record bool, runs int, g groups) error {
 	if g.has("storm") {
 		rows = append(rows, storm.Rows(sz, samples, stormErr)...)
 	}
-	if g.alone("latency") {
-		// The latency scenario runs every role in this process: profile it.
-		stop, err := harness.CPUProfile(os.Getenv("VMPLANE_BENCH_CPUPROFILE"))
-		if err != nil {
-			return err
-		}
-		defer stop()
-		defer harness.HeapProfile(os.Getenv("VMPLANE_BENCH_MEMPROFILE"), log)
-	}
 	if g.has("latency") {
 		ls := storm.LatencyFull
 		if quick {
@@ -141,7 +140,7 @@ func run(ctx context.Context, quick, record bool, runs int, g groups) error {
 		var lerr error
 		for i := range ls.Runs {
 			fmt.Fprintf(os.Stderr, "bench: action latency, run %d/%d (%v actions/s, %s each)\n", i+1, ls.Runs, ls.Rates, ls.Duration)
-			s, err := storm.RunLatency(ctx, ls, pg.DSN(), log)
+			s, err := storm.RunLatencyIsolated(ctx, ls, pg.DSN())
 			if err != nil {
 				lerr = err
 				break
@@ -196,4 +195,18 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// profileLatency starts the profiles a latency child writes (every role of
+// the scenario runs in it): VMPLANE_BENCH_CPUPROFILE, and at stop
+// VMPLANE_BENCH_MEMPROFILE.
+func profileLatency() (func(), error) {
+	stop, err := harness.CPUProfile(os.Getenv("VMPLANE_BENCH_CPUPROFILE"))
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		stop()
+		harness.HeapProfile(os.Getenv("VMPLANE_BENCH_MEMPROFILE"), slog.Default())
+	}, nil
 }

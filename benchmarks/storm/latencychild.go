@@ -1,0 +1,73 @@
+package storm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+)
+
+// A latency repetition runs in a process of its own: the bench binary
+// re-executes itself with -latency-child. The harness process is where the
+// storm ran, and what a 500,000-VM storm leaves in a process (a heap grown
+// to gigabytes, its freed spans returned to the kernel) slowed the next
+// scenario's every allocation and syscall there: on 2026-11-25, the same
+// binary, one run each, gave the 500/s p99 193 and 78 ms right after a
+// storm in the same process, and 60 ms in a new process started right after
+// one (100/s: 44 and 49 against 17 ms). A repetition in a new process
+// measures the pipeline, not the previous scenario's leftovers.
+
+// LatencyChildArgs is what the harness passes to a latency child.
+type LatencyChildArgs struct {
+	Size   LatencySize `json:"size"`
+	PGBase string      `json:"pg_base"`
+}
+
+// RunLatencyChild is the child: it runs one repetition (RunLatency) and
+// writes the sample as JSON to stdout. The profiles of
+// VMPLANE_BENCH_CPUPROFILE and VMPLANE_BENCH_MEMPROFILE are of this
+// process, where every role of the scenario runs.
+func RunLatencyChild(ctx context.Context, arg string, profile func() (stop func(), err error)) error {
+	var a LatencyChildArgs
+	if err := json.Unmarshal([]byte(arg), &a); err != nil {
+		return fmt.Errorf("latency child arguments %q: %w", arg, err)
+	}
+	stop, err := profile()
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	s, err := RunLatency(ctx, a.Size, a.PGBase, log)
+	stop()
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(s)
+}
+
+// RunLatencyIsolated runs one repetition in a new child process and returns
+// its sample; the child's log goes to this process's stderr.
+func RunLatencyIsolated(ctx context.Context, ls LatencySize, pgBase string) (LatencySample, error) {
+	var s LatencySample
+	exe, err := os.Executable()
+	if err != nil {
+		return s, err
+	}
+	arg, err := json.Marshal(LatencyChildArgs{Size: ls, PGBase: pgBase})
+	if err != nil {
+		return s, err
+	}
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, exe, "-latency-child", string(arg))
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return s, fmt.Errorf("latency child: %w", err)
+	}
+	if err := json.Unmarshal(out.Bytes(), &s); err != nil {
+		return s, fmt.Errorf("latency child's sample: %w", err)
+	}
+	return s, nil
+}
