@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"syscall"
+	"time"
 )
 
 // A latency repetition runs in a process of its own: the bench binary
@@ -63,6 +65,10 @@ func RunLatencyIsolated(ctx context.Context, ls LatencySize, pgBase string) (Lat
 	var out bytes.Buffer
 	cmd := exec.CommandContext(ctx, exe, "-latency-child", string(arg))
 	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	// Interrupted, the child stops as the harness does (it drops its
+	// database on the way out); it is killed only if it does not.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 30 * time.Second
 	if err := cmd.Run(); err != nil {
 		return s, fmt.Errorf("latency child: %w", err)
 	}
