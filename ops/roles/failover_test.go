@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vmplane/vmplane/internal/kafka"
@@ -117,42 +116,22 @@ func produce(t *testing.T, cl *kgo.Client, r schemas.Record) {
 // is seen to its end.
 func readAll(t *testing.T, kcfg kafka.Config, topic string) []schemas.Record {
 	t.Helper()
-	cl, err := kgo.NewClient(kcfg.Opts(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.KeepControlRecords())...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(t.Context(), topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	left := map[int32]int64{}
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Offset > 0 {
-			left[o.Partition] = o.Offset
-		}
-	})
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	var out []schemas.Record
-	for len(left) > 0 {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("%s not read to its end: partitions %v left", topic, left)
+	err := readToEnd(ctx, kcfg, []string{topic}, func(kr *kgo.Record) error {
+		if kr.Attrs.IsControl() {
+			return nil
 		}
-		for _, kr := range fs.Records() {
-			if end, ok := left[kr.Partition]; ok && kr.Offset+1 >= end {
-				delete(left, kr.Partition)
-			}
-			if kr.Attrs.IsControl() {
-				continue
-			}
-			r, err := kafka.FromKafka(t.Context(), schemas.NewCodec(nil), kr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, r)
+		r, err := kafka.FromKafka(ctx, schemas.NewCodec(nil), kr)
+		if err != nil {
+			return err
 		}
+		out = append(out, r)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

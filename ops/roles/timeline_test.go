@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vmplane/vmplane/internal/kafka"
@@ -54,48 +53,35 @@ func timeline(kcfg kafka.Config, start time.Time) ([]string, error) {
 	// The test's context is over by the time its cleanups run.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(kcfg.Opts(kgo.ConsumeTopics(timelineTopics...), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.KeepControlRecords())...)
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, timelineTopics...)
-	if err != nil {
-		return nil, err
-	}
-	left := map[string]int64{}
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Offset > 0 {
-			left[fmt.Sprintf("%s/%d", o.Topic, o.Partition)] = o.Offset
-		}
-	})
 	type line struct {
 		at   time.Time
 		text string
 	}
 	var out []line
-	for len(left) > 0 && ctx.Err() == nil {
-		for _, kr := range cl.PollFetches(ctx).Records() {
-			tp := fmt.Sprintf("%s/%d", kr.Topic, kr.Partition)
-			if end, ok := left[tp]; ok && kr.Offset+1 >= end {
-				delete(left, tp)
-			}
-			if kr.Attrs.IsControl() || kr.Timestamp.Before(start) {
-				continue
-			}
-			text := fmt.Sprintf("%+8.3fs %-22s %-14s ", kr.Timestamp.Sub(start).Seconds(), kr.Topic, kr.Key)
-			if r, err := kafka.FromKafka(ctx, schemas.NewCodec(nil), kr); err != nil {
-				text += "undecodable: " + err.Error()
-			} else {
-				text += fmt.Sprintf("%s %+v", schemas.TypeName(r.Value), r.Value)
-			}
-			out = append(out, line{kr.Timestamp, text})
+	// Cut short, the timeline is what was read by then, and says so.
+	err := readToEnd(ctx, kcfg, timelineTopics, func(kr *kgo.Record) error {
+		if kr.Attrs.IsControl() || kr.Timestamp.Before(start) {
+			return nil
 		}
+		text := fmt.Sprintf("%+8.3fs %-22s %-14s ", kr.Timestamp.Sub(start).Seconds(), kr.Topic, kr.Key)
+		if r, err := kafka.FromKafka(ctx, schemas.NewCodec(nil), kr); err != nil {
+			text += "undecodable: " + err.Error()
+		} else {
+			text += fmt.Sprintf("%s %+v", schemas.TypeName(r.Value), r.Value)
+		}
+		out = append(out, line{kr.Timestamp, text})
+		return nil
+	})
+	if err != nil && len(out) == 0 {
+		return nil, err
 	}
 	slices.SortStableFunc(out, func(a, b line) int { return a.at.Compare(b.at) })
-	lines := make([]string, len(out))
-	for i, l := range out {
-		lines[i] = l.text
+	lines := make([]string, 0, len(out)+1)
+	for _, l := range out {
+		lines = append(lines, l.text)
+	}
+	if err != nil {
+		lines = append(lines, "(cut short: "+err.Error()+")")
 	}
 	return lines, nil
 }
