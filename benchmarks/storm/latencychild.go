@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/vmplane/vmplane/benchmarks/harness"
 )
 
 // A latency repetition runs in a process of its own: the bench binary
@@ -32,18 +34,19 @@ type LatencyChildArgs struct {
 // writes the sample as JSON to stdout. The profiles of
 // VMPLANE_BENCH_CPUPROFILE and VMPLANE_BENCH_MEMPROFILE are of this
 // process, where every role of the scenario runs.
-func RunLatencyChild(ctx context.Context, arg string, profile func() (stop func(), err error)) error {
+func RunLatencyChild(ctx context.Context, arg string) error {
 	var a LatencyChildArgs
 	if err := json.Unmarshal([]byte(arg), &a); err != nil {
 		return fmt.Errorf("latency child arguments %q: %w", arg, err)
 	}
-	stop, err := profile()
+	stop, err := harness.CPUProfile(os.Getenv("VMPLANE_BENCH_CPUPROFILE"))
 	if err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	s, err := RunLatency(ctx, a.Size, a.PGBase, log)
 	stop()
+	harness.HeapProfile(os.Getenv("VMPLANE_BENCH_MEMPROFILE"), log)
 	if err != nil {
 		return err
 	}

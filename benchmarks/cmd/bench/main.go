@@ -46,7 +46,7 @@ func main() {
 		return
 	}
 	if *latencyChild != "" {
-		if err := storm.RunLatencyChild(ctx, *latencyChild, profileLatency); err != nil {
+		if err := storm.RunLatencyChild(ctx, *latencyChild); err != nil {
 			fmt.Fprintln(os.Stderr, "bench latency child:", err)
 			os.Exit(1)
 		}
@@ -195,18 +195,4 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// profileLatency starts the profiles a latency child writes (every role of
-// the scenario runs in it): VMPLANE_BENCH_CPUPROFILE, and at stop
-// VMPLANE_BENCH_MEMPROFILE.
-func profileLatency() (func(), error) {
-	stop, err := harness.CPUProfile(os.Getenv("VMPLANE_BENCH_CPUPROFILE"))
-	if err != nil {
-		return nil, err
-	}
-	return func() {
-		stop()
-		harness.HeapProfile(os.Getenv("VMPLANE_BENCH_MEMPROFILE"), slog.Default())
-	}, nil
 }
