@@ -139,6 +139,11 @@ type process struct {
 	// status is the last run state QEMU reported (running, paused, …).
 	mu     sync.Mutex
 	status string
+	// refreshing serializes refresh: the driver's calls (after stop,
+	// cont, …) and the watcher's (after a STOP or RESUME event, which may
+	// arrive after a later command's answer) each ask and set in turn, so
+	// an earlier answer never overwrites a later one.
+	refreshing sync.Mutex
 }
 
 func (p *process) setStatus(s string) {
@@ -288,7 +293,7 @@ func (d *Driver) launch(ctx context.Context, g *guest, host, incoming string) er
 		return err
 	}
 	p.qmp = qmp
-	p.setStatus(d.queryStatus(ctx, p))
+	p.refresh(ctx, "")
 	d.mu.Lock()
 	g.proc = p
 	d.mu.Unlock()
@@ -325,9 +330,9 @@ func (d *Driver) watch(g *guest, host string, p *process) {
 			}
 			switch ev.Name {
 			case "STOP":
-				p.setStatus("paused")
+				p.refreshAfterEvent("paused")
 			case "RESUME":
-				p.setStatus("running")
+				p.refreshAfterEvent("running")
 			case "SHUTDOWN", "POWERDOWN", "RESET":
 			default:
 				continue
@@ -341,16 +346,29 @@ func (d *Driver) watch(g *guest, host string, p *process) {
 	}
 }
 
-func (d *Driver) queryStatus(ctx context.Context, p *process) string {
-	ret, err := p.qmp.Execute(ctx, "query-status", nil)
-	if err != nil {
-		return ""
+// refreshAfterEvent re-reads the run state after a STOP or RESUME event
+// rather than taking the event's word: the event may be older than the
+// answer of a command sent since (a pause's STOP handled after the unpause).
+func (p *process) refreshAfterEvent(implied string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	p.refresh(ctx, implied)
+}
+
+// refresh asks QEMU for its run state and records it; when QEMU does not
+// answer (it is exiting), it records fallback.
+func (p *process) refresh(ctx context.Context, fallback string) {
+	p.refreshing.Lock()
+	defer p.refreshing.Unlock()
+	status := fallback
+	if ret, err := p.qmp.Execute(ctx, "query-status", nil); err == nil {
+		var st struct {
+			Status string `json:"status"`
+		}
+		json.Unmarshal(ret, &st)
+		status = st.Status
 	}
-	var st struct {
-		Status string `json:"status"`
-	}
-	json.Unmarshal(ret, &st)
-	return st.Status
+	p.setStatus(status)
 }
 
 // PowerStates returns the power state of every VM on the host.
@@ -483,7 +501,7 @@ func (d *Driver) Pause(ctx context.Context, hostID, vmID string) error {
 	if _, err := p.qmp.Execute(ctx, "stop", nil); err != nil {
 		return fmt.Errorf("pause vm %s: %w", vmID, err)
 	}
-	p.setStatus(d.queryStatus(ctx, p))
+	p.refresh(ctx, "")
 	return nil
 }
 
@@ -496,7 +514,7 @@ func (d *Driver) Unpause(ctx context.Context, hostID, vmID string) error {
 	if _, err := p.qmp.Execute(ctx, "cont", nil); err != nil {
 		return fmt.Errorf("unpause vm %s: %w", vmID, err)
 	}
-	p.setStatus(d.queryStatus(ctx, p))
+	p.refresh(ctx, "")
 	return nil
 }
 
@@ -551,7 +569,7 @@ func (d *Driver) Resume(ctx context.Context, hostID, vmID string) error {
 	if _, err := g.proc.qmp.Execute(ctx, "cont", nil); err != nil {
 		return fmt.Errorf("resume vm %s: %w", vmID, err)
 	}
-	g.proc.setStatus(d.queryStatus(ctx, g.proc))
+	g.proc.refresh(ctx, "")
 	d.setSuspended(g, false)
 	os.Remove(state)
 	return nil
@@ -667,7 +685,7 @@ func (d *Driver) Migrate(ctx context.Context, srcHostID, vmID, dstHostID string,
 		src.qmp.Execute(ctx, "cont", nil)
 		return fmt.Errorf("migrate vm %s to %s: %w", vmID, dstHostID, err)
 	}
-	dst.proc.setStatus(d.queryStatus(ctx, dst.proc))
+	dst.proc.refresh(ctx, "")
 	d.mu.Lock()
 	d.vms[vmID] = dst
 	d.mu.Unlock()
@@ -719,7 +737,6 @@ func waitIncoming(ctx context.Context, p *process) error {
 		}
 		json.Unmarshal(ret, &st)
 		if st.Status != "inmigrate" {
-			p.setStatus(st.Status)
 			return nil
 		}
 		select {
