@@ -2,6 +2,7 @@ package placement
 
 import (
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -34,11 +35,14 @@ func benchDecide(b *testing.B, hosts int, planner string) {
 	}
 	// Steady state: the zone holds live VMs, about half its CPU with
 	// over-commit 4 (32 × 4 / 2 per host, halved).
-	live := hosts * 32
+	live, decisions := hosts*32, decisionsPerIteration
 	// A dedicated planner claims whole hosts per account: ten accounts
 	// fill ten hosts' worth, so the live set is smaller.
 	if planner == pl.ImplicitDedicationName {
 		live = hosts * 8
+	}
+	if os.Getenv(quickEnv) == "1" {
+		live, decisions = hosts, 2_000
 	}
 	step := func(i int) {
 		var out []schemas.Record
@@ -58,14 +62,14 @@ func benchDecide(b *testing.B, hosts int, planner string) {
 	b.ResetTimer()
 	start := time.Now()
 	for range b.N {
-		for range decisionsPerIteration {
+		for range decisions {
 			step(next)
 			next++
 		}
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()
-	n := float64(b.N * decisionsPerIteration)
+	n := float64(b.N * decisions)
 	b.ReportMetric(float64(elapsed.Nanoseconds())/n, "ns/decision")
 	b.ReportMetric(n/elapsed.Seconds(), "decisions/s")
 	if planner == pl.FirstFitName && hosts == 10_000 {
