@@ -71,7 +71,14 @@ type Processor[S any] struct {
 	ready atomic.Bool
 	stats Stats
 
-	// slabHint sizes the next batch's changelog buffer (iterate).
+	// slab and recs are the changelog buffer and records of the last
+	// batch, reused by the next one (iterate): by the time End returns
+	// without error every record of the batch is finished, since End
+	// flushes (or aborts) the buffered records before it ends the
+	// transaction. After an error they are dropped, as a record may still
+	// be in flight. slabHint sizes a new buffer.
+	slab     []byte
+	recs     []kgo.Record
 	slabHint int
 	// typeHeaders holds the changelog's `type` header per record name,
 	// shared by every record of that type (franz-go only reads headers).
@@ -333,13 +340,13 @@ func (p *Processor[S]) iterate(ctx context.Context, sess *kgo.GroupTransactSessi
 			return p.abort(ctx, sess, err)
 		}
 	}
-	// The changelog values of the batch share one buffer, sized from the
-	// previous batch: one allocation instead of one per key (and its
-	// regrowths). A value's slice is capped, so the next append never
-	// writes into it, and the records keep the buffer alive until sent.
-	// The keys go into the same buffer, and the records into one array.
-	slab := make([]byte, 0, min(p.slabHint, 64<<20))
-	recs := make([]kgo.Record, len(p.touched))
+	// The changelog values of the batch share one buffer, the previous
+	// batch's when it is free, else one sized from it: no allocation per
+	// key (or its regrowths) and none per batch in a busy loop. A value's
+	// slice is capped, so the next append never writes into it, and the
+	// records keep the buffer alive until sent. The keys go into the same
+	// buffer, and the records into one array.
+	slab, recs := p.changelogBuffers(len(p.touched))
 	for i, tk := range p.touched {
 		sl, _ := p.st.get(tk.part, tk.key)
 		if !sl.has() {
@@ -368,6 +375,9 @@ func (p *Processor[S]) iterate(ctx context.Context, sess *kgo.GroupTransactSessi
 	p.slabHint = len(slab) + len(slab)/8
 	endStart := time.Now() // telemetry:
 	committed, err := sess.End(ctx, kgo.TryCommit)
+	if err == nil {
+		p.slab, p.recs = slab, recs
+	}
 	if err == nil && produceErr != nil {
 		err = produceErr
 	}
@@ -388,6 +398,29 @@ func (p *Processor[S]) iterate(ctx context.Context, sess *kgo.GroupTransactSessi
 	p.stats.Commits.Add(1)
 	return nil
 }
+
+// changelogBuffers returns an empty buffer for a batch's changelog keys
+// and values and n zeroed records: the last batch's when they are free and
+// large enough, else new ones. It takes them from p, so that a batch that
+// fails leaves nothing to reuse.
+func (p *Processor[S]) changelogBuffers(n int) ([]byte, []kgo.Record) {
+	slab, recs := p.slab[:0], p.recs
+	p.slab, p.recs = nil, nil
+	if want := min(p.slabHint, maxSlab); cap(slab) < want {
+		slab = make([]byte, 0, want)
+	}
+	if cap(recs) < n {
+		recs = make([]kgo.Record, n)
+	} else {
+		recs = recs[:n]
+		clear(recs)
+	}
+	return slab, recs
+}
+
+// maxSlab bounds the changelog buffer a batch starts with; a batch of
+// larger states grows it by appending.
+const maxSlab = 64 << 20
 
 // typeHeader returns the changelog headers of a state value.
 func (p *Processor[S]) typeHeader(s S) []kgo.RecordHeader {
