@@ -2,11 +2,11 @@ package storm
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vmplane/vmplane/internal/kafka"
@@ -35,11 +35,33 @@ type recordTimes struct {
 }
 
 // readTimes reads the reboots' topics from the start (read_committed)
-// until a second passes with nothing new.
+// up to their end offsets listed after the load (every role has stopped,
+// so no transaction is open). It used to stop at the
+// first second with nothing new, which a slow first fetch on a loaded box
+// made the very first poll: the run had no stages at all.
 func (e *env) readTimes(ctx context.Context) (*recordTimes, error) {
+	topics := []string{schemas.TopicVmCommands, schemas.TopicAgentCommands, schemas.TopicVmAnswers, schemas.TopicVmEvents}
+	left := map[string]map[int32]int64{} // topic → partition → end offset not yet reached
+	for _, t := range topics {
+		ends, err := e.endOffsets(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		ends.Each(func(o kadm.ListedOffset) {
+			if o.Offset > 0 {
+				if left[o.Topic] == nil {
+					left[o.Topic] = map[int32]int64{}
+				}
+				left[o.Topic][o.Partition] = o.Offset
+			}
+		})
+	}
 	cl, err := kgo.NewClient(e.kcfg.Opts(
-		kgo.ConsumeTopics(schemas.TopicVmCommands, schemas.TopicAgentCommands, schemas.TopicVmAnswers, schemas.TopicVmEvents),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))...)
+		kgo.ConsumeTopics(topics...),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// A partition's last offset is a transaction marker: kept, so
+		// that reading reaches the end offset.
+		kgo.KeepControlRecords())...)
 	if err != nil {
 		return nil, err
 	}
@@ -51,16 +73,26 @@ func (e *env) readTimes(ctx context.Context) (*recordTimes, error) {
 			m[id] = at
 		}
 	}
-	for {
-		pctx, cancel := context.WithTimeout(ctx, time.Second)
-		f := cl.PollFetches(pctx)
-		cancel()
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for len(left) > 0 {
+		f := cl.PollFetches(rctx)
+		if err := rctx.Err(); err != nil {
+			return nil, fmt.Errorf("read records: %d topics not read to their end: %w", len(left), err)
 		}
-		n := 0
+		if err := f.Err0(); err != nil {
+			return nil, fmt.Errorf("read records: %w", err)
+		}
 		f.EachRecord(func(r *kgo.Record) {
-			n++
+			if end, ok := left[r.Topic][r.Partition]; ok && r.Offset+1 >= end {
+				delete(left[r.Topic], r.Partition)
+				if len(left[r.Topic]) == 0 {
+					delete(left, r.Topic)
+				}
+			}
+			if r.Attrs.IsControl() {
+				return
+			}
 			switch r.Topic {
 			case schemas.TopicVmCommands:
 				first(rt.command, kafka.Header(r, "command_id"), r.Timestamp)
@@ -74,19 +106,14 @@ func (e *env) readTimes(ctx context.Context) (*recordTimes, error) {
 				}
 			}
 		})
-		if n == 0 {
-			if err := f.Err0(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-				return nil, fmt.Errorf("read records: %w", err)
-			}
-			return rt, nil
-		}
 	}
+	return rt, nil
 }
 
 // stages splits each action's time by its records. The answer and final
 // event of an action are its VM's first ones from the step before on: a VM
-// is rebooted at most once every 2 s. An action with a record missing is
-// left out.
+// is never rebooted twice at a rate (LatencySize.Pool), and the rates run
+// one after another. An action with a record missing is left out.
 func (rt *recordTimes) stages(actions []done) stageTimes {
 	var out stageTimes
 	next := func(ts []time.Time, from time.Time) time.Time {
