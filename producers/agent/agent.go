@@ -177,6 +177,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		// fetch wake-up (kfake, the dev broker, sometimes does); one idle
 		// fetch a second per agent costs nothing.
 		kgo.FetchMaxWait(time.Second),
+		// Answers are produced without waiting (produceThen), on their
+		// job's path: sent at once, they batch by themselves while a
+		// request is in flight. ProduceSync never lingered anyway.
+		kgo.ProducerLinger(0),
 		kgo.WithHooks(connWatch{a}),
 	)...)
 	if err != nil {
@@ -250,14 +254,23 @@ func (a *Agent) disconnect(ctx context.Context) {
 	}
 }
 
-// produce encodes and writes records, waiting for all of them. Records of
-// one key keep their order.
+// produce encodes and writes records, waiting for all of them (or for ctx
+// to end). Records of one key keep their order.
 func (a *Agent) produce(ctx context.Context, recs ...schemas.Record) error {
-	if len(recs) == 0 {
-		return nil
-	}
-	krs := make([]*kgo.Record, 0, len(recs))
+	done := make(chan error, 1)
+	a.produceThen(ctx, recs, func(err error) { done <- err })
+	return <-done
+}
+
+// produceThen encodes and writes records without waiting for them, and
+// calls then once: with nil when the broker has taken every record, with
+// the first error otherwise, or with ctx's error as soon as ctx ends (an
+// idempotent producer keeps retrying a record in flight while the broker
+// is away; the record stays buffered until Close). Records of one key keep
+// their order. The client lingers for none of them (ProducerLinger(0)).
+func (a *Agent) produceThen(ctx context.Context, recs []schemas.Record, then func(error)) {
 	var encodeErr error
+	krs := make([]*kgo.Record, 0, len(recs))
 	for _, r := range recs {
 		kr, err := kafka.ToKafka(ctx, a.codec, r)
 		if err != nil {
@@ -266,29 +279,30 @@ func (a *Agent) produce(ctx context.Context, recs ...schemas.Record) error {
 		}
 		krs = append(krs, kr)
 	}
-	// ProduceSync sends at once instead of waiting out the client's 2 ms
-	// linger: an answer is on its job's path (a traced reboot spent 2.7 ms
-	// from the agent's step to the VM processor's, against a p50 of
-	// 14.5 ms at 500 actions/s), and a report chunk is waited on whole
-	// anyway. An idempotent producer cannot fail a record already in
-	// flight on a cancelled context, and retries it while the broker is
-	// away: give up waiting here instead, the record stays buffered until
-	// Close.
-	done := make(chan error, 1)
-	go func() {
-		for _, pr := range a.cl.ProduceSync(ctx, krs...) {
-			if pr.Err != nil {
-				done <- fmt.Errorf("produce %s key %s: %w", pr.Record.Topic, pr.Record.Key, pr.Err)
-				return
+	var once sync.Once
+	finish := func(err error) { once.Do(func() { then(cmp.Or(encodeErr, err)) }) }
+	if len(krs) == 0 {
+		finish(nil)
+		return
+	}
+	stop := context.AfterFunc(ctx, func() { finish(fmt.Errorf("produce %d records: %w", len(krs), ctx.Err())) })
+	var mu sync.Mutex
+	left := len(krs)
+	var firstErr error
+	for _, kr := range krs {
+		a.cl.Produce(ctx, kr, func(r *kgo.Record, err error) {
+			mu.Lock()
+			if err != nil && firstErr == nil {
+				firstErr = fmt.Errorf("produce %s key %s: %w", r.Topic, r.Key, err)
 			}
-		}
-		done <- nil
-	}()
-	select {
-	case err := <-done:
-		return cmp.Or(encodeErr, err)
-	case <-ctx.Done():
-		return fmt.Errorf("produce %d records: %w", len(recs), ctx.Err())
+			left--
+			last, err := left == 0, firstErr
+			mu.Unlock()
+			if last {
+				stop()
+				finish(err)
+			}
+		})
 	}
 }
 

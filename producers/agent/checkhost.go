@@ -56,7 +56,10 @@ func (a *Agent) investigate(ctx context.Context, p *pool, rec schemas.Record, wg
 		return true // no live host of ours in the cluster: not ours to answer
 	}
 	wg.Add(1)
-	if !p.submit(ctx, job{key: cmd.CommandID, run: func(ctx context.Context) { a.answerInvestigation(ctx, from, rec, cmd, target) }, done: wg.Done}) {
+	if !p.submit(ctx, job{key: cmd.CommandID, run: func(ctx context.Context, done func()) {
+		a.answerInvestigation(ctx, from, rec, cmd, target)
+		done()
+	}, done: wg.Done}) {
 		wg.Done()
 	}
 	return true

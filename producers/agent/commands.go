@@ -97,20 +97,32 @@ func (a *Agent) dispatch(ctx, hard context.Context, p *pool, kr *kgo.Record, wg 
 		key = cmd.CommandID
 	}
 	wg.Add(1)
-	if !p.submit(ctx, job{key: key, run: func(ctx context.Context) { a.execute(ctx, h, rec, cmd) }, done: wg.Done}) {
+	if !p.submit(ctx, job{key: key, run: func(ctx context.Context, done func()) { a.execute(ctx, h, rec, cmd, done) }, done: wg.Done}) {
 		wg.Done()
 	}
 }
 
 // execute carries out one command and answers it, unless the command id was
 // answered before: then the first answer is sent again and nothing runs.
-func (a *Agent) execute(ctx context.Context, h *hostState, rec schemas.Record, cmd *schemas.AgentCommand) {
+// It calls done once the answer is written (or not to be sent): the worker
+// does not wait for the broker, so the answers of a batch's commands go out
+// together instead of one round trip after another.
+func (a *Agent) execute(ctx context.Context, h *hostState, rec schemas.Record, cmd *schemas.AgentCommand, done func()) {
 	if prev, ok := h.answers.get(cmd.CommandID); ok {
-		if err := a.produce(ctx, prev); err != nil {
-			a.log.Warn("repeated answer not sent", "command", cmd.CommandID, "err", err)
-		}
+		a.produceThen(ctx, []schemas.Record{prev}, func(err error) {
+			if err != nil {
+				a.log.Warn("repeated answer not sent", "command", cmd.CommandID, "err", err)
+			}
+			done()
+		})
 		return
 	}
+	answered := false
+	defer func() {
+		if !answered {
+			done() // dropped or shutting down: nothing to wait for
+		}
+	}()
 	var (
 		err    error
 		report = true // a PowerReport follows a successful power change
@@ -211,9 +223,13 @@ func (a *Agent) execute(ctx context.Context, h *hostState, rec schemas.Record, c
 		}
 	}
 	a.log.Debug("command executed", "host", cmd.HostID, "vm", cmd.VmID, "type", answer.CommandType, "ok", answer.OK, "err", answer.Error)
-	if err := a.produce(ctx, out...); err != nil {
-		a.log.Warn("answer not sent", "command", cmd.CommandID, "err", err)
-	}
+	answered = true
+	a.produceThen(ctx, out, func(err error) {
+		if err != nil {
+			a.log.Warn("answer not sent", "command", cmd.CommandID, "err", err)
+		}
+		done()
+	})
 }
 
 // vmList is an AgentPing with the host's VMs, or nothing for a host that is

@@ -6,10 +6,12 @@ import (
 	"sync"
 )
 
-// job is one command to execute; done is called once it is answered.
+// job is one command to execute. run carries it out and calls done once,
+// when it is answered: on the worker, or later, from the callback of the
+// answer's produce, so that the worker can go on while the broker takes it.
 type job struct {
 	key  string
-	run  func(ctx context.Context)
+	run  func(ctx context.Context, done func())
 	done func()
 }
 
@@ -30,8 +32,7 @@ func newPool(ctx context.Context, workers int) *pool {
 		go func() {
 			defer p.wg.Done()
 			for j := range q {
-				j.run(ctx)
-				j.done()
+				j.run(ctx, j.done)
 			}
 		}()
 	}
