@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -33,7 +34,13 @@ func TestProduceThenAnswersOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
+	t.Cleanup(cl.Close)
+	// The broker's loop waits in the control function while it holds a
+	// produce: let it go before the client and the broker close, also
+	// when the test fails while holding.
+	var releaseOnce sync.Once
+	let := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(let)
 	a := &Agent{cl: cl, codec: schemas.NewCodec(nil)}
 	recs := []schemas.Record{
 		{Topic: schemas.TopicVmAnswers, Key: "vm-1", Value: &schemas.AgentAnswer{CommandID: "c1", VmID: "vm-1", HostID: "h1", OK: true, PowerState: schemas.PowerOn}},
@@ -75,6 +82,6 @@ func TestProduceThenAnswersOnce(t *testing.T) {
 		t.Fatal("then not called within 1 s of ctx ending")
 	}
 	hold.Store(false)
-	close(release)
+	let()
 	none("after the broker let the records through", 500*time.Millisecond)
 }
