@@ -158,11 +158,7 @@ func (e *env) waitProjected(ctx context.Context, topic string, limit time.Durati
 // before the seeding projector had written anything, and the storm's
 // projector then counted the seeding's inserts as its own writes.
 func (e *env) endOffsets(ctx context.Context, topic string) (kadm.ListedOffsets, error) {
-	spec, ok := schemas.TopicByName(topic)
-	if !ok {
-		spec = schemas.TopicSpec{KeyClass: schemas.KeyVM} // the bench topics
-	}
-	want := int(spec.PartitionsOf())
+	want := int(schemas.Partitions[schemas.KeyVM])
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		ends, err := e.adm.ListEndOffsets(ctx, topic)

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vmplane/vmplane/internal/kafka"
@@ -34,38 +33,12 @@ type recordTimes struct {
 	answer, final  map[string][]time.Time // vm id → records, in log order
 }
 
-// readTimes reads the reboots' topics from the start (read_committed)
-// up to their end offsets listed after the load (every role has stopped,
-// so no transaction is open). It used to stop at the
-// first second with nothing new, which a slow first fetch on a loaded box
-// made the very first poll: the run had no stages at all.
+// readTimes reads the reboots' topics from the start (read_committed) up
+// to their end offsets listed after the load (kafka.ReadToEnd; every role
+// has stopped, so no transaction is open). It used to stop at the first
+// second with nothing new, which a slow first fetch on a loaded box made
+// the very first poll: the run had no stages at all.
 func (e *env) readTimes(ctx context.Context) (*recordTimes, error) {
-	topics := []string{schemas.TopicVmCommands, schemas.TopicAgentCommands, schemas.TopicVmAnswers, schemas.TopicVmEvents}
-	left := map[string]map[int32]int64{} // topic → partition → end offset not yet reached
-	for _, t := range topics {
-		ends, err := e.endOffsets(ctx, t)
-		if err != nil {
-			return nil, err
-		}
-		ends.Each(func(o kadm.ListedOffset) {
-			if o.Offset > 0 {
-				if left[o.Topic] == nil {
-					left[o.Topic] = map[int32]int64{}
-				}
-				left[o.Topic][o.Partition] = o.Offset
-			}
-		})
-	}
-	cl, err := kgo.NewClient(e.kcfg.Opts(
-		kgo.ConsumeTopics(topics...),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		// A partition's last offset is a transaction marker: kept, so
-		// that reading reaches the end offset.
-		kgo.KeepControlRecords())...)
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
 	rt := &recordTimes{command: map[string]time.Time{}, agent: map[string]time.Time{},
 		answer: map[string][]time.Time{}, final: map[string][]time.Time{}}
 	first := func(m map[string]time.Time, id string, at time.Time) {
@@ -75,37 +48,27 @@ func (e *env) readTimes(ctx context.Context) (*recordTimes, error) {
 	}
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	for len(left) > 0 {
-		f := cl.PollFetches(rctx)
-		if err := rctx.Err(); err != nil {
-			return nil, fmt.Errorf("read records: %d topics not read to their end: %w", len(left), err)
+	topics := []string{schemas.TopicVmCommands, schemas.TopicAgentCommands, schemas.TopicVmAnswers, schemas.TopicVmEvents}
+	err := kafka.ReadToEnd(rctx, e.kcfg, topics, func(r *kgo.Record) error {
+		if r.Attrs.IsControl() {
+			return nil
 		}
-		if err := f.Err0(); err != nil {
-			return nil, fmt.Errorf("read records: %w", err)
+		switch r.Topic {
+		case schemas.TopicVmCommands:
+			first(rt.command, kafka.Header(r, "command_id"), r.Timestamp)
+		case schemas.TopicAgentCommands:
+			first(rt.agent, kafka.Header(r, "command_id"), r.Timestamp)
+		case schemas.TopicVmAnswers:
+			rt.answer[string(r.Key)] = append(rt.answer[string(r.Key)], r.Timestamp)
+		case schemas.TopicVmEvents:
+			if kafka.Header(r, "type") == schemas.TypeName(&schemas.JobSucceeded{}) {
+				rt.final[string(r.Key)] = append(rt.final[string(r.Key)], r.Timestamp)
+			}
 		}
-		f.EachRecord(func(r *kgo.Record) {
-			if end, ok := left[r.Topic][r.Partition]; ok && r.Offset+1 >= end {
-				delete(left[r.Topic], r.Partition)
-				if len(left[r.Topic]) == 0 {
-					delete(left, r.Topic)
-				}
-			}
-			if r.Attrs.IsControl() {
-				return
-			}
-			switch r.Topic {
-			case schemas.TopicVmCommands:
-				first(rt.command, kafka.Header(r, "command_id"), r.Timestamp)
-			case schemas.TopicAgentCommands:
-				first(rt.agent, kafka.Header(r, "command_id"), r.Timestamp)
-			case schemas.TopicVmAnswers:
-				rt.answer[string(r.Key)] = append(rt.answer[string(r.Key)], r.Timestamp)
-			case schemas.TopicVmEvents:
-				if kafka.Header(r, "type") == schemas.TypeName(&schemas.JobSucceeded{}) {
-					rt.final[string(r.Key)] = append(rt.final[string(r.Key)], r.Timestamp)
-				}
-			}
-		})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read records: %w", err)
 	}
 	return rt, nil
 }

@@ -1,7 +1,8 @@
 // Package kafka owns vmplane's Kafka plumbing shared by every role: client
 // options from configuration, the topic table applied with kadm, the
-// embedded kfake broker, and the translation between schemas.Record and
-// kgo.Record (framing, `type` header). It decides nothing about VMs.
+// embedded kfake broker, the translation between schemas.Record and
+// kgo.Record (framing, `type` header), and reading a log to its end for
+// tools and tests. It decides nothing about VMs.
 package kafka
 
 import (

@@ -119,7 +119,7 @@ func readAll(t *testing.T, kcfg kafka.Config, topic string) []schemas.Record {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	var out []schemas.Record
-	err := readToEnd(ctx, kcfg, []string{topic}, func(kr *kgo.Record) error {
+	err := kafka.ReadToEnd(ctx, kcfg, []string{topic}, func(kr *kgo.Record) error {
 		if kr.Attrs.IsControl() {
 			return nil
 		}

@@ -59,7 +59,7 @@ func timeline(kcfg kafka.Config, start time.Time) ([]string, error) {
 	}
 	var out []line
 	// Cut short, the timeline is what was read by then, and says so.
-	err := readToEnd(ctx, kcfg, timelineTopics, func(kr *kgo.Record) error {
+	err := kafka.ReadToEnd(ctx, kcfg, timelineTopics, func(kr *kgo.Record) error {
 		if kr.Attrs.IsControl() || kr.Timestamp.Before(start) {
 			return nil
 		}
