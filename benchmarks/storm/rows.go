@@ -112,7 +112,6 @@ func LatencyRows(ls LatencySize, samples []LatencySample, err error) []harness.R
 	}
 	hop := col(samples, func(s LatencySample) float64 { return ms(pct(s.Hop, 99)) })
 	var rows []harness.Row
-	var incomplete []bool
 	for _, rate := range ls.Rates {
 		measured, missing := byRate(samples, rate)
 		for _, q := range []float64{50, 95, 99} {
@@ -136,17 +135,14 @@ func LatencyRows(ls LatencySize, samples []LatencySample, err error) []harness.R
 			if rate == 500 && q == 99 {
 				r.Target = &harness.Target{Value: 25}
 			}
+			if err != nil && r.Err == "" {
+				r.Err = err.Error()
+			}
+			r.Judge()
+			if len(missing) > 0 {
+				r.Pass = false
+			}
 			rows = append(rows, r)
-			incomplete = append(incomplete, len(missing) > 0)
-		}
-	}
-	for i := range rows {
-		if err != nil && rows[i].Err == "" {
-			rows[i].Err = err.Error()
-		}
-		rows[i].Judge()
-		if incomplete[i] {
-			rows[i].Pass = false
 		}
 	}
 	return rows

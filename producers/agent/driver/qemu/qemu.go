@@ -360,15 +360,24 @@ func (p *process) refreshAfterEvent(implied string) {
 func (p *process) refresh(ctx context.Context, fallback string) {
 	p.refreshing.Lock()
 	defer p.refreshing.Unlock()
-	status := fallback
-	if ret, err := p.qmp.Execute(ctx, "query-status", nil); err == nil {
-		var st struct {
-			Status string `json:"status"`
-		}
-		json.Unmarshal(ret, &st)
-		status = st.Status
+	status, err := p.queryStatus(ctx)
+	if err != nil {
+		status = fallback
 	}
 	p.setStatus(status)
+}
+
+// queryStatus asks QEMU for its run state (running, paused, inmigrate, …).
+func (p *process) queryStatus(ctx context.Context) (string, error) {
+	ret, err := p.qmp.Execute(ctx, "query-status", nil)
+	if err != nil {
+		return "", err
+	}
+	var st struct {
+		Status string `json:"status"`
+	}
+	json.Unmarshal(ret, &st)
+	return st.Status, nil
 }
 
 // PowerStates returns the power state of every VM on the host.
@@ -728,15 +737,11 @@ func migrateTo(ctx context.Context, p *process, uri string) error {
 // stream: its status leaves inmigrate.
 func waitIncoming(ctx context.Context, p *process) error {
 	for {
-		ret, err := p.qmp.Execute(ctx, "query-status", nil)
+		status, err := p.queryStatus(ctx)
 		if err != nil {
 			return err
 		}
-		var st struct {
-			Status string `json:"status"`
-		}
-		json.Unmarshal(ret, &st)
-		if st.Status != "inmigrate" {
+		if status != "inmigrate" {
 			return nil
 		}
 		select {
