@@ -14,9 +14,10 @@ import (
 // one) are dropped. known is this instance's last view of its offsets.
 //
 // When known covers every partition of the batch, the whole transaction
-// is one round trip: BEGIN, vmplane_expect_offsets (which locks the offset
-// rows and fails with SQLSTATE VP001 unless they are what known says), the
-// writes and COMMIT in one pipeline. Otherwise, or when the check fails
+// is one round trip: BEGIN, vmplane_advance_offsets (which moves the offset
+// rows from what known says to the batch's next offsets, and fails with
+// SQLSTATE VP001 unless every one was what known says), the writes and
+// COMMIT in one pipeline. Otherwise, or when the check fails
 // (another instance committed during a rebalance, a rebuild swapped the
 // tables), it takes two: lock and read the offsets, then write what they
 // leave. Every poll is one transaction, so its round trips are what a
@@ -64,7 +65,7 @@ func (p *Projector) write(ctx context.Context, batch []decoded, known map[topicP
 	return next, nil
 }
 
-// sqlstateOffsetsMoved is what vmplane_expect_offsets raises.
+// sqlstateOffsetsMoved is what vmplane_advance_offsets raises.
 const sqlstateOffsetsMoved = "VP001"
 
 // expectedOffsets is known restricted to tps, when it has every one.
@@ -84,26 +85,36 @@ func expectedOffsets(tps map[topicPartition]bool, known map[topicPartition]int64
 }
 
 // writeExpecting is the one-round-trip transaction over offsets expected
-// to be stored.
+// to be stored: the offsets move first, in the statement that checks them,
+// so their rows are locked before any write as in writeLocked.
 func (p *Projector) writeExpecting(ctx context.Context, conn *pgx.Conn, batch []decoded, expected map[topicPartition]int64) (map[topicPartition]int64, error) {
-	topics, parts, nexts := offsetColumns(expected)
+	ch, next := fold(batch, expected)
+	moved := make(map[topicPartition]int64, len(expected))
+	topics, parts := make([]string, 0, len(expected)), make([]int32, 0, len(expected))
+	froms, tos := make([]int64, 0, len(expected)), make([]int64, 0, len(expected))
+	for tp, from := range expected {
+		to := from
+		if n, ok := next[tp]; ok {
+			to = n
+		}
+		moved[tp] = to
+		topics, parts = append(topics, tp.topic), append(parts, tp.partition)
+		froms, tos = append(froms, from), append(tos, to)
+	}
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	b.Queue("SELECT vmplane_expect_offsets($1, $2, $3, $4)", p.cfg.Group, topics, parts, nexts)
-	next := p.queueWrites(b, batch, expected)
-	if len(next) == 0 {
-		b.Queue("COMMIT")
+	b.Queue(sqlAdvanceOffsets, p.cfg.Group, topics, parts, froms, tos)
+	if len(next) > 0 {
+		queueChanges(b, ch)
 	}
+	b.Queue("COMMIT")
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		return nil, fmt.Errorf("write batch: %w", err)
 	}
 	if err := committedOrError(conn); err != nil {
 		return nil, err
 	}
-	if len(next) == 0 {
-		return expected, nil
-	}
-	return next, nil
+	return moved, nil
 }
 
 // writeLocked is the two-round-trip transaction: lock and read the
@@ -148,14 +159,18 @@ func (p *Projector) writeLocked(ctx context.Context, conn *pgx.Conn, batch []dec
 		return nil, fmt.Errorf("lock consumer offsets: %w", err)
 	}
 
-	b := &pgx.Batch{}
-	next := p.queueWrites(b, batch, stored)
+	ch, next := fold(batch, stored)
 	if len(next) == 0 {
 		if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
 			return nil, fmt.Errorf("commit: %w", err)
 		}
 		return stored, nil
 	}
+	b := &pgx.Batch{}
+	queueChanges(b, ch)
+	topics, parts, nexts := offsetColumns(next)
+	b.Queue(sqlOffsets, p.cfg.Group, topics, parts, nexts)
+	b.Queue("COMMIT")
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		return nil, fmt.Errorf("write batch: %w", err)
 	}
@@ -165,10 +180,14 @@ func (p *Projector) writeLocked(ctx context.Context, conn *pgx.Conn, batch []dec
 	return next, nil
 }
 
-// queueWrites folds the records of batch at or past the stored offsets and
-// queues their rows, the new offsets, the job notifications and COMMIT; it
-// returns the new offsets, and queues nothing when no record is left.
-func (p *Projector) queueWrites(b *pgx.Batch, batch []decoded, stored map[topicPartition]int64) map[topicPartition]int64 {
+// sqlAdvanceOffsets moves the offsets of a one-round-trip transaction
+// (migrations/0006_advance_offsets.sql).
+const sqlAdvanceOffsets = "SELECT vmplane_advance_offsets($1, $2, $3, $4, $5)"
+
+// fold folds the records of batch at or past the stored offsets into their
+// changes and returns them with the new offsets; next is empty when no
+// record is left.
+func fold(batch []decoded, stored map[topicPartition]int64) (*changes, map[topicPartition]int64) {
 	ch := newChanges()
 	next := map[topicPartition]int64{}
 	for _, d := range batch {
@@ -183,15 +202,14 @@ func (p *Projector) queueWrites(b *pgx.Batch, batch []decoded, stored map[topicP
 			next[tp] = d.kr.Offset + 1
 		}
 	}
-	if len(next) == 0 {
-		return next
-	}
+	return ch, next
+}
+
+// queueChanges queues the rows of ch and the notifications of the jobs it
+// ended or stepped, which Postgres sends at COMMIT.
+func queueChanges(b *pgx.Batch, ch *changes) {
 	ch.queue(b)
-	topics, parts, nexts := offsetColumns(next)
-	b.Queue(sqlOffsets, p.cfg.Group, topics, parts, nexts)
 	queueJobNotifications(b, ch.jobsEnded(), ch.jobsStepped())
-	b.Queue("COMMIT")
-	return next
 }
 
 func offsetColumns(m map[topicPartition]int64) (topics []string, parts []int32, nexts []int64) {

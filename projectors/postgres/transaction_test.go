@@ -15,7 +15,8 @@ import (
 )
 
 // A poll whose offsets the projector knows commits in one round trip
-// (vmplane_expect_offsets checks them inside it); when another writer has
+// (vmplane_advance_offsets moves them only from what it expects); when
+// another writer has
 // moved them (a second instance during a rebalance), the check fails, the
 // transaction rolls back, and the projector reads the offsets and applies
 // only what lies past them: nothing twice, nothing lost.
@@ -94,4 +95,21 @@ func TestTransactionOverKnownAndMovedOffsets(t *testing.T) {
 	// The connection went back to the pool idle: the next poll commits.
 	write("after the fallback", batch(9, 9), map[topicPartition]int64{tp: 9}, 10)
 	fallbacks(1)
+
+	// A poll of records already applied (below the known offset) writes
+	// nothing and leaves the offset where it is.
+	write("a replay", batch(7, 9), map[topicPartition]int64{tp: 10}, 10)
+	fallbacks(1)
+	// An offset row that is not there (the tables swapped by a rebuild) is
+	// not what the projector expects either.
+	if _, err := db.Exec(t.Context(), `DELETE FROM consumer_offsets WHERE "group" = 'g'`); err != nil {
+		t.Fatal(err)
+	}
+	write("missing offsets", batch(10, 10), map[topicPartition]int64{tp: 10}, 11)
+	fallbacks(2)
+	want = append(want, "job-9", "job-10")
+	slices.Sort(want) // as ORDER BY id: job-10 before job-2
+	if got := jobs(); !slices.Equal(got, want) {
+		t.Fatalf("jobs %v, want %v", got, want)
+	}
 }
