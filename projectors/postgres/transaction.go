@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -89,17 +90,12 @@ func expectedOffsets(tps map[topicPartition]bool, known map[topicPartition]int64
 // so their rows are locked before any write as in writeLocked.
 func (p *Projector) writeExpecting(ctx context.Context, conn *pgx.Conn, batch []decoded, expected map[topicPartition]int64) (map[topicPartition]int64, error) {
 	ch, next := fold(batch, expected)
-	moved := make(map[topicPartition]int64, len(expected))
-	topics, parts := make([]string, 0, len(expected)), make([]int32, 0, len(expected))
-	froms, tos := make([]int64, 0, len(expected)), make([]int64, 0, len(expected))
-	for tp, from := range expected {
-		to := from
-		if n, ok := next[tp]; ok {
-			to = n
-		}
-		moved[tp] = to
-		topics, parts = append(topics, tp.topic), append(parts, tp.partition)
-		froms, tos = append(froms, from), append(tos, to)
+	moved := maps.Clone(expected)
+	maps.Copy(moved, next) // next's partitions are the batch's, all in expected
+	topics, parts, froms := offsetColumns(expected)
+	tos := make([]int64, len(topics))
+	for i := range topics {
+		tos[i] = moved[topicPartition{topics[i], parts[i]}]
 	}
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
