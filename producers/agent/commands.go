@@ -186,11 +186,12 @@ func (a *Agent) execute(ctx context.Context, h *hostState, rec schemas.Record, c
 	}
 
 	seq := where.nextSeq()
-	state := schemas.PowerUnknown
-	if states, serr := a.drv.PowerStates(where.info.ID); serr == nil {
-		if state = states[cmd.VmID]; state == "" {
-			state = schemas.PowerOff
-		}
+	state, serr := a.drv.PowerState(where.info.ID, cmd.VmID)
+	switch {
+	case errors.Is(serr, ErrUnknownVM):
+		state = schemas.PowerOff // destroyed, or moved away
+	case serr != nil:
+		state = schemas.PowerUnknown
 	}
 	at := a.cfg.Clock().UnixMilli()
 	answer := &schemas.AgentAnswer{CommandID: cmd.CommandID, VmID: cmd.VmID, HostID: cmd.HostID, Epoch: cmd.Epoch,

@@ -65,6 +65,9 @@ type Driver interface {
 	// every VM on the host. The error is ErrUnknownHost or
 	// ErrHostUnreachable (wrapped) when the host cannot be observed.
 	PowerStates(hostID string) (map[string]string, error)
+	// PowerState returns one VM's power state, with the errors of
+	// PowerStates, or ErrUnknownVM (wrapped) when the host has no such VM.
+	PowerState(hostID, vmID string) (string, error)
 	// Changes signals power changes the driver saw on its own.
 	Changes() <-chan Change
 

@@ -167,7 +167,8 @@ func (p *process) alive() bool {
 	}
 }
 
-// setSuspended is written under d.mu: PowerStates reads it concurrently.
+// setSuspended is written under d.mu: PowerStates and PowerState read it
+// concurrently.
 func (d *Driver) setSuspended(g *guest, v bool) {
 	d.mu.Lock()
 	g.suspended = v
@@ -394,6 +395,20 @@ func (d *Driver) PowerStates(hostID string) (map[string]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// PowerState returns one VM's power state.
+func (d *Driver) PowerState(hostID, vmID string) (string, error) {
+	if _, ok := d.hosts[hostID]; !ok {
+		return "", fmt.Errorf("power state: host %s: %w", hostID, agent.ErrUnknownHost)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	g, ok := d.vms[vmID]
+	if !ok || g.host != hostID {
+		return "", fmt.Errorf("power state: vm %s on %s: %w", vmID, hostID, agent.ErrUnknownVM)
+	}
+	return g.power(), nil
 }
 
 // power maps QEMU's run state to a power state.

@@ -2,6 +2,7 @@ package qemu
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,16 +38,23 @@ func newDriver(t *testing.T) *Driver {
 	return d
 }
 
+// power reads the VM's state both ways, the host's map and the one VM,
+// and fails when they disagree.
 func power(t *testing.T, d *Driver, host, vm string) string {
 	t.Helper()
 	st, err := d.PowerStates(host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s, ok := st[vm]; ok {
-		return s
+	one, err := d.PowerState(host, vm)
+	s, ok := st[vm]
+	switch {
+	case !ok && errors.Is(err, agent.ErrUnknownVM):
+		return "absent"
+	case !ok || err != nil || one != s:
+		t.Fatalf("%s on %s: PowerStates %q (listed %v), PowerState %q, %v", vm, host, s, ok, one, err)
 	}
-	return "absent"
+	return s
 }
 
 func expect(t *testing.T, d *Driver, host, vm, want string) {

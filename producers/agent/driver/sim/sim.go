@@ -192,6 +192,24 @@ func (d *Driver) PowerStates(hostID string) (map[string]string, error) {
 	return out, nil
 }
 
+// PowerState returns one VM's power state on a reachable host.
+func (d *Driver) PowerState(hostID, vmID string) (string, error) {
+	h, ok := d.hosts[hostID]
+	if !ok {
+		return "", fmt.Errorf("power state of %s: %w", hostID, agent.ErrUnknownHost)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.reachable(); err != nil {
+		return "", fmt.Errorf("power state: %w", err)
+	}
+	i, ok := h.index[vmID]
+	if !ok {
+		return "", fmt.Errorf("power state of vm %s on %s: %w", vmID, hostID, agent.ErrUnknownVM)
+	}
+	return powerNames[h.vms[i].power], nil
+}
+
 // operate waits the operation's latency, then returns the host locked and
 // reachable. The wait happens before the lock so that slow operations on one
 // host run side by side, as on a real hypervisor.

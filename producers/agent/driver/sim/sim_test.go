@@ -125,6 +125,21 @@ func TestOperations(t *testing.T) {
 	if _, err := d.PowerStates("nope"); !errors.Is(err, agent.ErrUnknownHost) {
 		t.Errorf("power states of unknown host: %v", err)
 	}
+	if s, err := d.PowerState("h1", "c"); err != nil || s != schemas.PowerOff {
+		t.Errorf("power state of the moved vm: %q %v", s, err)
+	}
+	if s, err := d.PowerState("h1", "b"); err != nil || s != schemas.PowerOff {
+		t.Errorf("power state of b: %q %v", s, err)
+	}
+	if _, err := d.PowerState("h1", "a"); !errors.Is(err, agent.ErrUnknownVM) {
+		t.Errorf("power state of a destroyed vm: %v", err)
+	}
+	if _, err := d.PowerState("h2", "c"); !errors.Is(err, agent.ErrUnknownVM) {
+		t.Errorf("power state of a vm on another host: %v", err)
+	}
+	if _, err := d.PowerState("nope", "c"); !errors.Is(err, agent.ErrUnknownHost) {
+		t.Errorf("power state on an unknown host: %v", err)
+	}
 	if err := d.OutOfBand("h1", "b", "Exploded"); err == nil {
 		t.Error("out of band with an unknown state: no error")
 	}
@@ -216,6 +231,9 @@ func TestCrashAndPartition(t *testing.T) {
 		if _, err := d.PowerStates(h); !errors.Is(err, agent.ErrHostUnreachable) {
 			t.Errorf("power states of %s: %v", h, err)
 		}
+		if _, err := d.PowerState(h, "vm-"+h); !errors.Is(err, agent.ErrHostUnreachable) {
+			t.Errorf("power state on %s: %v", h, err)
+		}
 		if err := d.Start(ctx, h, spec("new")); !errors.Is(err, agent.ErrHostUnreachable) {
 			t.Errorf("start on %s: %v", h, err)
 		}
@@ -235,6 +253,9 @@ func TestCrashAndPartition(t *testing.T) {
 	}
 	if s, err := d.PowerStates("h2"); err != nil || s["vm-h2"] != schemas.PowerOn || len(s) != 1 {
 		t.Errorf("h2 after heal: %v %v", s, err)
+	}
+	if s, err := d.PowerState("h2", "vm-h2"); err != nil || s != schemas.PowerOn {
+		t.Errorf("vm-h2 after heal: %q %v", s, err)
 	}
 }
 
