@@ -87,19 +87,21 @@ func waitOf(r *http.Request) (time.Duration, error) {
 
 // JobWatcher says when the read model's job may have changed: the channel
 // receives after a commit that ended it or, with steps, added steps to it
-// (postgres.JobWatch).
+// (postgres.JobWatch). It receives the ended job's committed row when it
+// has it, else nil: read the row again.
 type JobWatcher interface {
-	Watch(id string, steps bool) (<-chan struct{}, func())
+	Watch(id string, steps bool) (<-chan *postgres.Job, func())
 }
 
 // waitJob reads the job until it is finished, has a step above afterStep
 // (when not -1), or wait has passed: again whenever JobChanges says its row
-// changed, and every PollEvery in any case. The read model is the only
-// source, so any gateway instance can answer any poll.
+// changed, and every PollEvery in any case; when JobChanges hands over the
+// ended row, that row is the answer, without a read. The read model is the
+// only source, so any gateway instance can answer any poll.
 func (s *Server) waitJob(ctx context.Context, id string, wait time.Duration, afterStep int32) (postgres.Job, error) {
 	p := principalOf(ctx)
 	deadline := time.Now().Add(wait)
-	var changed <-chan struct{}
+	var changed <-chan *postgres.Job
 	if s.cfg.JobChanges != nil && wait > 0 {
 		// Watch before the first read: a commit in between is not missed.
 		var stop func()
@@ -110,8 +112,15 @@ func (s *Server) waitJob(ctx context.Context, id string, wait time.Duration, aft
 	defer tick.Stop()
 	end := time.NewTimer(wait)
 	defer end.Stop()
+	var told *postgres.Job // the row JobChanges handed over, if any
 	for {
-		job, err := s.rm.Job(ctx, id)
+		var job postgres.Job
+		var err error
+		if told != nil {
+			job, told = *told, nil
+		} else {
+			job, err = s.rm.Job(ctx, id)
+		}
 		switch {
 		case err == nil && !p.owns(job.Account):
 			return postgres.Job{}, notFound("job", id)
@@ -134,7 +143,7 @@ func (s *Server) waitJob(ctx context.Context, id string, wait time.Duration, aft
 		}
 		select {
 		case <-tick.C:
-		case <-changed:
+		case told = <-changed:
 		case <-end.C:
 		case <-ctx.Done():
 			return postgres.Job{}, ctx.Err()

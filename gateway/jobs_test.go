@@ -91,15 +91,15 @@ func TestWaitAfterStepAnswersOnProgress(t *testing.T) {
 // watcher is a JobWatcher the test wakes by hand.
 type watcher struct {
 	mu      sync.Mutex
-	watches map[string]chan struct{}
+	watches map[string]chan *postgres.Job
 	steps   bool // the last Watch asked for steps
 }
 
-func (w *watcher) Watch(id string, steps bool) (<-chan struct{}, func()) {
+func (w *watcher) Watch(id string, steps bool) (<-chan *postgres.Job, func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.steps = steps
-	ch := make(chan struct{}, 1)
+	ch := make(chan *postgres.Job, 1)
 	w.watches[id] = ch
 	return ch, func() {
 		w.mu.Lock()
@@ -109,13 +109,17 @@ func (w *watcher) Watch(id string, steps bool) (<-chan struct{}, func()) {
 }
 
 // wake signals the watcher of id once it watches; it says whether one did.
-func (w *watcher) wake(id string) bool {
+func (w *watcher) wake(id string) bool { return w.tell(id, nil) }
+
+// tell hands row (nil: read again) to the watcher of id once it watches;
+// it says whether one did.
+func (w *watcher) tell(id string, row *postgres.Job) bool {
 	for range 500 {
 		w.mu.Lock()
 		ch, ok := w.watches[id]
 		w.mu.Unlock()
 		if ok {
-			ch <- struct{}{}
+			ch <- row
 			return true
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -127,7 +131,7 @@ func (w *watcher) wake(id string) bool {
 // answers when JobChanges says the job changed, and a wait that ends
 // without news answers at its end, not at the next re-read.
 func TestWaitWakesOnJobChange(t *testing.T) {
-	w := &watcher{watches: map[string]chan struct{}{}}
+	w := &watcher{watches: map[string]chan *postgres.Job{}}
 	e := newEnv(t, gateway.Config{JobChanges: w, PollEvery: time.Hour})
 	e.rm.PutJob(postgres.Job{ID: "job-w", VmID: "vm-a1", Account: "acct-a", State: "running", CreatedAt: t0})
 	woke := make(chan bool, 1)
@@ -158,4 +162,18 @@ func TestWaitWakesOnJobChange(t *testing.T) {
 	if took := time.Since(start); took > 10*time.Second {
 		t.Fatalf("a wait of 300ms answered after %v", took)
 	}
+
+	// A handed-over ended row is the answer, without reading the read
+	// model again (which here still says running)...
+	e.rm.PutJob(postgres.Job{ID: "job-h", VmID: "vm-a1", Account: "acct-a", State: "running", CreatedAt: t0})
+	ended := postgres.Job{ID: "job-h", VmID: "vm-a1", Account: "acct-a", State: "failed", Reason: "AgentError", CreatedAt: t0, FinishedAt: &t0}
+	go w.tell("job-h", &ended)
+	job = decode[gateway.Job](t, e.do("GET", "/v1/jobs/job-h?wait=30s", e.alice, nil))
+	if job.State != "failed" || job.Reason != "AgentError" {
+		t.Fatalf("answered %+v; want the handed-over row", job)
+	}
+	// ...and is another account's job to anyone else.
+	mallory := postgres.Job{ID: "job-h", VmID: "vm-b1", Account: "acct-b", State: "succeeded", CreatedAt: t0, FinishedAt: &t0}
+	go w.tell("job-h", &mallory)
+	wantStatus(t, e.do("GET", "/v1/jobs/job-h?wait=30s", e.alice, nil), http.StatusNotFound)
 }

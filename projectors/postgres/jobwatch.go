@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -11,8 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// The projector's notification channels: at each commit it names the jobs
-// that commit ended, and the jobs it added steps to.
+// The projector's notification channels: at each commit it sends the rows
+// of the jobs that commit ended, and the ids of the jobs it added steps to.
 const (
 	jobEndedChannel   = "vmplane_job_ended"
 	jobSteppedChannel = "vmplane_job_stepped"
@@ -21,57 +22,84 @@ const (
 // maxNotifyPayload keeps each payload under Postgres' 8,000-byte limit.
 const maxNotifyPayload = 7900
 
-// queueJobNotifications adds to b one statement notifying the ended and
-// the stepped jobs on their channels, space-separated and split to fit the
-// payload limit (nothing when both are empty). Postgres delivers the
-// notifications only when the transaction commits, so a listener that
-// reads a named job then sees the committed row.
+// sqlNotifyEnded notifies each ended job with its row as the transaction
+// leaves it (row_to_json: the columns by name), so that a long-poll answers
+// from the notification instead of reading the row again. A row over the
+// payload limit goes as its bare id, which only says "read again". It is
+// queued after every write of the transaction, and planned for its ids
+// (queueJoin): a generic plan made on a new, small jobs table would scan it.
+const sqlNotifyEnded = `
+SELECT pg_notify('` + jobEndedChannel + `', CASE WHEN octet_length(n.r) <= $2 THEN n.r ELSE n.id END)
+FROM (SELECT j.id, row_to_json(j)::text AS r FROM jobs j JOIN unnest($1::text[]) AS e(id) ON j.id = e.id) n`
+
+// queueJobNotifications adds to b the notifications of the ended jobs (one
+// per job, with its row) and of the stepped ones (their ids, space-separated
+// and split to fit the payload limit); nothing when both are empty.
+// Postgres delivers them only when the transaction commits, so what a
+// listener hears has committed.
 func queueJobNotifications(b *pgx.Batch, ended, stepped []string) {
-	var args []any
-	var sb strings.Builder
-	add := func(channel string, ids []string) {
-		flush := func() {
-			if sb.Len() > 0 {
-				args = append(args, channel, sb.String())
-				sb.Reset()
-			}
-		}
-		for _, id := range ids {
-			if sb.Len()+1+len(id) > maxNotifyPayload {
-				flush()
-			}
-			if sb.Len() > 0 {
-				sb.WriteByte(' ')
-			}
-			sb.WriteString(id)
-		}
-		flush()
+	if len(ended) > 0 {
+		queueJoin(b, sqlNotifyEnded, ended, maxNotifyPayload)
 	}
-	add(jobEndedChannel, ended)
-	add(jobSteppedChannel, stepped)
-	if len(args) == 0 {
+	var payloads []any
+	var sb strings.Builder
+	flush := func() {
+		if sb.Len() > 0 {
+			payloads = append(payloads, sb.String())
+			sb.Reset()
+		}
+	}
+	for _, id := range stepped {
+		if sb.Len()+1+len(id) > maxNotifyPayload {
+			flush()
+		}
+		if sb.Len() > 0 {
+			sb.WriteByte(' ')
+		}
+		sb.WriteString(id)
+	}
+	flush()
+	if len(payloads) == 0 {
 		return
 	}
-	calls := make([]string, 0, len(args)/2)
-	for i := 1; i < len(args); i += 2 {
-		calls = append(calls, fmt.Sprintf("pg_notify($%d, $%d)", i, i+1))
+	calls := make([]string, len(payloads))
+	for i := range payloads {
+		calls[i] = fmt.Sprintf("pg_notify('%s', $%d)", jobSteppedChannel, i+1)
 	}
-	b.Queue("SELECT "+strings.Join(calls, ", "), args...)
+	b.Queue("SELECT "+strings.Join(calls, ", "), payloads...)
+}
+
+// endedRow is a job row as sqlNotifyEnded renders it: Job's fields, in
+// Job's order, with the columns' names.
+type endedRow struct {
+	ID             string     `json:"id"`
+	VmID           string     `json:"vm_id"`
+	Account        string     `json:"account"`
+	Type           string     `json:"type"`
+	State          string     `json:"state"`
+	Reason         string     `json:"reason"`
+	Detail         string     `json:"detail"`
+	TaskState      string     `json:"task_state"`
+	Origin         string     `json:"origin"`
+	AllowedActions []string   `json:"allowed_actions"`
+	CreatedAt      time.Time  `json:"created_at"`
+	UpdatedAt      time.Time  `json:"updated_at"`
+	FinishedAt     *time.Time `json:"finished_at"`
 }
 
 // JobWatch listens on one connection of its own for the projector's
-// notifications and wakes whoever watches a named job: a long-poll answers
+// notifications and tells whoever watches a named job: a long-poll answers
 // as soon as the row it waits for has committed instead of at its next
-// re-read. A watcher hears when its job ends and, if it asks, when the job
-// gets steps. A notification only says "read again"; the row stays the truth,
-// so one lost while the connection is down costs a waiter no more than its
-// own re-read interval.
+// re-read. A watcher hears when its job ends, with the ended row, and, if it
+// asks, when the job gets steps (nil: read the row again). A notification
+// lost while the connection is down costs a waiter no more than its own
+// re-read interval.
 type JobWatch struct {
 	dsn string
 	log *slog.Logger
 
 	mu       sync.Mutex
-	watchers map[string]map[chan struct{}]bool // true: steps too
+	watchers map[string]map[chan *Job]bool // true: steps too
 }
 
 // NewJobWatch returns a JobWatch of the database at dsn; Run connects it.
@@ -79,19 +107,22 @@ func NewJobWatch(dsn string, log *slog.Logger) *JobWatch {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &JobWatch{dsn: dsn, log: log, watchers: map[string]map[chan struct{}]bool{}}
+	return &JobWatch{dsn: dsn, log: log, watchers: map[string]map[chan *Job]bool{}}
 }
 
 // Watch returns a channel that receives when a commit ends job id (and,
 // with steps, when one adds steps to it), and a function that stops
-// watching. Watch before reading the row: a commit between the read and the
-// watch is then not missed.
-func (w *JobWatch) Watch(id string, steps bool) (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
+// watching. What it receives is the job's committed row when a commit ended
+// the job and the row fitted in the notification, else nil: read the row
+// again. Rows are shared between watchers: read them, never change them.
+// Watch before reading the row: a commit between the read and the watch is
+// then not missed.
+func (w *JobWatch) Watch(id string, steps bool) (<-chan *Job, func()) {
+	ch := make(chan *Job, 1)
 	w.mu.Lock()
 	set := w.watchers[id]
 	if set == nil {
-		set = map[chan struct{}]bool{}
+		set = map[chan *Job]bool{}
 		w.watchers[id] = set
 	}
 	set[ch] = steps
@@ -148,13 +179,31 @@ func (w *JobWatch) listen(ctx context.Context) (listened bool, err error) {
 		if err != nil {
 			return true, err
 		}
-		w.wake(n.Payload, n.Channel == jobSteppedChannel)
+		w.notified(n.Channel, n.Payload)
 	}
 }
 
-// wake signals the watchers of each job named in payload; a payload of
-// steps wakes only those that watch steps.
-func (w *JobWatch) wake(payload string, stepped bool) {
+// notified tells the watchers of the jobs a notification names: an ended
+// job's row goes to all its watchers, the ids of stepped jobs only wake
+// those that watch steps, and a bare id (a row too large) wakes all of the
+// job's watchers to read again.
+func (w *JobWatch) notified(channel, payload string) {
+	if channel == jobEndedChannel && strings.HasPrefix(payload, "{") {
+		var r endedRow
+		if err := json.Unmarshal([]byte(payload), &r); err != nil || r.ID == "" {
+			w.log.Warn("job notification not understood: every watcher reads again", "err", err, "bytes", len(payload))
+			w.wakeAll()
+			return
+		}
+		j := Job(r)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for ch := range w.watchers[j.ID] {
+			tell(ch, &j)
+		}
+		return
+	}
+	stepped := channel == jobSteppedChannel
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.watchers) == 0 {
@@ -163,7 +212,7 @@ func (w *JobWatch) wake(payload string, stepped bool) {
 	for id := range strings.FieldsSeq(payload) {
 		for ch, steps := range w.watchers[id] {
 			if steps || !stepped {
-				signal(ch)
+				tell(ch, nil)
 			}
 		}
 	}
@@ -174,14 +223,29 @@ func (w *JobWatch) wakeAll() {
 	defer w.mu.Unlock()
 	for _, set := range w.watchers {
 		for ch := range set {
-			signal(ch)
+			tell(ch, nil)
 		}
 	}
 }
 
-func signal(ch chan struct{}) {
+// tell leaves j (nil: read again) for the watcher of ch. A row replaces
+// whatever waits there; a nil finds the watcher woken already when
+// something waits.
+func tell(ch chan *Job, j *Job) {
 	select {
-	case ch <- struct{}{}:
+	case ch <- j:
+		return
+	default:
+	}
+	if j == nil {
+		return
+	}
+	select {
+	case <-ch:
+	default:
+	}
+	select {
+	case ch <- j:
 	default:
 	}
 }
