@@ -167,13 +167,17 @@ func TestWaitWakesOnJobChange(t *testing.T) {
 	// model again (which here still says running)...
 	e.rm.PutJob(postgres.Job{ID: "job-h", VmID: "vm-a1", Account: "acct-a", State: "running", CreatedAt: t0})
 	ended := postgres.Job{ID: "job-h", VmID: "vm-a1", Account: "acct-a", State: "failed", Reason: "AgentError", CreatedAt: t0, FinishedAt: &t0}
-	go w.tell("job-h", &ended)
+	told := make(chan bool, 1)
+	go func() { told <- w.tell("job-h", &ended) }()
 	job = decode[gateway.Job](t, e.do("GET", "/v1/jobs/job-h?wait=30s", e.alice, nil))
-	if job.State != "failed" || job.Reason != "AgentError" {
+	if !<-told || job.State != "failed" || job.Reason != "AgentError" {
 		t.Fatalf("answered %+v; want the handed-over row", job)
 	}
 	// ...and is another account's job to anyone else.
 	mallory := postgres.Job{ID: "job-h", VmID: "vm-b1", Account: "acct-b", State: "succeeded", CreatedAt: t0, FinishedAt: &t0}
-	go w.tell("job-h", &mallory)
+	go func() { told <- w.tell("job-h", &mallory) }()
 	wantStatus(t, e.do("GET", "/v1/jobs/job-h?wait=30s", e.alice, nil), http.StatusNotFound)
+	if !<-told {
+		t.Fatal("the long-poll never watched the job")
+	}
 }

@@ -93,7 +93,10 @@ type endedRow struct {
 // re-read. A watcher hears when its job ends, with the ended row, and, if it
 // asks, when the job gets steps (nil: read the row again). A notification
 // lost while the connection is down costs a waiter no more than its own
-// re-read interval.
+// re-read interval; so do the rows of a projector newer than the gateway,
+// which an older JobWatch does not understand: upgrade gateways first for
+// their long-polls to keep answering at the commit. Any role that connects
+// to the database may LISTEN: the rows it would hear are the jobs table's.
 type JobWatch struct {
 	dsn string
 	log *slog.Logger
@@ -188,27 +191,35 @@ func (w *JobWatch) listen(ctx context.Context) (listened bool, err error) {
 // those that watch steps, and a bare id (a row too large) wakes all of the
 // job's watchers to read again.
 func (w *JobWatch) notified(channel, payload string) {
-	if channel == jobEndedChannel && strings.HasPrefix(payload, "{") {
-		var r endedRow
-		if err := json.Unmarshal([]byte(payload), &r); err != nil || r.ID == "" {
-			w.log.Warn("job notification not understood: every watcher reads again", "err", err, "bytes", len(payload))
-			w.wakeAll()
-			return
-		}
-		j := Job(r)
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		for ch := range w.watchers[j.ID] {
-			tell(ch, &j)
-		}
-		return
-	}
-	stepped := channel == jobSteppedChannel
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.watchers) == 0 {
 		return
 	}
+	if channel == jobEndedChannel && strings.HasPrefix(payload, "{") {
+		var r endedRow
+		err := json.Unmarshal([]byte(payload), &r)
+		if err == nil && r.ID != "" {
+			j := Job(r)
+			for ch := range w.watchers[j.ID] {
+				tell(ch, &j)
+			}
+			return
+		}
+		// Not a row this JobWatch understands: the job's watchers, or all
+		// when even the id is unreadable, read again.
+		var named struct {
+			ID string `json:"id"`
+		}
+		json.Unmarshal([]byte(payload), &named)
+		w.log.Warn("ended job's row not understood: its watchers read it again", "job", named.ID, "err", err, "bytes", len(payload))
+		if named.ID == "" {
+			w.wakeAllLocked()
+			return
+		}
+		payload = named.ID
+	}
+	stepped := channel == jobSteppedChannel
 	for id := range strings.FieldsSeq(payload) {
 		for ch, steps := range w.watchers[id] {
 			if steps || !stepped {
@@ -221,6 +232,10 @@ func (w *JobWatch) notified(channel, payload string) {
 func (w *JobWatch) wakeAll() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.wakeAllLocked()
+}
+
+func (w *JobWatch) wakeAllLocked() {
 	for _, set := range w.watchers {
 		for ch := range set {
 			tell(ch, nil)
