@@ -177,11 +177,16 @@ func (d *Driver) setSuspended(g *guest, v bool) {
 
 // lookup returns the VM on host, or ErrUnknownVM.
 func (d *Driver) lookup(hostID, vmID string) (*guest, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.lookupLocked(hostID, vmID)
+}
+
+// lookupLocked is lookup with d.mu held.
+func (d *Driver) lookupLocked(hostID, vmID string) (*guest, error) {
 	if _, ok := d.hosts[hostID]; !ok {
 		return nil, fmt.Errorf("host %s: %w", hostID, agent.ErrUnknownHost)
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	g, ok := d.vms[vmID]
 	if !ok || g.host != hostID {
 		return nil, fmt.Errorf("vm %s on %s: %w", vmID, hostID, agent.ErrUnknownVM)
@@ -399,14 +404,11 @@ func (d *Driver) PowerStates(hostID string) (map[string]string, error) {
 
 // PowerState returns one VM's power state.
 func (d *Driver) PowerState(hostID, vmID string) (string, error) {
-	if _, ok := d.hosts[hostID]; !ok {
-		return "", fmt.Errorf("power state: host %s: %w", hostID, agent.ErrUnknownHost)
-	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	g, ok := d.vms[vmID]
-	if !ok || g.host != hostID {
-		return "", fmt.Errorf("power state: vm %s on %s: %w", vmID, hostID, agent.ErrUnknownVM)
+	g, err := d.lookupLocked(hostID, vmID)
+	if err != nil {
+		return "", fmt.Errorf("power state: %w", err)
 	}
 	return g.power(), nil
 }

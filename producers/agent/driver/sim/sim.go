@@ -176,15 +176,11 @@ func (d *Driver) Destroy(ctx context.Context, hostID, vmID string) error {
 
 // PowerStates returns every VM's power state on a reachable host.
 func (d *Driver) PowerStates(hostID string) (map[string]string, error) {
-	h, ok := d.hosts[hostID]
-	if !ok {
-		return nil, fmt.Errorf("power states of %s: %w", hostID, agent.ErrUnknownHost)
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if err := h.reachable(); err != nil {
+	h, err := d.observed(hostID)
+	if err != nil {
 		return nil, fmt.Errorf("power states: %w", err)
 	}
+	defer h.mu.Unlock()
 	out := make(map[string]string, len(h.vms))
 	for _, v := range h.vms {
 		out[v.id] = powerNames[v.power]
@@ -194,20 +190,31 @@ func (d *Driver) PowerStates(hostID string) (map[string]string, error) {
 
 // PowerState returns one VM's power state on a reachable host.
 func (d *Driver) PowerState(hostID, vmID string) (string, error) {
-	h, ok := d.hosts[hostID]
-	if !ok {
-		return "", fmt.Errorf("power state of %s: %w", hostID, agent.ErrUnknownHost)
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if err := h.reachable(); err != nil {
+	h, err := d.observed(hostID)
+	if err != nil {
 		return "", fmt.Errorf("power state: %w", err)
 	}
+	defer h.mu.Unlock()
 	i, ok := h.index[vmID]
 	if !ok {
 		return "", fmt.Errorf("power state of vm %s on %s: %w", vmID, hostID, agent.ErrUnknownVM)
 	}
 	return powerNames[h.vms[i].power], nil
+}
+
+// observed returns the host locked and reachable, for reading its VMs'
+// states; the caller unlocks it.
+func (d *Driver) observed(hostID string) (*host, error) {
+	h, ok := d.hosts[hostID]
+	if !ok {
+		return nil, fmt.Errorf("host %s: %w", hostID, agent.ErrUnknownHost)
+	}
+	h.mu.Lock()
+	if err := h.reachable(); err != nil {
+		h.mu.Unlock()
+		return nil, err
+	}
+	return h, nil
 }
 
 // operate waits the operation's latency, then returns the host locked and
