@@ -103,7 +103,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, filter func(Even
 			return e
 		}
 	}
-	sub, backlog, gap := s.cfg.Events.Subscribe(filter, last)
+	sub, backlog, gap, err := s.cfg.Events.Subscribe(ctx, filter, last)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // the client left while the feed started
+		}
+		return errorf(http.StatusServiceUnavailable, codeUnavailable, "%v", err)
+	}
 	defer sub.Close()
 
 	rc := http.NewResponseController(w)

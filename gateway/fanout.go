@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"reflect"
 	"strconv"
@@ -11,9 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -56,11 +52,11 @@ func (e Event) final() bool {
 	return false
 }
 
-// Fanout consumes vm.events.v1 from Kafka (every partition, no consumer
-// group: each gateway instance sees every event) and hands each event to
-// the subscribers whose filter accepts it. It keeps the last events in a
-// ring, so that a client reconnecting with Last-Event-ID misses nothing
-// that the ring still holds.
+// Fanout hands each event of vm.events.v1 to the subscribers whose filter
+// accepts it. It keeps the last events in a ring, so that a client
+// reconnecting with Last-Event-ID misses nothing that the ring still
+// holds. Its events come from Run (feed.go), which consumes only while a
+// stream is open, or from Publish.
 type Fanout struct {
 	log *slog.Logger
 
@@ -72,6 +68,16 @@ type Fanout struct {
 	// owners remembers each VM's account: PowerStateObserved does not
 	// carry it, and a user's stream must not see another's VMs.
 	owners map[string]string
+
+	// The feed's state (feed.go), under mu.
+	fed    bool               // Run is feeding the fanout
+	demand chan struct{}      // wakes Run: a stream waits for the feed
+	ready  chan struct{}      // closed once the running feed has its start offsets
+	gen    uint64             // the running feed's; a stopped feed's events are dropped
+	stop   context.CancelFunc // stops the running feed; nil when none runs
+	idle   *time.Timer        // stops the feed when no stream is open for grace
+	grace  time.Duration      // feedGrace
+	wait   time.Duration      // feedWait
 }
 
 // NewFanout returns a fanout that remembers the last ringSize events.
@@ -79,40 +85,8 @@ func NewFanout(log *slog.Logger, ringSize int) *Fanout {
 	if ringSize <= 0 {
 		ringSize = 10_000
 	}
-	return &Fanout{log: log, subs: map[*subscription]struct{}{}, ring: make([]Event, ringSize), owners: map[string]string{}}
-}
-
-// Run consumes from the end of vm.events.v1 until ctx ends.
-func (f *Fanout) Run(ctx context.Context, cfg kafka.Config) error {
-	codec, err := cfg.Codec()
-	if err != nil {
-		return fmt.Errorf("fanout codec: %w", err)
-	}
-	cl, err := kgo.NewClient(cfg.Opts(
-		kgo.ConsumeTopics(schemas.TopicVmEvents),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()),
-	)...)
-	if err != nil {
-		return fmt.Errorf("fanout client: %w", err)
-	}
-	defer cl.Close()
-	for {
-		fetches := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			return nil
-		}
-		fetches.EachError(func(t string, p int32, err error) {
-			f.log.Warn("fanout fetch", "topic", t, "partition", p, "err", err)
-		})
-		fetches.EachRecord(func(kr *kgo.Record) {
-			rec, err := kafka.FromKafka(ctx, codec, kr)
-			if err != nil {
-				f.log.Warn("fanout decode", "partition", kr.Partition, "offset", kr.Offset, "err", err)
-				return
-			}
-			f.Publish(eventOf(rec))
-		})
-	}
+	return &Fanout{log: log, subs: map[*subscription]struct{}{}, ring: make([]Event, ringSize), owners: map[string]string{},
+		demand: make(chan struct{}, 1), ready: make(chan struct{}), grace: feedGrace, wait: feedWait}
 }
 
 // eventOf turns a decoded record into an Event; it reads only the fields
@@ -195,6 +169,10 @@ func avroIndex(t reflect.Type) map[string][]int {
 func (f *Fanout) Publish(e Event) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.publishLocked(e)
+}
+
+func (f *Fanout) publishLocked(e Event) {
 	if e.Account != "" {
 		f.owners[e.VmID] = e.Account
 	} else {
@@ -213,7 +191,7 @@ func (f *Fanout) Publish(e Event) {
 			continue
 		}
 		if !s.push(e) {
-			delete(f.subs, s)
+			f.leaveLocked(s)
 		}
 	}
 }
@@ -271,7 +249,16 @@ func (s *subscription) take(dst []Event) ([]Event, bool) {
 func (s *subscription) Close() {
 	s.f.mu.Lock()
 	defer s.f.mu.Unlock()
-	delete(s.f.subs, s)
+	s.f.leaveLocked(s)
+}
+
+// leaveLocked unsubscribes s; the last stream to leave starts the feed's
+// grace period.
+func (f *Fanout) leaveLocked(s *subscription) {
+	delete(f.subs, s)
+	if len(f.subs) == 0 {
+		f.idleLocked()
+	}
 }
 
 // Subscribe registers filter and returns, atomically with the registration
@@ -279,17 +266,32 @@ func (s *subscription) Close() {
 // filter takes. lastID "" means live events only. When lastID is no longer
 // in the ring, the backlog is what the ring holds of lastID's partition
 // after its offset, and gap reports that older events may be missing.
-func (f *Fanout) Subscribe(filter func(Event) bool, lastID string) (sub *subscription, backlog []Event, gap bool) {
+//
+// While the feed is idle, Subscribe starts it and returns once it knows
+// where it starts, so that every event committed after Subscribe returns
+// reaches the subscription; it fails when the feed cannot start within
+// feedWait, or when ctx ends first.
+func (f *Fanout) Subscribe(ctx context.Context, filter func(Event) bool, lastID string) (sub *subscription, backlog []Event, gap bool, err error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	sub = &subscription{f: f, filter: filter, wake: make(chan struct{}, 1)}
 	f.subs[sub] = struct{}{}
+	if f.idle != nil {
+		f.idle.Stop()
+		f.idle = nil
+	}
+	if f.fed && !closed(f.ready) {
+		ready := f.ready
+		f.mu.Unlock()
+		gap, err = f.await(ctx, sub, ready, lastID)
+		return sub, nil, gap, err
+	}
+	defer f.mu.Unlock()
 	if lastID == "" {
-		return sub, nil, false
+		return sub, nil, false, nil
 	}
 	p, o, ok := parseEventID(lastID)
 	if !ok {
-		return sub, nil, true
+		return sub, nil, true, nil
 	}
 	ordered := f.ordered()
 	start := -1
@@ -310,7 +312,7 @@ func (f *Fanout) Subscribe(filter func(Event) bool, lastID string) (sub *subscri
 	if start < 0 {
 		gap = len(ordered) == 0 || ordered[0].partition != p || ordered[0].offset > o+1
 	}
-	return sub, backlog, gap
+	return sub, backlog, gap, nil
 }
 
 // ordered returns the ring oldest first.

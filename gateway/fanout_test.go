@@ -15,7 +15,7 @@ func TestSubscriptionQueue(t *testing.T) {
 	}
 	all := func(Event) bool { return true }
 
-	keeping, _, _ := f.Subscribe(all, "")
+	keeping, _, _, _ := f.Subscribe(t.Context(), all, "")
 	var got []Event
 	for i := range 3 * maxQueued {
 		f.Publish(ev(i))
@@ -28,7 +28,7 @@ func TestSubscriptionQueue(t *testing.T) {
 	}
 	keeping.Close()
 
-	slow, _, _ := f.Subscribe(all, "")
+	slow, _, _, _ := f.Subscribe(t.Context(), all, "")
 	for i := range maxQueued + 10 {
 		f.Publish(ev(i))
 	}

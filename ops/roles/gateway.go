@@ -90,7 +90,7 @@ func (g *gatewayRole) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	fanoutErr := make(chan error, 1)
-	go func() { fanoutErr <- cfg.Events.Run(ctx, g.kafka) }()
+	go func() { fanoutErr <- cfg.Events.Run(ctx, g.kafka, gateway.OwnersFrom(rm)) }()
 	jobsDone := make(chan struct{})
 	go func() { defer close(jobsDone); _ = jobs.Run(ctx) }()
 	err = srv.Run(ctx)

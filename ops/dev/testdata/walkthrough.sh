@@ -40,6 +40,15 @@ curl -sf -H "Authorization: Bearer $KEY" "$API/v1/jobs/$STOP?wait=30s" | jq -e '
 curl -s -XPOST -H "Authorization: Bearer $KEY" -H "$J" -d '{"action":"stop"}' "$API/v1/vms/$VM/actions" \
   | jq -e '.error.code == "invalid_state" and (.error.details.allowed_actions | index("start"))'
 
+# The VM's events, live: a stream opened before an action carries its job
+# to the end (the gateway starts consuming when the first stream opens).
+EV=$(mktemp); trap 'rm -f "$EV" "$EV.h"' EXIT
+curl -sN --max-time 30 -D "$EV.h" -H "Authorization: Bearer $KEY" "$API/v1/events?vm=$VM" > "$EV" &
+for try in $(seq 100); do grep -qs '^HTTP/1.1 200' "$EV.h" && break; test "$try" -lt 100; sleep 0.1; done
+START=$(curl -sf -XPOST -H "Authorization: Bearer $KEY" -H "$J" -d '{"action":"start"}' "$API/v1/vms/$VM/actions" | jq -r .id)
+for try in $(seq 100); do grep -q "^data: .*\"type\":\"JobSucceeded\".*\"job_id\":\"$START\"" "$EV" && break; test "$try" -lt 100; sleep 0.1; done
+kill %1
+
 # Lists page with limit and next; another account's VM is a 404.
 curl -sf -H "Authorization: Bearer $KEY" "$API/v1/vms?limit=1" | jq -e '.items | length == 1'
 curl -s -H "Authorization: Bearer $KEY" "$API/v1/vms/vm-of-someone-else" | jq -e '.error.code == "not_found"'

@@ -1,0 +1,306 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// The feed consumes vm.events.v1 into the fanout (every partition, no
+// consumer group: each gateway instance sees every event), but only while
+// a stream is open and for feedGrace after the last one closes: a gateway
+// nobody streams from decodes nothing, and a client that reconnects within
+// the grace resumes from the ring without a gap. A feed starts at the
+// committed end of every partition and with an empty ring, so a
+// Last-Event-ID from before an idle spell gets the stream's "gap" event.
+const (
+	feedGrace = time.Minute
+	// feedWait bounds how long a new stream waits for the feed to start.
+	feedWait = 10 * time.Second
+)
+
+// errFeedDown is Subscribe's answer when the feed cannot start in time.
+var errFeedDown = errors.New("the event feed did not start in time (is Kafka reachable?); try again")
+
+// OwnerLookup returns the account of a VM, "" when the VM is not known.
+// The feed asks it for an event without an account (PowerStateObserved)
+// of a VM whose account it has not seen, such as one created while the
+// feed was idle.
+type OwnerLookup func(ctx context.Context, vmID string) (string, error)
+
+// OwnersFrom looks VM accounts up in the read model.
+func OwnersFrom(rm postgres.ReadModel) OwnerLookup {
+	return func(ctx context.Context, vmID string) (string, error) {
+		v, err := rm.VM(ctx, vmID)
+		if errors.Is(err, postgres.ErrNotFound) {
+			return "", nil
+		}
+		return v.Account, err
+	}
+}
+
+// Run feeds the fanout from Kafka whenever a stream asks for it, until ctx
+// ends. owner may be nil: events without an account then reach only the
+// admin streams until the VM's account is seen.
+func (f *Fanout) Run(ctx context.Context, cfg kafka.Config, owner OwnerLookup) error {
+	codec, err := cfg.Codec()
+	if err != nil {
+		return fmt.Errorf("fanout codec: %w", err)
+	}
+	admin, err := kgo.NewClient(cfg.Opts()...)
+	if err != nil {
+		return fmt.Errorf("fanout client: %w", err)
+	}
+	defer admin.Close()
+	adm := kadm.NewClient(admin)
+
+	f.mu.Lock()
+	f.fed = true
+	if len(f.subs) > 0 {
+		f.wantLocked()
+	}
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.fed = false
+		f.mu.Unlock()
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-f.demand:
+		}
+		f.mu.Lock()
+		wanted := len(f.subs) > 0 && !closed(f.ready)
+		f.mu.Unlock()
+		if !wanted {
+			continue // the streams that asked have left, or a feed runs
+		}
+		err := f.feed(ctx, cfg, codec, adm, owner)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			f.log.Warn("event feed", "err", err)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(time.Second):
+			}
+		}
+		f.mu.Lock()
+		if len(f.subs) > 0 && !closed(f.ready) {
+			f.wantLocked() // streams opened while this feed was stopping
+		}
+		f.mu.Unlock()
+	}
+}
+
+// feed runs one feed: from the committed end of every partition until the
+// grace period after the last stream ends it, or ctx does.
+func (f *Fanout) feed(ctx context.Context, cfg kafka.Config, codec *schemas.Codec, adm *kadm.Client, owner OwnerLookup) error {
+	starts, err := committedEnds(ctx, adm, f.wait)
+	if err != nil {
+		return err
+	}
+	at := make(map[int32]kgo.Offset, len(starts))
+	for p, o := range starts {
+		at[p] = kgo.NewOffset().At(o)
+	}
+	cl, err := kgo.NewClient(cfg.Opts(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{schemas.TopicVmEvents: at}))...)
+	if err != nil {
+		return fmt.Errorf("fanout client: %w", err)
+	}
+	defer cl.Close()
+	fctx, stop := context.WithCancel(ctx)
+	defer stop()
+	gen := f.started(stop)
+	defer f.ended(gen)
+	for {
+		fetches := cl.PollFetches(fctx)
+		if fctx.Err() != nil {
+			return nil
+		}
+		fetches.EachError(func(t string, p int32, err error) {
+			f.log.Warn("fanout fetch", "topic", t, "partition", p, "err", err)
+		})
+		fetches.EachRecord(func(kr *kgo.Record) {
+			rec, err := kafka.FromKafka(fctx, codec, kr)
+			if err != nil {
+				f.log.Warn("fanout decode", "partition", kr.Partition, "offset", kr.Offset, "err", err)
+				return
+			}
+			e := eventOf(rec)
+			if e.Account == "" && owner != nil {
+				f.learnOwner(fctx, e.VmID, owner)
+			}
+			f.mu.Lock()
+			if gen == f.gen {
+				f.publishLocked(e)
+			}
+			f.mu.Unlock()
+		})
+	}
+}
+
+// committedEnds lists the last stable offset of every partition of
+// vm.events.v1: an event committed after the listing is at or after it. A
+// new client's first listing can fail before its metadata knows the topic,
+// so it asks again until wait has passed.
+func committedEnds(ctx context.Context, adm *kadm.Client, wait time.Duration) (map[int32]int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	for {
+		listed, err := adm.ListCommittedOffsets(ctx, schemas.TopicVmEvents)
+		if err == nil {
+			err = listed.Error()
+		}
+		if err == nil {
+			ends := map[int32]int64{}
+			listed.Each(func(o kadm.ListedOffset) { ends[o.Partition] = o.Offset })
+			if len(ends) > 0 {
+				return ends, nil
+			}
+			err = errors.New("no partitions")
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("list the committed end of %s: %w", schemas.TopicVmEvents, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// started makes a positioned feed the running one: the ring starts empty
+// (what it held came before an idle spell), and streams waiting in
+// Subscribe go on. It returns the feed's generation.
+func (f *Fanout) started(stop context.CancelFunc) uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gen++
+	clear(f.ring)
+	f.next, f.full = 0, false
+	f.stop = stop
+	close(f.ready)
+	if len(f.subs) == 0 {
+		f.idleLocked() // every waiting stream left
+	}
+	return f.gen
+}
+
+// ended forgets feed gen if it is still the running one (it ended with
+// Run's ctx); a feed stopped for idleness was forgotten when stopped.
+func (f *Fanout) ended(gen uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if gen == f.gen {
+		f.stopLocked()
+	}
+}
+
+// stopLocked stops the running feed: its last events are dropped, and the
+// next stream waits for a new feed.
+func (f *Fanout) stopLocked() {
+	if f.stop == nil {
+		return
+	}
+	f.stop()
+	f.stop = nil
+	f.gen++
+	f.ready = make(chan struct{})
+}
+
+// idleLocked starts the grace period of a running feed with no stream.
+func (f *Fanout) idleLocked() {
+	if f.stop == nil || f.idle != nil {
+		return
+	}
+	var t *time.Timer
+	t = time.AfterFunc(f.grace, func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.idle != t {
+			return // stopped by a stream, and maybe armed again since
+		}
+		f.idle = nil
+		if len(f.subs) == 0 {
+			f.stopLocked()
+		}
+	})
+	f.idle = t
+}
+
+// wantLocked asks Run for a feed.
+func (f *Fanout) wantLocked() {
+	select {
+	case f.demand <- struct{}{}:
+	default:
+	}
+}
+
+// await waits in Subscribe for the feed that sub asked for. The feed
+// starts after sub was registered, so everything it publishes reaches
+// sub's queue and the ring holds nothing older: there is no backlog, and
+// a stream resuming from before the idle spell gets a gap (whether events
+// were committed in between is not known: transaction markers take
+// offsets too).
+func (f *Fanout) await(ctx context.Context, sub *subscription, ready <-chan struct{}, lastID string) (gap bool, err error) {
+	f.mu.Lock()
+	f.wantLocked()
+	f.mu.Unlock()
+	t := time.NewTimer(f.wait)
+	defer t.Stop()
+	select {
+	case <-ready:
+		return lastID != "", nil
+	case <-ctx.Done():
+		sub.Close()
+		return false, ctx.Err()
+	case <-t.C:
+		sub.Close()
+		return false, errFeedDown
+	}
+}
+
+// learnOwner asks owner for the account of a VM the fanout has not seen.
+func (f *Fanout) learnOwner(ctx context.Context, vmID string, owner OwnerLookup) {
+	f.mu.Lock()
+	_, known := f.owners[vmID]
+	f.mu.Unlock()
+	if known {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	account, err := owner(ctx, vmID)
+	if err != nil {
+		f.log.Warn("fanout: look up the VM's account", "vm", vmID, "err", err)
+		return
+	}
+	if account == "" {
+		return
+	}
+	f.mu.Lock()
+	if _, known := f.owners[vmID]; !known {
+		f.owners[vmID] = account
+	}
+	f.mu.Unlock()
+}
+
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

@@ -1,0 +1,250 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/internal/testkit"
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// feedTest is a fanout fed by Run from a real (kfake) broker, and a
+// transactional producer of vm.events.v1.
+type feedTest struct {
+	t     *testing.T
+	f     *Fanout
+	cfg   kafka.Config
+	codec *schemas.Codec
+	prod  *kgo.Client
+	asked atomic.Int32 // owner lookups
+}
+
+func newFeedTest(t *testing.T) *feedTest {
+	cfg, _ := testkit.Kafka(t)
+	codec, err := cfg.Codec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod, err := kgo.NewClient(cfg.Opts(kgo.TransactionalID("feed-test"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(prod.Close)
+	ft := &feedTest{t: t, f: NewFanout(slog.New(slog.DiscardHandler), 1000), cfg: cfg, codec: codec, prod: prod}
+	ft.f.grace = 300 * time.Millisecond
+	return ft
+}
+
+// run starts Run; the VM "vm-late" belongs to acct-late in its owner lookup.
+func (ft *feedTest) run() {
+	ctx, cancel := context.WithCancel(ft.t.Context())
+	done := make(chan error, 1)
+	go func() {
+		done <- ft.f.Run(ctx, ft.cfg, func(_ context.Context, vm string) (string, error) {
+			ft.asked.Add(1)
+			if vm == "vm-late" {
+				return "acct-late", nil
+			}
+			return "", nil
+		})
+	}()
+	ft.t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			ft.t.Errorf("Run: %v", err)
+		}
+	})
+}
+
+// commit produces recs in one transaction.
+func (ft *feedTest) commit(recs ...schemas.Record) {
+	ft.t.Helper()
+	ctx := ft.t.Context()
+	if err := ft.prod.BeginTransaction(); err != nil {
+		ft.t.Fatal(err)
+	}
+	if err := kafka.Produce(ctx, ft.prod, ft.codec, recs...); err != nil {
+		ft.t.Fatal(err)
+	}
+	if err := ft.prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		ft.t.Fatal(err)
+	}
+}
+
+func observed(vm string, n int) schemas.Record {
+	return schemas.Record{Topic: schemas.TopicVmEvents, Key: vm,
+		Value: &schemas.PowerStateObserved{VmID: vm, HostID: "h1", PowerState: "PowerOn", Count: int32(n)}}
+}
+
+func created(vm, account string) schemas.Record {
+	return schemas.Record{Topic: schemas.TopicVmEvents, Key: vm,
+		Value: &schemas.VmStateChanged{VmID: vm, Account: account, VmState: "Running"}}
+}
+
+// next waits for the subscription's next event.
+func next(t *testing.T, s *subscription) Event {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		if got, _ := s.take(nil); len(got) > 0 {
+			// Put back what the caller has not asked for yet.
+			s.mu.Lock()
+			s.queue = append(got[1:], s.queue...)
+			s.mu.Unlock()
+			return got[0]
+		}
+		select {
+		case <-s.wake:
+		case <-deadline:
+			t.Fatal("no event within 10 s")
+		}
+	}
+}
+
+func (f *Fanout) running() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stop != nil
+}
+
+// TestFeedRunsOnlyForStreams: with no stream open the fanout consumes
+// nothing; the first stream starts it, and every event committed after
+// Subscribe returns reaches the stream, once and in order, while a
+// producer commits all along; the feed stops after the grace period of
+// the last stream, and a stream after that resumes with a gap.
+func TestFeedRunsOnlyForStreams(t *testing.T) {
+	ft := newFeedTest(t)
+	f := ft.f
+	ft.run()
+	ft.commit(created("vm-a", "acct-a"), observed("vm-a", 0))
+	time.Sleep(300 * time.Millisecond)
+	if f.running() || len(f.ordered()) != 0 {
+		t.Fatalf("with no stream open the feed runs (%v) or the ring holds %d events", f.running(), len(f.ordered()))
+	}
+
+	// A producer commits one event per transaction, all to one partition,
+	// while the first stream subscribes.
+	var begun atomic.Int64 // the last event whose transaction has begun
+	stopProducing := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 1; ; i++ {
+			select {
+			case <-stopProducing:
+				return
+			default:
+			}
+			begun.Store(int64(i))
+			ft.commit(observed("vm-a", i))
+		}
+	}()
+	time.Sleep(50 * time.Millisecond)
+	sub, backlog, gap, err := f.Subscribe(t.Context(), func(Event) bool { return true }, "")
+	if err != nil || len(backlog) != 0 || gap {
+		t.Fatalf("Subscribe: %v, backlog %d, gap %v", err, len(backlog), gap)
+	}
+	after := begun.Load() // every event after this one began after Subscribe returned
+	time.Sleep(100 * time.Millisecond)
+	close(stopProducing)
+	wg.Wait()
+	last := begun.Load()
+	if last <= after+1 {
+		t.Fatalf("the producer committed only %d events after Subscribe returned", last-after)
+	}
+	var prev int64 = -1
+	var lastEvent Event
+	for prev != last {
+		e := next(t, sub)
+		n := int64(e.body.value.(*schemas.PowerStateObserved).Count)
+		if prev >= 0 && n != prev+1 || prev < 0 && n > after+1 {
+			t.Fatalf("after event %d came %d (Subscribe returned when event %d had begun)", prev, n, after)
+		}
+		prev, lastEvent = n, e
+	}
+	if got, _ := sub.take(nil); len(got) != 0 {
+		t.Fatalf("%d events more than committed", len(got))
+	}
+
+	// An event without an account of a VM first seen now: its account
+	// comes from the owner lookup, asked once.
+	asked := ft.asked.Load()
+	ft.commit(observed("vm-late", 1), observed("vm-late", 2))
+	for range 2 {
+		if e := next(t, sub); e.VmID != "vm-late" || e.Account != "acct-late" {
+			t.Fatalf("event %s of %s with account %q, want vm-late's of acct-late", e.ID, e.VmID, e.Account)
+		}
+	}
+	if n := ft.asked.Load() - asked; n != 1 {
+		t.Fatalf("the owner lookup was asked %d times for vm-late, want once", n)
+	}
+
+	// Closing the last stream stops the feed after the grace period; a
+	// stream that comes back at once resumes from the ring.
+	sub.Close()
+	sub, backlog, gap, err = f.Subscribe(t.Context(), func(Event) bool { return true }, lastEvent.ID)
+	if err != nil || gap || len(backlog) != 2 || backlog[0].VmID != "vm-late" {
+		t.Fatalf("resume within the grace: %v, gap %v, backlog %v", err, gap, backlog)
+	}
+	sub.Close()
+	waitUntil(t, "the feed stops after the grace", func() bool { return !f.running() })
+	lastID := backlog[1].ID
+
+	// A stream resuming from before an idle spell gets a gap (whether
+	// events were committed meanwhile is not known), then live events.
+	ft.commit(observed("vm-a", 1000))
+	sub, backlog, gap, err = f.Subscribe(t.Context(), func(Event) bool { return true }, lastID)
+	if err != nil || !gap || len(backlog) != 0 {
+		t.Fatalf("resume after an idle spell: %v, gap %v, backlog %d", err, gap, len(backlog))
+	}
+	ft.commit(observed("vm-a", 1001))
+	if e := next(t, sub); e.body.value.(*schemas.PowerStateObserved).Count != 1001 {
+		t.Fatalf("the stream after an idle spell got %s first, want event 1001", e.ID)
+	}
+	sub.Close()
+}
+
+// TestFeedDown: a stream that waits for a feed that cannot start (no
+// broker) fails within the fanout's wait and leaves no subscription.
+func TestFeedDown(t *testing.T) {
+	_, b := testkit.Kafka(t)
+	ft := newFeedTest(t)
+	ft.cfg.Brokers = b.Addrs()
+	b.Close()
+	ft.f.wait = 500 * time.Millisecond
+	ft.run()
+	waitUntil(t, "Run feeds the fanout", func() bool { ft.f.mu.Lock(); defer ft.f.mu.Unlock(); return ft.f.fed })
+	start := time.Now()
+	_, _, _, err := ft.f.Subscribe(t.Context(), func(Event) bool { return true }, "")
+	if !errors.Is(err, errFeedDown) {
+		t.Fatalf("Subscribe with no broker: %v, want errFeedDown", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Subscribe failed after %v, want about the wait (500ms)", d)
+	}
+	ft.f.mu.Lock()
+	n := len(ft.f.subs)
+	ft.f.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d subscriptions left after a failed Subscribe", n)
+	}
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal(fmt.Sprintf("%s: not within 10 s", what))
+		}
+	}
+}
