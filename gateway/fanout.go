@@ -78,6 +78,8 @@ type Fanout struct {
 	idle   *time.Timer        // stops the feed when no stream is open for grace
 	grace  time.Duration      // feedGrace
 	wait   time.Duration      // feedWait
+	// ownerPause: no owner lookups until then (one failed).
+	ownerPause time.Time
 }
 
 // NewFanout returns a fanout that remembers the last ringSize events.

@@ -25,10 +25,17 @@ const (
 	feedGrace = time.Minute
 	// feedWait bounds how long a new stream waits for the feed to start.
 	feedWait = 10 * time.Second
+	// ownerWait bounds an owner lookup; ownerPause is how long the feed
+	// asks none after one failed.
+	ownerWait  = time.Second
+	ownerPause = 10 * time.Second
 )
 
-// errFeedDown is Subscribe's answer when the feed cannot start in time.
-var errFeedDown = errors.New("the event feed did not start in time (is Kafka reachable?); try again")
+// Subscribe's answers when it cannot wait for the feed.
+var (
+	errFeedDown = errors.New("the event feed did not start in time (is Kafka reachable?); try again")
+	errDraining = errors.New("the gateway is shutting down; reconnect")
+)
 
 // OwnerLookup returns the account of a VM, "" when the VM is not known.
 // The feed asks it for an event without an account (PowerStateObserved)
@@ -47,6 +54,16 @@ func OwnersFrom(rm postgres.ReadModel) OwnerLookup {
 	}
 }
 
+// FedByRun says that Run feeds f: from then on a new stream waits for
+// Run's feed (up to feedWait, else it fails), also before Run starts,
+// between two runs, and after Run failed. Call it before serving streams;
+// without it (tests that Publish) streams take what Publish hands over.
+func (f *Fanout) FedByRun() {
+	f.mu.Lock()
+	f.fed = true
+	f.mu.Unlock()
+}
+
 // Run feeds the fanout from Kafka whenever a stream asks for it, until ctx
 // ends. owner may be nil: events without an account then reach only the
 // admin streams until the VM's account is seen.
@@ -62,17 +79,12 @@ func (f *Fanout) Run(ctx context.Context, cfg kafka.Config, owner OwnerLookup) e
 	defer admin.Close()
 	adm := kadm.NewClient(admin)
 
+	f.FedByRun()
 	f.mu.Lock()
-	f.fed = true
 	if len(f.subs) > 0 {
 		f.wantLocked()
 	}
 	f.mu.Unlock()
-	defer func() {
-		f.mu.Lock()
-		f.fed = false
-		f.mu.Unlock()
-	}()
 	for {
 		select {
 		case <-ctx.Done():
@@ -134,6 +146,9 @@ func (f *Fanout) feed(ctx context.Context, cfg kafka.Config, codec *schemas.Code
 			f.log.Warn("fanout fetch", "topic", t, "partition", p, "err", err)
 		})
 		fetches.EachRecord(func(kr *kgo.Record) {
+			if fctx.Err() != nil {
+				return // stopped: the rest of the fetch would be dropped
+			}
 			rec, err := kafka.FromKafka(fctx, codec, kr)
 			if err != nil {
 				f.log.Warn("fanout decode", "partition", kr.Partition, "offset", kr.Offset, "err", err)
@@ -265,6 +280,9 @@ func (f *Fanout) await(ctx context.Context, sub *subscription, ready <-chan stru
 	case <-ctx.Done():
 		sub.Close()
 		return false, ctx.Err()
+	case <-draining(ctx):
+		sub.Close()
+		return false, errDraining
 	case <-t.C:
 		sub.Close()
 		return false, errFeedDown
@@ -272,28 +290,34 @@ func (f *Fanout) await(ctx context.Context, sub *subscription, ready <-chan stru
 }
 
 // learnOwner asks owner for the account of a VM the fanout has not seen.
+// The answer is kept, also "not known" (such a VM's events reach only
+// admin streams until one of them names its account). After a failed
+// lookup the feed asks nothing for ownerPause, so that a database outage
+// does not stall it on every event.
 func (f *Fanout) learnOwner(ctx context.Context, vmID string, owner OwnerLookup) {
 	f.mu.Lock()
 	_, known := f.owners[vmID]
+	paused := time.Now().Before(f.ownerPause)
 	f.mu.Unlock()
-	if known {
+	if known || paused {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	lctx, cancel := context.WithTimeout(ctx, ownerWait)
 	defer cancel()
-	account, err := owner(ctx, vmID)
-	if err != nil {
-		f.log.Warn("fanout: look up the VM's account", "vm", vmID, "err", err)
-		return
-	}
-	if account == "" {
-		return
+	account, err := owner(lctx, vmID)
+	if ctx.Err() != nil {
+		return // the feed stopped
 	}
 	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err != nil {
+		f.log.Warn("fanout: look up the VM's account; asking none for a while", "vm", vmID, "pause", ownerPause, "err", err)
+		f.ownerPause = time.Now().Add(ownerPause)
+		return
+	}
 	if _, known := f.owners[vmID]; !known {
 		f.owners[vmID] = account
 	}
-	f.mu.Unlock()
 }
 
 func closed(ch <-chan struct{}) bool {

@@ -68,16 +68,20 @@ func (ft *feedTest) run() {
 // commit produces recs in one transaction.
 func (ft *feedTest) commit(recs ...schemas.Record) {
 	ft.t.Helper()
+	if err := ft.tryCommit(recs...); err != nil {
+		ft.t.Fatal(err)
+	}
+}
+
+func (ft *feedTest) tryCommit(recs ...schemas.Record) error {
 	ctx := ft.t.Context()
 	if err := ft.prod.BeginTransaction(); err != nil {
-		ft.t.Fatal(err)
+		return err
 	}
 	if err := kafka.Produce(ctx, ft.prod, ft.codec, recs...); err != nil {
-		ft.t.Fatal(err)
+		return err
 	}
-	if err := ft.prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		ft.t.Fatal(err)
-	}
+	return ft.prod.EndTransaction(ctx, kgo.TryCommit)
 }
 
 func observed(vm string, n int) schemas.Record {
@@ -146,7 +150,10 @@ func TestFeedRunsOnlyForStreams(t *testing.T) {
 			default:
 			}
 			begun.Store(int64(i))
-			ft.commit(observed("vm-a", i))
+			if err := ft.tryCommit(observed("vm-a", i)); err != nil {
+				t.Error(err)
+				return
+			}
 		}
 	}()
 	time.Sleep(50 * time.Millisecond)
@@ -155,7 +162,9 @@ func TestFeedRunsOnlyForStreams(t *testing.T) {
 		t.Fatalf("Subscribe: %v, backlog %d, gap %v", err, len(backlog), gap)
 	}
 	after := begun.Load() // every event after this one began after Subscribe returned
-	time.Sleep(100 * time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); begun.Load() < after+5 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	close(stopProducing)
 	wg.Wait()
 	last := begun.Load()
@@ -214,8 +223,62 @@ func TestFeedRunsOnlyForStreams(t *testing.T) {
 	sub.Close()
 }
 
+// TestFeedRunAgain: a Run that ended (its role restarted) leaves the
+// fanout ready for the next: a stream that subscribes between the two
+// waits for the next Run's feed and gets what is committed after.
+func TestFeedRunAgain(t *testing.T) {
+	ft := newFeedTest(t)
+	f := ft.f
+	owner := func(context.Context, string) (string, error) { return "", nil }
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- f.Run(ctx, ft.cfg, owner) }()
+	sub, _, _, err := f.Subscribe(t.Context(), func(Event) bool { return true }, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft.commit(observed("vm-a", 1))
+	if e := next(t, sub); e.body.value.(*schemas.PowerStateObserved).Count != 1 {
+		t.Fatalf("first run: got %s", e.ID)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if f.running() {
+		t.Fatal("a feed runs after Run returned")
+	}
+	sub.Close()
+
+	subscribed := make(chan *subscription, 1)
+	go func() {
+		s, _, _, err := f.Subscribe(t.Context(), func(Event) bool { return true }, "")
+		if err != nil {
+			t.Error(err)
+		}
+		subscribed <- s
+	}()
+	time.Sleep(100 * time.Millisecond) // the stream waits: no Run
+	select {
+	case <-subscribed:
+		t.Fatal("Subscribe returned with no Run to feed it")
+	default:
+	}
+	go func() { done <- f.Run(t.Context(), ft.cfg, owner) }()
+	sub = <-subscribed
+	if sub == nil {
+		t.FailNow()
+	}
+	ft.commit(observed("vm-a", 2))
+	if e := next(t, sub); e.body.value.(*schemas.PowerStateObserved).Count != 2 {
+		t.Fatalf("second run: got %s", e.ID)
+	}
+	sub.Close()
+}
+
 // TestFeedDown: a stream that waits for a feed that cannot start (no
-// broker) fails within the fanout's wait and leaves no subscription.
+// broker) fails within the fanout's wait and leaves no subscription; one
+// whose client leaves while it waits returns at once.
 func TestFeedDown(t *testing.T) {
 	_, b := testkit.Kafka(t)
 	ft := newFeedTest(t)
@@ -238,6 +301,17 @@ func TestFeedDown(t *testing.T) {
 	if n != 0 {
 		t.Fatalf("%d subscriptions left after a failed Subscribe", n)
 	}
+
+	ft.f.wait = time.Minute
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	start = time.Now()
+	if _, _, _, err := ft.f.Subscribe(ctx, func(Event) bool { return true }, ""); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Subscribe whose client left: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Subscribe whose client left returned after %v", d)
+	}
 }
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
@@ -246,5 +320,51 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatal(fmt.Sprintf("%s: not within 10 s", what))
 		}
+	}
+}
+
+// TestLearnOwner: an answer is kept, "not known" too; after a failed
+// lookup none is asked until the pause ends; a lookup cut short by the
+// feed's stop neither pauses nor is kept.
+func TestLearnOwner(t *testing.T) {
+	f := NewFanout(slog.New(slog.DiscardHandler), 10)
+	var asked []string
+	fail := false
+	owner := func(_ context.Context, vm string) (string, error) {
+		asked = append(asked, vm)
+		if fail {
+			return "", errors.New("database down")
+		}
+		if vm == "vm-a" {
+			return "acct-a", nil
+		}
+		return "", nil
+	}
+	ctx := t.Context()
+	for range 2 {
+		f.learnOwner(ctx, "vm-a", owner)
+		f.learnOwner(ctx, "vm-gone", owner)
+	}
+	if fmt.Sprint(asked) != "[vm-a vm-gone]" || f.owners["vm-a"] != "acct-a" || f.owners["vm-gone"] != "" {
+		t.Fatalf("asked %v, owners %v", asked, f.owners)
+	}
+
+	stopped, stop := context.WithCancel(ctx)
+	stop()
+	f.learnOwner(stopped, "vm-b", owner)
+	if _, kept := f.owners["vm-b"]; kept || !f.ownerPause.IsZero() {
+		t.Fatalf("a stopped feed's lookup was kept (%v) or paused lookups (%v)", kept, f.ownerPause)
+	}
+
+	fail, asked = true, nil
+	f.learnOwner(ctx, "vm-c", owner)
+	f.learnOwner(ctx, "vm-d", owner)
+	if fmt.Sprint(asked) != "[vm-c]" {
+		t.Fatalf("after a failed lookup asked %v, want only vm-c", asked)
+	}
+	fail, f.ownerPause = false, time.Now() // the pause is over
+	f.learnOwner(ctx, "vm-c", owner)
+	if fmt.Sprint(asked) != "[vm-c vm-c]" {
+		t.Fatalf("after the pause asked %v", asked)
 	}
 }

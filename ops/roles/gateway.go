@@ -36,6 +36,7 @@ func NewGateway(o Options, dsn string, cfg gateway.Config) (Runner, error) {
 	if cfg.Events == nil {
 		cfg.Events = gateway.NewFanout(cfg.Logger, 0)
 	}
+	cfg.Events.FedByRun()
 	return &gatewayRole{cfg: cfg, dsn: dsn, kafka: o.Kafka}, nil
 }
 
@@ -90,7 +91,15 @@ func (g *gatewayRole) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	fanoutErr := make(chan error, 1)
-	go func() { fanoutErr <- cfg.Events.Run(ctx, g.kafka, gateway.OwnersFrom(rm)) }()
+	go func() {
+		// Run returns early only when it cannot feed at all: the role
+		// stops (and is restarted) rather than serve streams that 503.
+		err := cfg.Events.Run(ctx, g.kafka, gateway.OwnersFrom(rm))
+		if err != nil {
+			cancel()
+		}
+		fanoutErr <- err
+	}()
 	jobsDone := make(chan struct{})
 	go func() { defer close(jobsDone); _ = jobs.Run(ctx) }()
 	err = srv.Run(ctx)

@@ -22,7 +22,7 @@ curl -sf -H "Authorization: Bearer $KEY" "$API/v1/jobs/$JOB?wait=30s" | jq -e '.
 VM=$(curl -sf -H "Authorization: Bearer $KEY" "$API/v1/jobs/$JOB" | jq -r .vm_id)
 
 # The job's steps as Server-Sent Events (the stream ends with the job).
-curl -sfN --max-time 10 -H "Authorization: Bearer $KEY" "$API/v1/jobs/$JOB/events" | grep -q '^event: job'
+curl -sfN --max-time 20 -H "Authorization: Bearer $KEY" "$API/v1/jobs/$JOB/events" | grep -q '^event: job'
 
 # The VM, then a conditional GET: 304 while it has not changed. A VM a
 # moment old still changes as its first power reports arrive (each is a new
@@ -47,7 +47,7 @@ curl -sN --max-time 30 -D "$EV.h" -H "Authorization: Bearer $KEY" "$API/v1/event
 for try in $(seq 100); do grep -qs '^HTTP/1.1 200' "$EV.h" && break; test "$try" -lt 100; sleep 0.1; done
 START=$(curl -sf -XPOST -H "Authorization: Bearer $KEY" -H "$J" -d '{"action":"start"}' "$API/v1/vms/$VM/actions" | jq -r .id)
 for try in $(seq 100); do grep -q "^data: .*\"type\":\"JobSucceeded\".*\"job_id\":\"$START\"" "$EV" && break; test "$try" -lt 100; sleep 0.1; done
-kill %1
+kill %1 2>/dev/null || true
 
 # Lists page with limit and next; another account's VM is a 404.
 curl -sf -H "Authorization: Bearer $KEY" "$API/v1/vms?limit=1" | jq -e '.items | length == 1'
