@@ -102,18 +102,20 @@ func (f *Fanout) Run(ctx context.Context, cfg kafka.Config, owner OwnerLookup) e
 			return nil
 		}
 		if err != nil {
+			// The streams that asked still wait (up to f.wait): try
+			// again for them after a second.
 			f.log.Warn("event feed", "err", err)
 			select {
 			case <-ctx.Done():
 				return nil
 			case <-time.After(time.Second):
 			}
+			f.mu.Lock()
+			if len(f.subs) > 0 && !closed(f.ready) {
+				f.wantLocked()
+			}
+			f.mu.Unlock()
 		}
-		f.mu.Lock()
-		if len(f.subs) > 0 && !closed(f.ready) {
-			f.wantLocked() // streams opened while this feed was stopping
-		}
-		f.mu.Unlock()
 	}
 }
 
@@ -168,31 +170,22 @@ func (f *Fanout) feed(ctx context.Context, cfg kafka.Config, codec *schemas.Code
 }
 
 // committedEnds lists the last stable offset of every partition of
-// vm.events.v1: an event committed after the listing is at or after it. A
-// new client's first listing can fail before its metadata knows the topic,
-// so it asks again until wait has passed.
+// vm.events.v1 (an event committed after the listing is at or after it),
+// asking again for up to wait while the new client's metadata learns the
+// topic.
 func committedEnds(ctx context.Context, adm *kadm.Client, wait time.Duration) (map[int32]int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	for {
-		listed, err := adm.ListCommittedOffsets(ctx, schemas.TopicVmEvents)
-		if err == nil {
-			err = listed.Error()
-		}
-		if err == nil {
-			ends := map[int32]int64{}
-			listed.Each(func(o kadm.ListedOffset) { ends[o.Partition] = o.Offset })
-			if len(ends) > 0 {
-				return ends, nil
-			}
-			err = errors.New("no partitions")
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("list the committed end of %s: %w", schemas.TopicVmEvents, err)
-		case <-time.After(50 * time.Millisecond):
-		}
+	listed, err := kafka.ListOffsets(ctx, adm.ListCommittedOffsets, schemas.TopicVmEvents)
+	if err != nil {
+		return nil, err
 	}
+	ends := map[int32]int64{}
+	listed.Each(func(o kadm.ListedOffset) { ends[o.Partition] = o.Offset })
+	if len(ends) == 0 {
+		return nil, fmt.Errorf("%s has no partitions", schemas.TopicVmEvents)
+	}
+	return ends, nil
 }
 
 // started makes a positioned feed the running one: the ring starts empty

@@ -3,7 +3,6 @@ package kafka
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -45,28 +44,17 @@ func ReadToEnd(ctx context.Context, c Config, topics []string, each func(*kgo.Re
 }
 
 // endOffsets lists the non-empty partitions of topics ("topic/partition")
-// with their end offsets. A new client's first listing can fail for a whole
-// topic before its metadata knows it, which would read as "empty": it asks
-// again until every topic answers or ctx ends.
+// with their end offsets.
 func endOffsets(ctx context.Context, adm *kadm.Client, topics []string) (map[string]int64, error) {
-	for {
-		ends, err := adm.ListEndOffsets(ctx, topics...)
-		if err == nil {
-			err = ends.Error()
-		}
-		if err == nil {
-			left := map[string]int64{}
-			ends.Each(func(o kadm.ListedOffset) {
-				if o.Offset > 0 {
-					left[fmt.Sprintf("%s/%d", o.Topic, o.Partition)] = o.Offset
-				}
-			})
-			return left, nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("list end offsets of %v: %w", topics, err)
-		case <-time.After(50 * time.Millisecond):
-		}
+	ends, err := ListOffsets(ctx, adm.ListEndOffsets, topics...)
+	if err != nil {
+		return nil, err
 	}
+	left := map[string]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			left[fmt.Sprintf("%s/%d", o.Topic, o.Partition)] = o.Offset
+		}
+	})
+	return left, nil
 }
