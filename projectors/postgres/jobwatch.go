@@ -69,24 +69,6 @@ func queueJobNotifications(b *pgx.Batch, ended, stepped []string) {
 	b.Queue("SELECT "+strings.Join(calls, ", "), payloads...)
 }
 
-// endedRow is a job row as sqlNotifyEnded renders it: Job's fields, in
-// Job's order, with the columns' names.
-type endedRow struct {
-	ID             string     `json:"id"`
-	VmID           string     `json:"vm_id"`
-	Account        string     `json:"account"`
-	Type           string     `json:"type"`
-	State          string     `json:"state"`
-	Reason         string     `json:"reason"`
-	Detail         string     `json:"detail"`
-	TaskState      string     `json:"task_state"`
-	Origin         string     `json:"origin"`
-	AllowedActions []string   `json:"allowed_actions"`
-	CreatedAt      time.Time  `json:"created_at"`
-	UpdatedAt      time.Time  `json:"updated_at"`
-	FinishedAt     *time.Time `json:"finished_at"`
-}
-
 // JobWatch listens on one connection of its own for the projector's
 // notifications and tells whoever watches a named job: a long-poll answers
 // as soon as the row it waits for has committed instead of at its next
@@ -197,10 +179,9 @@ func (w *JobWatch) notified(channel, payload string) {
 		return
 	}
 	if channel == jobEndedChannel && strings.HasPrefix(payload, "{") {
-		var r endedRow
-		err := json.Unmarshal([]byte(payload), &r)
-		if err == nil && r.ID != "" {
-			j := Job(r)
+		var j Job
+		err := json.Unmarshal([]byte(payload), &j)
+		if err == nil && j.ID != "" {
 			for ch := range w.watchers[j.ID] {
 				tell(ch, &j)
 			}

@@ -34,20 +34,23 @@ type VM struct {
 }
 
 // Job is a row of the jobs read model.
+//
+// Its JSON names are the columns' names: JobWatch decodes the ended row
+// that the projector's notification carries (row_to_json) into it.
 type Job struct {
-	ID             string
-	VmID           string
-	Account        string
-	Type           string
-	State          string // pending, running, succeeded, failed, cancelled, rejected
-	Reason         string
-	Detail         string
-	TaskState      string
-	Origin         string
-	AllowedActions []string // set for rejected jobs
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	FinishedAt     *time.Time
+	ID             string     `json:"id"`
+	VmID           string     `json:"vm_id"`
+	Account        string     `json:"account"`
+	Type           string     `json:"type"`
+	State          string     `json:"state"` // pending, running, succeeded, failed, cancelled, rejected
+	Reason         string     `json:"reason"`
+	Detail         string     `json:"detail"`
+	TaskState      string     `json:"task_state"`
+	Origin         string     `json:"origin"`
+	AllowedActions []string   `json:"allowed_actions"` // set for rejected jobs
+	CreatedAt      time.Time  `json:"created_at"`
+	UpdatedAt      time.Time  `json:"updated_at"`
+	FinishedAt     *time.Time `json:"finished_at"`
 }
 
 // JobStep is a row of job_steps.
