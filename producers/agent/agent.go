@@ -40,6 +40,12 @@ type Config struct {
 	// AnswerCache is how many recent answers per host are kept to answer a
 	// repeated command id without executing it again (default 256).
 	AnswerCache int
+	// DataDir keeps those answers across restarts (answers-<ID>.log,
+	// answerlog.go): each is fsynced before it is sent, so a command
+	// delivered again after a kill is answered, not executed twice. Empty:
+	// memory only, and a restarted agent relies on the driver's idempotence
+	// alone.
+	DataDir string
 	// ShutdownGrace bounds how long commands in flight may still finish, and
 	// AgentDisconnected be sent, after Run's context ends (default 10 s).
 	ShutdownGrace time.Duration
@@ -100,10 +106,15 @@ type Agent struct {
 	brokerLost atomic.Bool
 	reconnect  chan struct{}
 
-	mu      sync.Mutex
-	cancel  context.CancelFunc
-	stopped bool
-	done    chan struct{}
+	// answers is the answers file, nil without a data directory; set by
+	// Run before any command is consumed.
+	answers *answerLog
+
+	mu       sync.Mutex
+	cancel   context.CancelFunc
+	stopped  bool
+	done     chan struct{}
+	doneOnce sync.Once
 }
 
 // New returns an agent for the driver's hosts; Run starts it.
@@ -135,7 +146,8 @@ func (a *Agent) Group() string { return "vmplane-agent-" + a.cfg.ID }
 // called; then it sends AgentDisconnected for its hosts and returns nil.
 // Broker outages are waited out, never returned.
 func (a *Agent) Run(ctx context.Context) error {
-	defer close(a.done)
+	// A supervisor may run a failed agent again: done closes once.
+	defer a.doneOnce.Do(func() { close(a.done) })
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	a.mu.Lock()
@@ -154,6 +166,16 @@ func (a *Agent) Run(ctx context.Context) error {
 		return fmt.Errorf("agent %s: %w", a.cfg.ID, err)
 	}
 	a.codec = codec
+	if a.cfg.DataDir != "" {
+		// Before the first poll: a command delivered again must find its
+		// answer.
+		l, err := a.openAnswers(ctx)
+		if err != nil {
+			return fmt.Errorf("agent %s: %w", a.cfg.ID, err)
+		}
+		a.answers = l
+		defer l.close()
+	}
 	start := a.cfg.Clock()
 	cl, err := kgo.NewClient(a.cfg.Kafka.Opts(
 		kgo.ClientID(a.Group()),
@@ -163,8 +185,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		// Offsets of answered commands are marked and committed every
 		// second, on revocation and on Close, never on the command's path:
 		// a command delivered again after a crash is answered again from
-		// the agent's memory or run idempotently (command ids), and the VM
-		// processor ignores an answer it already has.
+		// the agent's memory, or from its answers file after a restart
+		// (each answer is on disk before it is sent, so before its offset
+		// can be marked), and the VM processor ignores an answer it
+		// already has.
 		kgo.AutoCommitMarks(),
 		kgo.AutoCommitInterval(time.Second),
 		kgo.BlockRebalanceOnPoll(),
@@ -214,6 +238,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); a.commandLoop(ctx, hard, pool) }()
 	wg.Wait()
 	pool.close()
+	a.answers.close()
 	close(loops)
 
 	a.disconnect(hard)

@@ -22,6 +22,7 @@ import (
 type stack struct {
 	t     *testing.T
 	drv   *sim.Driver
+	cfg   agent.Config
 	agent *agent.Agent
 	cl    *kgo.Client
 	codec *schemas.Codec
@@ -34,7 +35,7 @@ type stack struct {
 	stopOnce sync.Once
 }
 
-func newStack(t *testing.T, ping time.Duration, prepare func(*sim.Driver)) *stack {
+func newStack(t *testing.T, ping time.Duration, prepare func(*sim.Driver), tweak ...func(*agent.Config)) *stack {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("needs the kfake broker")
@@ -44,10 +45,12 @@ func newStack(t *testing.T, ping time.Duration, prepare func(*sim.Driver)) *stac
 		t.Fatal(err)
 	}
 	t.Cleanup(b.Close)
-	return newStackOn(t, b.Addrs(), ping, prepare)
+	return newStackOn(t, b.Addrs(), ping, prepare, tweak...)
 }
 
-func newStackOn(t *testing.T, addrs []string, ping time.Duration, prepare func(*sim.Driver)) *stack {
+// newStackOn starts the stack on a running broker; tweak, when given,
+// changes the agent's configuration.
+func newStackOn(t *testing.T, addrs []string, ping time.Duration, prepare func(*sim.Driver), tweak ...func(*agent.Config)) *stack {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...),
 		kgo.ConsumeTopics(schemas.TopicHostEvents, schemas.TopicVmPower, schemas.TopicVmAnswers, schemas.TopicDLQ),
@@ -72,11 +75,30 @@ func newStackOn(t *testing.T, addrs []string, ping time.Duration, prepare func(*
 	}
 	s := &stack{t: t, drv: drv, cl: cl, codec: schemas.NewCodec(nil), start: time.Now(), done: make(chan error, 1)}
 	go s.watch(t.Context())
-	s.agent = agent.New(agent.Config{ID: "a1", Kafka: kafka.Config{Brokers: addrs}, PingInterval: ping, Workers: 4,
-		Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))}, drv)
+	s.cfg = agent.Config{ID: "a1", Kafka: kafka.Config{Brokers: addrs}, PingInterval: ping, Workers: 4,
+		Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	for _, f := range tweak {
+		f(&s.cfg)
+	}
+	s.agent = agent.New(s.cfg, drv)
 	go func() { s.done <- s.agent.Run(t.Context()) }()
 	t.Cleanup(s.stop)
 	return s
+}
+
+// restart stops the agent and runs a new one, with the same configuration,
+// over drv, as a restarted agent process does; before it starts, between
+// runs, runs in the meantime.
+func (s *stack) restart(drv agent.Driver, between func()) {
+	s.t.Helper()
+	s.stop()
+	if between != nil {
+		between()
+	}
+	s.stopOnce = sync.Once{}
+	s.done = make(chan error, 1)
+	s.agent = agent.New(s.cfg, drv)
+	go func() { s.done <- s.agent.Run(s.t.Context()) }()
 }
 
 func (s *stack) stop() {

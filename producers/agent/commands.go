@@ -104,16 +104,22 @@ func (a *Agent) dispatch(ctx, hard context.Context, p *pool, kr *kgo.Record, wg 
 
 // execute carries out one command and answers it, unless the command id was
 // answered before: then the first answer is sent again and nothing runs.
-// It calls done once the answer is written (or not to be sent): the worker
-// does not wait for the broker, so the answers of a batch's commands go out
-// together instead of one round trip after another.
+// An answer is kept (in the answers file, with a data directory) before it
+// is sent. It calls done once the answer is written (or not to be sent):
+// the worker waits for neither the disk nor the broker, so the answers of a
+// batch's commands share one fsync and go out together instead of one
+// round trip after another.
 func (a *Agent) execute(ctx context.Context, h *hostState, rec schemas.Record, cmd *schemas.AgentCommand, done func()) {
 	if prev, ok := h.answers.get(cmd.CommandID); ok {
-		a.produceThen(ctx, []schemas.Record{prev}, func(err error) {
-			if err != nil {
-				a.log.Warn("repeated answer not sent", "command", cmd.CommandID, "err", err)
-			}
-			done()
+		// The first answer may still be on its way to the disk: it is
+		// sent again only once it is there.
+		a.answers.sync(func() {
+			a.produceThen(ctx, []schemas.Record{prev}, func(err error) {
+				if err != nil {
+					a.log.Warn("repeated answer not sent", "command", cmd.CommandID, "err", err)
+				}
+				done()
+			})
 		})
 		return
 	}
@@ -225,11 +231,19 @@ func (a *Agent) execute(ctx context.Context, h *hostState, rec schemas.Record, c
 	}
 	a.log.Debug("command executed", "host", cmd.HostID, "vm", cmd.VmID, "type", answer.CommandType, "ok", answer.OK, "err", answer.Error)
 	answered = true
-	a.produceThen(ctx, out, func(err error) {
+	a.answers.keep(keptAnswer{Answer: *answer, Traceparent: ar.Headers["traceparent"]}, func(err error) {
 		if err != nil {
-			a.log.Warn("answer not sent", "command", cmd.CommandID, "err", err)
+			// The answer still goes out, or the job would wait for its
+			// timeout; only a redelivery after a restart would run the
+			// command again, and the driver's idempotence covers that.
+			a.log.Error("answer not kept in the answers file", "command", cmd.CommandID, "err", err)
 		}
-		done()
+		a.produceThen(ctx, out, func(err error) {
+			if err != nil {
+				a.log.Warn("answer not sent", "command", cmd.CommandID, "err", err)
+			}
+			done()
+		})
 	})
 }
 
