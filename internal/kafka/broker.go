@@ -16,7 +16,10 @@ type Broker struct {
 }
 
 // StartBroker starts kfake on addr (host:port; port 0 picks one). With a
-// dataDir the log survives restarts. extra adds kfake options, e.g.
+// dataDir the log survives restarts, and every produce is written to disk
+// with fsync before it is answered (SyncWrites): in an event-sourced
+// system the log is the truth, so an acknowledged record must survive a
+// power loss, not only a killed process. extra adds kfake options, e.g.
 // SecureOpts for SASL and ACLs.
 func StartBroker(addr, dataDir string, extra ...kfake.Opt) (*Broker, error) {
 	host, port, err := net.SplitHostPort(addr)
@@ -38,7 +41,7 @@ func StartBroker(addr, dataDir string, extra ...kfake.Opt) (*Broker, error) {
 		kfake.GroupMinSessionTimeout(time.Second),
 	}
 	if dataDir != "" {
-		opts = append(opts, kfake.DataDir(dataDir))
+		opts = append(opts, kfake.DataDir(dataDir), kfake.SyncWrites())
 	}
 	c, err := kfake.NewCluster(append(opts, extra...)...)
 	if err != nil {

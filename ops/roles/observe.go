@@ -101,12 +101,7 @@ func (o *Observer) Serve(ctx context.Context, addr string) (string, error) {
 // ProcessorReady is the readiness of a processor: its group gave it
 // partitions and their state is restored.
 func ProcessorReady(p Processor) func(context.Context) error {
-	return func(context.Context) error {
-		if !p.Ready() {
-			return errors.New("state of assigned partitions not restored")
-		}
-		return nil
-	}
+	return func(context.Context) error { return p.ReadyErr() }
 }
 
 // KafkaReady checks that a broker answers through cl.

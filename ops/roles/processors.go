@@ -29,6 +29,9 @@ var ProcessorKinds = []string{KindPlacement, KindLease, KindHost, KindHostRelay,
 type Processor interface {
 	Runner
 	Ready() bool
+	// ReadyErr says why the processor is not ready (nil when it is): a
+	// restore in progress or stalled, with where it stands.
+	ReadyErr() error
 }
 
 // NewProcessor returns the processor of a kind.

@@ -8,102 +8,78 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/schemas"
 )
 
-// restore reads the changelog partitions from the start up to their last
-// stable offset and loads the latest state of every key. Control records
-// are kept by the restore client so that the end of a partition, which is
-// always a transaction marker, is seen.
+// RestoreStallAfter is how long a restore may make no progress before it
+// says so in the log and in ReadyErr.
+const RestoreStallAfter = 30 * time.Second
+
+// restore reads the changelog partitions from their start up to the last
+// stable offset listed when it begins and loads the latest state of every
+// key. It ends when the reader's position reaches each end, whatever the
+// broker delivers or skips on the way: aborted transactions (with or
+// without a marker), control records and compacted gaps all move the
+// position. A restore that makes no progress keeps trying (the broker may
+// be restarting) and says where it stands after RestoreStallAfter.
 func (p *Processor[S]) restore(ctx context.Context, cl *kgo.Client, parts []int32) (int, error) {
-	lso, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, p.cfg.Changelog)
+	adm := kadm.NewClient(cl)
+	lso, err := kafka.ListOffsets(ctx, adm.ListCommittedOffsets, p.cfg.Changelog)
 	if err != nil {
-		return 0, fmt.Errorf("list offsets of %s: %w", p.cfg.Changelog, err)
+		return 0, err
 	}
-	starts, err := kadm.NewClient(cl).ListStartOffsets(ctx, p.cfg.Changelog)
+	starts, err := kafka.ListOffsets(ctx, adm.ListStartOffsets, p.cfg.Changelog)
 	if err != nil {
-		return 0, fmt.Errorf("list start offsets of %s: %w", p.cfg.Changelog, err)
+		return 0, err
 	}
-	end := map[int32]int64{}
-	offsets := map[int32]kgo.Offset{}
+	from, to := map[int32]int64{}, map[int32]int64{}
 	for _, part := range parts {
 		o, ok := lso.Lookup(p.cfg.Changelog, part)
 		if !ok || o.Err != nil {
 			return 0, fmt.Errorf("no end offset for %s/%d: %v", p.cfg.Changelog, part, o.Err)
 		}
 		s, _ := starts.Lookup(p.cfg.Changelog, part)
-		if o.Offset > s.Offset {
-			end[part] = o.Offset
-			offsets[part] = kgo.NewOffset().AtStart()
-		}
+		from[part], to[part] = s.Offset, o.Offset
 	}
 	// A partition's keys are restored from scratch: whatever an earlier
 	// owner period left of them is forgotten first.
 	for _, part := range parts {
 		p.st.drop(part)
 	}
-	if len(end) == 0 {
-		return 0, nil
-	}
-	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{p.cfg.Changelog: offsets})
-	defer func() {
-		ps := make([]int32, 0, len(offsets))
-		for part := range offsets {
-			ps = append(ps, part)
-		}
-		cl.RemoveConsumePartitions(map[string][]int32{p.cfg.Changelog: ps})
-	}()
-	deadline := time.Now().Add(5 * time.Minute)
-	for len(end) > 0 {
-		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("restore of %s timed out with partitions %v left", p.cfg.Changelog, end)
-		}
-		pctx, cancel := context.WithTimeout(ctx, time.Second)
-		fetches := cl.PollFetches(pctx)
-		cancel()
+	rd := kafka.NewPositionReader(cl, p.cfg.Changelog, from, to)
+	progress := time.Now()
+	warned := time.Time{}
+	defer p.restoring.Store(nil)
+	for !rd.Done() {
+		recs, moved, err := rd.Fetch(ctx)
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
 		}
-		var ferr error
-		fetches.EachError(func(_ string, _ int32, err error) {
-			if err != context.DeadlineExceeded && err != context.Canceled {
-				ferr = err
-			}
-		})
-		if ferr != nil {
-			return 0, ferr
+		if err != nil {
+			return 0, err
 		}
-		for _, r := range fetches.Records() {
-			stop, ok := end[r.Partition]
-			if !ok {
-				continue
-			}
-			if r.Offset+1 >= stop {
-				delete(end, r.Partition)
-			}
-			if r.Attrs.IsControl() || r.Offset >= stop {
-				continue
-			}
-			key := string(r.Key)
-			if r.Value == nil || p.cfg.SkipDecode {
-				p.st.remove(r.Partition, key)
-				continue
-			}
-			v, err := p.codec.DecodeAt(ctx, r.Topic, r.Partition, r.Offset, r.Value)
-			if err != nil {
+		for _, r := range recs {
+			if err := p.load(ctx, r); err != nil {
 				return 0, err
 			}
-			s, ok := v.(S)
-			if !ok {
-				return 0, fmt.Errorf("%s/%d@%d: state is a %s", r.Topic, r.Partition, r.Offset, schemas.TypeName(v))
+		}
+		if moved {
+			progress = time.Now()
+			if !warned.IsZero() {
+				p.log.Info("restore moves again", "changelog", p.cfg.Changelog, "left", rd.Left())
+				warned = time.Time{}
 			}
-			// A key's later record replaces its slot; the timer entry
-			// of the earlier one goes stale.
-			old, _ := p.st.get(r.Partition, key)
-			sl := slot[S]{s: s}
-			sl.setHas(true)
-			sl.wake = p.wakeOf(r.Partition, key, s, old.wake)
-			p.st.put(r.Partition, key, old, sl)
+			p.restoring.Store(nil)
+			continue
+		}
+		if stalled := time.Since(progress); stalled >= RestoreStallAfter {
+			msg := fmt.Sprintf("restore of %s has made no progress for %s: %s", p.cfg.Changelog, stalled.Round(time.Second), rd.Left())
+			p.restoring.Store(&msg)
+			if time.Since(warned) >= RestoreStallAfter {
+				p.log.Warn("restore stalled", "changelog", p.cfg.Changelog, "for", stalled.Round(time.Second), "left", rd.Left())
+				warned = time.Now()
+			}
 		}
 	}
 	n := 0
@@ -113,4 +89,29 @@ func (p *Processor[S]) restore(ctx context.Context, cl *kgo.Client, parts []int3
 		}
 	}
 	return n, nil
+}
+
+// load applies one changelog record: a key's latest value replaces its
+// slot, a tombstone removes it.
+func (p *Processor[S]) load(ctx context.Context, r *kgo.Record) error {
+	key := string(r.Key)
+	if r.Value == nil || p.cfg.SkipDecode {
+		p.st.remove(r.Partition, key)
+		return nil
+	}
+	v, err := p.codec.DecodeAt(ctx, r.Topic, r.Partition, r.Offset, r.Value)
+	if err != nil {
+		return err
+	}
+	s, ok := v.(S)
+	if !ok {
+		return fmt.Errorf("%s/%d@%d: state is a %s", r.Topic, r.Partition, r.Offset, schemas.TypeName(v))
+	}
+	// The earlier record's timer entry goes stale.
+	old, _ := p.st.get(r.Partition, key)
+	sl := slot[S]{s: s}
+	sl.setHas(true)
+	sl.wake = p.wakeOf(r.Partition, key, s, old.wake)
+	p.st.put(r.Partition, key, old, sl)
+	return nil
 }

@@ -69,7 +69,9 @@ type Processor[S any] struct {
 	dropped  map[int32]bool // revoked or lost, state to drop
 
 	ready atomic.Bool
-	stats Stats
+	// restoring describes a restore that has stalled, for ReadyErr.
+	restoring atomic.Pointer[string]
+	stats     Stats
 
 	// slab and recs are the changelog buffer and records of the last
 	// batch, reused by the next one (iterate): by the time End returns
@@ -130,6 +132,19 @@ func New[S any](cfg Config, m Machine[S]) (*Processor[S], error) {
 // Ready reports whether every assigned partition's state is restored.
 func (p *Processor[S]) Ready() bool { return p.ready.Load() }
 
+// ReadyErr is nil when Ready, else why not: a restore running, or one that
+// has made no progress for RestoreStallAfter, with the partitions and
+// offsets where it stands.
+func (p *Processor[S]) ReadyErr() error {
+	if p.ready.Load() {
+		return nil
+	}
+	if msg := p.restoring.Load(); msg != nil {
+		return errors.New(*msg)
+	}
+	return errors.New("state of assigned partitions not restored")
+}
+
 // Stats returns the processor's counters.
 func (p *Processor[S]) Stats() *Stats { return &p.stats }
 
@@ -171,7 +186,15 @@ func (p *Processor[S]) Run(ctx context.Context) error {
 		return fmt.Errorf("%s: client: %w", p.cfg.Name, err)
 	}
 	defer sess.Close()
-	restorer, err := kgo.NewClient(p.cfg.Kafka.Opts(kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())...)
+	// The transactional producer is initialised before anything is
+	// restored or consumed: it fences the previous incarnation of this
+	// transactional id (a process killed, or still running somewhere) and
+	// has its open transaction aborted, so the last stable offsets the
+	// restore reads to are final and no zombie commits behind it.
+	if err := p.initProducer(ctx, sess.Client()); err != nil {
+		return err
+	}
+	restorer, err := kgo.NewClient(p.cfg.Kafka.Opts()...)
 	if err != nil {
 		return fmt.Errorf("%s: restore client: %w", p.cfg.Name, err)
 	}
@@ -186,6 +209,31 @@ func (p *Processor[S]) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// initProducer obtains the producer id and epoch of the processor's
+// transactional id, trying again while the broker cannot answer (it may be
+// restarting) and saying so in the log.
+func (p *Processor[S]) initProducer(ctx context.Context, cl *kgo.Client) error {
+	for attempt := 0; ; attempt++ {
+		id, epoch, err := cl.ProducerID(ctx)
+		if err == nil {
+			p.restoring.Store(nil)
+			p.log.Info("transactional producer ready", "producer_id", id, "epoch", epoch)
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		msg := fmt.Sprintf("initialising the transactional producer: %v", err)
+		p.restoring.Store(&msg)
+		p.log.Warn("transactional producer not ready", "attempt", attempt+1, "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(min(time.Duration(attempt+1)*500*time.Millisecond, 5*time.Second)):
+		}
+	}
 }
 
 func (p *Processor[S]) onAssigned(m map[string][]int32) {

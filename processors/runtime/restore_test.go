@@ -1,0 +1,128 @@
+package runtime
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/internal/testkit"
+	"github.com/vmplane/vmplane/schemas"
+)
+
+func TestMain(m *testing.M) {
+	testkit.BrokerMain()
+	os.Exit(m.Run())
+}
+
+// A broker killed with a transaction open on the changelog aborts it when
+// it reloads its log, and writes no marker: the last offsets below the
+// last stable offset are never delivered to a read_committed reader. The
+// restore must end anyway (it once waited for a record at end-1 forever).
+func TestRestoreEndsPastAnAbortWithoutMarker(t *testing.T) {
+	b := testkit.StartBrokerProcess(t, t.TempDir())
+	cfg := b.Config()
+	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	produceReports(t, cfg, 10, 2)
+	ctx1, stop1 := context.WithCancel(t.Context())
+	_, done1 := runProcessor(t, ctx1, cfg, "a", clock)
+	readEvents(t, cfg, 20)
+	stop1()
+	if err := <-done1; err != nil {
+		t.Fatal(err)
+	}
+
+	// A producer dies with the broker in the middle of a transaction on
+	// every changelog partition. Its values are not states: a restore that
+	// loaded them would fail to decode.
+	parts := int32(0)
+	for _, tp := range schemas.Topics {
+		if tp.Name == schemas.TopicVmState {
+			parts = tp.PartitionsOf()
+		}
+	}
+	z, err := kgo.NewClient(cfg.Opts(kgo.TransactionalID("zombie"), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := z.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for p := range parts {
+		r := &kgo.Record{Topic: schemas.TopicVmState, Partition: p, Key: []byte("zombie"), Value: []byte("not a state")}
+		if err := z.ProduceSync(t.Context(), r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Kill()
+	z.Close()
+	b.Start()
+
+	// The reproduction holds: the aborted records end the log, the last
+	// stable offset is past them, and no marker follows.
+	checkAbortedTail(t, cfg, parts)
+
+	p2, done2 := runProcessor(t, t.Context(), cfg, "a", clock)
+	deadline := time.After(30 * time.Second)
+	for !p2.Ready() {
+		select {
+		case err := <-done2:
+			t.Fatalf("processor stopped: %v", err)
+		case <-deadline:
+			t.Fatalf("not restored within 30 s: %v", p2.ReadyErr())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if got := p2.Stats().Restored.Load(); got != 10 {
+		t.Fatalf("restored %d keys, want 10", got)
+	}
+	// And it goes on exactly once from where it was.
+	produceReports(t, cfg, 10, 1)
+	checkCounts(t, readEvents(t, cfg, 30), 10, 3)
+}
+
+// checkAbortedTail checks that the last record of the changelog partitions
+// holding the aborted transaction is one of its records (no marker), and
+// that the last stable offset is the end of the log.
+func checkAbortedTail(t *testing.T, cfg kafka.Config, parts int32) {
+	t.Helper()
+	cl, err := kgo.NewClient(cfg.Opts(kgo.FetchIsolationLevel(kgo.ReadUncommitted()), kgo.KeepControlRecords(),
+		kgo.ConsumeTopics(schemas.TopicVmState), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	lso, err := kafka.ListOffsets(t.Context(), adm.ListCommittedOffsets, schemas.TopicVmState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hwm, err := kafka.ListOffsets(t.Context(), adm.ListEndOffsets, schemas.TopicVmState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := map[int32]*kgo.Record{}
+	left := int(parts)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	for left > 0 && ctx.Err() == nil {
+		for _, r := range cl.PollFetches(ctx).Records() {
+			last[r.Partition] = r
+			if e, _ := hwm.Lookup(r.Topic, r.Partition); r.Offset+1 == e.Offset {
+				left--
+			}
+		}
+	}
+	for p := range parts {
+		l, _ := lso.Lookup(schemas.TopicVmState, p)
+		h, _ := hwm.Lookup(schemas.TopicVmState, p)
+		r := last[p]
+		if r == nil || l.Offset != h.Offset || r.Attrs.IsControl() || string(r.Key) != "zombie" {
+			t.Fatalf("partition %d: last stable %d, end %d, last record %+v: not an aborted tail without a marker", p, l.Offset, h.Offset, r)
+		}
+	}
+}
