@@ -70,6 +70,12 @@ func (c Config) Opts(extra ...kgo.Opt) []kgo.Opt {
 		// own (/metrics), and each push compresses into a fresh 4 MiB
 		// buffer, every 30 s for every client of a role.
 		kgo.DisableClientMetrics(),
+		// A group member killed without leaving holds its partitions until
+		// its session times out: 10 s rather than franz-go's 45 s, so that
+		// a role restarted after a crash consumes again within seconds.
+		// Processors set their own (runtime.Config.SessionTimeout).
+		kgo.SessionTimeout(10 * time.Second),
+		kgo.HeartbeatInterval(2 * time.Second),
 	}
 	if c.User != "" {
 		opts = append(opts, kgo.SASL(scram.Auth{User: c.User, Pass: c.Password}.AsSha512Mechanism()))

@@ -89,7 +89,11 @@ func (m *Machine) step(s *schemas.VmRecord, in schemas.Record, now time.Time) (*
 	}
 	if t.s == nil {
 		// Reports and signals about a VM that does not exist (never created,
-		// or expunged) have nothing to act on.
+		// or expunged) have nothing to act on, but a guest that runs all
+		// the same is shown to the operator (unmanaged.go).
+		if r, ok := in.Value.(*schemas.PowerReport); ok {
+			return s, unmanagedGuest(in.Key, r, now)
+		}
 		return s, nil
 	}
 	switch v := in.Value.(type) {
