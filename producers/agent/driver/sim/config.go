@@ -60,6 +60,12 @@ type Config struct {
 	Seed uint64
 	// ChangeBuffer is the capacity of the Changes channel (default 1024).
 	ChangeBuffer int
+	// StateFile keeps the hosts' VMs, power states and crashed or
+	// partitioned flags across restarts of the process (state.go): loaded
+	// by New, saved before every change returns success. An operation whose
+	// save fails returns the error, its change made in memory only until
+	// the next save. Empty: memory only, at no cost.
+	StateFile string
 }
 
 // hosts returns the configured or generated hosts.

@@ -37,7 +37,8 @@ func (d *Driver) Heal(id string) error {
 // OutOfBand changes a VM's power state behind vmplane's back (an operator
 // pausing it, a guest shutting down, a kill) and signals it on Changes. The
 // state is one of schemas.PowerOn, PowerOff, PowerPaused and PowerSusp.
-func (d *Driver) OutOfBand(hostID, vmID, state string) error {
+func (d *Driver) OutOfBand(hostID, vmID, state string) (err error) {
+	defer d.persist(&err)
 	p, ok := parsePower(state)
 	if !ok {
 		return fmt.Errorf("out-of-band %s: unknown power state %q", vmID, state)
@@ -59,7 +60,8 @@ func (d *Driver) OutOfBand(hostID, vmID, state string) error {
 	return nil
 }
 
-func (d *Driver) control(id string, f func(*host)) error {
+func (d *Driver) control(id string, f func(*host)) (err error) {
+	defer d.persist(&err)
 	h, ok := d.hosts[id]
 	if !ok {
 		return fmt.Errorf("host %s: %w", id, agent.ErrUnknownHost)

@@ -89,7 +89,12 @@ func (d *Driver) Snapshot(ctx context.Context, hostID, vmID, name string) error 
 // Migrate moves a running or paused VM from one simulated host to another
 // with its power state, as a live migration does. Both hosts must be served
 // by this driver and reachable.
-func (d *Driver) Migrate(ctx context.Context, srcHostID, vmID, dstHostID string, spec agent.VMSpec) error {
+func (d *Driver) Migrate(ctx context.Context, srcHostID, vmID, dstHostID string, spec agent.VMSpec) (err error) {
+	defer d.persist(&err)
+	if d.state != nil {
+		d.state.moving.RLock()
+		defer d.state.moving.RUnlock()
+	}
 	if srcHostID == dstHostID {
 		return fmt.Errorf("migrate vm %s: source and destination are both %s", vmID, srcHostID)
 	}
@@ -143,7 +148,8 @@ func (d *Driver) Migrate(ctx context.Context, srcHostID, vmID, dstHostID string,
 
 // transition runs one single-VM operation: latency, reachability, the VM's
 // existence, the injected failure, then change.
-func (d *Driver) transition(ctx context.Context, op, hostID, vmID string, latency time.Duration, rate float64, change func(*vm) error) error {
+func (d *Driver) transition(ctx context.Context, op, hostID, vmID string, latency time.Duration, rate float64, change func(*vm) error) (err error) {
+	defer d.persist(&err)
 	h, err := d.operate(ctx, hostID, latency)
 	if err != nil {
 		return fmt.Errorf("%s vm %s: %w", op, vmID, err)

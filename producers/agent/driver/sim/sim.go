@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -62,6 +64,7 @@ type Driver struct {
 	hosts   map[string]*host
 	order   []string // host ids in configuration order
 	changes chan agent.Change
+	state   *stateFile // nil without Config.StateFile
 
 	rmu sync.Mutex
 	rnd *rand.Rand
@@ -70,7 +73,7 @@ type Driver struct {
 var _ agent.Driver = (*Driver)(nil)
 
 // New builds a simulated hypervisor with the configured hosts, all up and
-// empty.
+// empty, or as the state file left them.
 func New(cfg Config) (*Driver, error) {
 	infos, err := cfg.hosts()
 	if err != nil {
@@ -98,6 +101,15 @@ func New(cfg Config) (*Driver, error) {
 		d.hosts[info.ID] = &host{info: info}
 		d.order[i] = info.ID
 	}
+	if cfg.StateFile != "" {
+		if err := os.MkdirAll(filepath.Dir(cfg.StateFile), 0o755); err != nil {
+			return nil, fmt.Errorf("sim: state dir: %w", err)
+		}
+		d.state = &stateFile{path: cfg.StateFile}
+		if err := d.load(); err != nil {
+			return nil, err
+		}
+	}
 	return d, nil
 }
 
@@ -114,7 +126,8 @@ func (d *Driver) Hosts() []agent.HostInfo {
 func (d *Driver) Changes() <-chan agent.Change { return d.changes }
 
 // Start defines the VM if needed and powers it on.
-func (d *Driver) Start(ctx context.Context, hostID string, spec agent.VMSpec) error {
+func (d *Driver) Start(ctx context.Context, hostID string, spec agent.VMSpec) (err error) {
+	defer d.persist(&err)
 	h, err := d.operate(ctx, hostID, d.cfg.Latency.Start)
 	if err != nil {
 		return fmt.Errorf("start vm %s: %w", spec.ID, err)
@@ -139,7 +152,8 @@ func (d *Driver) Start(ctx context.Context, hostID string, spec agent.VMSpec) er
 
 // Stop powers a VM off; the simulator does not tell a guest shutdown from a
 // forced one.
-func (d *Driver) Stop(ctx context.Context, hostID, vmID string, force bool) error {
+func (d *Driver) Stop(ctx context.Context, hostID, vmID string, force bool) (err error) {
+	defer d.persist(&err)
 	h, err := d.operate(ctx, hostID, d.cfg.Latency.Stop)
 	if err != nil {
 		return fmt.Errorf("stop vm %s: %w", vmID, err)
@@ -157,7 +171,8 @@ func (d *Driver) Stop(ctx context.Context, hostID, vmID string, force bool) erro
 }
 
 // Destroy removes a VM.
-func (d *Driver) Destroy(ctx context.Context, hostID, vmID string) error {
+func (d *Driver) Destroy(ctx context.Context, hostID, vmID string) (err error) {
+	defer d.persist(&err)
 	h, err := d.operate(ctx, hostID, d.cfg.Latency.Destroy)
 	if err != nil {
 		return fmt.Errorf("destroy vm %s: %w", vmID, err)
