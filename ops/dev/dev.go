@@ -205,7 +205,16 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, err
 	}
 	s.run(runCtx, "gateway", gw)
-	ag, err := roles.NewSimAgent(as(o, kafka.PrincipalAgent), roles.SimLayout{Prefix: "host", Zone: "zone-1", Pods: 1, Clusters: 2, Hosts: cfg.Hosts}, settings)
+	// The simulated hosts and the agent's answers live under var/sim, so a
+	// stack killed and started again finds its VMs as they were; a new log
+	// knows none of them.
+	simDir := filepath.Join(cfg.VarDir, "sim")
+	if freshLog {
+		if err := os.RemoveAll(simDir); err != nil {
+			return nil, fmt.Errorf("drop the sim hosts of an earlier log: %w", err)
+		}
+	}
+	ag, err := roles.NewSimAgent(as(o, kafka.PrincipalAgent), roles.SimLayout{Prefix: "host", Zone: "zone-1", Pods: 1, Clusters: 2, Hosts: cfg.Hosts, StateDir: simDir}, settings)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"time"
 
 	"github.com/vmplane/vmplane/producers/agent"
@@ -20,6 +21,9 @@ type SimLayout struct {
 	Pods, Clusters, Hosts int // Hosts in all, spread over Pods × Clusters
 	CPU                   int32
 	MemoryMB              int64
+	// StateDir keeps the simulated hosts (sim-<agent id>.json) and the
+	// agent's answers across restarts; empty: memory only.
+	StateDir string
 }
 
 // SimAgent is an agent serving simulated hosts, with its simulator at hand
@@ -39,14 +43,19 @@ func NewSimAgent(o Options, l SimLayout, s Settings) (*SimAgent, error) {
 	if l.MemoryMB == 0 {
 		l.MemoryMB = 65536
 	}
+	id := o.InstanceID + "-" + l.Prefix
+	var stateFile string
+	if l.StateDir != "" {
+		stateFile = filepath.Join(l.StateDir, "sim-"+id+".json")
+	}
 	d, err := sim.New(sim.Config{Layout: sim.Layout{
 		Prefix: l.Prefix, Zone: l.Zone, Pods: max(l.Pods, 1), ClustersPerPod: max(l.Clusters, 1),
 		HostsPerCluster: perCluster, CPU: l.CPU, MemoryMB: l.MemoryMB,
-	}})
+	}, StateFile: stateFile})
 	if err != nil {
 		return nil, err
 	}
-	a := agent.New(agent.Config{ID: o.InstanceID + "-" + l.Prefix, Kafka: o.Kafka, PingInterval: s.PingInterval, Logger: o.Logger}, d)
+	a := agent.New(agent.Config{ID: id, Kafka: o.Kafka, PingInterval: s.PingInterval, Logger: o.Logger, DataDir: l.StateDir}, d)
 	return &SimAgent{Agent: a, Driver: d}, nil
 }
 
@@ -63,8 +72,9 @@ type QemuLayout struct {
 	// Tags every host carries (default qemu): an offering with host tag
 	// qemu is placed on QEMU hosts only.
 	Tags []string
-	// StateDir holds the guests' directories (disks, QMP sockets); keep it
-	// short, unix socket paths are limited to 107 bytes.
+	// StateDir holds the guests' directories (disks, QMP sockets), and the
+	// agent's answers (answers-<agent id>.log); keep it short, unix socket
+	// paths are limited to 107 bytes.
 	StateDir string
 }
 
@@ -102,7 +112,7 @@ func NewQemuAgent(o Options, l QemuLayout, s Settings) (Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("qemu agent: %w", err)
 	}
-	a := agent.New(agent.Config{ID: o.InstanceID + "-" + l.Prefix, Kafka: o.Kafka, PingInterval: s.PingInterval, Logger: o.Logger}, d)
+	a := agent.New(agent.Config{ID: o.InstanceID + "-" + l.Prefix, Kafka: o.Kafka, PingInterval: s.PingInterval, Logger: o.Logger, DataDir: l.StateDir}, d)
 	return &qemuAgent{Agent: a, drv: d}, nil
 }
 

@@ -180,7 +180,7 @@ func runAgent(ctx context.Context, args []string, log *slog.Logger) error {
 	zone := f.str("zone", "VMPLANE_ZONE", "zone-1", "zone of the hosts")
 	hosts := f.num("hosts", "VMPLANE_SIM_HOSTS", 4, "hosts served")
 	clusters := f.num("clusters", "VMPLANE_SIM_CLUSTERS", 2, "clusters the simulated hosts are spread over (qemu hosts form one cluster)")
-	stateDir := f.str("state-dir", "VMPLANE_QEMU_DIR", "", "qemu: directory of the guests' disks and QMP sockets (default a new one under the temp dir; keep it short)")
+	stateDir := f.str("state-dir", "VMPLANE_QEMU_DIR", "", "what outlives the agent, with its answers to commands: qemu: the guests' disks and QMP sockets (default a new one under the temp dir; keep it short); sim: the simulated hosts' VMs (default: memory only)")
 	simControl := f.str("sim-control", "VMPLANE_SIM_CONTROL", "", "sim: listen address of the simulator's control API (crash a host, pause a VM behind vmplane's back); loopback only; empty: off")
 	f.Parse(args)
 	o := roles.Options{Kafka: k.config(), InstanceID: *inst, Logger: log}
@@ -189,7 +189,7 @@ func runAgent(ctx context.Context, args []string, log *slog.Logger) error {
 		if *prefix == "" {
 			*prefix = "sim"
 		}
-		a, err := roles.NewSimAgent(o, roles.SimLayout{Prefix: *prefix, Zone: *zone, Pods: 1, Clusters: *clusters, Hosts: *hosts}, roles.Settings{PingInterval: *ping})
+		a, err := roles.NewSimAgent(o, roles.SimLayout{Prefix: *prefix, Zone: *zone, Pods: 1, Clusters: *clusters, Hosts: *hosts, StateDir: *stateDir}, roles.Settings{PingInterval: *ping})
 		if err != nil {
 			return err
 		}
