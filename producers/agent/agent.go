@@ -2,9 +2,11 @@
 // serves (AgentConnected), reports raw VM power states every ping interval
 // and at once on every change (vm.power.v1, AgentPing), and executes agent
 // commands from agent.commands.v1 idempotently, answering each on
-// vm.answers.v1 with the epoch it carried. It knows nothing of jobs, VM
-// states or placement: it reports what the hypervisor says and does what it
-// is told, never deciding anything on its own.
+// vm.answers.v1 with the epoch it carried. Its only state of its own is the
+// answers it gave, by command id, kept in a file of its data directory when
+// it has one so that a restart executes nothing twice. It knows nothing of
+// jobs, VM states or placement: it reports what the hypervisor says and does
+// what it is told, never deciding anything on its own.
 package agent
 
 import (
