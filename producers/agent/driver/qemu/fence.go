@@ -3,7 +3,10 @@ package qemu
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/vmplane/vmplane/producers/agent"
 )
@@ -48,7 +51,7 @@ func (d *Driver) CheckHost(ctx context.Context, fromHostID, targetHostID, method
 		defer d.mu.Unlock()
 		for _, id := range vmIDs {
 			if g, ok := d.vms[id]; ok && g.host == targetHostID && g.proc != nil && g.proc.alive() {
-				return "Up", fmt.Sprintf("vm %s has a live qemu process (pid %d)", id, g.proc.cmd.Process.Pid), nil
+				return "Up", fmt.Sprintf("vm %s has a live qemu process (pid %d)", id, g.proc.pid), nil
 			}
 		}
 		return "Unknown", "no qemu process of the listed vms", nil
@@ -75,7 +78,7 @@ func (d *Driver) Fence(ctx context.Context, fromHostID, targetHostID string) err
 	d.mu.Unlock()
 	for _, p := range procs {
 		if p.alive() {
-			p.cmd.Process.Kill()
+			p.kill()
 		}
 	}
 	for _, p := range procs {
@@ -85,6 +88,45 @@ func (d *Driver) Fence(ctx context.Context, fromHostID, targetHostID string) err
 			return fmt.Errorf("fence %s: guests still running: %w", targetHostID, ctx.Err())
 		}
 	}
-	d.cfg.Logger.Warn("qemu host fenced: its guests were killed", "host", targetHostID, "guests", len(procs))
+	strays, err := d.killStrays(ctx, targetHostID)
+	if err != nil {
+		return fmt.Errorf("fence %s: %w", targetHostID, err)
+	}
+	d.cfg.Logger.Warn("qemu host fenced: its guests were killed", "host", targetHostID, "guests", len(procs), "unwatched", strays)
 	return nil
+}
+
+// killStrays kills the guests of host that the driver does not watch — a
+// second copy it left alone, one not adopted yet — found by their pid
+// files: fencing is about what runs, not about what the driver knows.
+func (d *Driver) killStrays(ctx context.Context, host string) (int, error) {
+	entries, err := os.ReadDir(d.cfg.Dir)
+	if err != nil {
+		return 0, err
+	}
+	type stray struct {
+		pid     int
+		pidfile string
+	}
+	var found []stray
+	for _, e := range entries {
+		path := pidPath(filepath.Join(d.cfg.Dir, e.Name()), host)
+		if pid := readPid(path); e.IsDir() && isGuest(pid, path) {
+			if p, _ := os.FindProcess(pid); p != nil {
+				p.Kill()
+				p.Release()
+			}
+			found = append(found, stray{pid, path})
+		}
+	}
+	for _, s := range found {
+		for isGuest(s.pid, s.pidfile) {
+			select {
+			case <-ctx.Done():
+				return len(found), fmt.Errorf("guest pid %d still running: %w", s.pid, ctx.Err())
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	return len(found), nil
 }

@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,9 +25,11 @@ type Config struct {
 	// Hosts are the hosts served; QEMU runs every guest on this machine,
 	// so a host is a named share of it.
 	Hosts []agent.HostInfo
-	// Dir holds one directory per VM (disk, sockets, suspend image); it
-	// plays the storage the hosts share, so a VM migrates without copying
-	// its disk. Keep it short: unix socket paths are limited to 107 bytes.
+	// Dir holds one directory per VM (disk, record, pid files, sockets,
+	// suspend image); it plays the storage the hosts share, so a VM
+	// migrates without copying its disk, and it is what outlives the
+	// agent: a driver started on it adopts the guests it finds there. Keep
+	// it short: unix socket paths are limited to 107 bytes.
 	Dir string
 	// Binary is the QEMU system emulator (default qemu-system-x86_64).
 	Binary string
@@ -51,11 +54,16 @@ type Driver struct {
 
 	mu  sync.Mutex
 	vms map[string]*guest // by VM id: a VM is on one host at a time
+
+	// done ends every watch (Close).
+	done      chan struct{}
+	closeOnce sync.Once
 }
 
 var _ agent.Driver = (*Driver)(nil)
 
-// New returns a driver; it starts nothing until a VM is started.
+// New returns a driver that has adopted the guests of its hosts found under
+// Config.Dir (adopt.go); it starts nothing until a VM is started.
 func New(cfg Config) (*Driver, error) {
 	if len(cfg.Hosts) == 0 || cfg.Dir == "" {
 		return nil, errors.New("qemu: Hosts and Dir are required")
@@ -85,16 +93,26 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	// Absolute: a guest's command line names its pid file, and adoption
+	// knows it by that name (pidfile.go); QEMU's daemon also leaves the
+	// working directory.
+	dir, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("qemu: %w", err)
+	}
+	cfg.Dir = dir
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("qemu: %w", err)
 	}
-	d := &Driver{cfg: cfg, hosts: map[string]agent.HostInfo{}, changes: make(chan agent.Change, 256), vms: map[string]*guest{}}
+	d := &Driver{cfg: cfg, hosts: map[string]agent.HostInfo{}, changes: make(chan agent.Change, 256), vms: map[string]*guest{},
+		done: make(chan struct{})}
 	for _, h := range cfg.Hosts {
 		if h.Hypervisor == "" {
 			h.Hypervisor = "qemu"
 		}
 		d.hosts[h.ID] = h
 	}
+	d.adopt()
 	return d, nil
 }
 
@@ -120,7 +138,9 @@ func (d *Driver) signal(hostID, vmID string) {
 	}
 }
 
-// guest is one VM: its definition and, while it runs, its process.
+// guest is one VM: its definition and, while it runs, its process. host,
+// suspended, rescued and proc are written under Driver.mu, which
+// PowerStates reads them under; the rest is fixed.
 type guest struct {
 	id, host string
 	spec     agent.VMSpec
@@ -129,42 +149,6 @@ type guest struct {
 	// suspended is set while the VM's memory sits in state.bin.
 	suspended bool
 	proc      *process
-}
-
-// process is one running QEMU.
-type process struct {
-	cmd    *exec.Cmd
-	qmp    *Client
-	exited chan struct{}
-	// status is the last run state QEMU reported (running, paused, …).
-	mu     sync.Mutex
-	status string
-	// refreshing serializes refresh: the driver's calls (after stop,
-	// cont, …) and the watcher's (after a STOP or RESUME event, which may
-	// arrive after a later command's answer) each ask and set in turn, so
-	// an earlier answer never overwrites a later one.
-	refreshing sync.Mutex
-}
-
-func (p *process) setStatus(s string) {
-	p.mu.Lock()
-	p.status = s
-	p.mu.Unlock()
-}
-
-func (p *process) getStatus() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.status
-}
-
-func (p *process) alive() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
 }
 
 // setSuspended is written under d.mu: PowerStates and PowerState read it
@@ -194,196 +178,151 @@ func (d *Driver) lookupLocked(hostID, vmID string) (*guest, error) {
 	return g, nil
 }
 
-// define returns the VM, creating its directory and disk the first time.
-func (d *Driver) define(ctx context.Context, hostID string, spec agent.VMSpec) (*guest, error) {
+// find is lookup for a command: a VM not in memory but recorded under
+// Config.Dir for host (adoption found its lock held) is adopted first.
+func (d *Driver) find(hostID, vmID string) (*guest, error) {
+	g, err := d.lookup(hostID, vmID)
+	if !errors.Is(err, agent.ErrUnknownVM) || !validID(vmID) {
+		return g, err
+	}
+	dir := filepath.Join(d.cfg.Dir, vmID)
+	if r, rerr := readRecord(dir); rerr == nil && r.Host == hostID {
+		d.adoptOne(dir, r)
+		return d.lookup(hostID, vmID)
+	}
+	return g, err
+}
+
+// validID keeps a VM id a single directory name under Config.Dir.
+func validID(id string) bool {
+	return id != "" && id != "." && id != ".." && !strings.ContainsAny(id, `/\`+"\x00")
+}
+
+// hold takes the VM's lock for a command that may start a process and
+// returns the VM reconciled with what really runs (adopt.go): never trust
+// memory alone before starting anything. With spec (Start) a new VM's
+// directory and disk are made and the VM may be on any host; without, it
+// must be on host. unlock releases the lock.
+func (d *Driver) hold(ctx context.Context, hostID, vmID string, spec *agent.VMSpec) (g *guest, unlock func(), err error) {
 	if _, ok := d.hosts[hostID]; !ok {
-		return nil, fmt.Errorf("host %s: %w", hostID, agent.ErrUnknownHost)
+		return nil, nil, fmt.Errorf("host %s: %w", hostID, agent.ErrUnknownHost)
 	}
-	d.mu.Lock()
-	g, ok := d.vms[spec.ID]
-	d.mu.Unlock()
-	if ok {
-		if g.host != hostID {
-			return nil, fmt.Errorf("vm %s is on host %s, not %s", spec.ID, g.host, hostID)
+	if !validID(vmID) {
+		return nil, nil, fmt.Errorf("vm id %q: not a directory name", vmID)
+	}
+	dir := filepath.Join(d.cfg.Dir, vmID)
+	if spec != nil {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, nil, fmt.Errorf("vm %s: %w", vmID, err)
 		}
-		return g, nil
+	} else if _, err := d.find(hostID, vmID); err != nil {
+		return nil, nil, err
 	}
-	g = &guest{id: spec.ID, host: hostID, spec: spec, dir: filepath.Join(d.cfg.Dir, spec.ID)}
-	if err := os.MkdirAll(g.dir, 0o755); err != nil {
-		return nil, fmt.Errorf("define vm %s: %w", spec.ID, err)
+	unlock, err = lockVM(ctx, dir)
+	if err != nil {
+		return nil, nil, err
 	}
-	if err := d.newDisk(ctx, g); err != nil {
-		return nil, err
+	g, err = d.held(ctx, hostID, vmID, dir, spec)
+	if err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	return g, unlock, nil
+}
+
+// held is hold's work once the lock is taken.
+func (d *Driver) held(ctx context.Context, hostID, vmID, dir string, spec *agent.VMSpec) (*guest, error) {
+	d.mu.Lock()
+	g, known := d.vms[vmID]
+	d.mu.Unlock()
+	if !known {
+		if r, err := readRecord(dir); err == nil {
+			if _, ours := d.hosts[r.Host]; !ours {
+				return nil, fmt.Errorf("vm %s belongs to host %s, not served here", vmID, r.Host)
+			}
+			g = guestOf(dir, r)
+		} else if spec != nil {
+			g = &guest{id: vmID, host: hostID, spec: *spec, dir: dir}
+		} else {
+			return nil, fmt.Errorf("vm %s on %s: %w", vmID, hostID, agent.ErrUnknownVM)
+		}
+	}
+	if err := d.reconcile(ctx, g); err != nil {
+		return nil, fmt.Errorf("vm %s: %w", vmID, err)
 	}
 	d.mu.Lock()
-	d.vms[spec.ID] = g
+	elsewhere := g.host != hostID
 	d.mu.Unlock()
+	if spec == nil && elsewhere {
+		return nil, fmt.Errorf("vm %s on %s: %w", vmID, hostID, agent.ErrUnknownVM)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "disk.qcow2")); errors.Is(err, fs.ErrNotExist) {
+		if err := d.newDisk(ctx, g); err != nil {
+			return nil, err
+		}
+	}
+	if !known {
+		d.mu.Lock()
+		d.vms[vmID] = g
+		d.mu.Unlock()
+	}
 	return g, nil
 }
 
-// newDisk makes a fresh qcow2 disk, replacing any old one.
+// newDisk makes a fresh qcow2 disk, replacing any old one only once the
+// new one is complete.
 func (d *Driver) newDisk(ctx context.Context, g *guest) error {
-	out, err := exec.CommandContext(ctx, "qemu-img", "create", "-q", "-f", "qcow2", filepath.Join(g.dir, "disk.qcow2"), strconv.Itoa(d.cfg.DiskMB)+"M").CombinedOutput()
+	disk := filepath.Join(g.dir, "disk.qcow2")
+	out, err := exec.CommandContext(ctx, "qemu-img", "create", "-q", "-f", "qcow2", disk+".new", strconv.Itoa(d.cfg.DiskMB)+"M").CombinedOutput()
+	if err == nil {
+		err = os.Rename(disk+".new", disk)
+	}
 	if err != nil {
 		return fmt.Errorf("disk of vm %s: %v: %s", g.id, err, out)
 	}
 	return nil
 }
 
-// Start powers the VM on; a running VM is left alone, a suspended one is
-// resumed from its saved memory.
+// Start powers the VM on: a VM that already runs on host (started by this
+// driver, adopted, or started meanwhile by another agent on Config.Dir) is
+// left alone, a suspended one is resumed from its saved memory. A VM that
+// runs on another host is an error: never two copies of one VM.
 func (d *Driver) Start(ctx context.Context, hostID string, spec agent.VMSpec) error {
-	g, err := d.define(ctx, hostID, spec)
+	g, unlock, err := d.hold(ctx, hostID, spec.ID, &spec)
 	if err != nil {
 		return fmt.Errorf("start vm %s: %w", spec.ID, err)
 	}
-	if g.proc != nil && g.proc.alive() {
-		return nil
+	defer unlock()
+	if p := d.procOf(g); p != nil && p.alive() {
+		switch {
+		case p.host != hostID:
+			return fmt.Errorf("start vm %s on %s: it runs on host %s", spec.ID, hostID, p.host)
+		case p.holdsGuest():
+			return nil
+		}
+		// A guest that powered off, or what a migration left: it holds
+		// nothing to keep.
+		d.quit(ctx, p)
 	}
-	if g.suspended {
-		return d.Resume(ctx, hostID, spec.ID)
+	d.mu.Lock()
+	g.host, g.spec = hostID, spec
+	suspended := g.suspended
+	d.mu.Unlock()
+	// Written before QEMU starts: a guest is never found without the host
+	// it belongs to.
+	if err := d.save(g); err != nil {
+		return fmt.Errorf("start vm %s: %w", spec.ID, err)
+	}
+	if suspended {
+		if err := d.resume(ctx, g); err != nil {
+			return fmt.Errorf("start vm %s: %w", spec.ID, err)
+		}
+		return nil
 	}
 	if err := d.launch(ctx, g, hostID, ""); err != nil {
 		return fmt.Errorf("start vm %s: %w", spec.ID, err)
 	}
 	return nil
-}
-
-// launch starts QEMU for g on host; incoming, when set, makes it wait for
-// a migration stream from that URI instead of booting.
-func (d *Driver) launch(ctx context.Context, g *guest, host, incoming string) error {
-	ctl := filepath.Join(g.dir, host+".qmp")
-	ext := filepath.Join(g.dir, "ext.qmp")
-	if incoming != "" {
-		ext = filepath.Join(g.dir, host+"-ext.qmp")
-	}
-	os.Remove(ctl)
-	os.Remove(ext)
-	args := []string{
-		"-nodefaults", "-nographic", "-no-user-config",
-		"-name", g.id,
-		"-machine", "pc,accel=" + d.cfg.Accel,
-		"-m", strconv.FormatInt(d.cfg.GuestMemoryMB, 10), "-smp", "1",
-		"-serial", "none", "-parallel", "none", "-monitor", "none",
-		// Our monitor, and a second one for operators: an out-of-band
-		// quit or stop there is seen through our monitor's events.
-		"-qmp", "unix:" + ctl + ",server=on,wait=off",
-		"-qmp", "unix:" + ext + ",server=on,wait=off",
-		"-drive", "file=" + filepath.Join(g.dir, "disk.qcow2") + ",format=qcow2,if=ide,index=0",
-	}
-	if g.rescued {
-		args = append(args, "-boot", "order=n")
-	}
-	if incoming != "" {
-		args = append(args, "-incoming", incoming)
-	}
-	cmd := exec.Command(d.cfg.Binary, args...)
-	logf, _ := os.Create(filepath.Join(g.dir, host+".log"))
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("run %s: %w", d.cfg.Binary, err)
-	}
-	p := &process{cmd: cmd, exited: make(chan struct{})}
-	go func() {
-		cmd.Wait()
-		if logf != nil {
-			logf.Close()
-		}
-		close(p.exited)
-	}()
-	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	qmp, err := dialWhileAlive(dctx, ctl, p)
-	if err != nil {
-		cmd.Process.Kill()
-		return err
-	}
-	p.qmp = qmp
-	p.refresh(ctx, "")
-	d.mu.Lock()
-	g.proc = p
-	d.mu.Unlock()
-	go d.watch(g, host, p)
-	return nil
-}
-
-func dialWhileAlive(ctx context.Context, path string, p *process) (*Client, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-p.exited:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	c, err := Dial(ctx, path)
-	if err != nil && !p.alive() {
-		return nil, fmt.Errorf("qemu exited at start (see %s): %w", filepath.Dir(path), err)
-	}
-	return c, err
-}
-
-// watch turns QMP events and the process's exit into Changes.
-func (d *Driver) watch(g *guest, host string, p *process) {
-	for {
-		select {
-		case ev, ok := <-p.qmp.Events():
-			if !ok {
-				<-p.exited
-				d.signal(host, g.id)
-				return
-			}
-			switch ev.Name {
-			case "STOP":
-				p.refreshAfterEvent("paused")
-			case "RESUME":
-				p.refreshAfterEvent("running")
-			case "SHUTDOWN", "POWERDOWN", "RESET":
-			default:
-				continue
-			}
-			d.signal(host, g.id)
-		case <-p.exited:
-			p.qmp.Close()
-			d.signal(host, g.id)
-			return
-		}
-	}
-}
-
-// refreshAfterEvent re-reads the run state after a STOP or RESUME event
-// rather than taking the event's word: the event may be older than the
-// answer of a command sent since (a pause's STOP handled after the unpause).
-func (p *process) refreshAfterEvent(implied string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	p.refresh(ctx, implied)
-}
-
-// refresh asks QEMU for its run state and records it; when QEMU does not
-// answer (it is exiting), it records fallback.
-func (p *process) refresh(ctx context.Context, fallback string) {
-	p.refreshing.Lock()
-	defer p.refreshing.Unlock()
-	status, err := p.queryStatus(ctx)
-	if err != nil {
-		status = fallback
-	}
-	p.setStatus(status)
-}
-
-// queryStatus asks QEMU for its run state (running, paused, inmigrate, …).
-func (p *process) queryStatus(ctx context.Context) (string, error) {
-	ret, err := p.qmp.Execute(ctx, "query-status", nil)
-	if err != nil {
-		return "", err
-	}
-	var st struct {
-		Status string `json:"status"`
-	}
-	json.Unmarshal(ret, &st)
-	return st.Status, nil
 }
 
 // PowerStates returns the power state of every VM on the host.
@@ -432,37 +371,54 @@ func (g *guest) power() string {
 	return schemas.PowerUnknown
 }
 
+// procOf is g's process, nil when it has none.
+func (d *Driver) procOf(g *guest) *process {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return g.proc
+}
+
+func (d *Driver) isSuspended(g *guest) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return g.suspended
+}
+
 // running returns the VM's process, or an error when it is not running.
 func (d *Driver) running(hostID, vmID string) (*guest, *process, error) {
-	g, err := d.lookup(hostID, vmID)
+	g, err := d.find(hostID, vmID)
 	if err != nil {
 		return nil, nil, err
 	}
-	if g.proc == nil || !g.proc.alive() {
+	p := d.procOf(g)
+	if p == nil || !p.alive() {
 		return g, nil, fmt.Errorf("vm %s is not running", vmID)
 	}
-	return g, g.proc, nil
+	return g, p, nil
 }
 
 // Stop powers the VM off: ACPI power button and StopTimeout for the guest,
 // then quit; at once with force.
 func (d *Driver) Stop(ctx context.Context, hostID, vmID string, force bool) error {
-	g, err := d.lookup(hostID, vmID)
+	g, err := d.find(hostID, vmID)
 	if err != nil {
 		return fmt.Errorf("stop: %w", err)
 	}
-	if g.suspended {
+	if d.isSuspended(g) {
 		// Powering a suspended VM off discards its saved memory.
-		os.Remove(filepath.Join(g.dir, "state.bin"))
 		d.setSuspended(g, false)
+		if err := d.save(g); err != nil {
+			return fmt.Errorf("stop: %w", err)
+		}
+		os.Remove(filepath.Join(g.dir, "state.bin"))
 		return nil
 	}
-	p := g.proc
+	p := d.procOf(g)
 	if p == nil || !p.alive() {
 		return nil
 	}
 	if !force {
-		if _, err := p.qmp.Execute(ctx, "system_powerdown", nil); err == nil {
+		if _, err := p.execute(ctx, "system_powerdown", nil); err == nil {
 			select {
 			case <-p.exited:
 				return nil
@@ -472,29 +428,23 @@ func (d *Driver) Stop(ctx context.Context, hostID, vmID string, force bool) erro
 			}
 		}
 	}
-	return d.quit(ctx, p)
-}
-
-// quit ends a process: QMP quit, then a kill if it lingers.
-func (d *Driver) quit(ctx context.Context, p *process) error {
-	p.qmp.Execute(ctx, "quit", nil) // the answer may race the exit
-	select {
-	case <-p.exited:
-	case <-time.After(5 * time.Second):
-		p.cmd.Process.Kill()
-		<-p.exited
+	if err := d.quit(ctx, p); err != nil {
+		return fmt.Errorf("stop vm %s: %w", vmID, err)
 	}
 	return nil
 }
 
 // Destroy powers the VM off and removes its directory.
 func (d *Driver) Destroy(ctx context.Context, hostID, vmID string) error {
-	g, err := d.lookup(hostID, vmID)
+	g, unlock, err := d.hold(ctx, hostID, vmID, nil)
 	if err != nil {
 		return fmt.Errorf("destroy: %w", err)
 	}
-	if g.proc != nil && g.proc.alive() {
-		d.quit(ctx, g.proc)
+	defer unlock()
+	if p := d.procOf(g); p != nil && p.alive() {
+		if err := d.quit(ctx, p); err != nil {
+			return fmt.Errorf("destroy vm %s: %w", vmID, err)
+		}
 	}
 	d.mu.Lock()
 	delete(d.vms, vmID)
@@ -512,7 +462,7 @@ func (d *Driver) Reboot(ctx context.Context, hostID, vmID string, hard bool) err
 	if err != nil {
 		return fmt.Errorf("reboot: %w", err)
 	}
-	if _, err := p.qmp.Execute(ctx, "system_reset", nil); err != nil {
+	if _, err := p.execute(ctx, "system_reset", nil); err != nil {
 		return fmt.Errorf("reboot vm %s: %w", vmID, err)
 	}
 	return nil
@@ -524,7 +474,7 @@ func (d *Driver) Pause(ctx context.Context, hostID, vmID string) error {
 	if err != nil {
 		return fmt.Errorf("pause: %w", err)
 	}
-	if _, err := p.qmp.Execute(ctx, "stop", nil); err != nil {
+	if _, err := p.execute(ctx, "stop", nil); err != nil {
 		return fmt.Errorf("pause vm %s: %w", vmID, err)
 	}
 	p.refresh(ctx, "")
@@ -537,7 +487,7 @@ func (d *Driver) Unpause(ctx context.Context, hostID, vmID string) error {
 	if err != nil {
 		return fmt.Errorf("unpause: %w", err)
 	}
-	if _, err := p.qmp.Execute(ctx, "cont", nil); err != nil {
+	if _, err := p.execute(ctx, "cont", nil); err != nil {
 		return fmt.Errorf("unpause vm %s: %w", vmID, err)
 	}
 	p.refresh(ctx, "")
@@ -547,12 +497,14 @@ func (d *Driver) Unpause(ctx context.Context, hostID, vmID string) error {
 // Suspend saves the VM's memory to state.bin in its directory by migrating
 // to a file (stop, migrate "exec:cat > state.bin", quit) — what libvirt's
 // managed save does. The disk is untouched; Resume loads the image back.
+// The record says suspended before QEMU quits, so that a crash in between
+// leaves a guest whose memory is known to be saved (reconcile).
 func (d *Driver) Suspend(ctx context.Context, hostID, vmID string) error {
-	g, err := d.lookup(hostID, vmID)
+	g, err := d.find(hostID, vmID)
 	if err != nil {
 		return fmt.Errorf("suspend: %w", err)
 	}
-	if g.suspended {
+	if d.isSuspended(g) {
 		return nil
 	}
 	_, p, err := d.running(hostID, vmID)
@@ -560,43 +512,65 @@ func (d *Driver) Suspend(ctx context.Context, hostID, vmID string) error {
 		return fmt.Errorf("suspend: %w", err)
 	}
 	state := filepath.Join(g.dir, "state.bin")
-	if _, err := p.qmp.Execute(ctx, "stop", nil); err != nil {
+	if _, err := p.execute(ctx, "stop", nil); err != nil {
 		return fmt.Errorf("suspend vm %s: %w", vmID, err)
 	}
 	if err := migrateTo(ctx, p, "exec:cat > "+state); err != nil {
-		p.qmp.Execute(ctx, "cont", nil)
+		p.execute(ctx, "cont", nil)
 		return fmt.Errorf("suspend vm %s: %w", vmID, err)
 	}
 	d.setSuspended(g, true)
+	if err := d.save(g); err != nil {
+		d.setSuspended(g, false)
+		p.execute(ctx, "cont", nil)
+		return fmt.Errorf("suspend vm %s: %w", vmID, err)
+	}
 	d.quit(ctx, p)
 	return nil
 }
 
 // Resume starts QEMU from the saved memory and lets it run.
 func (d *Driver) Resume(ctx context.Context, hostID, vmID string) error {
-	g, err := d.lookup(hostID, vmID)
+	g, unlock, err := d.hold(ctx, hostID, vmID, nil)
 	if err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
-	if !g.suspended {
-		if g.proc != nil && g.proc.alive() {
+	defer unlock()
+	if !d.isSuspended(g) {
+		if p := d.procOf(g); p != nil && p.alive() {
 			return nil
 		}
 		return fmt.Errorf("resume vm %s: not suspended", vmID)
 	}
+	if err := d.resume(ctx, g); err != nil {
+		return fmt.Errorf("resume vm %s: %w", vmID, err)
+	}
+	return nil
+}
+
+// resume loads the saved memory into a new QEMU on g's host, with the VM's
+// lock held. The record says suspended until the guest runs: a crash
+// before leaves the memory in state.bin for the next try.
+func (d *Driver) resume(ctx context.Context, g *guest) error {
 	state := filepath.Join(g.dir, "state.bin")
-	if err := d.launch(ctx, g, hostID, "exec:cat "+state); err != nil {
-		return fmt.Errorf("resume vm %s: %w", vmID, err)
+	if err := d.launch(ctx, g, g.host, "exec:cat "+state); err != nil {
+		return err
 	}
-	if err := waitIncoming(ctx, g.proc); err != nil {
-		return fmt.Errorf("resume vm %s: %w", vmID, err)
+	p := d.procOf(g)
+	err := waitIncoming(ctx, p)
+	if err == nil {
+		// The image was taken of a stopped guest: it comes back paused.
+		_, err = p.execute(ctx, "cont", nil)
 	}
-	// The image was taken of a stopped guest: it comes back paused.
-	if _, err := g.proc.qmp.Execute(ctx, "cont", nil); err != nil {
-		return fmt.Errorf("resume vm %s: %w", vmID, err)
+	if err != nil {
+		d.quit(ctx, p)
+		return err
 	}
-	g.proc.refresh(ctx, "")
+	p.refresh(ctx, "")
 	d.setSuspended(g, false)
+	if err := d.save(g); err != nil {
+		return err
+	}
 	os.Remove(state)
 	return nil
 }
@@ -604,35 +578,47 @@ func (d *Driver) Resume(ctx context.Context, hostID, vmID string) error {
 // Rescue restarts the VM booting from the network (nothing answers, as a
 // rescue image would), its own disk still attached.
 func (d *Driver) Rescue(ctx context.Context, hostID, vmID, image string) error {
-	return d.restart(ctx, hostID, vmID, func(g *guest) error { g.rescued = true; return nil })
+	return d.restart(ctx, hostID, vmID, func(g *guest) error { d.setRescued(g, true); return nil })
 }
 
 // Unrescue restarts the VM from its own disk.
 func (d *Driver) Unrescue(ctx context.Context, hostID, vmID string) error {
-	return d.restart(ctx, hostID, vmID, func(g *guest) error { g.rescued = false; return nil })
+	return d.restart(ctx, hostID, vmID, func(g *guest) error { d.setRescued(g, false); return nil })
+}
+
+func (d *Driver) setRescued(g *guest, v bool) {
+	d.mu.Lock()
+	g.rescued = v
+	d.mu.Unlock()
 }
 
 // Rebuild replaces the disk with a fresh one and boots it; the image name
 // is not used, guests have no OS.
 func (d *Driver) Rebuild(ctx context.Context, hostID, vmID, image string) error {
-	return d.restart(ctx, hostID, vmID, func(g *guest) error {
-		os.Remove(filepath.Join(g.dir, "disk.qcow2"))
-		return d.newDisk(ctx, g)
-	})
+	return d.restart(ctx, hostID, vmID, func(g *guest) error { return d.newDisk(ctx, g) })
 }
 
 // restart powers the VM off, changes it and powers it on.
 func (d *Driver) restart(ctx context.Context, hostID, vmID string, change func(*guest) error) error {
-	g, err := d.lookup(hostID, vmID)
+	g, unlock, err := d.hold(ctx, hostID, vmID, nil)
 	if err != nil {
 		return err
 	}
-	if g.proc != nil && g.proc.alive() {
-		d.quit(ctx, g.proc)
+	defer unlock()
+	if p := d.procOf(g); p != nil && p.alive() {
+		if err := d.quit(ctx, p); err != nil {
+			return fmt.Errorf("restart vm %s: %w", vmID, err)
+		}
 	}
-	d.setSuspended(g, false)
+	if d.isSuspended(g) {
+		d.setSuspended(g, false)
+		os.Remove(filepath.Join(g.dir, "state.bin"))
+	}
 	if err := change(g); err != nil {
 		return err
+	}
+	if err := d.save(g); err != nil {
+		return fmt.Errorf("restart vm %s: %w", vmID, err)
 	}
 	if err := d.launch(ctx, g, hostID, ""); err != nil {
 		return fmt.Errorf("restart vm %s: %w", vmID, err)
@@ -647,7 +633,7 @@ func (d *Driver) Snapshot(ctx context.Context, hostID, vmID, name string) error 
 	if err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
-	ret, err := p.qmp.Execute(ctx, "human-monitor-command", map[string]any{"command-line": "savevm " + strconv.Quote(name)})
+	ret, err := p.execute(ctx, "human-monitor-command", map[string]any{"command-line": "savevm " + strconv.Quote(name)})
 	if err != nil {
 		return fmt.Errorf("snapshot vm %s: %w", vmID, err)
 	}
@@ -661,7 +647,7 @@ func (d *Driver) Snapshot(ctx context.Context, hostID, vmID, name string) error 
 
 // Snapshots lists the names of the VM's snapshots.
 func (d *Driver) Snapshots(ctx context.Context, hostID, vmID string) ([]string, error) {
-	g, err := d.lookup(hostID, vmID)
+	g, err := d.find(hostID, vmID)
 	if err != nil {
 		return nil, err
 	}
@@ -681,105 +667,6 @@ func (d *Driver) Snapshots(ctx context.Context, hostID, vmID string) ([]string, 
 	return names, nil
 }
 
-// Migrate moves a running VM live between two hosts of this driver: QEMU
-// on the destination waits on a local TCP port (-incoming), the source
-// streams its memory there, and the source quits once the destination
-// runs. The disk stays where it is (shared storage).
-func (d *Driver) Migrate(ctx context.Context, srcHostID, vmID, dstHostID string, spec agent.VMSpec) error {
-	if _, ok := d.hosts[dstHostID]; !ok {
-		return fmt.Errorf("migrate vm %s: host %s: %w", vmID, dstHostID, agent.ErrUnknownHost)
-	}
-	g, src, err := d.running(srcHostID, vmID)
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	port, err := freePort()
-	if err != nil {
-		return fmt.Errorf("migrate vm %s: %w", vmID, err)
-	}
-	uri := "tcp:127.0.0.1:" + strconv.Itoa(port)
-	dst := &guest{id: g.id, host: dstHostID, spec: g.spec, dir: g.dir, rescued: g.rescued}
-	if err := d.launch(ctx, dst, dstHostID, uri); err != nil {
-		return fmt.Errorf("migrate vm %s: destination: %w", vmID, err)
-	}
-	if err := migrateTo(ctx, src, uri); err != nil {
-		d.quit(ctx, dst.proc)
-		return fmt.Errorf("migrate vm %s to %s: %w", vmID, dstHostID, err)
-	}
-	if err := waitIncoming(ctx, dst.proc); err != nil {
-		d.quit(ctx, dst.proc)
-		src.qmp.Execute(ctx, "cont", nil)
-		return fmt.Errorf("migrate vm %s to %s: %w", vmID, dstHostID, err)
-	}
-	dst.proc.refresh(ctx, "")
-	d.mu.Lock()
-	d.vms[vmID] = dst
-	d.mu.Unlock()
-	d.quit(ctx, src)
-	d.signal(srcHostID, vmID)
-	return nil
-}
-
-// migrateTo streams the VM to uri and waits for the end.
-func migrateTo(ctx context.Context, p *process, uri string) error {
-	if _, err := p.qmp.Execute(ctx, "migrate", map[string]any{"uri": uri}); err != nil {
-		return err
-	}
-	for {
-		ret, err := p.qmp.Execute(ctx, "query-migrate", nil)
-		if err != nil {
-			return err
-		}
-		var st struct {
-			Status    string `json:"status"`
-			ErrorDesc string `json:"error-desc"`
-		}
-		json.Unmarshal(ret, &st)
-		switch st.Status {
-		case "completed":
-			return nil
-		case "failed", "cancelled":
-			return fmt.Errorf("migration %s: %s", st.Status, st.ErrorDesc)
-		}
-		select {
-		case <-ctx.Done():
-			p.qmp.Execute(context.Background(), "migrate_cancel", nil)
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
-// waitIncoming waits until a QEMU started with -incoming has loaded the
-// stream: its status leaves inmigrate.
-func waitIncoming(ctx context.Context, p *process) error {
-	for {
-		status, err := p.queryStatus(ctx)
-		if err != nil {
-			return err
-		}
-		if status != "inmigrate" {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-p.exited:
-			return errors.New("destination exited")
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 func splitLines(s string) []string {
 	var out []string
 	start := 0
@@ -795,17 +682,26 @@ func splitLines(s string) []string {
 	return out
 }
 
-// Close quits every guest; the agent calls nothing afterwards.
+// Close quits every guest of the driver and stops watching them: the
+// clean shutdown of the dev stack, whose guests should not outlive it. An
+// agent that ends without Close — killed, crashed, or exiting to be
+// upgraded — leaves its guests running, and the next driver on Config.Dir
+// adopts them. The agent calls nothing afterwards.
 func (d *Driver) Close() {
 	d.mu.Lock()
-	gs := make([]*guest, 0, len(d.vms))
+	var procs []*process
 	for _, g := range d.vms {
-		gs = append(gs, g)
-	}
-	d.mu.Unlock()
-	for _, g := range gs {
 		if g.proc != nil && g.proc.alive() {
-			d.quit(context.Background(), g.proc)
+			procs = append(procs, g.proc)
 		}
 	}
+	d.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, p := range procs {
+		wg.Go(func() { d.quit(ctx, p) })
+	}
+	wg.Wait()
+	d.closeOnce.Do(func() { close(d.done) })
 }

@@ -16,6 +16,13 @@ import (
 
 func newDriver(t *testing.T) *Driver {
 	t.Helper()
+	return newDriverOn(t, guestDir(t), "q1", "q2")
+}
+
+// guestDir is a new Config.Dir; every QEMU whose pid file lies under it is
+// killed when the test ends, whoever started it.
+func guestDir(t *testing.T) string {
+	t.Helper()
 	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
 		t.Skip("qemu-system-x86_64 is not installed")
 	}
@@ -28,14 +35,28 @@ func newDriver(t *testing.T) *Driver {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	// VMPLANE_QEMU_ACCEL=tcg forces TCG where /dev/kvm works.
-	d, err := New(Config{Dir: dir, Accel: os.Getenv("VMPLANE_QEMU_ACCEL"), StopTimeout: 300 * time.Millisecond, Hosts: []agent.HostInfo{
-		{ID: "q1", Cluster: "c", CPU: 2, MemoryMB: 512}, {ID: "q2", Cluster: "c", CPU: 2, MemoryMB: 512}}})
+	t.Cleanup(func() { killGuests(t, dir) })
+	return dir
+}
+
+// newDriverOn returns a driver of hosts on dir, closed when the test ends.
+func newDriverOn(t *testing.T, dir string, hosts ...string) *Driver {
+	t.Helper()
+	d, err := New(testConfig(dir, hosts...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(d.Close)
 	return d
+}
+
+func testConfig(dir string, hosts ...string) Config {
+	// VMPLANE_QEMU_ACCEL=tcg forces TCG where /dev/kvm works.
+	cfg := Config{Dir: dir, Accel: os.Getenv("VMPLANE_QEMU_ACCEL"), StopTimeout: 300 * time.Millisecond}
+	for _, h := range hosts {
+		cfg.Hosts = append(cfg.Hosts, agent.HostInfo{ID: h, Cluster: "c", CPU: 2, MemoryMB: 512})
+	}
+	return cfg
 }
 
 // power reads the VM's state both ways, the host's map and the one VM,

@@ -63,23 +63,48 @@ type message struct {
 // negotiation mode. It retries until ctx ends, since a just-started QEMU may
 // not listen yet.
 func Dial(ctx context.Context, path string) (*Client, error) {
-	var conn net.Conn
 	for {
-		var d net.Dialer
-		c, err := d.DialContext(ctx, "unix", path)
-		if err == nil {
-			conn = c
-			break
+		c, err := dialOnce(ctx, path)
+		if err == nil || !errors.Is(err, errConnect) {
+			return c, err
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("qmp dial %s: %w", path, err)
+			return nil, err
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	c := &Client{conn: conn, events: make(chan Event, 64), waiting: map[string]chan reply{}, done: make(chan struct{})}
+}
+
+// errConnect marks a failure to reach the socket at all, which Dial retries.
+var errConnect = errors.New("qmp: no connection")
+
+// dialOnce connects once. QEMU serves one client per monitor socket at a
+// time and greets the next only when the first has gone, so the greeting is
+// read under ctx too: a monitor held by another process fails when ctx ends
+// instead of blocking forever.
+func dialOnce(ctx context.Context, path string) (*Client, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("qmp dial %s: %w: %w", path, errConnect, err)
+	}
+	stop, watched := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-ctx.Done():
+			conn.SetReadDeadline(time.Unix(1, 0))
+		case <-stop:
+		}
+	}()
 	r := bufio.NewReader(conn)
 	line, err := r.ReadBytes('\n')
+	close(stop)
+	<-watched
+	if err == nil {
+		err = ctx.Err()
+	}
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("qmp greeting from %s: %w", path, err)
@@ -89,6 +114,7 @@ func Dial(ctx context.Context, path string) (*Client, error) {
 		conn.Close()
 		return nil, fmt.Errorf("qmp greeting from %s: %q", path, line)
 	}
+	c := &Client{conn: conn, events: make(chan Event, 64), waiting: map[string]chan reply{}, done: make(chan struct{})}
 	go c.read(r)
 	if _, err := c.Execute(ctx, "qmp_capabilities", nil); err != nil {
 		c.Close()

@@ -1,0 +1,103 @@
+package qemu
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// launch starts QEMU for g on host as a daemon and makes it g's process;
+// incoming, when set, makes it wait for a migration stream from that URI
+// instead of booting. The caller holds the VM's lock and has made sure no
+// process of the VM runs on host (reconcile), so what the files of a
+// killed one left behind may go.
+//
+// The guest is not the agent's child: QEMU's -daemonize forks it into a
+// session of its own and the process we run exits once the guest is ready
+// (pid file written, monitors listening) or has failed, so that an agent
+// that exits, crashes or is upgraded leaves its guests running, and the
+// next one finds them by their pid files (adopt.go).
+func (d *Driver) launch(ctx context.Context, g *guest, host, incoming string) error {
+	ctl := filepath.Join(g.dir, host+".qmp")
+	ext := filepath.Join(g.dir, "ext.qmp")
+	if incoming != "" {
+		ext = filepath.Join(g.dir, host+"-ext.qmp")
+	}
+	pidfile := pidPath(g.dir, host)
+	for _, stale := range []string{ctl, ext, pidfile} {
+		os.Remove(stale)
+	}
+	args := []string{
+		"-nodefaults", "-nographic", "-no-user-config",
+		"-name", g.id,
+		"-machine", "pc,accel=" + d.cfg.Accel,
+		"-m", strconv.FormatInt(d.cfg.GuestMemoryMB, 10), "-smp", "1",
+		"-serial", "none", "-parallel", "none", "-monitor", "none",
+		// Our monitor, and a second one for operators: an out-of-band
+		// quit or stop there is seen through our monitor's events.
+		"-qmp", "unix:" + ctl + ",server=on,wait=off",
+		"-qmp", "unix:" + ext + ",server=on,wait=off",
+		"-drive", "file=" + filepath.Join(g.dir, "disk.qcow2") + ",format=qcow2,if=ide,index=0",
+		"-pidfile", pidfile, "-daemonize",
+	}
+	d.mu.Lock()
+	rescued := g.rescued
+	d.mu.Unlock()
+	if rescued {
+		args = append(args, "-boot", "order=n")
+	}
+	if incoming != "" {
+		args = append(args, "-incoming", incoming)
+	}
+	logPath := filepath.Join(g.dir, host+".log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return fmt.Errorf("log of vm %s: %w", g.id, err)
+	}
+	cmd := exec.CommandContext(ctx, d.cfg.Binary, args...)
+	// Its own session from the first process on: nothing sent to the
+	// agent's process group (a terminal's Ctrl-C) reaches a guest.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// QEMU's messages until it is ready; a daemon writes nothing after.
+	cmd.Stdout, cmd.Stderr = logf, logf
+	err = cmd.Run()
+	logf.Close()
+	if err != nil {
+		return fmt.Errorf("run %s: %w: %s", d.cfg.Binary, err, tail(logPath))
+	}
+	pid := readPid(pidfile)
+	if !isGuest(pid, pidfile) {
+		return fmt.Errorf("qemu exited at start: %s", tail(logPath))
+	}
+	p := d.attach(g.id, g.dir, host, pid)
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := p.waitConnected(wctx); err != nil {
+		// Just started and out of reach: nobody else knows it yet.
+		p.kill()
+		return fmt.Errorf("qemu pid %d of vm %s: %w: %s", pid, g.id, err, tail(logPath))
+	}
+	d.mu.Lock()
+	g.proc = p
+	d.mu.Unlock()
+	return nil
+}
+
+// tail is the end of a QEMU log, for an error message.
+func tail(path string) string {
+	b, _ := os.ReadFile(path)
+	s := strings.TrimSpace(string(b))
+	if len(s) > 400 {
+		s = "…" + s[len(s)-400:]
+	}
+	if s == "" {
+		return "no output (" + path + ")"
+	}
+	return s
+}

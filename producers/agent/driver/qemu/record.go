@@ -1,0 +1,111 @@
+package qemu
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/vmplane/vmplane/producers/agent"
+)
+
+// record is what the VM's directory says of it (vm.json): the host it
+// belongs to and what it is, so that a driver started later — after the
+// agent crashed or was upgraded — knows which host reports the guests it
+// finds there, and can start them again as they were. It is written before
+// any process is started for the VM and whenever the host or the suspend
+// image changes hands, by renaming a complete file into place: a crash
+// leaves the old record or the new one, never half of one.
+type record struct {
+	Host string `json:"host"`
+	Spec struct {
+		ID       string `json:"id"`
+		Name     string `json:"name"`
+		CPU      int32  `json:"cpu"`
+		MemoryMB int64  `json:"memory_mb"`
+	} `json:"spec"`
+	// Rescued: the guest boots from the network (Rescue) until Unrescue.
+	Rescued bool `json:"rescued,omitempty"`
+	// Suspended: state.bin holds the guest's whole memory (Suspend), which
+	// Resume loads back.
+	Suspended bool `json:"suspended,omitempty"`
+}
+
+const recordName = "vm.json"
+
+// readRecord reads the record in dir.
+func readRecord(dir string) (record, error) {
+	var r record
+	b, err := os.ReadFile(filepath.Join(dir, recordName))
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, fmt.Errorf("%s: %w", filepath.Join(dir, recordName), err)
+	}
+	return r, nil
+}
+
+// writeRecord replaces the record in dir: a temporary file, synced, renamed
+// over the old one, and the directory synced so the rename itself survives
+// a power loss.
+func writeRecord(dir string, r record) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, recordName)
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
+	_, err = f.Write(append(b, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("record: %w", err)
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}
+
+// save writes g's record.
+func (d *Driver) save(g *guest) error {
+	d.mu.Lock()
+	r := g.record()
+	d.mu.Unlock()
+	if err := writeRecord(g.dir, r); err != nil {
+		return fmt.Errorf("vm %s: %w", g.id, err)
+	}
+	return nil
+}
+
+// record returns what g's directory should say of it; d.mu is held.
+func (g *guest) record() record {
+	r := record{Host: g.host, Rescued: g.rescued, Suspended: g.suspended}
+	r.Spec.ID, r.Spec.Name, r.Spec.CPU, r.Spec.MemoryMB = g.spec.ID, g.spec.Name, g.spec.CPU, g.spec.MemoryMB
+	return r
+}
+
+// guestOf is the guest a record describes, without a process yet.
+func guestOf(dir string, r record) *guest {
+	spec := agent.VMSpec{ID: filepath.Base(dir), Name: r.Spec.Name, CPU: r.Spec.CPU, MemoryMB: r.Spec.MemoryMB}
+	return &guest{id: spec.ID, host: r.Host, spec: spec, dir: dir, rescued: r.Rescued, suspended: r.Suspended}
+}
