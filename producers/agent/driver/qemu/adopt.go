@@ -112,10 +112,46 @@ func (d *Driver) reconcile(ctx context.Context, g *guest) error {
 	d.mu.Lock()
 	tracked, host, suspended := g.proc, g.host, g.suspended
 	d.mu.Unlock()
+	procs := d.found(ctx, g, tracked)
+	if len(procs) > 1 {
+		for _, p := range procs {
+			p.execute(ctx, "migrate_cancel", nil)
+		}
+		settle(ctx, procs)
+	}
+	kept := choose(procs, host)
+	d.dropOthers(ctx, g, procs, kept)
+	if kept != nil && suspended {
+		kept = d.suspendedFound(ctx, g, kept)
+	}
+	d.mu.Lock()
+	changed := suspended != g.suspended
+	if kept != nil && kept.host != g.host {
+		g.host = kept.host // a migration ended while no agent watched
+		changed = true
+	}
+	g.proc = kept
+	d.mu.Unlock()
+	if !changed {
+		return nil
+	}
+	if err := d.save(g); err != nil {
+		return err
+	}
+	if suspended && !g.suspended {
+		// Spent once the record no longer says suspended.
+		os.Remove(filepath.Join(g.dir, "state.bin"))
+	}
+	return nil
+}
+
+// found returns the live processes of the VM: tracked, when it still runs
+// whatever became of its pid file, and any other a pid file of the
+// driver's hosts names, watched from now on.
+func (d *Driver) found(ctx context.Context, g *guest, tracked *process) []*process {
 	live := d.livePids(g.dir)
 	var procs []*process
 	if tracked != nil && tracked.alive() {
-		// Watched already, and still there whatever became of its pid file.
 		procs = append(procs, tracked)
 		if live[tracked.host] == tracked.pid {
 			delete(live, tracked.host)
@@ -134,13 +170,12 @@ func (d *Driver) reconcile(ctx context.Context, g *guest) error {
 		}
 		cancel()
 	}
-	if len(procs) > 1 {
-		for _, p := range procs {
-			p.execute(ctx, "migrate_cancel", nil)
-		}
-		settle(ctx, procs)
-	}
-	kept := choose(procs, host)
+	return procs
+}
+
+// dropOthers deals with the processes not kept: quit when they hold no
+// guest, released (left running, unwatched) with an error when they do.
+func (d *Driver) dropOthers(ctx context.Context, g *guest, procs []*process, kept *process) {
 	for _, p := range procs {
 		switch {
 		case p == kept || !p.alive():
@@ -153,29 +188,20 @@ func (d *Driver) reconcile(ctx context.Context, g *guest) error {
 			d.quit(ctx, p)
 		}
 	}
-	if kept != nil && suspended {
-		if kept.getStatus() == "running" {
-			// Resume had let it run: the saved memory is spent.
-			d.setSuspended(g, false)
-			defer os.Remove(filepath.Join(g.dir, "state.bin"))
-		} else {
-			// Suspend had saved the memory and not quit yet, or Resume
-			// had not let it run yet: state.bin holds the guest.
-			d.quit(ctx, kept)
-			kept = nil
-		}
+}
+
+// suspendedFound decides about a live process of a VM recorded suspended,
+// and returns it when it is kept.
+func (d *Driver) suspendedFound(ctx context.Context, g *guest, p *process) *process {
+	if p.getStatus() == "running" {
+		// Resume had let it run: the saved memory is spent.
+		d.setSuspended(g, false)
+		return p
 	}
-	d.mu.Lock()
-	changed := suspended != g.suspended
-	if kept != nil && kept.host != g.host {
-		g.host = kept.host // a migration ended while no agent watched
-		changed = true
-	}
-	g.proc = kept
-	d.mu.Unlock()
-	if changed {
-		return d.save(g)
-	}
+	// Suspend had saved the memory and not quit yet, or Resume had not
+	// let it run yet: state.bin holds the guest.
+	d.cfg.Logger.Warn("qemu: quitting a suspended vm's process", "vm", g.id, "host", p.host, "pid", p.pid, "status", p.getStatus())
+	d.quit(ctx, p)
 	return nil
 }
 

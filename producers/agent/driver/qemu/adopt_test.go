@@ -74,23 +74,53 @@ func childStep(ctx context.Context, d *Driver, op, host, vm string, args []strin
 		return d.Suspend(ctx, host, vm)
 	case "migrate":
 		return d.Migrate(ctx, host, vm, args[0], agent.VMSpec{ID: vm})
-	case "incoming":
-		// What Migrate leaves when its agent dies right after starting
-		// the destination: a QEMU on host waiting for a stream that
-		// never comes.
-		d.mu.Lock()
-		g := d.vms[vm]
-		d.mu.Unlock()
-		if g == nil {
-			return fmt.Errorf("vm %s not started", vm)
-		}
-		port, err := freePort()
+	case "incoming", "streamed":
+		return childMigrate(ctx, d, op, host, vm)
+	case "saved":
+		// What Suspend leaves when its agent dies once the memory is
+		// saved and recorded, before QEMU quits.
+		g, p, err := d.running(host, vm)
 		if err != nil {
 			return err
 		}
-		return d.launch(ctx, &guest{id: vm, host: host, spec: g.spec, dir: g.dir}, host, "tcp:127.0.0.1:"+strconv.Itoa(port))
+		if _, err := p.execute(ctx, "stop", nil); err != nil {
+			return err
+		}
+		if err := migrateTo(ctx, p, "exec:cat > "+filepath.Join(g.dir, "state.bin")); err != nil {
+			return err
+		}
+		d.setSuspended(g, true)
+		return d.save(g)
 	}
 	return fmt.Errorf("unknown step %s", op)
+}
+
+// childMigrate does the first part of Migrate to host, as an agent that
+// dies half-way would: "incoming" starts the destination only, a QEMU
+// waiting for a stream that never comes; "streamed" sends the stream too,
+// so the destination runs while the source waits in postmigrate and the
+// record still names the source.
+func childMigrate(ctx context.Context, d *Driver, op, host, vm string) error {
+	d.mu.Lock()
+	g := d.vms[vm]
+	d.mu.Unlock()
+	if g == nil {
+		return fmt.Errorf("vm %s not started", vm)
+	}
+	src := d.procOf(g)
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	uri := "tcp:127.0.0.1:" + strconv.Itoa(port)
+	dst := &guest{id: vm, host: host, spec: g.spec, dir: g.dir}
+	if err := d.launch(ctx, dst, host, uri, src.pid); err != nil || op == "incoming" {
+		return err
+	}
+	if err := migrateTo(ctx, src, uri); err != nil {
+		return err
+	}
+	return waitIncoming(ctx, d.procOf(dst))
 }
 
 // killedAgent runs steps in a driver of hosts on dir in a child process,
@@ -196,7 +226,7 @@ func vmID(prefix string) string { return fmt.Sprintf("%s%06x", prefix, rand.Uint
 func TestAdoption(t *testing.T) {
 	dir := guestDir(t)
 	ctx := t.Context()
-	on, paused, off, moved, susp, halfMoved, far := vmID("on"), vmID("pa"), vmID("of"), vmID("mv"), vmID("su"), vmID("hm"), vmID("fa")
+	on, paused, off, moved, susp, far, stray := vmID("on"), vmID("pa"), vmID("of"), vmID("mv"), vmID("su"), vmID("fa"), vmID("st")
 	killedAgent(t, dir, []string{"q1", "q2"},
 		"start q1 "+on,
 		// Never commanded by the new driver, so unknown to the control
@@ -204,19 +234,25 @@ func TestAdoption(t *testing.T) {
 		"start q2 "+paused, "pause q2 "+paused,
 		"start q1 "+off, "stop q1 "+off,
 		"start q1 "+moved, "migrate q1 "+moved+" q2",
-		"start q1 "+susp, "suspend q1 "+susp,
-		"start q1 "+halfMoved, "incoming q2 "+halfMoved)
-	killedAgent(t, dir, []string{"far"}, "start far "+far)
+		"start q1 "+susp, "suspend q1 "+susp)
+	killedAgent(t, dir, []string{"far"}, "start far "+far, "start far "+stray)
+	// A directory that names one of our hosts while its guest runs under
+	// another's pid file: reported off here, and never started twice.
+	r, err := readRecord(filepath.Join(dir, stray))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Host = "q1"
+	if err := writeRecord(filepath.Join(dir, stray), r); err != nil {
+		t.Fatal(err)
+	}
 
 	onPid := onePid(t, on)
 	onePid(t, paused)
 	noPid(t, off)
 	onePid(t, moved)
 	noPid(t, susp)
-	if n := len(qemuPids(t, halfMoved)); n != 2 {
-		t.Fatalf("%s: %d processes before adoption, want the source and the waiting destination", halfMoved, n)
-	}
-	farPid := onePid(t, far)
+	farPid, strayPid := onePid(t, far), onePid(t, stray)
 	if r, err := readRecord(filepath.Join(dir, moved)); err != nil || r.Host != "q2" {
 		t.Fatalf("record of the migrated vm: %+v %v, want host q2", r, err)
 	}
@@ -238,15 +274,11 @@ func TestAdoption(t *testing.T) {
 		{"q2", moved, schemas.PowerOn},
 		{"q1", moved, "absent"},
 		{"q1", susp, schemas.PowerSusp},
-		{"q1", halfMoved, schemas.PowerOn},
-		{"q2", halfMoved, "absent"},
 		{"q1", far, "absent"},
 		{"q2", far, "absent"},
+		{"q1", stray, schemas.PowerOff},
 	} {
 		expect(t, d, c.host, c.vm, c.want)
-	}
-	if got := onePid(t, halfMoved); got != readPid(pidPath(filepath.Join(dir, halfMoved), "q1")) {
-		t.Fatalf("%s: pid %d kept, not the source", halfMoved, got)
 	}
 
 	// Start answers ok for what runs, and starts nothing.
@@ -260,6 +292,10 @@ func TestAdoption(t *testing.T) {
 		t.Fatalf("start of %s on q2 while it runs on q1 succeeded", on)
 	}
 	onePid(t, on)
+	if err := d.Start(ctx, "q1", agent.VMSpec{ID: stray, MemoryMB: 64}); err == nil {
+		t.Fatalf("start of %s while it runs under host far succeeded", stray)
+	}
+	onePid(t, stray)
 
 	// The stopped one starts from its own disk, the suspended one resumes.
 	if err := d.Start(ctx, "q1", agent.VMSpec{ID: off, MemoryMB: 64}); err != nil {
@@ -302,13 +338,62 @@ func TestAdoption(t *testing.T) {
 
 	// Closing quits the driver's guests, never another driver's.
 	d.Close()
-	for _, vm := range []string{off, susp, halfMoved} {
+	for _, vm := range []string{off, susp} {
 		noPid(t, vm)
 	}
-	if got := onePid(t, far); got != farPid {
-		t.Fatalf("%s: pid %d, was %d", far, got, farPid)
+	for vm, pid := range map[string]int{far: farPid, stray: strayPid} {
+		if got := onePid(t, vm); got != pid {
+			t.Fatalf("%s: pid %d, was %d", vm, got, pid)
+		}
+		syscall.Kill(pid, syscall.SIGKILL)
+		noPid(t, vm)
 	}
-	syscall.Kill(farPid, syscall.SIGKILL)
+}
+
+// TestAdoptionHalfWay kills agents in the middle of a migration or a
+// suspend, where two processes or a saved memory image are left, and checks
+// that the next driver keeps the one copy that holds the guest.
+func TestAdoptionHalfWay(t *testing.T) {
+	dir := guestDir(t)
+	waiting, streamed, saved := vmID("wa"), vmID("sm"), vmID("sv")
+	killedAgent(t, dir, []string{"q1", "q2"},
+		"start q1 "+waiting, "incoming q2 "+waiting,
+		"start q1 "+streamed, "streamed q2 "+streamed,
+		"start q1 "+saved, "saved q1 "+saved)
+	for _, vm := range []string{waiting, streamed} {
+		if n := len(qemuPids(t, vm)); n != 2 {
+			t.Fatalf("%s: %d processes before adoption, want a source and a destination", vm, n)
+		}
+	}
+	onePid(t, saved)
+	src := readPid(pidPath(filepath.Join(dir, waiting), "q1"))
+	dst := readPid(pidPath(filepath.Join(dir, streamed), "q2"))
+
+	d := newDriverOn(t, dir, "q1", "q2")
+	for _, c := range []struct{ host, vm, want string }{
+		{"q1", waiting, schemas.PowerOn}, // the source: the stream never came
+		{"q2", waiting, "absent"},
+		{"q2", streamed, schemas.PowerOn}, // the destination: the stream was through
+		{"q1", streamed, "absent"},
+		{"q1", saved, schemas.PowerSusp},
+	} {
+		expect(t, d, c.host, c.vm, c.want)
+	}
+	if got := onePid(t, waiting); got != src {
+		t.Fatalf("%s: pid %d kept, not the source %d", waiting, got, src)
+	}
+	if got := onePid(t, streamed); got != dst {
+		t.Fatalf("%s: pid %d kept, not the destination %d", streamed, got, dst)
+	}
+	if r, err := readRecord(filepath.Join(dir, streamed)); err != nil || r.Host != "q2" {
+		t.Fatalf("record of %s: %+v %v, want host q2", streamed, r, err)
+	}
+	noPid(t, saved)
+	if err := d.Start(t.Context(), "q1", agent.VMSpec{ID: saved, MemoryMB: 64}); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, d, "q1", saved, schemas.PowerOn)
+	onePid(t, saved)
 }
 
 // TestStartTwoDrivers starts one VM from two drivers on one directory at

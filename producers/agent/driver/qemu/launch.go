@@ -16,14 +16,19 @@ import (
 // incoming, when set, makes it wait for a migration stream from that URI
 // instead of booting. The caller holds the VM's lock and has made sure no
 // process of the VM runs on host (reconcile), so what the files of a
-// killed one left behind may go.
+// killed one left behind may go. It checks once more, on every host, that
+// no process runs the VM but source (a migration's, else 0): the last
+// guard before a second copy could start.
 //
 // The guest is not the agent's child: QEMU's -daemonize forks it into a
 // session of its own and the process we run exits once the guest is ready
 // (pid file written, monitors listening) or has failed, so that an agent
 // that exits, crashes or is upgraded leaves its guests running, and the
 // next one finds them by their pid files (adopt.go).
-func (d *Driver) launch(ctx context.Context, g *guest, host, incoming string) error {
+func (d *Driver) launch(ctx context.Context, g *guest, host, incoming string, source int) error {
+	if h, pid := anyLive(g.dir, source); pid != 0 {
+		return fmt.Errorf("vm %s already runs on host %s (pid %d)", g.id, h, pid)
+	}
 	ctl := filepath.Join(g.dir, host+".qmp")
 	ext := filepath.Join(g.dir, "ext.qmp")
 	if incoming != "" {

@@ -42,7 +42,7 @@ func (d *Driver) Migrate(ctx context.Context, srcHostID, vmID, dstHostID string,
 	d.mu.Lock()
 	dst := &guest{id: g.id, host: dstHostID, spec: g.spec, dir: g.dir, rescued: g.rescued}
 	d.mu.Unlock()
-	if err := d.launch(ctx, dst, dstHostID, uri); err != nil {
+	if err := d.launch(ctx, dst, dstHostID, uri, src.pid); err != nil {
 		return fmt.Errorf("migrate vm %s: destination: %w", vmID, err)
 	}
 	in := d.procOf(dst)

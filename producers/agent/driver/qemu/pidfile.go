@@ -64,3 +64,15 @@ func (d *Driver) livePids(dir string) map[string]int {
 	}
 	return out
 }
+
+// anyLive returns a live guest of the VM in dir on any host, another
+// driver's too, but pid except; pid 0 when there is none.
+func anyLive(dir string, except int) (host string, pid int) {
+	paths, _ := filepath.Glob(filepath.Join(dir, "*"+pidSuffix))
+	for _, path := range paths {
+		if pid := readPid(path); pid != except && isGuest(pid, path) {
+			return strings.TrimSuffix(filepath.Base(path), pidSuffix), pid
+		}
+	}
+	return "", 0
+}

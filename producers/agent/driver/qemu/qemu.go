@@ -319,7 +319,7 @@ func (d *Driver) Start(ctx context.Context, hostID string, spec agent.VMSpec) er
 		}
 		return nil
 	}
-	if err := d.launch(ctx, g, hostID, ""); err != nil {
+	if err := d.launch(ctx, g, hostID, "", 0); err != nil {
 		return fmt.Errorf("start vm %s: %w", spec.ID, err)
 	}
 	return nil
@@ -553,7 +553,7 @@ func (d *Driver) Resume(ctx context.Context, hostID, vmID string) error {
 // before leaves the memory in state.bin for the next try.
 func (d *Driver) resume(ctx context.Context, g *guest) error {
 	state := filepath.Join(g.dir, "state.bin")
-	if err := d.launch(ctx, g, g.host, "exec:cat "+state); err != nil {
+	if err := d.launch(ctx, g, g.host, "exec:cat "+state, 0); err != nil {
 		return err
 	}
 	p := d.procOf(g)
@@ -620,7 +620,7 @@ func (d *Driver) restart(ctx context.Context, hostID, vmID string, change func(*
 	if err := d.save(g); err != nil {
 		return fmt.Errorf("restart vm %s: %w", vmID, err)
 	}
-	if err := d.launch(ctx, g, hostID, ""); err != nil {
+	if err := d.launch(ctx, g, hostID, "", 0); err != nil {
 		return fmt.Errorf("restart vm %s: %w", vmID, err)
 	}
 	return nil
