@@ -158,7 +158,9 @@ func (d *Driver) found(ctx context.Context, g *guest, tracked *process) []*proce
 		}
 	}
 	for h, pid := range live {
-		procs = append(procs, d.attach(g.id, g.dir, h, pid))
+		if p := d.attach(g.id, g.dir, h, pid); p != nil {
+			procs = append(procs, p)
+		}
 	}
 	for _, p := range procs {
 		// Instant but for a monitor another live agent still holds; the

@@ -111,12 +111,18 @@ func (d *Driver) killStrays(ctx context.Context, host string) (int, error) {
 	var found []stray
 	for _, e := range entries {
 		path := pidPath(filepath.Join(d.cfg.Dir, e.Name()), host)
-		if pid := readPid(path); e.IsDir() && isGuest(pid, path) {
-			if p, _ := os.FindProcess(pid); p != nil {
+		pid := readPid(path)
+		if !e.IsDir() || pid == 0 {
+			continue
+		}
+		// Pinned first, checked then: the kill cannot reach a process
+		// that took the pid in between.
+		if p, err := os.FindProcess(pid); err == nil {
+			if isGuest(pid, path) {
 				p.Kill()
-				p.Release()
+				found = append(found, stray{pid, path})
 			}
-			found = append(found, stray{pid, path})
+			p.Release()
 		}
 	}
 	for _, s := range found {

@@ -77,10 +77,10 @@ func (d *Driver) launch(ctx context.Context, g *guest, host, incoming string, so
 		return fmt.Errorf("run %s: %w: %s", d.cfg.Binary, err, tail(logPath))
 	}
 	pid := readPid(pidfile)
-	if !isGuest(pid, pidfile) {
+	p := d.attach(g.id, g.dir, host, pid)
+	if p == nil {
 		return fmt.Errorf("qemu exited at start: %s", tail(logPath))
 	}
-	p := d.attach(g.id, g.dir, host, pid)
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := p.waitConnected(wctx); err != nil {

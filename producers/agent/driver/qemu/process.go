@@ -53,10 +53,15 @@ type process struct {
 // while another agent still holds it.
 var errNoMonitor = errors.New("qemu monitor not connected")
 
-// attach starts watching the guest pid of VM id on host.
+// attach starts watching the guest pid of VM id on host; nil when pid is
+// not that guest (any more).
 func (d *Driver) attach(id, dir, host string, pid int) *process {
-	// FindProcess never fails on Linux; with pidfds it pins the process.
-	h, _ := os.FindProcess(pid)
+	// With pidfds FindProcess pins the process: checked after, the pid
+	// cannot have passed to another process between check and signal.
+	h, err := os.FindProcess(pid)
+	if err != nil || !isGuest(pid, pidPath(dir, host)) {
+		return nil
+	}
 	p := &process{host: host, pid: pid, pidfile: pidPath(dir, host), socket: filepath.Join(dir, host+".qmp"), handle: h,
 		exited: make(chan struct{}), connected: make(chan struct{}), released: make(chan struct{})}
 	go d.watch(id, p)
