@@ -16,7 +16,11 @@ echo "$out"
 for row in "end-to-end reports/s" "time to caught up" "VM processor reports/s" "Postgres row writes (vms)" \
            "VM processor restore" "VM processor heap per VM" "VM processor CPU" "Postgres writes after 3rd same-state report" \
            "reboot p99 at 20 actions/s" "decisions/s at 10000 hosts" "ingest rows/s" "analyst query p50/p95" \
-           "events/s into an empty read model"; do
+           "events/s into an empty read model" \
+           "synced data dir: one produce p50" "synced data dir: one produce p99" "synced data dir: pipelined produce" \
+           "synced data dir: transaction p50" "synced data dir: transaction p99" \
+           "data dir without fsync: one produce p50" "data dir without fsync: one produce p99" "data dir without fsync: pipelined produce" \
+           "data dir without fsync: transaction p50" "data dir without fsync: transaction p99"; do
   grep -q -- "$row" <<<"$out" || { echo "make bench QUICK=1: row '$row' missing"; exit 1; }
 done
 if grep -q "error:" <<<"$out"; then echo "make bench QUICK=1: a scenario failed to run"; exit 1; fi

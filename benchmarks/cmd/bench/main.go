@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vmplane/vmplane/benchmarks/durability"
 	"github.com/vmplane/vmplane/benchmarks/harness"
 	"github.com/vmplane/vmplane/benchmarks/journal"
 	"github.com/vmplane/vmplane/benchmarks/placement"
@@ -31,7 +32,7 @@ func main() {
 	quick := flag.Bool("quick", false, "tiny sizes (seconds), as `make test` runs it")
 	record := flag.Bool("record", true, "write results/<date>-<commit>.json (and, for full runs, a README history row)")
 	runs := flag.Int("runs", 0, "repetitions per scenario (default 3)")
-	only := flag.String("only", "", "run these scenario groups, comma-separated: storm, latency, placement, journal, rebuild (for profiling; never recorded)")
+	only := flag.String("only", "", "run these scenario groups, comma-separated: storm, latency, placement, journal, rebuild, durability (for profiling; never recorded)")
 	childRole := flag.String("child", "", "internal: run a processor as a child process")
 	brokers := flag.String("brokers", "", "internal: broker list of -child")
 	latencyChild := flag.String("latency-child", "", "internal: run one action-latency repetition as a child process (JSON arguments)")
@@ -166,6 +167,10 @@ func run(ctx context.Context, quick, record bool, runs int, g groups) error {
 	if g.has("rebuild") {
 		fmt.Fprintln(os.Stderr, "bench: rebuild")
 		rows = append(rows, rebuild.Rows(ctx, quick, sz.Runs, pg.DSN(), log)...)
+	}
+	if g.has("durability") {
+		fmt.Fprintln(os.Stderr, "bench: durability")
+		rows = append(rows, durability.Rows(ctx, quick, sz.Runs, varDir, log)...)
 	}
 
 	fmt.Println()
