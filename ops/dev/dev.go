@@ -220,12 +220,12 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	agents := []roles.Runner{ag}
 	if cfg.QemuHosts > 0 {
-		s.qemuDir, err = qemuDir(cfg.VarDir)
+		s.qemuDir, err = qemuDir(cfg.VarDir, freshLog)
 		if err != nil {
 			return nil, err
 		}
 		qa, err := roles.NewQemuAgent(as(o, kafka.PrincipalAgent), roles.QemuLayout{Prefix: "qemu", Zone: "zone-1", Cluster: "qemu-cluster",
-			Hosts: cfg.QemuHosts, Tags: []string{QemuTag}, StateDir: s.qemuDir}, settings)
+			Hosts: cfg.QemuHosts, Tags: []string{QemuTag}, StateDir: s.qemuDir, QuitGuestsOnStop: true}, settings)
 		if err != nil {
 			return nil, err
 		}
@@ -334,13 +334,18 @@ var QemuOffering = schemas.Offering{ID: "off-qemu-small", Name: "qemu-small", CP
 
 // qemuDir is where the QEMU guests live: var/qemu when its socket paths
 // (dir/<vm uuid>/<host>-ext.qmp) fit the 107 bytes of a unix socket name,
-// else a new directory under the temp dir.
-func qemuDir(varDir string) (string, error) {
+// else a new directory under the temp dir. Guests outlive the stack when it
+// is killed, and the next start adopts them from there, so the directory
+// is kept; only a new Kafka log, whose control plane knows none of those
+// VMs, starts it afresh.
+func qemuDir(varDir string, freshLog bool) (string, error) {
 	dir := filepath.Join(varDir, "qemu")
 	if len(dir)+len("/12345678-1234-1234-1234-123456789012/qemu-99-ext.qmp") < 100 {
-		// Guests of an earlier run are gone (the agent quit them): their
-		// directories are stale.
-		os.RemoveAll(dir)
+		if freshLog {
+			if err := os.RemoveAll(dir); err != nil {
+				return "", fmt.Errorf("drop the guests of an earlier log: %w", err)
+			}
+		}
 		return dir, os.MkdirAll(dir, 0o755)
 	}
 	return os.MkdirTemp("", "vmq")

@@ -72,14 +72,20 @@ type QemuLayout struct {
 	// Tags every host carries (default qemu): an offering with host tag
 	// qemu is placed on QEMU hosts only.
 	Tags []string
-	// StateDir holds the guests' directories (disks, QMP sockets), and the
-	// agent's answers (answers-<agent id>.log); keep it short, unix socket
-	// paths are limited to 107 bytes.
+	// StateDir holds the guests' directories (disks, QMP sockets, pid
+	// files), and the agent's answers (answers-<agent id>.log); keep it
+	// short, unix socket paths are limited to 107 bytes. Guests outlive the
+	// agent, and the next agent on the same StateDir adopts them.
 	StateDir string
+	// QuitGuestsOnStop quits every guest when the agent stops cleanly (its
+	// context ends): the dev stack's Ctrl-C. Without it a stopped agent
+	// leaves its guests running, as a killed one does, so that an upgrade
+	// or a restart never stops a VM.
+	QuitGuestsOnStop bool
 }
 
 // NewQemuAgent returns an agent serving hosts whose VMs are real QEMU
-// processes; the guests are quit when the agent stops.
+// processes, which belong to their hosts, not to the agent process.
 func NewQemuAgent(o Options, l QemuLayout, s Settings) (Runner, error) {
 	if l.Hosts <= 0 {
 		return nil, fmt.Errorf("qemu agent: %d hosts", l.Hosts)
@@ -113,22 +119,23 @@ func NewQemuAgent(o Options, l QemuLayout, s Settings) (Runner, error) {
 		return nil, fmt.Errorf("qemu agent: %w", err)
 	}
 	a := agent.New(agent.Config{ID: o.InstanceID + "-" + l.Prefix, Kafka: o.Kafka, PingInterval: s.PingInterval, Logger: o.Logger, DataDir: l.StateDir}, d)
-	return &qemuAgent{Agent: a, drv: d}, nil
+	return &qemuAgent{Agent: a, drv: d, quit: l.QuitGuestsOnStop}, nil
 }
 
-// qemuAgent quits its guests when it stops: a QEMU process outliving the
-// agent would run a VM nobody reports.
+// qemuAgent is an agent of QEMU hosts that may quit its guests when it
+// stops cleanly (QemuLayout.QuitGuestsOnStop).
 type qemuAgent struct {
 	*agent.Agent
-	drv *qemu.Driver
+	drv  *qemu.Driver
+	quit bool
 }
 
-// Run serves until ctx ends, then quits the guests. A failed run leaves
-// them alone: the supervisor starts the agent again, which finds and
-// reports them.
+// Run serves until ctx ends. A failed run, a kill or (without quit) a clean
+// stop leave the guests running: the next agent on the same directory
+// adopts them and reports them as they are.
 func (q *qemuAgent) Run(ctx context.Context) error {
 	err := q.Agent.Run(ctx)
-	if ctx.Err() != nil {
+	if q.quit && ctx.Err() != nil {
 		q.drv.Close()
 	}
 	return err

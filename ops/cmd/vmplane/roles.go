@@ -180,7 +180,7 @@ func runAgent(ctx context.Context, args []string, log *slog.Logger) error {
 	zone := f.str("zone", "VMPLANE_ZONE", "zone-1", "zone of the hosts")
 	hosts := f.num("hosts", "VMPLANE_SIM_HOSTS", 4, "hosts served")
 	clusters := f.num("clusters", "VMPLANE_SIM_CLUSTERS", 2, "clusters the simulated hosts are spread over (qemu hosts form one cluster)")
-	stateDir := f.str("state-dir", "VMPLANE_QEMU_DIR", "", "what outlives the agent, with its answers to commands: qemu: the guests' disks and QMP sockets (default a new one under the temp dir; keep it short); sim: the simulated hosts' VMs (default: memory only)")
+	stateDir := f.str("state-dir", "VMPLANE_QEMU_DIR", "", "what outlives the agent, with its answers to commands: qemu: the guests' disks and QMP sockets and pid files, required, kept across restarts (keep it short); sim: the simulated hosts' VMs (default: memory only)")
 	simControl := f.str("sim-control", "VMPLANE_SIM_CONTROL", "", "sim: listen address of the simulator's control API (crash a host, pause a VM behind vmplane's back); loopback only; empty: off")
 	f.Parse(args)
 	o := roles.Options{Kafka: k.config(), InstanceID: *inst, Logger: log}
@@ -209,12 +209,9 @@ func runAgent(ctx context.Context, args []string, log *slog.Logger) error {
 			*prefix = "qemu"
 		}
 		if *stateDir == "" {
-			d, err := os.MkdirTemp("", "vmq")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(d)
-			*stateDir = d
+			// The guests outlive the agent and the next one adopts them from
+			// this directory: a temporary one would lose them.
+			return fmt.Errorf("agent --driver qemu needs --state-dir (VMPLANE_QEMU_DIR): the guests' directories, kept across restarts")
 		}
 		a, err := roles.NewQemuAgent(o, roles.QemuLayout{Prefix: *prefix, Zone: *zone, Hosts: *hosts, StateDir: *stateDir}, roles.Settings{PingInterval: *ping})
 		if err != nil {
