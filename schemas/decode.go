@@ -36,6 +36,8 @@ type reader struct {
 	npend   int
 	pending [32]pendingString
 	more    []pendingString
+	// strs counts the non-empty strings read, pending or flushed.
+	strs int
 }
 
 // pendingString is a string field still to be set to body[at:at+n].
@@ -98,6 +100,7 @@ func (r *reader) str(p *string) {
 		return
 	}
 	ps := pendingString{field: p, at: r.pos, n: n}
+	r.strs++
 	if r.npend < len(r.pending) {
 		r.pending[r.npend] = ps
 		r.npend++
@@ -291,8 +294,11 @@ func (r *reader) pointer(p *plan) unsafe.Pointer {
 		return nil
 	}
 	e := reflect.New(p.elem.typ)
+	strs := r.strs
 	r.decode(e.UnsafePointer(), p.elem.ops)
-	if r.err != nil || e.Elem().IsZero() {
+	// A string the target holds is set only at the next flush: a target
+	// that read a non-empty string is not zero, whatever IsZero says now.
+	if r.err != nil || (r.strs == strs && e.Elem().IsZero()) {
 		return nil
 	}
 	return e.UnsafePointer()

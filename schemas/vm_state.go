@@ -3,9 +3,10 @@ package schemas
 // VmRecord is the VM processor's state of one VM, written to the compacted
 // changelog vm.state.v1 after every change and read back on assignment.
 //
-// Job and OldOffering are pointers, nil when zero (no job in flight, no
-// resize awaiting confirmation), as nearly every VM is: an idle VM's record
-// then takes 504 bytes instead of 816 (unsafe.Sizeof on amd64; the 512-byte
+// Job, OldOffering and Twin are pointers, nil when zero (no job in flight,
+// no resize awaiting confirmation, no second host reporting the VM), as
+// nearly every VM is: an idle VM's record then takes 512 bytes instead of
+// 856 (unsafe.Sizeof on amd64; the 512-byte
 // allocation size class instead of 896), with the same schema and bytes on
 // the wire (see doc.go).
 type VmRecord struct {
@@ -40,6 +41,16 @@ type VmRecord struct {
 	ResizeSourceHost      string           `avro:"resize_source_host" doc:"Host a Resized VM left (its old allocation is kept there until confirm); empty when resized in place."`
 	HARetryAt             int64            `avro:"ha_retry_at" doc:"When the next HA restart is due, Unix milliseconds; 0 for none."`
 	HAAvoidHosts          []string         `avro:"ha_avoid_hosts" doc:"Hosts the HA restarts of this episode avoid: the host that went down and destinations where an attempt failed."`
+	Twin                  *TwinReport      `avro:"twin" doc:"Another host reporting the VM on it while the VM's own host last said it runs there; empty for none."`
+}
+
+// TwinReport is a report of a VM on a host other than its own while its own
+// host's last report has it there too: a move seen from its far end, or a
+// second copy. The own host's next report settles which.
+type TwinReport struct {
+	HostID     string `avro:"host_id" doc:"The other host."`
+	PowerState string `avro:"power_state" doc:"What the other host reported."`
+	OwnSeq     int64  `avro:"own_seq" doc:"The own host's last report sequence when the other host reported: only a later report of the own host settles it."`
 }
 
 // JobState is the job in flight of a VM: what it waits for and until when.

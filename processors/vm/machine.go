@@ -58,6 +58,9 @@ type tx struct {
 	// releasedAll is set once this transaction released every claim of
 	// the VM, so a failing job does not release again.
 	releasedAll bool
+	// seq is the report sequence of the report being observed; 0 for an
+	// observation that is no report (a HostDown).
+	seq int64
 }
 
 func (m *Machine) begin(s *schemas.VmRecord, key string, now time.Time) *tx {

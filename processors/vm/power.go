@@ -17,6 +17,7 @@ func (t *tx) powerReport(r *schemas.PowerReport) {
 	if !t.fresh(r.HostID, r.ReportSeq) {
 		return
 	}
+	t.seq = r.ReportSeq
 	t.observe(r.HostID, r.PowerState, r.ReportedAt, fmt.Sprintf("host %s reported %s", r.HostID, r.PowerState))
 }
 
@@ -49,7 +50,12 @@ func (t *tx) observe(host, power string, at int64, why string) {
 		if s.HostID != "" && !onHost(power) {
 			// Another host saying the VM is not running there says nothing
 			// about where it runs (an old host's report must not override
-			// the current one's, CloudStack bug #3741).
+			// the current one's, CloudStack bug #3741), but ends a twin
+			// report of that host (twin.go).
+			t.twinGone(host)
+			return
+		}
+		if onHost(power) && t.twinSeen(host, power) {
 			return
 		}
 		if onHost(power) {
@@ -62,6 +68,9 @@ func (t *tx) observe(host, power string, at int64, why string) {
 			s.HostID, s.PodID, s.ClusterID = host, "", ""
 			t.changed(job, why)
 		}
+	}
+	if host == s.HostID && s.Twin != nil && t.twinSettled(host, power, at, t.seq) {
+		return
 	}
 	same := s.PowerState == power && s.PowerHost == host
 	if same {
@@ -128,5 +137,6 @@ func (t *tx) missingFromHost(m *schemas.VmMissingFromHost) {
 	if last, ok := s.ReportSeq[m.HostID]; ok && last > m.ReportSeq {
 		return
 	}
+	t.seq = m.ReportSeq
 	t.observe(m.HostID, schemas.PowerOff, 0, fmt.Sprintf("host %s no longer lists the VM", m.HostID))
 }

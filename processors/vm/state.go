@@ -71,6 +71,10 @@ func clone(s *schemas.VmRecord) *schemas.VmRecord {
 	c.Recent = slices.Clone(s.Recent)
 	c.ReportSeq = maps.Clone(s.ReportSeq)
 	c.HAAvoidHosts = slices.Clone(s.HAAvoidHosts)
+	if s.Twin != nil {
+		tw := *s.Twin
+		c.Twin = &tw
+	}
 	return &c
 }
 
@@ -104,6 +108,9 @@ func compact(s *schemas.VmRecord) {
 	}
 	if s.OldOffering != nil && reflect.ValueOf(s.OldOffering).Elem().IsZero() {
 		s.OldOffering = nil
+	}
+	if s.Twin != nil && *s.Twin == (schemas.TwinReport{}) {
+		s.Twin = nil
 	}
 }
 
