@@ -126,3 +126,34 @@ func checkAbortedTail(t *testing.T, cfg kafka.Config, parts int32) {
 		}
 	}
 }
+
+// A processor whose producer is fenced (here by a client that takes its
+// transactional id; after a crash, by a broker that reloaded its log)
+// starts a new session on its own and goes on exactly once.
+func TestFencedProcessorStartsAgain(t *testing.T) {
+	_, cfg := startBroker(t)
+	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	produceReports(t, cfg, 10, 2)
+	p, done := runProcessor(t, t.Context(), cfg, "a", clock)
+	readEvents(t, cfg, 20)
+
+	z, err := kgo.NewClient(cfg.Opts(kgo.TransactionalID("vmplane-test-a"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Close()
+	if _, _, err := z.ProducerID(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	aborts := p.Stats().Aborts.Load()
+	produceReports(t, cfg, 10, 2)
+	checkCounts(t, readEvents(t, cfg, 40), 10, 4)
+	select {
+	case err := <-done:
+		t.Fatalf("processor stopped: %v", err)
+	default:
+	}
+	if p.Stats().Aborts.Load() == aborts {
+		t.Fatal("the fenced transaction did not fail: the test fenced nothing")
+	}
+}

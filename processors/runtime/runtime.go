@@ -159,8 +159,53 @@ func (p *Processor[S]) Assigned() int {
 // Group is the consumer group of the processor.
 func (p *Processor[S]) Group() string { return "vmplane-" + p.cfg.Name }
 
-// Run consumes until ctx ends. It returns nil on cancellation.
+// Run consumes until ctx ends. It returns nil on cancellation. A session
+// that fails — the producer fenced by a broker that reloaded its log after
+// a crash, a transaction the broker refused, a restore that failed — is
+// dropped with every state it restored, and a new one starts after a pause
+// (0.5 s, doubling to 10 s while sessions keep failing early), as a
+// restarted process would; each failure is logged and shown by ReadyErr.
 func (p *Processor[S]) Run(ctx context.Context) error {
+	pause := 500 * time.Millisecond
+	for {
+		started := time.Now()
+		err := p.session(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err == nil {
+			return nil
+		}
+		if time.Since(started) > time.Minute {
+			pause = 500 * time.Millisecond
+		}
+		p.forgetAll()
+		msg := fmt.Sprintf("session failed, starting a new one in %s: %v", pause, err)
+		p.restoring.Store(&msg)
+		p.log.Warn("session failed, starting a new one", "in", pause, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 10*time.Second)
+	}
+}
+
+// forgetAll drops every state and assignment between two sessions: the
+// next session's group assigns and restores afresh.
+func (p *Processor[S]) forgetAll() {
+	p.st = store[S]{}
+	p.timers = timerHeap{}
+	p.slab, p.recs = nil, nil
+	p.mu.Lock()
+	p.assigned, p.pending, p.dropped = map[int32]bool{}, map[int32]bool{}, map[int32]bool{}
+	p.mu.Unlock()
+	p.ready.Store(false)
+}
+
+// session runs one group transact session until ctx ends or it fails.
+func (p *Processor[S]) session(ctx context.Context) error {
 	opts := p.cfg.Kafka.Opts(
 		kgo.ConsumerGroup(p.Group()),
 		kgo.ConsumeTopics(p.cfg.Inputs...),
