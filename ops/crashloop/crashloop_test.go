@@ -167,6 +167,7 @@ func TestCrashLoop(t *testing.T) {
 		fmt.Sprintf("kills %d (%s), skipped %d; recovery after restart (to ready): p50 %s, max %s (%s), measured %d, not ready %d",
 			ks1.done, ks1.rolesText(), ks1.skipped, ks1.p50().Round(time.Millisecond), ks1.max().Round(time.Millisecond), ks1.worst,
 			len(ks1.recoveries), ks1.unmeasured),
+		fmt.Sprintf("recovery per role, p50/max (measured): %s", ks1.roleRecoveries()),
 		fmt.Sprintf("exits the harness did not cause: %d", len(exits)),
 		fmt.Sprintf("load: %d jobs accepted (202); %s", len(acc), ld.countsText()),
 		settled,

@@ -3,8 +3,10 @@ package crashloop
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -30,6 +32,7 @@ type jobTrace struct {
 	accepted        bool     // JobAccepted seen
 	ends            []string // "JobSucceeded at vm.events.v1/3@120"
 	endKinds        []string // succeeded, failed, cancelled, rejected
+	endAt           int64    // the first end's time, Unix ms
 	lastStep        string
 }
 
@@ -72,6 +75,9 @@ func readJobs(ctx context.Context, st *stack) (*jobLog, error) {
 		case *schemas.JobStepped:
 			j.lastStep = fmt.Sprintf("step %d %s: %s", v.Seq, v.TaskState, v.Text)
 		default:
+			if len(j.ends) == 0 {
+				j.endAt = ref.At
+			}
 			j.ends = append(j.ends, schemas.TypeName(rec.Value)+" at "+where)
 			j.endKinds = append(j.endKinds, kind)
 		}
@@ -109,6 +115,9 @@ func jobRefOf(v any) (*schemas.JobRef, string) {
 func checkJobs(l *jobLog, acc []accepted) result {
 	r := result{name: "1 every accepted job ended exactly once (vm.events.v1, read_committed)"}
 	var once, never, lost, unprocessed, stuck, twice int
+	var durations []time.Duration
+	var slowest time.Duration
+	var slowestJob string
 	for _, a := range acc {
 		j := l.jobs[a.id]
 		switch {
@@ -131,7 +140,18 @@ func checkJobs(l *jobLog, acc []accepted) result {
 			r.failf("job %s (%s of VM %s) ended %d times: %s", a.id, a.kind, a.vmID, len(j.ends), strings.Join(j.ends, ", "))
 		default:
 			once++
+			took := time.Duration(j.endAt-a.wall.UnixMilli()) * time.Millisecond
+			durations = append(durations, took)
+			if took > slowest {
+				slowest, slowestJob = took, fmt.Sprintf("%s %s of %s", a.id, a.kind, a.vmID)
+			}
 		}
+	}
+	slices.Sort(durations)
+	latency := "none ended"
+	if n := len(durations); n > 0 {
+		latency = fmt.Sprintf("202 to end p50 %s, p99 %s, max %s (%s)", durations[(n-1)/2].Round(time.Millisecond),
+			durations[(n-1)*99/100].Round(time.Millisecond), slowest.Round(time.Millisecond), slowestJob)
 	}
 	accSet := map[string]bool{}
 	for _, a := range acc {
@@ -163,9 +183,9 @@ func checkJobs(l *jobLog, acc []accepted) result {
 			r.failf("job %s (%s %s of VM %s) ended %d times: %s", id, j.origin, j.typ, j.vm, len(j.ends), strings.Join(j.ends, ", "))
 		}
 	}
-	r.summary = fmt.Sprintf("202s %d: ended once %d, never %d (command lost %d, never processed %d, stuck %d), more than once %d; "+
+	r.summary = fmt.Sprintf("202s %d: ended once %d, never %d (command lost %d, never processed %d, stuck %d), more than once %d; %s; "+
 		"jobs in vm.events.v1 %d (%s), ends %s; other jobs never ended %d, ended twice %d; read %d records%s",
-		len(acc), once, never, lost, unprocessed, stuck, twice, len(l.jobs), countsText(origins), countsText(ends),
+		len(acc), once, never, lost, unprocessed, stuck, twice, latency, len(l.jobs), countsText(origins), countsText(ends),
 		otherNever, otherTwice, l.read.records, silentText(l.read))
 	return r
 }

@@ -159,11 +159,12 @@ type killStats struct {
 	done, skipped, unmeasured int
 	perRole                   map[string]int
 	recoveries                []time.Duration
+	byRole                    map[string][]time.Duration
 	worst                     string
 }
 
 func statsOf(ks []*kill) killStats {
-	s := killStats{perRole: map[string]int{}}
+	s := killStats{perRole: map[string]int{}, byRole: map[string][]time.Duration{}}
 	var worst time.Duration
 	for _, k := range ks {
 		k.mu.Lock()
@@ -175,6 +176,7 @@ func statsOf(ks []*kill) killStats {
 			s.perRole[k.role]++
 			if k.measured {
 				s.recoveries = append(s.recoveries, k.recovery)
+				s.byRole[k.role] = append(s.byRole[k.role], k.recovery)
 				if k.recovery > worst {
 					worst, s.worst = k.recovery, fmt.Sprintf("#%d %s", k.n, k.role)
 				}
@@ -185,7 +187,20 @@ func statsOf(ks []*kill) killStats {
 		k.mu.Unlock()
 	}
 	slices.Sort(s.recoveries)
+	for _, rs := range s.byRole {
+		slices.Sort(rs)
+	}
 	return s
+}
+
+// roleRecoveries is each role's recovery, p50 and max of those measured.
+func (s killStats) roleRecoveries() string {
+	var parts []string
+	for _, n := range sortedKeys(s.byRole) {
+		rs := s.byRole[n]
+		parts = append(parts, fmt.Sprintf("%s %s/%s (%d)", n, rs[(len(rs)-1)/2].Round(10*time.Millisecond), rs[len(rs)-1].Round(10*time.Millisecond), len(rs)))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (s killStats) p50() time.Duration {

@@ -24,7 +24,8 @@ type loadConfig struct {
 // accepted is a job the gateway answered 202 for.
 type accepted struct {
 	id, vmID, kind string
-	at             time.Duration
+	at             time.Duration // on the stack's clock
+	wall           time.Time
 }
 
 type loadVM struct {
@@ -64,7 +65,7 @@ func (l *load) count(what string, err error) {
 
 func (l *load) accept(j jobJSON, kind string) {
 	l.mu.Lock()
-	l.jobs = append(l.jobs, accepted{id: j.ID, vmID: j.VmID, kind: kind, at: l.st.clock()})
+	l.jobs = append(l.jobs, accepted{id: j.ID, vmID: j.VmID, kind: kind, at: l.st.clock(), wall: time.Now()})
 	l.mu.Unlock()
 }
 

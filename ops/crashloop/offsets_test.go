@@ -142,41 +142,46 @@ func checkOffsets(ctx context.Context, st *stack, dsn string, wait time.Duration
 		}
 		return out
 	}
+	// short sorts the partitions behind into those short only by offsets
+	// no read_committed consumer is handed and those with records left.
+	short := func(left []behind) (markersOnly int, unread []string) {
+		from, to := map[tp]int64{}, map[tp]int64{}
+		for _, b := range left {
+			if at, ok := from[b.p]; !ok || b.at < at {
+				from[b.p] = b.at
+			}
+			to[b.p] = b.lso
+		}
+		offsets, err := committedOffsets(ctx, st, from, to)
+		for _, b := range left {
+			n := 0
+			for _, o := range offsets[b.p] {
+				if o >= b.at {
+					n++
+				}
+			}
+			switch {
+			case err != nil:
+				unread = append(unread, fmt.Sprintf("%s %s at %d of %d (records between unknown: %v)", b.group, b.p, b.at, b.lso, err))
+			case n == 0:
+				markersOnly++
+			default:
+				unread = append(unread, fmt.Sprintf("%s %s at %d of %d: %d committed records not consumed", b.group, b.p, b.at, b.lso, n))
+			}
+		}
+		return markersOnly, unread
+	}
 	deadline := time.Now().Add(wait)
 	left := lag()
-	for len(left) > 0 && time.Now().Before(deadline) {
+	markersOnly, unread := short(left)
+	for len(unread) > 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Second)
 		if pos, _, err = groupPositions(ctx, adm, dsn); err != nil {
 			r.failf("%v", err)
 			return r
 		}
 		left = lag()
-	}
-	var markersOnly int
-	var unread []string
-	from, to := map[tp]int64{}, map[tp]int64{}
-	for _, b := range left {
-		if at, ok := from[b.p]; !ok || b.at < at {
-			from[b.p] = b.at
-		}
-		to[b.p] = b.lso
-	}
-	offsets, err := committedOffsets(ctx, st, from, to)
-	for _, b := range left {
-		n := 0
-		for _, o := range offsets[b.p] {
-			if o >= b.at {
-				n++
-			}
-		}
-		switch {
-		case err != nil:
-			unread = append(unread, fmt.Sprintf("%s %s at %d of %d (records between unknown: %v)", b.group, b.p, b.at, b.lso, err))
-		case n == 0:
-			markersOnly++
-		default:
-			unread = append(unread, fmt.Sprintf("%s %s at %d of %d: %d committed records not consumed", b.group, b.p, b.at, b.lso, n))
-		}
+		markersOnly, unread = short(left)
 	}
 	sort.Strings(unread)
 	for _, u := range unread {
