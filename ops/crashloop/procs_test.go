@@ -87,6 +87,9 @@ func (r *role) start() (*exec.Cmd, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.stopping {
+		return nil, fmt.Errorf("%s is stopping", r.name)
+	}
 	r.gen++
 	fmt.Fprintf(f, "=== crashloop: start #%d of %s at %s\n", r.gen, r.name, r.clock().Round(time.Millisecond))
 	if err := cmd.Start(); err != nil {
