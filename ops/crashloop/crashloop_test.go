@@ -152,7 +152,7 @@ func TestCrashLoop(t *testing.T) {
 	}
 
 	acc := ld.accepted()
-	settled := settle(ctx, t, st, user, acc, cfg.settle)
+	settled := settle(ctx, t, st, user, admin, acc, cfg.settle)
 
 	ks1 := statsOf(ks)
 	var exits []string
@@ -202,12 +202,9 @@ func TestCrashLoop(t *testing.T) {
 	if err != nil {
 		t.Errorf("read the changelogs: %v", err)
 	}
+	hosts := apiHosts(ctx, t, admin)
 	qemuHosts := map[string]bool{}
-	var hosts list[hostJSON]
-	if err := admin.call(ctx, http.MethodGet, "/v1/hosts?limit=100", nil, &hosts, 10); err != nil {
-		t.Errorf("GET /v1/hosts: %v", err)
-	}
-	for _, h := range hosts.Items {
+	for _, h := range hosts {
 		if h.Hypervisor == "qemu" {
 			qemuHosts[h.ID] = true
 		}
@@ -215,7 +212,18 @@ func TestCrashLoop(t *testing.T) {
 	if qemu {
 		check(checkGuests(qemuDir, sts, qemuHosts))
 	}
-	check(checkCapacity(sts, hosts.Items))
+	// The ledger is read from the log, the hosts' usage from the read
+	// model a moment later: a difference that goes within a few seconds
+	// was the projector's lag, one that stays is the finding.
+	capacity := checkCapacity(sts, hosts)
+	for try := 2; try <= 4 && len(capacity.failures) > 0; try++ {
+		time.Sleep(3 * time.Second)
+		if again, err := readStates(ctx, st); err == nil {
+			capacity = checkCapacity(again, apiHosts(ctx, t, admin))
+			capacity.summary += fmt.Sprintf(" (read %d times)", try)
+		}
+	}
+	check(capacity)
 	check(checkOffsets(ctx, st, dsn, 20*time.Second))
 	check(checkJournal(ctx, chAddr, chDB, jl, acc))
 	check(checkReadModel(ctx, st, dsn, rebuildDSN))
@@ -316,11 +324,11 @@ func setUp(t *testing.T, st *stack, qemu bool) (user, admin *api) {
 	return user, admin
 }
 
-// settle waits, up to d, until every role is ready and every accepted job
-// has ended in the read model. It returns a summary line; a stack that
-// does not settle is a failure of its own, and the invariants are checked
-// all the same.
-func settle(ctx context.Context, t *testing.T, st *stack, user *api, acc []accepted, d time.Duration) string {
+// settle waits, up to d, until every role is ready, every accepted job has
+// ended in the read model and no other job runs (maintenance migrations,
+// HA restarts). It returns a summary line; a stack that does not settle is
+// a failure of its own, and the invariants are checked all the same.
+func settle(ctx context.Context, t *testing.T, st *stack, user, admin *api, acc []accepted, d time.Duration) string {
 	began := time.Now()
 	open := map[string]accepted{}
 	for _, a := range acc {
@@ -328,8 +336,22 @@ func settle(ctx context.Context, t *testing.T, st *stack, user *api, acc []accep
 	}
 	var lastState map[string]string
 	var notReady map[string]string
+	var others []string
 	for {
 		notReady = st.notReady(ctx, st.roles)
+		others = others[:0]
+		for _, state := range []string{"pending", "running"} {
+			var ls list[jobJSON]
+			if err := admin.once(ctx, http.MethodGet, "/v1/jobs?limit=20&state="+state, "", nil, &ls); err != nil {
+				others = append(others, "jobs unknown: "+err.Error())
+				continue
+			}
+			for _, j := range ls.Items {
+				if _, mine := open[j.ID]; !mine {
+					others = append(others, fmt.Sprintf("%s (%s of %s): %s %s", j.ID, j.Type, j.VmID, j.State, j.TaskStat))
+				}
+			}
+		}
 		lastState = map[string]string{}
 		for id := range open {
 			var j jobJSON
@@ -343,8 +365,8 @@ func settle(ctx context.Context, t *testing.T, st *stack, user *api, acc []accep
 				lastState[id] = err.Error()
 			}
 		}
-		if len(notReady) == 0 && len(open) == 0 {
-			line := fmt.Sprintf("settled in %s: every role ready, all %d accepted jobs ended in the read model", time.Since(began).Round(time.Millisecond), len(acc))
+		if len(notReady) == 0 && len(open) == 0 && len(others) == 0 {
+			line := fmt.Sprintf("settled in %s: every role ready, all %d accepted jobs ended in the read model, no other job runs", time.Since(began).Round(time.Millisecond), len(acc))
 			st.logf("%s", line)
 			return line
 		}
@@ -368,10 +390,19 @@ func settle(ctx context.Context, t *testing.T, st *stack, user *api, acc []accep
 			logs = append(logs, fmt.Sprintf("last warnings of %s:\n    %s", name, strings.ReplaceAll(p, "\n", "\n    ")))
 		}
 	}
-	t.Errorf("not settled %s after the load: roles not ready %d: %s; accepted jobs not ended in the read model %d:\n  %s\n  %s",
-		d, len(notReady), describe(notReady), len(open), strings.Join(jobs, "\n  "), strings.Join(logs, "\n  "))
-	return fmt.Sprintf("NOT settled after %s: %d roles not ready (%s), %d of %d accepted jobs not ended in the read model",
-		d, len(notReady), strings.Join(sortedKeys(notReady), " "), len(open), len(acc))
+	t.Errorf("not settled %s after the load: roles not ready %d: %s; accepted jobs not ended in the read model %d:\n  %s\n  other jobs running %d: %s\n  %s",
+		d, len(notReady), describe(notReady), len(open), strings.Join(jobs, "\n  "), len(others), strings.Join(others, "; "), strings.Join(logs, "\n  "))
+	return fmt.Sprintf("NOT settled after %s: %d roles not ready (%s), %d of %d accepted jobs not ended in the read model, %d other jobs running",
+		d, len(notReady), strings.Join(sortedKeys(notReady), " "), len(open), len(acc), len(others))
+}
+
+// apiHosts is GET /v1/hosts as the admin sees it.
+func apiHosts(ctx context.Context, t *testing.T, admin *api) []hostJSON {
+	var ls list[hostJSON]
+	if err := admin.call(ctx, http.MethodGet, "/v1/hosts?limit=100", nil, &ls, 10); err != nil {
+		t.Errorf("GET /v1/hosts: %v", err)
+	}
+	return ls.Items
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -186,6 +186,15 @@ func (s *stack) brokerReady(ctx context.Context) error {
 			return fmt.Errorf("topic %s not listed", n)
 		}
 	}
+	// The client may answer a metadata request from its cache; a listing
+	// of offsets is always the broker's.
+	ends, err := kadm.NewClient(s.admin).ListEndOffsets(ctx, names...)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("list end offsets: %w", err)
+	}
 	return nil
 }
 
