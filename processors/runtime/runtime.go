@@ -208,6 +208,13 @@ func (p *Processor[S]) forgetAll() {
 func (p *Processor[S]) session(ctx context.Context) error {
 	opts := p.cfg.Kafka.Opts(
 		kgo.ConsumerGroup(p.Group()),
+		// A static member named like the transactional id: an instance
+		// restarted after a crash (or a new session of this one) takes its
+		// partitions back at once, with no rebalance, instead of waiting
+		// for the dead member's session to time out. A clean stop does not
+		// leave the group either: its partitions move to other instances
+		// after SessionTimeout.
+		kgo.InstanceID(fmt.Sprintf("vmplane-%s-%s", p.cfg.Name, p.cfg.InstanceID)),
 		kgo.ConsumeTopics(p.cfg.Inputs...),
 		kgo.TransactionalID(fmt.Sprintf("vmplane-%s-%s", p.cfg.Name, p.cfg.InstanceID)),
 		kgo.TransactionTimeout(60*time.Second),

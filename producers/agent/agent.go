@@ -182,6 +182,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	cl, err := kgo.NewClient(a.cfg.Kafka.Opts(
 		kgo.ClientID(a.Group()),
 		kgo.ConsumerGroup(a.Group()),
+		// A static member: an agent restarted after a crash takes its
+		// partitions back at once instead of waiting for the dead
+		// member's session to time out.
+		kgo.InstanceID(a.Group()),
 		kgo.ConsumeTopics(schemas.TopicAgentCommands),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		// Offsets of answered commands are marked and committed every
