@@ -87,42 +87,7 @@ func TestCrashLoop(t *testing.T) {
 		replay += " -crashloop.long -timeout 60m"
 	}
 	t.Logf("crashloop: seed %d, load %s, at least %d kills; replay: %s", cfg.seed, cfg.load, cfg.minKills, replay)
-	qemu := true
-	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
-		qemu = false
-		t.Logf("crashloop: qemu-system-x86_64 is not installed: no QEMU agent")
-	}
-
-	dir, err := os.MkdirTemp("", "vmplane-crashloop-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	qemuDir, err := os.MkdirTemp("", "vcl") // short: QMP socket paths live under it
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := *flagBin
-	if bin == "" {
-		bin = buildVmplane(t, dir)
-	}
-	dsn := testkit.Postgres(t)
-	rebuildDSN := testkit.Postgres(t)
-	chAddr, chDB := testkit.ClickHouse(t)
-
-	sc := stackConfig{bin: bin, dir: dir, dsn: dsn, chAddr: chAddr, chDB: chDB, ping: time.Second, simHosts: 4}
-	if qemu {
-		sc.qemuDir, sc.qemuHosts = qemuDir, 2
-	}
-	st := newStack(t, sc)
-	t.Cleanup(func() {
-		st.stop()
-		os.RemoveAll(qemuDir)
-		if t.Failed() {
-			t.Logf("crashloop: seed %d; the roles' logs and the broker's data are kept in %s", cfg.seed, dir)
-		} else {
-			os.RemoveAll(dir)
-		}
-	})
+	st, dbs := newRun(t, cfg)
 	ks := plan(cfg.seed, cfg.load, cfg.minKills, st.roleNames())
 	t.Logf("crashloop: kill schedule (seed %d), after the load begins:\n%s", cfg.seed, planText(ks))
 
@@ -131,37 +96,13 @@ func TestCrashLoop(t *testing.T) {
 		t.Fatalf("start the stack: %v", err)
 	}
 	st.logf("stack up: %s", strings.Join(st.roleNames(), ", "))
-	user, admin := setUp(t, st, qemu)
-
-	// The load, with the kills.
-	ld := &load{cfg: loadConfig{simTarget: 12, qemuMax: 3, simOff: "small"}, user: user, admin: admin, st: st,
-		counts: map[string]int{}, hostsOut: map[string]string{}}
-	if qemu {
-		ld.cfg.qemuOff = dev.QemuOffering.Name
-	}
-	began := time.Now()
-	lctx, stopLoad := context.WithTimeout(ctx, cfg.load)
-	done := make(chan struct{})
-	go func() { killer(lctx, st, ks, began); close(done) }()
-	ld.run(lctx, cfg.seed)
-	stopLoad()
-	<-done
-	st.logf("load stopped after %s: %s", time.Since(began).Round(time.Millisecond), ld.countsText())
-	if left := ld.restoreHosts(ctx, 30*time.Second); len(left) > 0 {
-		t.Errorf("hosts not brought back into service: %v", left)
-	}
-
+	user, admin := setUp(t, st)
+	ld := runLoad(ctx, t, st, user, admin, ks, cfg)
 	acc := ld.accepted()
 	settled := settle(ctx, t, st, user, admin, acc, cfg.settle)
 
 	ks1 := statsOf(ks)
-	var exits []string
-	for _, r := range st.roles {
-		for _, e := range r.selfExits() {
-			exits = append(exits, fmt.Sprintf("%s pid %d at %.1fs: %s\n      %s", r.name, e.pid, e.at.Seconds(), e.status,
-				strings.ReplaceAll(e.tail, "\n", "\n      ")))
-		}
-	}
+	exits := selfExitsText(st)
 	summary := []string{
 		fmt.Sprintf("seed %d (%s)", cfg.seed, replay),
 		fmt.Sprintf("kills %d (%s), skipped %d; recovery after restart (to ready): p50 %s, max %s (%s), measured %d, not ready %d",
@@ -175,8 +116,97 @@ func TestCrashLoop(t *testing.T) {
 	if ks1.done < cfg.minKills {
 		t.Errorf("only %d kills carried out, want at least %d", ks1.done, cfg.minKills)
 	}
+	summary = append(summary, checkAll(ctx, t, st, admin, dbs, acc)...)
 
-	// The invariants, each its own failure.
+	report := "crashloop summary\n  " + strings.Join(summary, "\n  ")
+	if t.Failed() {
+		report += "\nkill schedule as carried out:\n" + scheduleText(ks)
+		if len(exits) > 0 {
+			report += "exits the harness did not cause:\n  " + strings.Join(exits, "\n  ") + "\n"
+		}
+	}
+	t.Log(report)
+	if !t.Failed() {
+		t.Logf("kill schedule as carried out:\n%s", scheduleText(ks))
+	}
+}
+
+// databases are a run's stores: the read models, a second Postgres
+// database for the rebuild, the journal.
+type databases struct {
+	dsn, rebuildDSN string
+	chAddr, chDB    string
+}
+
+// newRun builds the binary (unless given one), makes the run's databases
+// and directories and defines the stack; its cleanup kills every process
+// and keeps the logs of a failed run.
+func newRun(t *testing.T, cfg runConfig) (*stack, databases) {
+	qemu := true
+	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
+		qemu = false
+		t.Logf("crashloop: qemu-system-x86_64 is not installed: no QEMU agent")
+	}
+	dir, err := os.MkdirTemp("", "vmplane-crashloop-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	qemuDir, err := os.MkdirTemp("", "vcl") // short: QMP socket paths live under it
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := *flagBin
+	if bin == "" {
+		bin = buildVmplane(t, dir)
+	}
+	var dbs databases
+	dbs.dsn = testkit.Postgres(t)
+	dbs.rebuildDSN = testkit.Postgres(t)
+	dbs.chAddr, dbs.chDB = testkit.ClickHouse(t)
+
+	sc := stackConfig{bin: bin, dir: dir, dsn: dbs.dsn, chAddr: dbs.chAddr, chDB: dbs.chDB, ping: time.Second, simHosts: 4}
+	if qemu {
+		sc.qemuDir, sc.qemuHosts = qemuDir, 2
+	}
+	st := newStack(t, sc)
+	t.Cleanup(func() {
+		st.stop()
+		os.RemoveAll(qemuDir)
+		if t.Failed() {
+			t.Logf("crashloop: seed %d; the roles' logs and the broker's data are kept in %s", cfg.seed, dir)
+		} else {
+			os.RemoveAll(dir)
+		}
+	})
+	return st, dbs
+}
+
+// runLoad drives the load for cfg.load with the kill schedule beside it,
+// then brings every host it took out of service back.
+func runLoad(ctx context.Context, t *testing.T, st *stack, user, admin *api, ks []*kill, cfg runConfig) *load {
+	ld := &load{cfg: loadConfig{simTarget: 12, qemuMax: 3, simOff: "small"}, user: user, admin: admin, st: st,
+		counts: map[string]int{}, hostsOut: map[string]string{}}
+	if st.cfg.qemuHosts > 0 {
+		ld.cfg.qemuOff = dev.QemuOffering.Name
+	}
+	began := time.Now()
+	lctx, stopLoad := context.WithTimeout(ctx, cfg.load)
+	defer stopLoad()
+	done := make(chan struct{})
+	go func() { killer(lctx, st, ks, began); close(done) }()
+	ld.run(lctx, cfg.seed)
+	<-done
+	st.logf("load stopped after %s: %s", time.Since(began).Round(time.Millisecond), ld.countsText())
+	if left := ld.restoreHosts(ctx, 30*time.Second); len(left) > 0 {
+		t.Errorf("hosts not brought back into service: %v", left)
+	}
+	return ld
+}
+
+// checkAll checks the invariants, each failing on its own, and returns a
+// summary line for each.
+func checkAll(ctx context.Context, t *testing.T, st *stack, admin *api, dbs databases, acc []accepted) []string {
+	var summary []string
 	check := func(r result) {
 		st.logf("checked invariant %s", r.name)
 		verdict := "ok"
@@ -203,14 +233,14 @@ func TestCrashLoop(t *testing.T) {
 		t.Errorf("read the changelogs: %v", err)
 	}
 	hosts := apiHosts(ctx, t, admin)
-	qemuHosts := map[string]bool{}
-	for _, h := range hosts {
-		if h.Hypervisor == "qemu" {
-			qemuHosts[h.ID] = true
+	if st.cfg.qemuHosts > 0 {
+		qemuHosts := map[string]bool{}
+		for _, h := range hosts {
+			if h.Hypervisor == "qemu" {
+				qemuHosts[h.ID] = true
+			}
 		}
-	}
-	if qemu {
-		check(checkGuests(qemuDir, sts, qemuHosts))
+		check(checkGuests(st.cfg.qemuDir, sts, qemuHosts))
 	}
 	// The ledger is read from the log, the hosts' usage from the read
 	// model a moment later: a difference that goes within a few seconds
@@ -224,34 +254,36 @@ func TestCrashLoop(t *testing.T) {
 		}
 	}
 	check(capacity)
-	check(checkOffsets(ctx, st, dsn, 20*time.Second))
-	check(checkJournal(ctx, chAddr, chDB, jl, acc))
-	check(checkReadModel(ctx, st, dsn, rebuildDSN))
+	check(checkOffsets(ctx, st, dbs.dsn, 20*time.Second))
+	check(checkJournal(ctx, dbs.chAddr, dbs.chDB, jl, acc))
+	check(checkReadModel(ctx, st, dbs.dsn, dbs.rebuildDSN))
+	return summary
+}
 
-	report := "crashloop summary\n  " + strings.Join(summary, "\n  ")
-	if t.Failed() {
-		report += "\nkill schedule as carried out:\n" + scheduleText(ks)
-		if len(exits) > 0 {
-			report += "exits the harness did not cause:\n  " + strings.Join(exits, "\n  ") + "\n"
+// selfExitsText lists the exits of the roles the harness did not cause,
+// each with the last lines its process logged.
+func selfExitsText(st *stack) []string {
+	var exits []string
+	for _, r := range st.roles {
+		for _, e := range r.selfExits() {
+			exits = append(exits, fmt.Sprintf("%s pid %d at %.1fs: %s\n      %s", r.name, e.pid, e.at.Seconds(), e.status,
+				strings.ReplaceAll(e.tail, "\n", "\n      ")))
 		}
 	}
-	t.Log(report)
-	if !t.Failed() {
-		t.Logf("kill schedule as carried out:\n%s", scheduleText(ks))
-	}
+	return exits
 }
 
 // setUp seeds what a fresh stack needs — the offerings and the admin key,
 // as `vmplane dev` does — and a user account with its key through the API,
 // then waits until every host is Up. It returns the user's and the
 // admin's clients.
-func setUp(t *testing.T, st *stack, qemu bool) (user, admin *api) {
+func setUp(t *testing.T, st *stack) (user, admin *api) {
 	t.Helper()
 	ctx := t.Context()
 	now := time.Now().UnixMilli()
 	var recs []schemas.Record
 	offerings := slices.Clone(dev.Offerings)
-	if qemu {
+	if st.cfg.qemuHosts > 0 {
 		offerings = append(offerings, dev.QemuOffering)
 	}
 	for _, o := range offerings {
