@@ -262,3 +262,15 @@ func (manualPartition) Partition(r *kgo.Record, n int) int {
 	}
 	return int(r.Partition)
 }
+
+// StaticMember is the option of a static group member named
+// "<group>-<instance>": a member restarted after a crash takes its
+// partitions back at once, with no rebalance, instead of after the dead
+// member's session timeout; a clean stop does not leave the group either.
+// Nothing for an empty instance (a dynamic member).
+func StaticMember(group, instance string) []kgo.Opt {
+	if instance == "" {
+		return nil
+	}
+	return []kgo.Opt{kgo.InstanceID(group + "-" + instance)}
+}

@@ -7,12 +7,12 @@ import (
 
 // NewPostgresProjector returns the read-model projector.
 func NewPostgresProjector(o Options, dsn string) (Runner, error) {
-	return postgres.New(postgres.Config{Kafka: o.Kafka, DSN: dsn, Logger: o.Logger})
+	return postgres.New(postgres.Config{Kafka: o.Kafka, DSN: dsn, InstanceID: o.InstanceID, Logger: o.Logger})
 }
 
 // NewJournalProjector returns the ClickHouse journal projector.
 func NewJournalProjector(o Options, addr, database string) (Runner, error) {
-	return journal.New(journal.Config{Kafka: o.Kafka, Addr: addr, Database: database, Logger: o.Logger})
+	return journal.New(journal.Config{Kafka: o.Kafka, Addr: addr, Database: database, InstanceID: o.InstanceID, Logger: o.Logger})
 }
 
 // OpenHistory connects the gateway's reader of the ClickHouse history

@@ -26,6 +26,12 @@ type Config struct {
 	Database string
 	// Group is the Kafka consumer group; default "vmplane-projector-journal".
 	Group string
+	// InstanceID makes the projector a static member of its group
+	// (group.instance.id "<group>-<InstanceID>"): restarted after a crash,
+	// it takes its partitions back at once instead of after the dead
+	// member's session timeout. Unique among running instances; empty: a
+	// dynamic member.
+	InstanceID string
 	// BatchRows flushes a batch once it holds this many rows; default
 	// 50,000. ClickHouse writes a part per insert and table, so large
 	// batches are what makes a catch-up fast; FlushInterval still bounds
@@ -162,7 +168,7 @@ func (p *Projector) Run(ctx context.Context) error {
 		adjust = fromStartOnce()
 	}
 
-	cl, err := kgo.NewClient(p.cfg.Kafka.Opts(
+	cl, err := kgo.NewClient(p.cfg.Kafka.Opts(append(kafka.StaticMember(p.cfg.Group, p.cfg.InstanceID),
 		kgo.ConsumerGroup(p.cfg.Group),
 		kgo.ConsumeTopics(Topics...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -179,7 +185,7 @@ func (p *Projector) Run(ctx context.Context) error {
 		kgo.OnPartitionsRevoked(p.dropPartitions),
 		kgo.OnPartitionsLost(p.dropPartitions),
 		kgo.OnPartitionsCallbackBlocked(func(context.Context, *kgo.Client) { p.yieldToRebalance() }),
-	)...)
+	)...)...)
 	if err != nil {
 		return fmt.Errorf("journal projector: kafka client: %w", err)
 	}

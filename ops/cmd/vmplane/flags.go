@@ -89,7 +89,7 @@ func (k kafkaFlags) config() kafka.Config {
 
 func (f flags) instance() *string {
 	h, _ := os.Hostname()
-	return f.str("instance", "VMPLANE_INSTANCE", h, "instance id (transactional ids and agent group)")
+	return f.str("instance", "VMPLANE_INSTANCE", h, "instance id: transactional ids and static group members; unique among running instances of a role, stable across restarts")
 }
 
 func (f flags) settings() *time.Duration {

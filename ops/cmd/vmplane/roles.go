@@ -111,6 +111,7 @@ func runProjector(ctx context.Context, args []string, log *slog.Logger) error {
 	f := newFlags("projector")
 	kind := f.str("kind", "VMPLANE_PROJECTOR", "", "postgres or journal")
 	k := f.kafka()
+	inst := f.instance()
 	dsn := f.str("pg-dsn", "VMPLANE_PG_DSN", "postgres://postgres@127.0.0.1:5432/vmplane?sslmode=disable", "Postgres database of the read models")
 	ch := f.str("clickhouse", "VMPLANE_CH_ADDR", "127.0.0.1:9000", "ClickHouse native address")
 	chdb := f.str("clickhouse-db", "VMPLANE_CH_DATABASE", "vmplane", "ClickHouse database")
@@ -119,7 +120,7 @@ func runProjector(ctx context.Context, args []string, log *slog.Logger) error {
 	if err := gc.apply(); err != nil {
 		return err
 	}
-	o := roles.Options{Kafka: k.config(), Logger: log}
+	o := roles.Options{Kafka: k.config(), InstanceID: *inst, Logger: log}
 	var r roles.Runner
 	var err error
 	switch *kind {
