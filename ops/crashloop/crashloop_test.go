@@ -74,6 +74,9 @@ func configure(t *testing.T) runConfig {
 	if c.seed == 0 {
 		c.seed = time.Now().UnixNano() % 1_000_000_000
 	}
+	if c.load < 10*time.Second || c.minKills < 1 {
+		t.Fatalf("-crashloop.duration %s, -crashloop.kills %d: want at least 10s and 1", c.load, c.minKills)
+	}
 	return c
 }
 

@@ -66,7 +66,7 @@ func plan(seed int64, load time.Duration, minKills int, roles []string) []*kill 
 	}
 	// Every run kills the broker, a few times: a uniform draw over eleven
 	// roles leaves it out of one run in ten.
-	for brokers(ks) < max(2, n/10) {
+	for brokers(ks) < min(n, max(2, n/10)) {
 		ks[rng.IntN(n)].role = "broker"
 	}
 	sort.SliceStable(ks, func(i, j int) bool { return ks[i].planned < ks[j].planned })
