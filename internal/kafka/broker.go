@@ -22,6 +22,23 @@ type Broker struct {
 // power loss, not only a killed process. extra adds kfake options, e.g.
 // SecureOpts for SASL and ACLs.
 func StartBroker(addr, dataDir string, extra ...kfake.Opt) (*Broker, error) {
+	return startBroker(addr, dataDir, true, extra)
+}
+
+// StartBrokerUnsynced is StartBroker without the fsync of every produce:
+// what is written survives a killed broker process (it is in the page
+// cache), not a power loss. kfake writes a transaction's markers partition
+// after partition and its crash recovery aborts a transaction that has no
+// marker, so a broker killed in the middle of a commit can leave the
+// transaction committed in some partitions and aborted in others (a real
+// Kafka cluster logs the decision first and completes it after a crash).
+// Unsynced, that window is microseconds instead of milliseconds: the
+// crash-loop test, which kills processes and never the machine, uses it.
+func StartBrokerUnsynced(addr, dataDir string, extra ...kfake.Opt) (*Broker, error) {
+	return startBroker(addr, dataDir, false, extra)
+}
+
+func startBroker(addr, dataDir string, sync bool, extra []kfake.Opt) (*Broker, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("broker address %q: %w", addr, err)
@@ -41,7 +58,10 @@ func StartBroker(addr, dataDir string, extra ...kfake.Opt) (*Broker, error) {
 		kfake.GroupMinSessionTimeout(time.Second),
 	}
 	if dataDir != "" {
-		opts = append(opts, kfake.DataDir(dataDir), kfake.SyncWrites())
+		opts = append(opts, kfake.DataDir(dataDir))
+		if sync {
+			opts = append(opts, kfake.SyncWrites())
+		}
 	}
 	c, err := kfake.NewCluster(append(opts, extra...)...)
 	if err != nil {

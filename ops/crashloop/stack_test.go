@@ -35,6 +35,8 @@ type stackConfig struct {
 	ping      time.Duration
 	simHosts  int
 	qemuHosts int // 0: no QEMU agent
+	// syncWrites runs the broker with --sync-writes (see flagSync).
+	syncWrites bool
 }
 
 // stack is the roles of vmplane as separate processes on one embedded
@@ -149,7 +151,7 @@ func newStack(t *testing.T, cfg stackConfig) *stack {
 	readyz := func(metrics string) func(context.Context) error { return httpReady("http://" + metrics + "/readyz") }
 	ping := cfg.ping.String()
 	add("broker", "", func(string) func(context.Context) error { return s.brokerReady },
-		"broker", "--addr", s.brokerAddr, "--data", filepath.Join(cfg.dir, "kafka"))
+		"broker", "--addr", s.brokerAddr, "--data", filepath.Join(cfg.dir, "kafka"), fmt.Sprintf("--sync-writes=%t", cfg.syncWrites))
 	for _, kind := range []string{"placement", "lease", "host", "host-relay", "vm"} {
 		add("processor-"+kind, "vmplane-processor-"+kind, readyz, "processor", "--kind", kind, "--brokers", s.brokerAddr, "--instance", "crashloop", "--ping-interval", ping)
 	}

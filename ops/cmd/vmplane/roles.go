@@ -60,12 +60,18 @@ func runBroker(ctx context.Context, args []string, log *slog.Logger) error {
 	addr := f.str("addr", "VMPLANE_KAFKA_ADDR", "127.0.0.1:9092", "listen address")
 	data := f.str("data", "VMPLANE_KAFKA_DATA", "var/kafka", "data directory (the log survives restarts)")
 	replication := f.replication()
+	sync := f.Bool("sync-writes", os.Getenv("VMPLANE_KAFKA_SYNC_WRITES") != "false",
+		"fsync every produce before answering it, so an acknowledged record survives a power loss (env VMPLANE_KAFKA_SYNC_WRITES=false turns it off)")
 	f.Parse(args)
 	rf, err := replicationOf(*replication)
 	if err != nil {
 		return err
 	}
-	b, err := kafka.StartBroker(*addr, *data)
+	start := kafka.StartBroker
+	if !*sync {
+		start = kafka.StartBrokerUnsynced
+	}
+	b, err := start(*addr, *data)
 	if err != nil {
 		return err
 	}
