@@ -15,6 +15,7 @@ import (
 	"github.com/vmplane/vmplane/internal/telemetry"
 	"github.com/vmplane/vmplane/projectors/journal"
 	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/schemas"
 )
 
 // Readiness and lag of the standalone projector and agent roles: what
@@ -171,5 +172,8 @@ func ObserveAgent(ctx context.Context, o *Observer, opts Options, r Runner) erro
 	context.AfterFunc(ctx, cl.Close)
 	o.Check("kafka", KafkaReady(cl))
 	o.Check("agent-hosts", AgentReady(a))
+	// Announced hosts say nothing of the commands: the agent's group must
+	// hold every partition of agent.commands.v1.
+	o.Check("agent-commands", GroupAssigned(cl, a.Group(), []string{schemas.TopicAgentCommands}))
 	return nil
 }
