@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vmplane/vmplane/internal/atomicfile"
 	"github.com/vmplane/vmplane/internal/filelock"
 	"github.com/vmplane/vmplane/schemas"
 )
@@ -304,48 +305,17 @@ func (l *answerLog) rewrite() error {
 	return nil
 }
 
-// writeAnswers writes answers to path by temp file, fsync and rename, and
-// syncs the directory so that the rename survives a power loss too.
+// writeAnswers replaces the file at path with answers (internal/atomicfile:
+// a crash or a power loss leaves the old file or the new one).
 func writeAnswers(path string, answers []keptAnswer) error {
 	var buf bytes.Buffer
 	for _, a := range answers {
 		buf.Write(encodeAnswer(a))
 	}
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return fmt.Errorf("write answers file: %w", err)
-	}
-	_, err = f.Write(buf.Bytes())
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write answers file: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("replace answers file: %w", err)
-	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	if err := atomicfile.Write(path, buf.Bytes()); err != nil {
 		return fmt.Errorf("replace answers file: %w", err)
 	}
 	return nil
-}
-
-// syncDir fsyncs a directory, so that a rename in it is durable.
-func syncDir(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // record is the answer as it is produced on vm.answers.v1.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/vmplane/vmplane/internal/atomicfile"
 	"github.com/vmplane/vmplane/producers/agent"
 )
 
@@ -46,44 +47,17 @@ func readRecord(dir string) (record, error) {
 	return r, nil
 }
 
-// writeRecord replaces the record in dir: a temporary file, synced, renamed
-// over the old one, and the directory synced so the rename itself survives
-// a power loss.
+// writeRecord replaces the record in dir (internal/atomicfile: a crash or
+// a power loss leaves the old record or the new one).
 func writeRecord(dir string, r record) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(dir, recordName)
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, recordName), append(b, '\n')); err != nil {
 		return fmt.Errorf("record: %w", err)
 	}
-	_, err = f.Write(append(b, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("record: %w", err)
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
+	return nil
 }
 
 // save writes g's record.

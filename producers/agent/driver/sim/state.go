@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
+
+	"github.com/vmplane/vmplane/internal/atomicfile"
 )
 
 // stateFile keeps the simulated hosts in a file (Config.StateFile), so that
@@ -133,45 +134,15 @@ func (d *Driver) snapshot() savedState {
 	return st
 }
 
-// writeState replaces the file by temp file, fsync and rename, and syncs
-// the directory so that the rename survives a power loss too.
+// writeState replaces the file (internal/atomicfile: a crash or a power
+// loss leaves the old state or the new one).
 func writeState(path string, st savedState) error {
 	data, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("sim: encode state: %w", err)
 	}
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return fmt.Errorf("sim: save state: %w", err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err == nil {
-		err = syncDir(filepath.Dir(path))
-	}
-	if err != nil {
+	if err := atomicfile.Write(path, data); err != nil {
 		return fmt.Errorf("sim: save state: %w", err)
 	}
 	return nil
-}
-
-func syncDir(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
