@@ -160,7 +160,11 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if err := postgres.Migrate(ctx, s.dsn); err != nil {
 		return nil, err
 	}
-	s.ch, err = chserver.Ensure(ctx, cfg.ClickHouse, cfg.VarDir, s.log)
+	// Detached: a ClickHouse the stack starts outlives a crash of the
+	// stack, and the next start finds it answering instead of waiting for
+	// it to shut down and starting another (30 s after a kill -9). Stop
+	// stops it.
+	s.ch, err = chserver.Ensure(ctx, cfg.ClickHouse, cfg.VarDir, s.log, chserver.Detached())
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse: %w", err)
 	}
@@ -318,6 +322,13 @@ func (s *Stack) Stop() {
 		s.broker.Close()
 	}
 	s.ch.Stop()
+	// One that an earlier, killed run started under var/ is this stack's
+	// too (Ensure found it answering and took it as it is).
+	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	if err := chserver.StopDir(stopCtx, s.cfg.VarDir); err != nil {
+		s.log.Warn("stopping the clickhouse under var/", "err", err)
+	}
+	cancel()
 	s.pg.Stop()
 	if s.qemuDir != "" && !strings.HasPrefix(s.qemuDir, s.cfg.VarDir) {
 		os.RemoveAll(s.qemuDir)
