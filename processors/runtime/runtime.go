@@ -67,6 +67,9 @@ type Processor[S any] struct {
 	assigned map[int32]bool // from the group callbacks
 	pending  map[int32]bool // assigned, not yet restored
 	dropped  map[int32]bool // revoked or lost, state to drop
+	// changes counts the callbacks' changes per partition: a restore whose
+	// partition changed while it read (lost and assigned again) is stale.
+	changes map[int32]uint64
 
 	ready atomic.Bool
 	// restoring describes a restore that has stalled, for ReadyErr.
@@ -126,6 +129,7 @@ func New[S any](cfg Config, m Machine[S]) (*Processor[S], error) {
 		assigned: map[int32]bool{},
 		pending:  map[int32]bool{},
 		dropped:  map[int32]bool{},
+		changes:  map[int32]uint64{},
 	}, nil
 }
 
@@ -200,6 +204,7 @@ func (p *Processor[S]) forgetAll() {
 	p.slab, p.recs = nil, nil
 	p.mu.Lock()
 	p.assigned, p.pending, p.dropped = map[int32]bool{}, map[int32]bool{}, map[int32]bool{}
+	p.changes = map[int32]uint64{}
 	p.mu.Unlock()
 	p.ready.Store(false)
 }
@@ -297,6 +302,7 @@ func (p *Processor[S]) onAssigned(m map[string][]int32) {
 			if !p.assigned[part] {
 				p.assigned[part] = true
 				p.pending[part] = true
+				p.changes[part]++
 			}
 		}
 	}
@@ -312,6 +318,7 @@ func (p *Processor[S]) onDropped(m map[string][]int32) {
 				delete(p.assigned, part)
 				delete(p.pending, part)
 				p.dropped[part] = true
+				p.changes[part]++
 			}
 		}
 	}
@@ -643,8 +650,10 @@ func (p *Processor[S]) applyAssignments(ctx context.Context, restorer *kgo.Clien
 	dropped := p.dropped
 	p.dropped = map[int32]bool{}
 	var pending []int32
+	seen := map[int32]uint64{}
 	for part := range p.pending {
 		pending = append(pending, part)
+		seen[part] = p.changes[part]
 	}
 	p.mu.Unlock()
 	// A dropped partition's timer entries go stale with its slots.
@@ -660,13 +669,19 @@ func (p *Processor[S]) applyAssignments(ctx context.Context, restorer *kgo.Clien
 	if err != nil {
 		return fmt.Errorf("%s: restore: %w", p.cfg.Name, err)
 	}
+	// A partition lost (and maybe assigned again) while it was read stays
+	// pending, or is dropped: the next round drops what this one restored
+	// of it and reads it again.
 	p.mu.Lock()
 	for _, part := range pending {
-		delete(p.pending, part)
+		if p.changes[part] == seen[part] {
+			delete(p.pending, part)
+		}
 	}
+	left := len(p.pending)
 	p.mu.Unlock()
 	p.stats.Restored.Add(int64(n))
-	p.ready.Store(true)
+	p.ready.Store(left == 0)
 	p.log.Info("state restored", "partitions", pending, "keys", n, "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
