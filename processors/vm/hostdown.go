@@ -20,6 +20,9 @@ func (t *tx) hostDown(d *schemas.HostDown) {
 		return
 	}
 	waits := t.jobWaitsOn(d.HostID)
+	if d.HostID != s.HostID {
+		t.twinGone(d.HostID) // a fenced host runs nothing
+	}
 	if !waits && d.HostID != s.HostID && d.HostID != s.PowerHost {
 		return
 	}

@@ -161,6 +161,7 @@ func (t *tx) finish(orig *schemas.VmRecord) (*schemas.VmRecord, []schemas.Record
 	if t.s == nil {
 		return nil, t.out
 	}
+	t.dropStaleTwin(orig)
 	if watch(t.s) != t.before {
 		t.s.UpdatedAt = t.ms
 		job := t.s.Job.JobID

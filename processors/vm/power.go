@@ -128,6 +128,9 @@ func (t *tx) follow(host, power, why string) {
 // came from another host, or the same host reported after the miss.
 func (t *tx) missingFromHost(m *schemas.VmMissingFromHost) {
 	s := t.s
+	if m.HostID != "" && m.HostID != s.HostID {
+		t.twinGone(m.HostID) // the other host no longer has it
+	}
 	if m.HostID == "" || (m.HostID != s.HostID && m.HostID != s.PowerHost) {
 		return
 	}

@@ -42,6 +42,22 @@ func (t *tx) twinSeen(host, power string) bool {
 	return true
 }
 
+// dropStaleTwin forgets a twin report that no longer means what it meant:
+// a job started (it moves or stops the VM itself, and a report of another
+// host during a job is the job's business), the VM's own host changed (a
+// placement, a migration, a move: OwnSeq was that host's sequence), or the
+// twin's host is now the VM's own.
+func (t *tx) dropStaleTwin(orig *schemas.VmRecord) {
+	s := t.s
+	if s.Twin == nil {
+		return
+	}
+	moved := orig == nil || orig.HostID != s.HostID
+	if s.Job.JobID != "" || moved || s.Twin.HostID == s.HostID {
+		s.Twin = nil
+	}
+}
+
 // twinGone forgets the twin report of host, which no longer has the VM.
 func (t *tx) twinGone(host string) {
 	if t.s.Twin != nil && t.s.Twin.HostID == host {
@@ -76,6 +92,9 @@ func (t *tx) twinSettled(host, power string, at int64, seq int64) bool {
 // the copy on other, which is not the VM's host.
 func (t *tx) runningTwice(other string) {
 	s := t.s
+	if other == s.HostID {
+		return // never the VM's own host
+	}
 	id := fmt.Sprintf("%s-twice-%s-%d", s.VmID, other, t.ms)
 	t.alert(AlertRunningTwice, id, other, "", fmt.Sprintf("the VM runs on host %s and on host %s: the copy on %s is powered off", s.HostID, other, other))
 	t.emit(schemas.TopicAgentCommands, other, &schemas.StopVm{AgentCommand: schemas.AgentCommand{
