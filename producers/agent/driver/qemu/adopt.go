@@ -41,8 +41,8 @@ func (d *Driver) adopt() {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
 	for _, e := range entries {
-		if !e.IsDir() {
-			continue
+		if !e.IsDir() || !validID(e.Name()) {
+			continue // not a guest's directory
 		}
 		dir := filepath.Join(d.cfg.Dir, e.Name())
 		r, err := readRecord(dir)

@@ -1,6 +1,7 @@
 package qemu
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/vmplane/vmplane/producers/agent"
@@ -47,5 +48,29 @@ func TestCheckAndFence(t *testing.T) {
 	}
 	if err := d.Fence(ctx, "q2", "nope"); err == nil {
 		t.Fatal("fencing a host not ours succeeded")
+	}
+}
+
+// A VM id arrives in a Kafka record and becomes a directory name, a QEMU
+// option value and part of a shell command: only plain names pass.
+func TestValidID(t *testing.T) {
+	for id, want := range map[string]bool{
+		"vm-3a791e85-26b4-419f-9204-0441775489fe": true,
+		"web_1.a:b":                     true,
+		"":                              false,
+		".":                             false,
+		"..":                            false,
+		"-x":                            false,
+		"a/b":                           false,
+		"a,b":                           false,
+		"x;curl":                        false,
+		"$(id)":                         false,
+		"a b":                           false,
+		"a\x00b":                        false,
+		strings.Repeat("a", maxIDLen+1): false,
+	} {
+		if got := validID(id); got != want {
+			t.Errorf("validID(%q) = %v, want %v", id, got, want)
+		}
 	}
 }

@@ -68,6 +68,11 @@ func New(cfg Config) (*Driver, error) {
 	if len(cfg.Hosts) == 0 || cfg.Dir == "" {
 		return nil, errors.New("qemu: Hosts and Dir are required")
 	}
+	if strings.ContainsAny(cfg.Dir, ",") {
+		// QEMU would read the comma in -drive file=… and -qmp unix:… as
+		// the start of another option.
+		return nil, fmt.Errorf("qemu: Dir %q: a comma cannot be in QEMU's option values", cfg.Dir)
+	}
 	if cfg.Binary == "" {
 		cfg.Binary = "qemu-system-x86_64"
 	}
@@ -101,7 +106,8 @@ func New(cfg Config) (*Driver, error) {
 		return nil, fmt.Errorf("qemu: %w", err)
 	}
 	cfg.Dir = dir
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+	// The guests' disks and saved memory are nobody else's to read.
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("qemu: %w", err)
 	}
 	d := &Driver{cfg: cfg, hosts: map[string]agent.HostInfo{}, changes: make(chan agent.Change, 256), vms: map[string]*guest{},
@@ -193,9 +199,27 @@ func (d *Driver) find(hostID, vmID string) (*guest, error) {
 	return g, err
 }
 
-// validID keeps a VM id a single directory name under Config.Dir.
+// maxIDLen bounds a VM id: it names a directory whose socket paths must
+// fit the 107 bytes of a unix socket name.
+const maxIDLen = 64
+
+// validID keeps a VM id a single, plain directory name under Config.Dir:
+// letters, digits and . _ : - only, not starting with . or -. The id comes
+// from a Kafka record and ends up in paths that QEMU parses as options
+// (a comma would split them) and in the suspend image's exec: migration,
+// which a shell runs: nothing else may pass.
 func validID(id string) bool {
-	return id != "" && id != "." && id != ".." && !strings.ContainsAny(id, `/\`+"\x00")
+	if id == "" || len(id) > maxIDLen || id[0] == '.' || id[0] == '-' {
+		return false
+	}
+	for _, c := range []byte(id) {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == ':', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // hold takes the VM's lock for a command that may start a process and
@@ -212,7 +236,7 @@ func (d *Driver) hold(ctx context.Context, hostID, vmID string, spec *agent.VMSp
 	}
 	dir := filepath.Join(d.cfg.Dir, vmID)
 	if spec != nil {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, nil, fmt.Errorf("vm %s: %w", vmID, err)
 		}
 	} else if _, err := d.find(hostID, vmID); err != nil {
