@@ -229,6 +229,17 @@ func (r *PositionReader) apply(ctx context.Context, rp *kmsg.FetchResponseTopicP
 	default:
 		return nil, false, fmt.Errorf("fetch %s/%d at %d: %w", r.topic, p, r.pos[p], err)
 	}
+	if rp.HighWatermark >= 0 && rp.HighWatermark < end {
+		// The log is shorter than it was when the end was listed (an
+		// unclean leader election, a broker that lost unsynced writes):
+		// what is gone cannot be waited for.
+		end = rp.HighWatermark
+		r.end[p] = end
+		if r.pos[p] >= end {
+			delete(r.end, p)
+			return nil, true, nil
+		}
+	}
 	from := r.pos[p]
 	fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
 		Offset: from, IsolationLevel: kgo.ReadCommitted(), Topic: r.topic, Partition: p,
