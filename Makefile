@@ -38,5 +38,7 @@ check: ## gofmt, go vet, go mod tidy, import boundaries
 build: ## build the binaries into bin/
 	$(GO) build -o $(BIN)/ ./ops/cmd/...
 
-clean: ## remove build output and the dev stack's data (var/)
+clean: ## remove build output and the dev stack's data (var/), after quitting its QEMU guests
+	@# Guests outlive a killed stack; their disks are about to go.
+	-@pkill -f "qemu-system.*$(CURDIR)/var/qemu/" 2>/dev/null; true
 	rm -rf $(BIN) var

@@ -9,6 +9,7 @@ package dev
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -224,7 +225,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	agents := []roles.Runner{ag}
 	if cfg.QemuHosts > 0 {
-		s.qemuDir, err = qemuDir(cfg.VarDir, freshLog)
+		s.qemuDir, err = qemuDir(cfg.VarDir)
 		if err != nil {
 			return nil, err
 		}
@@ -345,21 +346,19 @@ var QemuOffering = schemas.Offering{ID: "off-qemu-small", Name: "qemu-small", CP
 
 // qemuDir is where the QEMU guests live: var/qemu when its socket paths
 // (dir/<vm uuid>/<host>-ext.qmp) fit the 107 bytes of a unix socket name,
-// else a new directory under the temp dir. Guests outlive the stack when it
-// is killed, and the next start adopts them from there, so the directory
-// is kept; only a new Kafka log, whose control plane knows none of those
-// VMs, starts it afresh.
-func qemuDir(varDir string, freshLog bool) (string, error) {
+// else a directory under the temp dir named for varDir, the same at every
+// start. Guests outlive the stack when it is killed, and the next start
+// adopts them from there, so the directory is kept, also with a new Kafka
+// log: a guest whose VM that log does not know is reported as an
+// UnmanagedGuest alert, never deleted from under a running process.
+func qemuDir(varDir string) (string, error) {
 	dir := filepath.Join(varDir, "qemu")
-	if len(dir)+len("/12345678-1234-1234-1234-123456789012/qemu-99-ext.qmp") < 100 {
-		if freshLog {
-			if err := os.RemoveAll(dir); err != nil {
-				return "", fmt.Errorf("drop the guests of an earlier log: %w", err)
-			}
-		}
-		return dir, os.MkdirAll(dir, 0o755)
+	if len(dir)+len("/12345678-1234-1234-1234-123456789012/qemu-99-ext.qmp") >= 100 {
+		sum := fnv.New32a()
+		sum.Write([]byte(varDir))
+		dir = filepath.Join(os.TempDir(), fmt.Sprintf("vmq-%08x", sum.Sum32()))
 	}
-	return os.MkdirTemp("", "vmq")
+	return dir, os.MkdirAll(dir, 0o700)
 }
 
 // SimControl returns the address of the sim driver's control API, or "".
