@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -43,11 +41,11 @@ type figure struct {
 }
 
 var figures = []figure{
-	{"one produce p50", "ms", func(l loads) float64 { return ms(pct(l.produce, 50)) }, harness.Target{Value: 2}},
-	{"one produce p99", "ms", func(l loads) float64 { return ms(pct(l.produce, 99)) }, harness.Target{Value: 10}},
+	{"one produce p50", "ms", func(l loads) float64 { return harness.Millis(harness.Percentile(l.produce, 50)) }, harness.Target{Value: 2}},
+	{"one produce p99", "ms", func(l loads) float64 { return harness.Millis(harness.Percentile(l.produce, 99)) }, harness.Target{Value: 10}},
 	{"pipelined produce", "records/s", func(l loads) float64 { return rate(l) }, harness.Target{AtLeast: true, Value: 100_000}},
-	{"transaction p50", "ms", func(l loads) float64 { return ms(pct(l.txn, 50)) }, harness.Target{Value: 10}},
-	{"transaction p99", "ms", func(l loads) float64 { return ms(pct(l.txn, 99)) }, harness.Target{Value: 25}},
+	{"transaction p50", "ms", func(l loads) float64 { return harness.Millis(harness.Percentile(l.txn, 50)) }, harness.Target{Value: 10}},
+	{"transaction p99", "ms", func(l loads) float64 { return harness.Millis(harness.Percentile(l.txn, 99)) }, harness.Target{Value: 25}},
 }
 
 // Rows runs the scenario runs times (3 when runs ≤ 0), with data
@@ -169,8 +167,8 @@ func notes(samples []sample, f figure) string {
 	}
 	var p50, p99, parts []float64
 	for _, s := range samples {
-		p50 = append(p50, ms(pct(s.syncs, 50)))
-		p99 = append(p99, ms(pct(s.syncs, 99)))
+		p50 = append(p50, harness.Millis(harness.Percentile(s.syncs, 50)))
+		p99 = append(p99, harness.Millis(harness.Percentile(s.syncs, 99)))
 		if l := s.loads[synced]; len(l.txn) > 0 {
 			parts = append(parts, float64(l.txnPartitions)/float64(len(l.txn)))
 		}
@@ -195,19 +193,6 @@ func rate(l loads) float64 {
 	}
 	return float64(l.records) / l.pipelined.Seconds()
 }
-
-// pct is the q-th percentile (nearest rank) of d.
-func pct(d []time.Duration, q float64) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	s := slices.Clone(d)
-	slices.Sort(s)
-	i := int(math.Ceil(q/100*float64(len(s)))) - 1
-	return s[min(max(i, 0), len(s)-1)]
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // stallsOf is the median share of time, in %, that some task waited for a
 // CPU and for I/O while the broker of mode m ran.

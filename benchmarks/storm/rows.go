@@ -3,7 +3,6 @@ package storm
 import (
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -110,13 +109,13 @@ func LatencyRows(ls LatencySize, samples []LatencySample, err error) []harness.R
 		}
 		return harness.Summarize(v)
 	}
-	hop := col(samples, func(s LatencySample) float64 { return ms(pct(s.Hop, 99)) })
+	hop := col(samples, func(s LatencySample) float64 { return harness.Millis(harness.Percentile(s.Hop, 99)) })
 	var rows []harness.Row
 	for _, rate := range ls.Rates {
 		measured, missing := byRate(samples, rate)
 		for _, q := range []float64{50, 95, 99} {
 			r := harness.Row{Scenario: "action latency", Figure: fmt.Sprintf("reboot p%g at %d actions/s", q, rate), Unit: "ms",
-				Value:     col(measured, func(s LatencySample) float64 { return ms(pct(s.Actions[rate], q)) }),
+				Value:     col(measured, func(s LatencySample) float64 { return harness.Millis(harness.Percentile(s.Actions[rate], q)) }),
 				LimitName: fmt.Sprintf("one runtime hop p99 at %d/s", ls.HopRate()), Limit: hop,
 				How: fmt.Sprintf("open loop: a POST /v1/vms/{id}/actions {\"action\":\"reboot\"} every 1/%d s for %s (whatever has completed; over a pool of %d VMs, none twice at a rate, so that no reboot finds its VM busy with the previous one), through the gateway, VM processor, sim agent (zero-latency driver) and Postgres projector wired by ops/roles in a child process of the harness (one per repetition) on a fresh kfake broker and database. "+
 					"Each action from just before its POST to the answer of the GET /v1/jobs/{id}?wait=60s sent right after it, which shows it succeeded: the gateway answers that long-poll when the projector's notification (LISTEN/NOTIFY, sent at the commit that made the job row final) wakes it. The notes split each action by the timestamps of the records it made (command, agent command, answer, final event), read back after the load. "+
@@ -171,16 +170,3 @@ func last[T any](s []T) T {
 	}
 	return s[len(s)-1]
 }
-
-// pct is the q-th percentile (nearest rank) of d.
-func pct(d []time.Duration, q float64) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	s := slices.Clone(d)
-	slices.Sort(s)
-	i := int(math.Ceil(q/100*float64(len(s)))) - 1
-	return s[min(max(i, 0), len(s)-1)]
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

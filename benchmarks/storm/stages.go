@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/vmplane/vmplane/benchmarks/harness"
 	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/schemas"
 )
@@ -114,7 +115,7 @@ func (st stageTimes) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "stages of %d actions, p50/p99 ms from record timestamps (whole ms):", len(st[0]))
 	for i, name := range stageNames {
-		fmt.Fprintf(&b, " %s %.1f/%.1f;", name, ms(pct(st[i], 50)), ms(pct(st[i], 99)))
+		fmt.Fprintf(&b, " %s %.1f/%.1f;", name, harness.Millis(harness.Percentile(st[i], 50)), harness.Millis(harness.Percentile(st[i], 99)))
 	}
 	return strings.TrimSuffix(b.String(), ";")
 }
