@@ -101,18 +101,7 @@ func (o *Observer) Serve(ctx context.Context, addr string) (string, error) {
 // ProcessorReady is the readiness of a processor: its group gave it
 // partitions and their state is restored.
 func ProcessorReady(p Processor) func(context.Context) error {
-	return func(context.Context) error {
-		if err := p.ReadyErr(); err != nil {
-			return err
-		}
-		// A processor that has not joined yet (just restarted) has nothing
-		// pending either: it is ready only with partitions. A standby
-		// instance, which the group gives none, stays not ready.
-		if p.Assigned() == 0 {
-			return errors.New("no partitions assigned by the group")
-		}
-		return nil
-	}
+	return func(context.Context) error { return p.ReadyErr() }
 }
 
 // KafkaReady checks that a broker answers through cl.

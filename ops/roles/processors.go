@@ -32,8 +32,6 @@ type Processor interface {
 	// ReadyErr says why the processor is not ready (nil when it is): a
 	// restore in progress or stalled, with where it stands.
 	ReadyErr() error
-	// Assigned is how many partitions the group gave this instance.
-	Assigned() int
 }
 
 // NewProcessor returns the processor of a kind.

@@ -136,11 +136,18 @@ func New[S any](cfg Config, m Machine[S]) (*Processor[S], error) {
 // Ready reports whether every assigned partition's state is restored.
 func (p *Processor[S]) Ready() bool { return p.ready.Load() }
 
-// ReadyErr is nil when Ready, else why not: a restore running, or one that
-// has made no progress for RestoreStallAfter, with the partitions and
-// offsets where it stands.
+// ReadyErr is nil when the processor consumes: Ready, with at least one
+// partition. Else it says why not: no partition assigned, a restore
+// running, or one that has made no progress for RestoreStallAfter, with
+// the partitions and offsets where it stands.
 func (p *Processor[S]) ReadyErr() error {
 	if p.ready.Load() {
+		// Nothing pending is not enough: an instance just restarted, before
+		// its group assigned it anything, has nothing pending either; a
+		// standby instance, which the group gives none, stays not ready.
+		if p.Assigned() == 0 {
+			return errors.New("no partitions assigned by the group")
+		}
 		return nil
 	}
 	if msg := p.restoring.Load(); msg != nil {
@@ -211,17 +218,15 @@ func (p *Processor[S]) forgetAll() {
 
 // session runs one group transact session until ctx ends or it fails.
 func (p *Processor[S]) session(ctx context.Context) error {
-	opts := p.cfg.Kafka.Opts(
+	// A static member named like the transactional id: an instance
+	// restarted after a crash (or a new session of this one) takes its
+	// partitions back at once, with no rebalance. A clean stop does not
+	// leave the group either: its partitions move to other instances after
+	// SessionTimeout.
+	opts := p.cfg.Kafka.Opts(append(kafka.StaticMember(p.Group(), p.cfg.InstanceID),
 		kgo.ConsumerGroup(p.Group()),
-		// A static member named like the transactional id: an instance
-		// restarted after a crash (or a new session of this one) takes its
-		// partitions back at once, with no rebalance, instead of waiting
-		// for the dead member's session to time out. A clean stop does not
-		// leave the group either: its partitions move to other instances
-		// after SessionTimeout.
-		kgo.InstanceID(fmt.Sprintf("vmplane-%s-%s", p.cfg.Name, p.cfg.InstanceID)),
 		kgo.ConsumeTopics(p.cfg.Inputs...),
-		kgo.TransactionalID(fmt.Sprintf("vmplane-%s-%s", p.cfg.Name, p.cfg.InstanceID)),
+		kgo.TransactionalID(p.Group()+"-"+p.cfg.InstanceID),
 		kgo.TransactionTimeout(60*time.Second),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.RequireStableFetchOffsets(),
@@ -237,7 +242,7 @@ func (p *Processor[S]) session(ctx context.Context) error {
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
 			p.onDropped(m)
 		}),
-	)
+	)...)
 	sess, err := kgo.NewGroupTransactSession(opts...)
 	if err != nil {
 		return fmt.Errorf("%s: client: %w", p.cfg.Name, err)
