@@ -99,6 +99,11 @@ type op struct {
 	kind opKind
 	off  uintptr
 	p    *plan
+	// name is the Avro field the op reads (unset for a nested struct's own
+	// ops, which carry their fields' names), and id says that it holds ids
+	// (strings.go); the decoder checks each string by them.
+	name string
+	id   bool
 }
 
 var (
@@ -123,6 +128,10 @@ func opsOf(p *plan) []op {
 			}
 			for _, o := range planOf(f.typ).ops {
 				o.off += off
+				if f.typ.Kind() != reflect.Struct {
+					o.name = f.name
+					o.id = (o.kind == opString || o.kind == opStrings) && IsIDField(f.name)
+				}
 				ops = append(ops, o)
 			}
 		}

@@ -92,12 +92,18 @@ func (r *reader) take(n int) []byte {
 	return out
 }
 
-// str reads a string into the field *p, which flush sets.
-func (r *reader) str(p *string) {
+// str reads a string of field o into *p, which flush sets.
+func (r *reader) str(p *string, o *op) {
 	n := r.size()
 	if n == 0 {
 		*p = ""
 		return
+	}
+	if r.err == nil && !plain(r.body[r.pos:r.pos+n], o.id) {
+		if err := checkField(o.name, o.id, r.body[r.pos:r.pos+n]); err != nil {
+			r.err = err
+			return
+		}
 	}
 	ps := pendingString{field: p, at: r.pos, n: n}
 	r.strs++
@@ -136,9 +142,17 @@ func (r *reader) flush() {
 	r.npend, r.more = 0, r.more[:0]
 }
 
-// string reads a map key or value: its own allocation, as a map copies it.
-func (r *reader) string() string {
-	return string(r.take(r.size()))
+// string reads a map key or value of field name: its own allocation, as a
+// map copies it. Map keys and values are text.
+func (r *reader) string(name string) string {
+	b := r.take(r.size())
+	if r.err == nil {
+		if err := checkField(name, false, b); err != nil {
+			r.err = err
+			return ""
+		}
+	}
+	return string(b)
 }
 
 // count reads an array or map block count; a negative count is followed by
@@ -169,7 +183,7 @@ func (r *reader) decode(base unsafe.Pointer, ops []op) {
 		at := unsafe.Add(base, o.off)
 		switch o.kind {
 		case opString:
-			r.str((*string)(at))
+			r.str((*string)(at), o)
 		case opBool:
 			if r.left() < 1 {
 				r.err = errShort
@@ -212,7 +226,7 @@ func (r *reader) decode(base unsafe.Pointer, ops []op) {
 				start := len(*s)
 				*s = append(make([]string, 0, start+n), *s...)[:start+n]
 				for i := range n {
-					r.str(&(*s)[start+i])
+					r.str(&(*s)[start+i], o)
 				}
 			}
 		case opLongMap:
@@ -222,7 +236,7 @@ func (r *reader) decode(base unsafe.Pointer, ops []op) {
 					*m = make(map[string]int64, n)
 				}
 				for range n {
-					k := r.string()
+					k := r.string(o.name)
 					(*m)[k] = r.long()
 				}
 			}
@@ -233,14 +247,14 @@ func (r *reader) decode(base unsafe.Pointer, ops []op) {
 					*m = make(map[string]string, n)
 				}
 				for range n {
-					k := r.string()
-					(*m)[k] = r.string()
+					k := r.string(o.name)
+					(*m)[k] = r.string(o.name)
 				}
 			}
 		case opSlice:
 			r.slice(reflect.NewAt(o.p.typ, at).Elem(), o.p.elem)
 		case opMap:
-			r.mapOf(reflect.NewAt(o.p.typ, at).Elem(), o.p.elem)
+			r.mapOf(reflect.NewAt(o.p.typ, at).Elem(), o.p.elem, o.name)
 		case opPointer:
 			*(*unsafe.Pointer)(at) = r.pointer(o.p)
 		}
@@ -266,13 +280,13 @@ func (r *reader) slice(v reflect.Value, elem *plan) {
 }
 
 // mapOf decodes a map into the map v of values of plan elem.
-func (r *reader) mapOf(v reflect.Value, elem *plan) {
+func (r *reader) mapOf(v reflect.Value, elem *plan, name string) {
 	for n := r.count(); n > 0; n = r.count() {
 		if v.IsNil() {
 			v.Set(reflect.MakeMapWithSize(v.Type(), n))
 		}
 		for range n {
-			k := r.string()
+			k := r.string(name)
 			e := reflect.New(elem.typ)
 			r.decode(e.UnsafePointer(), elem.ops)
 			if r.err != nil {

@@ -103,6 +103,7 @@ func TestDirectCodecAgreesWithGoavro(t *testing.T) {
 		seed := 0
 		want := reflect.New(e.typ)
 		fill(want.Elem(), &seed)
+		idSafe(want.Elem())
 
 		fast, err := Marshal(want.Interface())
 		if err != nil {
@@ -132,6 +133,7 @@ func BenchmarkMarshalVmRecord(b *testing.B) {
 	seed := 0
 	v := &VmRecord{}
 	fill(reflect.ValueOf(v).Elem(), &seed)
+	idSafe(reflect.ValueOf(v).Elem())
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := Marshal(v); err != nil {
