@@ -8,6 +8,7 @@ package dev
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
@@ -73,6 +74,7 @@ type Stack struct {
 	qemuDir     string
 	wg          sync.WaitGroup
 	procs       []roles.Processor
+	projectors  []roles.Healthy
 	AdminKey    string
 }
 
@@ -195,17 +197,19 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, err
 	}
 	s.run(runCtx, "projector-postgres", pgp)
+	s.projectors = append(s.projectors, pgp)
 	jp, err := roles.NewJournalProjector(as(o, kafka.PrincipalProjector), s.ch.Addr(), cfg.Database)
 	if err != nil {
 		return nil, err
 	}
 	s.run(runCtx, "projector-journal", jp)
+	s.projectors = append(s.projectors, jp)
 	hist, err := roles.OpenHistory(s.ch.Addr(), cfg.Database)
 	if err != nil {
 		return nil, err
 	}
 	go func() { <-runCtx.Done(); hist.Close() }()
-	gw, err := roles.NewGateway(as(o, kafka.PrincipalGateway), s.dsn, gateway.Config{Addr: cfg.HTTPAddr, Logger: s.log, History: hist})
+	gw, err := roles.NewGateway(as(o, kafka.PrincipalGateway), s.dsn, gateway.Config{Addr: cfg.HTTPAddr, Logger: s.log, History: hist, Ready: s.projectorsHealth})
 	if err != nil {
 		return nil, err
 	}
@@ -284,6 +288,16 @@ func (s *Stack) run(ctx context.Context, name string, r roles.Runner) {
 		defer s.wg.Done()
 		roles.Supervise(ctx, s.log, name, r)
 	}()
+}
+
+// projectorsHealth is the gateway's readiness beyond Kafka: its read
+// model and history are stale while a projector retries for long.
+func (s *Stack) projectorsHealth(context.Context) error {
+	var errs []error
+	for _, p := range s.projectors {
+		errs = append(errs, p.Health())
+	}
+	return errors.Join(errs...)
 }
 
 // Ready reports whether every processor has restored its state.

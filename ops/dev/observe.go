@@ -18,6 +18,9 @@ func (s *Stack) Observe(ctx context.Context, o *roles.Observer) error {
 	for i, p := range s.procs {
 		o.Check(fmt.Sprintf("processor-%s", roles.ProcessorKinds[i%len(roles.ProcessorKinds)]), roles.ProcessorReady(p))
 	}
+	for i, p := range s.projectors {
+		o.Check(fmt.Sprintf("projector-%d-retries", i), func(context.Context) error { return p.Health() })
+	}
 	pool, err := pgxpool.New(ctx, s.dsn)
 	if err != nil {
 		return fmt.Errorf("lag of the postgres projector: %w", err)

@@ -67,9 +67,13 @@ func (g *gatewayRole) run(ctx context.Context) error {
 	}
 	defer ping.Close()
 	cfg := g.cfg
+	also := g.cfg.Ready
 	cfg.Ready = func(ctx context.Context) error {
 		if err := ping.Ping(ctx); err != nil {
 			return fmt.Errorf("kafka: %w", err)
+		}
+		if also != nil {
+			return also(ctx)
 		}
 		return nil
 	}

@@ -5,13 +5,20 @@ import (
 	"github.com/vmplane/vmplane/projectors/postgres"
 )
 
+// Projector is a projector role: it runs, and says when it has been
+// retrying for long.
+type Projector interface {
+	Runner
+	Healthy
+}
+
 // NewPostgresProjector returns the read-model projector.
-func NewPostgresProjector(o Options, dsn string) (Runner, error) {
+func NewPostgresProjector(o Options, dsn string) (Projector, error) {
 	return postgres.New(postgres.Config{Kafka: o.Kafka, DSN: dsn, InstanceID: o.InstanceID, Logger: o.Logger})
 }
 
 // NewJournalProjector returns the ClickHouse journal projector.
-func NewJournalProjector(o Options, addr, database string) (Runner, error) {
+func NewJournalProjector(o Options, addr, database string) (Projector, error) {
 	return journal.New(journal.Config{Kafka: o.Kafka, Addr: addr, Database: database, InstanceID: o.InstanceID, Logger: o.Logger})
 }
 

@@ -88,6 +88,17 @@ type lagged interface {
 	LagSource() telemetry.LagSource
 }
 
+// Healthy is a role that knows when it has been retrying for long (the
+// projectors' Health).
+type Healthy interface{ Health() error }
+
+// checkHealth registers r's Health on o, when r has one.
+func checkHealth(o *Observer, name string, r Runner) {
+	if h, ok := r.(Healthy); ok {
+		o.Check(name, func(context.Context) error { return h.Health() })
+	}
+}
+
 // ObserveProjector registers the readiness of a standalone projector of
 // kind (postgres or journal) on o — its group has every partition of its
 // topics assigned, its store answers — and its consumer lag on /metrics.
@@ -113,6 +124,7 @@ func ObserveProjector(ctx context.Context, o *Observer, opts Options, kind strin
 			return nil
 		})
 		o.Check("projector-postgres", GroupAssigned(cl, postgres.DefaultGroup, postgres.Topics))
+		checkHealth(o, "projector-postgres-retries", r)
 		// The positions stored beside the rows are the truth: its Kafka
 		// group commits nothing.
 		telemetry.RegisterLag(cl, postgres.StoredLag(pool, postgres.DefaultGroup))
@@ -133,6 +145,7 @@ func ObserveProjector(ctx context.Context, o *Observer, opts Options, kind strin
 			group = l.LagSource()
 		}
 		o.Check("projector-journal", GroupAssigned(cl, group.Group, journal.Topics))
+		checkHealth(o, "projector-journal-retries", r)
 		telemetry.RegisterLag(cl, group)
 	default:
 		return fmt.Errorf("unknown projector kind %q", kind)

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/internal/telemetry"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -63,6 +64,8 @@ type Projector struct {
 	log   *slog.Logger
 	codec *schemas.Codec
 	wait  backoff
+	// retrying tracks retries that last, for Health.
+	retrying *telemetry.Retrying
 
 	// insert, when set, replaces the ClickHouse insert; tests use it to
 	// count or fail inserts.
@@ -117,13 +120,22 @@ func New(cfg Config) (*Projector, error) {
 		return nil, fmt.Errorf("journal projector: %w", err)
 	}
 	return &Projector{
-		cfg:     cfg,
-		log:     cfg.Logger.With("component", "projector.journal"),
-		codec:   codec,
-		wait:    backoff{first: 100 * time.Millisecond, max: 10 * time.Second},
-		pending: newBatch(),
+		cfg:      cfg,
+		log:      cfg.Logger.With("component", "projector.journal"),
+		codec:    codec,
+		wait:     backoff{first: 100 * time.Millisecond, max: 10 * time.Second},
+		pending:  newBatch(),
+		retrying: &telemetry.Retrying{Consumer: cfg.Group},
 	}, nil
 }
+
+// Health is nil unless the projector has been retrying the same work (an
+// insert ClickHouse refuses, a dead letter the broker refuses) for longer
+// than retryAlarm: /readyz turns red with what it retries and why.
+func (p *Projector) Health() error { return p.retrying.Err(time.Now(), retryAlarm) }
+
+// retryAlarm is how long a retry lasts before Health reports it.
+const retryAlarm = 30 * time.Second
 
 // Run creates the tables (retrying while ClickHouse is down) and projects
 // Topics until ctx ends; it returns nil then. Rows inserted but not yet
@@ -146,7 +158,7 @@ func (p *Projector) Run(ctx context.Context) error {
 	p.mu.Unlock()
 	p.spare = newBatch()
 	fresh := false
-	err = retry(ctx, p.log, "create clickhouse tables", p.wait, attemptTimeout, func(ctx context.Context) error {
+	err = retry(ctx, p.log, p.retrying, "create clickhouse tables", p.wait, attemptTimeout, func(ctx context.Context) error {
 		exists, err := journalExists(ctx, conn, p.cfg.Database)
 		if err != nil {
 			return err
@@ -260,7 +272,7 @@ func (p *Projector) take(ctx context.Context, cl *kgo.Client, kr *kgo.Record) er
 	if err != nil {
 		p.log.Error("dead-lettering a record", "partition", kr.Partition, "offset", kr.Offset, "err", err)
 		dead := kafka.DeadLetter(kr, err, p.cfg.Group)
-		perr := retry(ctx, p.log, "produce to "+schemas.TopicDLQ, p.wait, attemptTimeout, func(ctx context.Context) error {
+		perr := retry(ctx, p.log, p.retrying, "produce to "+schemas.TopicDLQ, p.wait, attemptTimeout, func(ctx context.Context) error {
 			return cl.ProduceSync(ctx, dead).FirstErr()
 		})
 		if perr != nil {
@@ -301,7 +313,7 @@ func (p *Projector) flush(ctx, fctx context.Context, cl *kgo.Client, ins insertF
 	b := &f.b
 	insertStart := time.Now()                                          // telemetry:
 	ictx, traced := p.startInsert(fctx, &b.rows, b.records, &f.traces) // telemetry:
-	err := retry(ictx, p.log, "insert into clickhouse", p.wait, attemptTimeout, func(ctx context.Context) error {
+	err := retry(ictx, p.log, p.retrying, "insert into clickhouse", p.wait, attemptTimeout, func(ctx context.Context) error {
 		return ins(ctx, &b.rows)
 	})
 	traced(err) // telemetry:

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"time"
+
+	"github.com/vmplane/vmplane/internal/telemetry"
 )
 
 // backoff is an exponential delay between attempts: first, doubled after
@@ -29,12 +31,14 @@ func (b backoff) delay(attempt int) time.Duration {
 // move past them, so an unreachable ClickHouse or broker stalls it instead.
 // Each attempt gets its own deadline so one hung connection cannot stall it
 // for good.
-func retry(ctx context.Context, log *slog.Logger, what string, b backoff, attempt time.Duration, fn func(context.Context) error) error {
+// Retries that last are recorded in r (nil records nothing) for Health.
+func retry(ctx context.Context, log *slog.Logger, r *telemetry.Retrying, what string, b backoff, attempt time.Duration, fn func(context.Context) error) error {
 	for n := 0; ; n++ {
 		actx, cancel := context.WithTimeout(ctx, attempt)
 		err := fn(actx)
 		cancel()
 		if err == nil {
+			r.Succeeded()
 			if n > 0 {
 				log.Info(what+" succeeded after retries", "attempts", n+1)
 			}
@@ -46,6 +50,7 @@ func retry(ctx context.Context, log *slog.Logger, what string, b backoff, attemp
 		if errors.Is(err, errProjectionGone) {
 			return err // no wait mends it: the run must rebuild
 		}
+		r.Failed(what, err, time.Now())
 		d := b.delay(n)
 		log.Warn(what+" failed, retrying", "attempt", n+1, "in", d, "err", err)
 		select {

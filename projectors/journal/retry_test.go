@@ -22,7 +22,7 @@ func TestBackoffDelay(t *testing.T) {
 
 func TestRetryUntilSuccess(t *testing.T) {
 	calls := 0
-	err := retry(t.Context(), slog.New(slog.DiscardHandler), "insert", backoff{time.Millisecond, 4 * time.Millisecond}, time.Second,
+	err := retry(t.Context(), slog.New(slog.DiscardHandler), nil, "insert", backoff{time.Millisecond, 4 * time.Millisecond}, time.Second,
 		func(ctx context.Context) error {
 			calls++
 			if _, ok := ctx.Deadline(); !ok {
@@ -41,7 +41,7 @@ func TestRetryUntilSuccess(t *testing.T) {
 func TestRetryStopsWithContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	calls := 0
-	err := retry(ctx, slog.New(slog.DiscardHandler), "insert", backoff{time.Hour, time.Hour}, time.Second,
+	err := retry(ctx, slog.New(slog.DiscardHandler), nil, "insert", backoff{time.Hour, time.Hour}, time.Second,
 		func(context.Context) error {
 			calls++
 			cancel() // the wait after this failure must end with ctx, not after an hour

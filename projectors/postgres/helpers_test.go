@@ -33,6 +33,19 @@ func migratedDB(t *testing.T) (string, *pgx.Conn) {
 	return dsn, conn
 }
 
+// refuseOffsets makes every write of consumer_offsets fail, and with it
+// every batch, until the trigger refuse_offsets is dropped.
+func refuseOffsets(t *testing.T, admin *pgx.Conn) {
+	t.Helper()
+	if _, err := admin.Exec(t.Context(), `
+		CREATE FUNCTION refuse_offsets() RETURNS trigger LANGUAGE plpgsql AS
+			$$ BEGIN RAISE EXCEPTION 'offsets refused by the test'; END $$;
+		CREATE TRIGGER refuse_offsets BEFORE INSERT OR UPDATE ON consumer_offsets
+			FOR EACH ROW EXECUTE FUNCTION refuse_offsets()`); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // testBroker starts kfake with the topic table applied.
 func testBroker(t *testing.T) kafka.Config {
 	t.Helper()

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/internal/telemetry"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -42,6 +43,9 @@ type Config struct {
 	Logger     *slog.Logger
 	// MaxBatch caps the records applied in one transaction (default 10000).
 	MaxBatch int
+	// RetryAlarm is how long the same work may be retried before Health
+	// reports it (default 30 s).
+	RetryAlarm time.Duration
 }
 
 // Projector applies the log to the read models exactly once.
@@ -58,6 +62,8 @@ type Projector struct {
 	next map[topicPartition]int64
 
 	closed bool
+
+	retrying *telemetry.Retrying
 
 	// afterCommit, when set by tests, is called after each committed batch.
 	afterCommit func(records int)
@@ -81,6 +87,9 @@ func New(cfg Config) (*Projector, error) {
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = 10000
 	}
+	if cfg.RetryAlarm <= 0 {
+		cfg.RetryAlarm = 30 * time.Second
+	}
 	codec, err := cfg.Kafka.Codec()
 	if err != nil {
 		return nil, fmt.Errorf("projector codec: %w", err)
@@ -101,7 +110,7 @@ func New(cfg Config) (*Projector, error) {
 		return nil, fmt.Errorf("projector postgres pool: %w", err)
 	}
 	return &Projector{cfg: cfg, log: cfg.Logger.With("component", "projector/postgres"), codec: codec, pool: pool,
-		next: map[topicPartition]int64{}}, nil
+		next: map[topicPartition]int64{}, retrying: &telemetry.Retrying{Consumer: cfg.Group}}, nil
 }
 
 // connect makes the group client. It runs after Migrate: joining the group
@@ -153,7 +162,7 @@ func (p *Projector) Close() {
 // stop (nil). Database errors are retried with backoff, never skipped.
 func (p *Projector) Run(ctx context.Context) error {
 	defer p.Close()
-	if err := retry(ctx, p.log, "migrate", func() error { return Migrate(ctx, p.cfg.DSN) }); err != nil {
+	if err := p.retry(ctx, "migrate", func() error { return Migrate(ctx, p.cfg.DSN) }); err != nil {
 		return nil // only ctx ends a retry
 	}
 	if err := p.connect(); err != nil {
@@ -189,7 +198,7 @@ func (p *Projector) Run(ctx context.Context) error {
 // assigned partitions with the positions stored beside the rows.
 func (p *Projector) storedOffsets(ctx context.Context, assigned map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
 	var stored map[topicPartition]int64
-	err := retry(ctx, p.log, "read consumer offsets", func() error {
+	err := p.retry(ctx, "read consumer offsets", func() error {
 		var err error
 		stored, err = readOffsets(ctx, p.pool, p.cfg.Group)
 		return err
@@ -270,23 +279,11 @@ func (p *Projector) apply(ctx context.Context, records []*kgo.Record) error {
 		}
 		batch = append(batch, decoded{kr: kr, rec: rec, ok: err == nil})
 	}
-	if len(dead) > 0 {
-		// Dead letters go out before the offsets commit: a crash in between
-		// repeats a dead letter, which is better than losing one.
-		err := retry(ctx, p.log, "produce dead letters", func() error {
-			return p.cl.ProduceSync(ctx, dead...).FirstErr()
-		})
-		if err != nil {
-			return err
-		}
+	if err := p.produceDead(ctx, dead); err != nil {
+		return err
 	}
 	observed := p.observeBatch(ctx, batch) // telemetry:
-	var committed map[topicPartition]int64
-	err := retry(ctx, p.log, "apply batch", func() error {
-		var err error
-		committed, err = p.write(ctx, batch, known)
-		return err
-	})
+	committed, err := p.writeBisecting(ctx, batch, known)
 	if err != nil {
 		return err
 	}
@@ -299,19 +296,38 @@ func (p *Projector) apply(ctx context.Context, records []*kgo.Record) error {
 	return nil
 }
 
+// produceDead sends dead letters. They go out before the offsets of their
+// records commit: a crash in between repeats a dead letter, which is
+// better than losing one.
+func (p *Projector) produceDead(ctx context.Context, dead []*kgo.Record) error {
+	if len(dead) == 0 {
+		return nil
+	}
+	return p.retry(ctx, "produce dead letters", func() error {
+		return p.cl.ProduceSync(ctx, dead...).FirstErr()
+	})
+}
+
+// Health is nil unless the projector has been retrying the same work
+// (the database refusing a batch, the broker a dead letter) for longer
+// than Config.RetryAlarm: /readyz turns red with what it retries and why.
+func (p *Projector) Health() error { return p.retrying.Err(time.Now(), p.cfg.RetryAlarm) }
+
 // retry runs f until it succeeds or ctx ends, backing off from 100ms to 5s.
 // It returns an error only when ctx ended.
-func retry(ctx context.Context, log *slog.Logger, what string, f func() error) error {
+func (p *Projector) retry(ctx context.Context, what string, f func() error) error {
 	wait := 100 * time.Millisecond
 	for {
 		err := f()
 		if err == nil {
+			p.retrying.Succeeded()
 			return nil
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		log.Warn("retrying", "what", what, "in", wait, "err", err)
+		p.retrying.Failed(what, err, time.Now())
+		p.log.Warn("retrying", "what", what, "in", wait, "err", err)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

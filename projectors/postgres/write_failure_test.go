@@ -24,13 +24,7 @@ func TestProjectorWriteFailureRollsBack(t *testing.T) {
 	want := dump(t, cleanDSN)
 
 	dsn, admin := migratedDB(t)
-	if _, err := admin.Exec(t.Context(), `
-		CREATE FUNCTION refuse_offsets() RETURNS trigger LANGUAGE plpgsql AS
-			$$ BEGIN RAISE EXCEPTION 'offsets refused by the test'; END $$;
-		CREATE TRIGGER refuse_offsets BEFORE INSERT OR UPDATE ON consumer_offsets
-			FOR EACH ROW EXECUTE FUNCTION refuse_offsets()`); err != nil {
-		t.Fatal(err)
-	}
+	refuseOffsets(t, admin)
 	_, _ = startProjector(t, Config{Kafka: kcfg, DSN: dsn, Group: "failing"}, nil)
 
 	// The projector retries at 100 ms, 200 ms, ...: by now it has failed

@@ -1,0 +1,84 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/vmplane/vmplane/internal/kafka"
+)
+
+// A record that decodes but that the database refuses for its data (a
+// value out of range, a constraint it breaks) would be refused at every
+// retry and hold its partition, and every tenant's rows behind it, forever.
+// Such a refusal is told from a transient one by its SQLSTATE; the batch is
+// then split in halves until the record that causes it is alone, which
+// goes to dlq.v1 with the database's reason, and the rest is applied.
+
+// dataError says whether err is the database refusing the data itself,
+// which the same batch would meet again at every retry: SQLSTATE classes
+// 22 (data exception), 23 (integrity constraint violation) and 54
+// (program limit exceeded, e.g. a row too large for an index).
+func dataError(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || len(pgErr.Code) != 5 {
+		return false
+	}
+	switch pgErr.Code[:2] {
+	case "22", "23", "54":
+		return true
+	}
+	return false
+}
+
+// writeBisecting writes batch like write, retrying transient errors; a
+// data error splits the batch (see above). It returns the offsets
+// committed, merged over known.
+func (p *Projector) writeBisecting(ctx context.Context, batch []decoded, known map[topicPartition]int64) (map[topicPartition]int64, error) {
+	var committed map[topicPartition]int64
+	var refused error
+	err := p.retry(ctx, "apply batch", func() error {
+		next, err := p.write(ctx, batch, known)
+		if dataError(err) {
+			refused = err
+			return nil
+		}
+		committed = next
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if refused == nil {
+		out := maps.Clone(known)
+		maps.Copy(out, committed)
+		return out, nil
+	}
+	if len(batch) == 1 {
+		return p.poisoned(ctx, &batch[0], refused, known)
+	}
+	half := len(batch) / 2
+	known, err = p.writeBisecting(ctx, batch[:half], known)
+	if err != nil {
+		return nil, err
+	}
+	return p.writeBisecting(ctx, batch[half:], known)
+}
+
+// poisoned dead-letters the record d that the database refused alone and
+// commits its offset without its rows.
+func (p *Projector) poisoned(ctx context.Context, d *decoded, refused error, known map[topicPartition]int64) (map[topicPartition]int64, error) {
+	kr := d.kr
+	p.log.Warn("dead letter: the read model refuses the record", "topic", kr.Topic, "partition", kr.Partition, "offset", kr.Offset, "err", refused)
+	dl := kafka.DeadLetter(kr, fmt.Errorf("apply to postgres: %w", refused), p.cfg.Group)
+	if err := p.produceDead(ctx, []*kgo.Record{dl}); err != nil {
+		return nil, err
+	}
+	p.deadLettered(kr.Topic) // telemetry:
+	d.ok = false
+	return p.writeBisecting(ctx, []decoded{*d}, known)
+}
