@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 	"strings"
 )
 
@@ -45,6 +46,9 @@ func decodeStrict(body []byte, v any) error {
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return errorf(http.StatusBadRequest, codeInvalidRequest, "request body has data after the JSON object")
+	}
+	if e := checkStrings(reflect.ValueOf(v), ""); e != nil {
+		return e
 	}
 	return nil
 }

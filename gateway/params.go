@@ -5,31 +5,14 @@ import (
 	"net/http"
 
 	"github.com/gorilla/mux"
+
+	"github.com/vmplane/vmplane/schemas"
 )
-
-// maxIDLen bounds every id in a path or a filter: ids are UUIDs, host names
-// or short names, never longer.
-const maxIDLen = 128
-
-// validIDString accepts 1..128 characters of [A-Za-z0-9._:-]: every id the
-// system makes, and nothing that could smuggle a path, a query or a log line.
-func validIDString(s string) bool {
-	if len(s) == 0 || len(s) > maxIDLen {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
-			return false
-		}
-	}
-	return true
-}
 
 // validID answers a malformed id as the not-found it is: no resource can
 // have it.
 func validID(kind, id string) error {
-	if !validIDString(id) {
+	if !schemas.ValidID(id) {
 		return notFound(kind, truncate(id, 40))
 	}
 	return nil
@@ -43,13 +26,16 @@ func truncate(s string, n int) string {
 }
 
 // checkVars refuses, before any handler runs, a path whose parameters
-// cannot be ids.
+// cannot be ids and a query that is not text.
 func (s *Server) checkVars(next http.Handler) http.Handler {
 	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		for name, v := range mux.Vars(r) {
 			if err := validID(name, v); err != nil {
 				return err
 			}
+		}
+		if err := checkQuery(r); err != nil {
+			return err
 		}
 		next.ServeHTTP(w, r)
 		return nil
