@@ -117,3 +117,15 @@ func (t TopicSpec) Carries(name string) bool {
 	}
 	return false
 }
+
+// TopicsCarrying returns the topics that carry records of the named type
+// (dlq.v1, which keeps anything, aside).
+func TopicsCarrying(name string) []string {
+	var out []string
+	for _, t := range Topics {
+		if t.Name != TopicDLQ && t.Carries(name) {
+			out = append(out, t.Name)
+		}
+	}
+	return out
+}

@@ -204,7 +204,7 @@ func FromKafka(ctx context.Context, c *schemas.Codec, kr *kgo.Record) (schemas.R
 	return r, nil
 }
 
-// Header returns the value of kr's header k, "" when it has none.
+// Header returns the value of kr's first header k, "" when it has none.
 func Header(kr *kgo.Record, k string) string {
 	for _, h := range kr.Headers {
 		if h.Key == k {
@@ -214,20 +214,49 @@ func Header(kr *kgo.Record, k string) string {
 	return ""
 }
 
+// Headers of a dead letter, written by DeadLetter after the original's.
+const (
+	DLQError     = "dlq.error"
+	DLQTopic     = "dlq.topic"
+	DLQPartition = "dlq.partition"
+	DLQOffset    = "dlq.offset"
+	DLQConsumer  = "dlq.consumer"
+	DLQAt        = "dlq.at"
+)
+
 // DeadLetter builds the dlq.v1 record for a record that cannot be processed:
 // the original key and value, its headers, and the error and origin in headers.
+// The original's own dlq.* headers are dropped: whoever wrote the original
+// must not be able to say where its dead letter came from.
 func DeadLetter(kr *kgo.Record, cause error, consumer string) *kgo.Record {
 	d := &kgo.Record{Topic: schemas.TopicDLQ, Key: kr.Key, Value: kr.Value}
-	d.Headers = append(d.Headers, kr.Headers...)
+	for _, h := range kr.Headers {
+		if !strings.HasPrefix(h.Key, "dlq.") {
+			d.Headers = append(d.Headers, h)
+		}
+	}
 	d.Headers = append(d.Headers,
-		kgo.RecordHeader{Key: "dlq.error", Value: []byte(cause.Error())},
-		kgo.RecordHeader{Key: "dlq.topic", Value: []byte(kr.Topic)},
-		kgo.RecordHeader{Key: "dlq.partition", Value: []byte(fmt.Sprint(kr.Partition))},
-		kgo.RecordHeader{Key: "dlq.offset", Value: []byte(fmt.Sprint(kr.Offset))},
-		kgo.RecordHeader{Key: "dlq.consumer", Value: []byte(consumer)},
-		kgo.RecordHeader{Key: "dlq.at", Value: []byte(time.Now().UTC().Format(time.RFC3339Nano))},
+		kgo.RecordHeader{Key: DLQError, Value: []byte(cause.Error())},
+		kgo.RecordHeader{Key: DLQTopic, Value: []byte(kr.Topic)},
+		kgo.RecordHeader{Key: DLQPartition, Value: []byte(fmt.Sprint(kr.Partition))},
+		kgo.RecordHeader{Key: DLQOffset, Value: []byte(fmt.Sprint(kr.Offset))},
+		kgo.RecordHeader{Key: DLQConsumer, Value: []byte(consumer)},
+		kgo.RecordHeader{Key: DLQAt, Value: []byte(time.Now().UTC().Format(time.RFC3339Nano))},
 	)
 	return d
+}
+
+// DeadLetterHeader returns the value of a dead letter's header k as the
+// dead-lettering wrote it: the last one. Dead letters written before
+// DeadLetter dropped the original's dlq.* headers carry those first.
+func DeadLetterHeader(kr *kgo.Record, k string) string {
+	v := ""
+	for _, h := range kr.Headers {
+		if h.Key == k {
+			v = string(h.Value)
+		}
+	}
+	return v
 }
 
 // Partitioner hashes keys like Kafka's default partitioner (murmur2), so

@@ -74,12 +74,13 @@ func anyACL(res kmsg.ACLResourceType, op kmsg.ACLOperation) kfake.ACL {
 
 // ACLs returns the ACLs of a principal.
 func ACLs(principal string) []kfake.ACL {
-	// Every client reads metadata, uses idempotent producers, and may
-	// dead-letter a record it can never process.
+	// Every client reads metadata and uses idempotent producers. Only
+	// processors and projectors write dlq.v1: an operator's redrive trusts
+	// what a dead letter says of its origin, so a gateway or an agent that
+	// could write one could have its record redriven onto any topic.
 	acls := []kfake.ACL{
 		anyACL(kmsg.ACLResourceTypeTopic, kmsg.ACLOperationDescribe),
 		anyACL(kmsg.ACLResourceTypeCluster, kmsg.ACLOperationIdempotentWrite),
-		topicACL(kmsg.ACLOperationWrite, schemas.TopicDLQ),
 	}
 	switch principal {
 	case PrincipalGateway:
@@ -94,7 +95,8 @@ func ACLs(principal string) []kfake.ACL {
 		}
 		acls = append(acls, topicACL(kmsg.ACLOperationRead, schemas.TopicAgentCommands), anyACL(kmsg.ACLResourceTypeGroup, kmsg.ACLOperationRead))
 	case PrincipalProjector:
-		acls = append(acls, anyACL(kmsg.ACLResourceTypeTopic, kmsg.ACLOperationRead), anyACL(kmsg.ACLResourceTypeGroup, kmsg.ACLOperationRead))
+		acls = append(acls, anyACL(kmsg.ACLResourceTypeTopic, kmsg.ACLOperationRead), anyACL(kmsg.ACLResourceTypeGroup, kmsg.ACLOperationRead),
+			topicACL(kmsg.ACLOperationWrite, schemas.TopicDLQ))
 	case PrincipalProcessor:
 		// Processors read their inputs and changelogs and write their
 		// outputs in transactions.

@@ -15,7 +15,8 @@ import (
 
 // TestSecureBrokerACLs: on a cluster with SASL and ACLs, an agent cannot
 // write vm.commands.v1 but can write its reports; the gateway can write
-// commands but not agent commands; a wrong password does not connect.
+// commands but not agent commands; only processors and projectors write
+// dlq.v1; a wrong password does not connect.
 func TestSecureBrokerACLs(t *testing.T) {
 	pw := map[string]string{}
 	for _, p := range []string{kafka.PrincipalAdmin, kafka.PrincipalGateway, kafka.PrincipalAgent, kafka.PrincipalProjector, kafka.PrincipalProcessor} {
@@ -60,6 +61,11 @@ func TestSecureBrokerACLs(t *testing.T) {
 		{kafka.PrincipalGateway, schemas.TopicVmEvents, false},
 		{kafka.PrincipalProjector, schemas.TopicVmEvents, false},
 		{kafka.PrincipalProcessor, schemas.TopicVmEvents, true},
+		// A dead letter's origin is what an operator's redrive trusts.
+		{kafka.PrincipalAgent, schemas.TopicDLQ, false},
+		{kafka.PrincipalGateway, schemas.TopicDLQ, false},
+		{kafka.PrincipalProjector, schemas.TopicDLQ, true},
+		{kafka.PrincipalProcessor, schemas.TopicDLQ, true},
 	} {
 		err := produce(c.user, pw[c.user], c.topic)
 		switch {

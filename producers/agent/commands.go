@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/internal/telemetry"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -61,8 +62,14 @@ func (a *Agent) commandLoop(ctx, hard context.Context, p *pool) {
 }
 
 // dispatch decodes one record and hands a command for one of our hosts to
-// the pool. An undecodable record goes to dlq.v1; commands for other hosts
-// are skipped.
+// the pool. An undecodable record is logged, counted and skipped; commands
+// for other hosts are skipped.
+//
+// An agent writes no dead letters: dlq.v1 is for processors and projectors
+// (internal/kafka's ACLs), since a redrive trusts what a dead letter says
+// of its origin. Nothing is lost by skipping: the processors wrote the
+// record, and the VM processor sends an unanswered command again or ends
+// its job at the job timeout.
 func (a *Agent) dispatch(ctx, hard context.Context, p *pool, kr *kgo.Record, wg *sync.WaitGroup) {
 	rec, err := kafka.FromKafka(hard, a.codec, kr)
 	var cmd *schemas.AgentCommand
@@ -73,10 +80,8 @@ func (a *Agent) dispatch(ctx, hard context.Context, p *pool, kr *kgo.Record, wg 
 		}
 	}
 	if err != nil {
-		a.log.Warn("undecodable agent command to dlq", "partition", kr.Partition, "offset", kr.Offset, "err", err)
-		if err := a.produceRaw(hard, kafka.DeadLetter(kr, err, a.Group())); err != nil {
-			a.log.Error("dead letter not written", "partition", kr.Partition, "offset", kr.Offset, "err", err)
-		}
+		a.log.Error("skipping an undecodable agent command", "partition", kr.Partition, "offset", kr.Offset, "err", err)
+		telemetry.AgentCommands.With("undecodable", "skipped").Inc() // telemetry:
 		return
 	}
 	if a.investigate(ctx, p, rec, wg) {
@@ -268,10 +273,6 @@ func answerHeaders(rec schemas.Record, cmd *schemas.AgentCommand) map[string]str
 		h["traceparent"] = tp
 	}
 	return h
-}
-
-func (a *Agent) produceRaw(ctx context.Context, kr *kgo.Record) error {
-	return a.cl.ProduceSync(ctx, kr).FirstErr()
 }
 
 // commandOf returns the fields every agent command shares.

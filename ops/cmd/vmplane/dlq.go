@@ -109,7 +109,9 @@ type dlqEntry struct {
 	Redriven *kgo.Record
 }
 
-func (e dlqEntry) header(k string) string { return kafka.Header(e.Record, k) }
+// header reads one of the entry's dlq.* headers as the dead-lettering
+// wrote it (kafka.DeadLetterHeader), never one its original carried.
+func (e dlqEntry) header(k string) string { return kafka.DeadLetterHeader(e.Record, k) }
 
 // readDLQ reads dlq.v1 from its start to its end as of now (committed
 // records only) and pairs each dead letter with its redrive marker.
@@ -163,7 +165,9 @@ func readDLQ(ctx context.Context, cfg kafka.Config) ([]dlqEntry, error) {
 			if end, ok := want[kr.Partition]; ok && kr.Offset+1 >= end {
 				delete(want, kr.Partition)
 			}
-			if of := kafka.Header(kr, redriveOf); of != "" {
+			// A marker is a redrive's own record: it names no origin. A
+			// dead letter's original may carry any header it likes.
+			if of := kafka.Header(kr, redriveOf); of != "" && kafka.Header(kr, kafka.DLQTopic) == "" {
 				if at, err := parseAt(of); err == nil {
 					markers[at] = kr
 				}
@@ -202,14 +206,16 @@ func listDLQ(w io.Writer, entries []dlqEntry) error {
 		if e.Redriven != nil {
 			red = kafka.Header(e.Redriven, redriveAt)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.At, e.header("dlq.topic"), e.header("dlq.partition"),
-			e.header("dlq.offset"), e.Record.Key, orDash(e.header("type")), e.header("dlq.consumer"), e.header("dlq.at"), red, oneLine(e.header("dlq.error")))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.At, e.header(kafka.DLQTopic), e.header(kafka.DLQPartition),
+			e.header(kafka.DLQOffset), e.Record.Key, orDash(kafka.Header(e.Record, "type")), e.header(kafka.DLQConsumer), e.header(kafka.DLQAt), red,
+			oneLine(e.header(kafka.DLQError)))
 	}
 	return tw.Flush()
 }
 
 func showDLQ(ctx context.Context, w io.Writer, cfg kafka.Config, e dlqEntry) error {
-	fmt.Fprintf(w, "dead letter %s (dlq.v1)\nkey: %s\nheaders:\n", e.At, e.Record.Key)
+	fmt.Fprintf(w, "dead letter %s (dlq.v1)\norigin: %s/%s@%s, refused by %s\nkey: %s\nheaders:\n", e.At, e.header(kafka.DLQTopic),
+		e.header(kafka.DLQPartition), e.header(kafka.DLQOffset), e.header(kafka.DLQConsumer), e.Record.Key)
 	for _, h := range e.Record.Headers {
 		fmt.Fprintf(w, "  %s: %s\n", h.Key, h.Value)
 	}
@@ -231,16 +237,20 @@ func showDLQ(ctx context.Context, w io.Writer, cfg kafka.Config, e dlqEntry) err
 }
 
 // redriveDLQ puts e's original key, value and headers back on its topic,
-// with a marker on dlq.v1, in one transaction; an entry already redriven is
-// refused. It returns where the record went.
+// with a marker on dlq.v1, in one transaction; an entry already redriven,
+// or a record its topic does not carry, is refused. It returns where the
+// record went.
 func redriveDLQ(ctx context.Context, cfg kafka.Config, e dlqEntry) (string, error) {
 	if e.Redriven != nil {
 		return "", fmt.Errorf("dlq: %s was redriven at %s to %s; refusing a second redrive", e.At,
 			kafka.Header(e.Redriven, redriveAt), kafka.Header(e.Redriven, redriveTo))
 	}
-	topic := e.header("dlq.topic")
+	topic := e.header(kafka.DLQTopic)
 	if topic == "" {
 		return "", fmt.Errorf("dlq: %s names no original topic", e.At)
+	}
+	if err := checkRedrive(ctx, cfg, e, topic); err != nil {
+		return "", err
 	}
 	rec := &kgo.Record{Topic: topic, Key: e.Record.Key, Value: e.Record.Value}
 	for _, h := range e.Record.Headers {
@@ -278,6 +288,39 @@ func redriveDLQ(ctx context.Context, cfg kafka.Config, e dlqEntry) (string, erro
 		return "", fmt.Errorf("dlq redrive: %w", err)
 	}
 	return fmt.Sprintf("%s/%d@%d", rec.Topic, rec.Partition, rec.Offset), nil
+}
+
+// checkRedrive refuses to put e on topic unless the value decodes (with
+// cfg's codec: run redrive with the schema registry the record needs) to
+// a type that topic carries and its `type` header, if any, agrees. A dead
+// letter names its origin, but its bytes came from whoever wrote the
+// original: a Terminate an agent wrote to vm.power.v1 must never reach
+// vm.commands.v1.
+func checkRedrive(ctx context.Context, cfg kafka.Config, e dlqEntry, topic string) error {
+	spec, ok := schemas.TopicByName(topic)
+	if !ok || topic == schemas.TopicDLQ {
+		return fmt.Errorf("dlq: %s names %q as its topic, which is not a vmplane input; refusing the redrive", e.At, topic)
+	}
+	codec, err := cfg.Codec()
+	if err != nil {
+		return err
+	}
+	v, err := codec.Decode(ctx, e.Record.Value)
+	if err != nil {
+		return fmt.Errorf("dlq: %s does not decode here (%v); refusing the redrive: run it with what reads the record (--schema-registry, a newer vmplane)", e.At, err)
+	}
+	name := schemas.TypeName(v)
+	if h := kafka.Header(e.Record, "type"); h != "" && h != name {
+		return fmt.Errorf("dlq: %s has the type header %q but its value is a %s; refusing the redrive", e.At, h, name)
+	}
+	if !spec.Carries(name) {
+		where := "no topic carries it"
+		if ts := schemas.TopicsCarrying(name); len(ts) > 0 {
+			where = name + " belongs on " + strings.Join(ts, ", ")
+		}
+		return fmt.Errorf("dlq: %s is a %s, which %s does not carry (%s); refusing the redrive", e.At, name, topic, where)
+	}
+	return nil
 }
 
 func orDash(s string) string {
