@@ -18,6 +18,7 @@ type CreateLease struct {
 	End          int64             `avro:"end" doc:"End, Unix milliseconds."`
 	Reservations []ReservationSpec `avro:"reservations" doc:"Host reservations."`
 	IssuedAt     int64             `avro:"issued_at" doc:"Unix milliseconds."`
+	Admin        bool              `avro:"admin" doc:"An admin asked: the lease may exceed the account's lease quota and the maximum lease length."`
 }
 
 // UpdateLease changes a lease's dates or host counts.
@@ -30,6 +31,7 @@ type UpdateLease struct {
 	End          int64             `avro:"end" doc:"New end, Unix milliseconds; 0 keeps it."`
 	Reservations []ReservationSpec `avro:"reservations" doc:"New host reservations; empty keeps them."`
 	IssuedAt     int64             `avro:"issued_at" doc:"Unix milliseconds."`
+	Admin        bool              `avro:"admin" doc:"An admin asked: the lease may exceed the account's lease quota and the maximum lease length."`
 }
 
 // DeleteLease ends and removes a lease.
