@@ -2,6 +2,7 @@ package roles
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/vmplane/vmplane/processors/host"
 	"github.com/vmplane/vmplane/processors/lease"
@@ -65,7 +66,15 @@ func NewProcessor(kind string, o Options, s Settings, clock runtime.Clock) (Proc
 		// released its host.
 		cfg.Inputs = []string{schemas.TopicLeaseCommands, schemas.TopicPlacementEvents}
 		cfg.Changelog = schemas.TopicLeaseState
-		return runtime.New(cfg, runtime.Machine[*schemas.LeaseZoneRecord](lease.New(lease.DefaultConfig())))
+		lc := lease.DefaultConfig()
+		// The lease policy until the settings system: README's table.
+		p, err := lease.ParsePolicy(os.Getenv("VMPLANE_LEASE_MAX_LENGTH"), os.Getenv("VMPLANE_LEASE_QUOTA"),
+			os.Getenv("VMPLANE_LEASE_ACCOUNT_QUOTAS"))
+		if err != nil {
+			return nil, fmt.Errorf("lease policy: %w", err)
+		}
+		lc.Policy = p
+		return runtime.New(cfg, runtime.Machine[*schemas.LeaseZoneRecord](lease.New(lc)))
 	}
 	return nil, fmt.Errorf("unknown processor kind %q (want vm, host, host-relay, placement or lease)", kind)
 }

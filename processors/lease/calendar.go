@@ -66,10 +66,10 @@ func (t *tx) fits(c calendar, id string, props map[string]string, from, to int64
 }
 
 // Host preferences, best first: a lease takes hosts that run no VM at all,
-// then hosts that run only its own project's VMs, and only then hosts that
-// run another project's. Dedication keeps others' new VMs off a lease host
-// but never moves the ones already there, so a host shared with another
-// project is a lease host the project does not have to itself.
+// then hosts that run only its own project's VMs. A host that runs another
+// project's VMs is never taken (prefShared): dedication keeps others' new
+// VMs off a lease host but never moves the ones already there, so leasing
+// it would lock its tenants out of the host their VMs run on (issue 23).
 const (
 	prefEmpty = iota
 	prefOwn
@@ -91,35 +91,73 @@ func (t *tx) preferences(project string) map[string]int {
 	return out
 }
 
-// candidates lists the hosts that fit, best preference for project first,
-// then by host id (a fixed order keeps the machine deterministic and replays
-// identical).
-func (t *tx) candidates(c calendar, project string, props map[string]string, from, to int64, taken map[string]bool) []string {
+// candidates lists the hosts that fit and run no other project's VM, best
+// preference for project first, then by host id (a fixed order keeps the
+// machine deterministic and replays identical). It also counts the hosts
+// that fit but run another project's VMs, so a shortfall can say why.
+func (t *tx) candidates(c calendar, project string, props map[string]string, from, to int64, taken map[string]bool) ([]string, int) {
+	pref := t.preferences(project)
 	var out []string
+	shared := 0
 	for i := range t.z.Hosts {
-		if id := t.z.Hosts[i].HostID; t.fits(c, id, props, from, to, taken) {
+		switch id := t.z.Hosts[i].HostID; {
+		case !t.fits(c, id, props, from, to, taken):
+		case pref[id] == prefShared:
+			shared++
+		default:
 			out = append(out, id)
 		}
 	}
-	pref := t.preferences(project)
 	slices.SortFunc(out, func(a, b string) int { return cmp.Or(cmp.Compare(pref[a], pref[b]), cmp.Compare(a, b)) })
-	return out
+	return out, shared
 }
 
-// allocate picks up to r.MaxHosts hosts for r of project's lease over
-// [from, to): first the hosts in keep that still fit, then free ones in
-// order of preference (see candidates). It marks them taken and
-// reports a shortfall below r.MinHosts as an error naming what was found.
-func (t *tx) allocate(c calendar, project string, r *schemas.Reservation, keep []string, from, to int64, taken map[string]bool) ([]string, error) {
+// allocateAll gives every reservation of l its hosts over l's whole window
+// (the past part of a started lease included, see healLease), keeping the
+// ones it holds that still fit, and at most most hosts in all: each
+// reservation leaves room for the minimums of those after it. It returns
+// a note for each reservation the limit held below its max_hosts.
+func (t *tx) allocateAll(l *schemas.LeaseRecord, most int) ([]string, error) {
+	cal, taken := calendarOf(t.z, l.LeaseID), map[string]bool{}
+	later := 0
+	for _, r := range l.Reservations {
+		later += int(r.MinHosts)
+	}
+	var notes []string
+	for i := range l.Reservations {
+		r := &l.Reservations[i]
+		later -= int(r.MinHosts)
+		limit := most - later
+		hosts, err := t.allocate(cal, l.Project, r, r.Hosts, l.Start, l.End, taken, limit)
+		if err != nil {
+			return nil, err
+		}
+		r.Hosts = hosts
+		most -= len(hosts)
+		if len(hosts) == limit && limit < int(r.MaxHosts) {
+			notes = append(notes, fmt.Sprintf("%s has %d of its %d max_hosts: the lease quota allows no more", r.ID, limit, r.MaxHosts))
+		}
+	}
+	return notes, nil
+}
+
+// allocate picks up to r.MaxHosts hosts, and at most most, for r of
+// project's lease over [from, to): first the hosts in keep that still fit,
+// then free ones in order of preference (see candidates). It marks them
+// taken and reports a shortfall below r.MinHosts as an error naming what
+// was found.
+func (t *tx) allocate(c calendar, project string, r *schemas.Reservation, keep []string, from, to int64, taken map[string]bool, most int) ([]string, error) {
+	limit := min(int(r.MaxHosts), most)
 	var got []string
 	for _, id := range keep {
-		if len(got) < int(r.MaxHosts) && t.fits(c, id, r.HostProperties, from, to, taken) {
+		if len(got) < limit && t.fits(c, id, r.HostProperties, from, to, taken) {
 			got = append(got, id)
 			taken[id] = true
 		}
 	}
-	for _, id := range t.candidates(c, project, r.HostProperties, from, to, taken) {
-		if len(got) >= int(r.MaxHosts) {
+	free, shared := t.candidates(c, project, r.HostProperties, from, to, taken)
+	for _, id := range free {
+		if len(got) >= limit {
 			break
 		}
 		got = append(got, id)
@@ -129,7 +167,14 @@ func (t *tx) allocate(c calendar, project string, r *schemas.Reservation, keep [
 		for _, id := range got {
 			delete(taken, id)
 		}
-		return nil, fmt.Errorf("reservation %s: %d of at least %d hosts free", r.ID, len(got), r.MinHosts)
+		err := fmt.Errorf("reservation %s: %d of at least %d hosts free", r.ID, len(got), r.MinHosts)
+		switch {
+		case shared == 1:
+			err = fmt.Errorf("%w; 1 more runs another account's VMs, and a lease never takes it", err)
+		case shared > 1:
+			err = fmt.Errorf("%w; %d more run other accounts' VMs, and a lease never takes those", err, shared)
+		}
+		return nil, err
 	}
 	slices.Sort(got)
 	return got, nil

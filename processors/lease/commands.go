@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/vmplane/vmplane/schemas"
 )
@@ -24,8 +25,9 @@ func validSpecs(specs []schemas.ReservationSpec) error {
 }
 
 // create makes a lease: its hosts are allocated at once, for its whole
-// window. A lease whose hosts cannot all be found is kept in ERROR with the
-// reason, so the owner sees why (and can delete it).
+// window, within the policy (budget). A lease whose hosts cannot all be
+// found, or that the policy refuses, is kept in ERROR with the reason, so
+// the owner sees why (and can delete it).
 func (t *tx) create(c *schemas.CreateLease) {
 	if l := t.lease(c.LeaseID); l != nil {
 		t.notify(l, "create_failed", "lease "+c.LeaseID+" exists", c.CommandID)
@@ -38,19 +40,7 @@ func (t *tx) create(c *schemas.CreateLease) {
 		l.Reservations = append(l.Reservations, schemas.Reservation{ID: fmt.Sprintf("%s-r%d", c.LeaseID, i+1),
 			Status: ResPending, MinHosts: s.MinHosts, MaxHosts: s.MaxHosts, HostProperties: maps.Clone(s.HostProperties)})
 	}
-	err := validSpecs(c.Reservations)
-	if err == nil && l.End <= l.Start {
-		err = errors.New("end must be after start")
-	}
-	if err == nil {
-		cal, taken := calendarOf(t.z, ""), map[string]bool{}
-		for i := range l.Reservations {
-			r := &l.Reservations[i]
-			if r.Hosts, err = t.allocate(cal, l.Project, r, nil, l.Start, l.End, taken); err != nil {
-				break
-			}
-		}
-	}
+	notes, err := t.admit(&l, c.Reservations, c.Admin)
 	t.z.Leases = append(t.z.Leases, l)
 	lp := &t.z.Leases[len(t.z.Leases)-1]
 	if err != nil {
@@ -64,10 +54,26 @@ func (t *tx) create(c *schemas.CreateLease) {
 		t.notify(lp, "create_failed", err.Error(), c.CommandID)
 		return
 	}
-	t.notify(lp, "created", "", c.CommandID)
+	t.notify(lp, "created", strings.Join(notes, "; "), c.CommandID)
 	if lp.Start <= t.now {
 		t.start(lp)
 	}
+}
+
+// admit checks a new lease against its specs and the policy and allocates
+// its hosts, or says why it cannot have them.
+func (t *tx) admit(l *schemas.LeaseRecord, specs []schemas.ReservationSpec, admin bool) ([]string, error) {
+	if err := validSpecs(specs); err != nil {
+		return nil, err
+	}
+	if l.End <= l.Start {
+		return nil, errors.New("end must be after start")
+	}
+	most, err := t.budget(l, nil, admin)
+	if err != nil {
+		return nil, err
+	}
+	return t.allocateAll(l, most)
 }
 
 // rejectUnknown answers a command about a lease the zone does not have: a
@@ -102,7 +108,7 @@ func (t *tx) update(c *schemas.UpdateLease) {
 	}
 	l.Status = to
 	t.notify(l, "updating", "", c.CommandID)
-	next, err := t.reallocate(l, prev, c)
+	next, notes, err := t.reallocate(l, prev, c)
 	if err != nil {
 		l.Status, _ = nextLease(l.Status, prev, evUpdateErr)
 		t.notify(l, "update_failed", err.Error(), c.CommandID)
@@ -110,14 +116,15 @@ func (t *tx) update(c *schemas.UpdateLease) {
 	}
 	next.Status, _ = nextLease(l.Status, prev, evUpdated)
 	*l = next
-	t.notify(l, "updated", "", c.CommandID)
+	t.notify(l, "updated", strings.Join(notes, "; "), c.CommandID)
 	if l.Status == Pending && l.Start <= t.now {
 		t.start(l)
 	}
 }
 
-// reallocate returns l as the update would leave it, or why it cannot.
-func (t *tx) reallocate(l *schemas.LeaseRecord, prev string, c *schemas.UpdateLease) (schemas.LeaseRecord, error) {
+// reallocate returns l as the update would leave it, with the notes of
+// its allocation, or why it cannot be had.
+func (t *tx) reallocate(l *schemas.LeaseRecord, prev string, c *schemas.UpdateLease) (schemas.LeaseRecord, []string, error) {
 	n := *l
 	n.Reservations = make([]schemas.Reservation, len(l.Reservations))
 	for i, r := range l.Reservations {
@@ -126,7 +133,7 @@ func (t *tx) reallocate(l *schemas.LeaseRecord, prev string, c *schemas.UpdateLe
 	}
 	if c.Start != 0 && c.Start != l.Start {
 		if prev != Pending {
-			return n, errors.New("the start of a started lease cannot change")
+			return n, nil, errors.New("the start of a started lease cannot change")
 		}
 		n.Start = max(c.Start, t.now)
 	}
@@ -134,14 +141,14 @@ func (t *tx) reallocate(l *schemas.LeaseRecord, prev string, c *schemas.UpdateLe
 		n.End = c.End
 	}
 	if n.End <= max(n.Start, t.now) {
-		return n, errors.New("end must be after start and in the future")
+		return n, nil, errors.New("end must be after start and in the future")
 	}
 	if len(c.Reservations) > 0 {
 		if len(c.Reservations) != len(n.Reservations) {
-			return n, fmt.Errorf("the lease has %d reservations; an update gives %d", len(n.Reservations), len(c.Reservations))
+			return n, nil, fmt.Errorf("the lease has %d reservations; an update gives %d", len(n.Reservations), len(c.Reservations))
 		}
 		if err := validSpecs(c.Reservations); err != nil {
-			return n, err
+			return n, nil, err
 		}
 		for i, s := range c.Reservations {
 			n.Reservations[i].MinHosts, n.Reservations[i].MaxHosts = s.MinHosts, s.MaxHosts
@@ -150,22 +157,20 @@ func (t *tx) reallocate(l *schemas.LeaseRecord, prev string, c *schemas.UpdateLe
 			}
 		}
 	}
-	// The whole window must be free, the past part of a started lease
-	// included (see healLease).
-	cal, taken := calendarOf(t.z, l.LeaseID), map[string]bool{}
-	from := n.Start
+	most, err := t.budget(&n, l, c.Admin)
+	if err != nil {
+		return n, nil, err
+	}
+	notes, err := t.allocateAll(&n, most)
+	if err != nil {
+		return n, nil, err
+	}
 	for i := range n.Reservations {
-		r := &n.Reservations[i]
-		hosts, err := t.allocate(cal, n.Project, r, r.Hosts, from, n.End, taken)
-		if err != nil {
-			return n, err
-		}
-		r.Hosts = hosts
 		// The requested capacity is met: the healing shortfall is over.
-		r.MissingResources = false
+		n.Reservations[i].MissingResources = false
 	}
 	n.Degraded = degraded(&n)
-	return n, nil
+	return n, notes, nil
 }
 
 // degraded is the lease flag: some reservation lacks or changed hosts.

@@ -45,9 +45,25 @@
 // properties and is held by no other lease in an overlapping window, so no
 // host is ever double-booked; one owner per zone steps every claim in order.
 // Among the hosts that fit, allocation and healing take first the ones
-// running no VM, then the ones running only the lease project's VMs, then
-// the rest (from the VMs placement.events.v1 reports): dedication keeps
-// other projects' new VMs off a lease host but never moves their old ones.
+// running no VM, then the ones running only the lease project's VMs, and
+// never one that runs another project's VMs (from the VMs
+// placement.events.v1 reports): dedication keeps other projects' new VMs
+// off a lease host but never moves their old ones, so leasing such a host
+// would lock its tenants out of it. A host that took another project's VM
+// while its lease waited is swapped at the start when a free one exists.
+//
+// The lease policy (policy.go, Config.Policy; issue 23) bounds what one
+// account holds in a zone: a lease is at most lease.max.length long, and
+// the account's leases hold at most its quota of host-hours from now on
+// (hosts times the hours left of each lease that has not ended). Where the
+// quota allows fewer hosts than max_hosts but at least the minimums, the
+// lease gets fewer, with a note; where it does not, or the lease is too
+// long, the lease is refused like one with no room: ERROR, and a reason
+// naming the limit, the account's usage and the quota. An admin's request
+// (CreateLease/UpdateLease.Admin, set by the gateway) may exceed both; an
+// update that does not lengthen a lease is never refused for what the
+// lease already is. The quota is per zone because a zone is what one
+// owner serializes; no zone's decision waits on another's.
 //
 // Monitoring: push (each HostStatus) and polling (Tick every
 // lease.monitor.poll.interval, per zone, against the status table), both on

@@ -93,7 +93,7 @@ func (t *tx) healLease(l *schemas.LeaseRecord) {
 				continue
 			}
 			r.Hosts = slices.DeleteFunc(r.Hosts, func(h string) bool { return h == failed })
-			repl := t.candidates(cal, l.Project, r.HostProperties, from, l.End, taken)
+			repl, _ := t.candidates(cal, l.Project, r.HostProperties, from, l.End, taken)
 			if len(repl) == 0 {
 				l.Degraded, r.MissingResources = true, true
 				notes = append(notes, fmt.Sprintf("host %s of %s failed: no replacement", failed, r.ID))
@@ -108,6 +108,36 @@ func (t *tx) healLease(l *schemas.LeaseRecord) {
 				t.moveVMs(l, failed, n)
 			}
 			notes = append(notes, fmt.Sprintf("host %s of %s failed: replaced by %s", failed, r.ID, n))
+		}
+	}
+	if len(notes) > 0 {
+		t.notify(l, "healed", strings.Join(notes, "; "), "")
+	}
+}
+
+// vacate runs at a lease's start. Placement keeps other projects off a
+// lease's hosts only once the lease is active, so a host may have taken
+// another project's VM while the lease waited: it is swapped for a free
+// host that runs no other project's VM, flags unchanged like any swap
+// before the start. With none free the lease keeps the host and the VM
+// stays on it.
+func (t *tx) vacate(l *schemas.LeaseRecord) {
+	var notes []string
+	cal, taken, pref := calendarOf(t.z, l.LeaseID), leaseHosts(l), t.preferences(l.Project)
+	for i := range l.Reservations {
+		r := &l.Reservations[i]
+		for _, h := range slices.Clone(r.Hosts) {
+			if pref[h] != prefShared {
+				continue
+			}
+			repl, _ := t.candidates(cal, l.Project, r.HostProperties, l.Start, l.End, taken)
+			if len(repl) == 0 {
+				continue
+			}
+			taken[repl[0]] = true
+			r.Hosts = append(slices.DeleteFunc(r.Hosts, func(x string) bool { return x == h }), repl[0])
+			slices.Sort(r.Hosts)
+			notes = append(notes, fmt.Sprintf("host %s of %s runs another account's VMs: replaced by %s", h, r.ID, repl[0]))
 		}
 	}
 	if len(notes) > 0 {

@@ -9,9 +9,10 @@ import (
 )
 
 // start runs at the lease's start: STARTING heals the hosts that failed
-// since the allocation (a lease not started yet: swaps keep the flags),
-// then the reservations and the lease turn active and placement is told to
-// dedicate the hosts to the project.
+// since the allocation and swaps the ones that took another project's VMs
+// (a lease not started yet: swaps keep the flags), then the reservations
+// and the lease turn active and placement is told to dedicate the hosts to
+// the project.
 func (t *tx) start(l *schemas.LeaseRecord) {
 	var err error
 	if l.Status, err = nextLease(l.Status, "", evStartTime); err != nil {
@@ -19,6 +20,7 @@ func (t *tx) start(l *schemas.LeaseRecord) {
 	}
 	t.notify(l, "starting", "", "")
 	t.healLease(l)
+	t.vacate(l)
 	for i := range l.Reservations {
 		r := &l.Reservations[i]
 		r.Status, _ = nextRes(r.Status, resStart)

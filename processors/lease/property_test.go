@@ -15,10 +15,13 @@ import (
 // releases and the passing of time, and checks after every input:
 //
 //   - no host is held by two leases in overlapping windows;
-//   - a host newly given to a lease is reservable at that moment, and no
-//     host that would have fit it (reservable, with the properties, free
-//     over the lease's window, not the lease's already) runs a better mix
-//     of VMs: none before the lease project's only before another's;
+//   - a host newly given to a lease is reservable at that moment, runs no
+//     other project's VM, and no host that would have fit it (reservable,
+//     with the properties, free over the lease's window, not the lease's
+//     already) runs a better mix of VMs: none before the lease project's
+//     only;
+//   - a lease a user created is no longer than the policy's maximum and
+//     leaves its project within the quota (an admin's may exceed both);
 //   - degraded is exactly "some reservation has missing_resources or
 //     resources_changed"; resources_changed never clears; missing_resources
 //     clears only with an "updated" notification of that lease;
@@ -104,10 +107,35 @@ func betterFit(z *schemas.LeaseZoneRecord, l *schemas.LeaseRecord, r *schemas.Re
 	return ""
 }
 
+// checkPolicy holds a lease a user just created to the policy: no longer
+// than the maximum, and its project's leases, it included, hold no more
+// host time from now on than the quota.
+func checkPolicy(t *testing.T, what string, p Policy, z *schemas.LeaseZoneRecord, l *schemas.LeaseStatusChanged, now int64) {
+	t.Helper()
+	if l.End-l.Start > p.MaxLength.Milliseconds() {
+		t.Fatalf("%s: %s created %v long, over %v", what, l.LeaseID, time.Duration(l.End-l.Start)*time.Millisecond, p.MaxLength)
+	}
+	var used int64
+	for _, o := range z.Leases {
+		if o.Project != l.Project || !holds(o.Status) || o.End <= now {
+			continue
+		}
+		for _, r := range o.Reservations {
+			used += int64(len(r.Hosts)) * (o.End - max(o.Start, now))
+		}
+	}
+	if used > p.HostHours*int64(time.Hour/time.Millisecond) {
+		t.Fatalf("%s: %s created; %s's leases hold %v of host time, over the quota of %d host-hours",
+			what, l.LeaseID, l.Project, time.Duration(used)*time.Millisecond, p.HostHours)
+	}
+}
+
 func runProperty(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	cfg := DefaultConfig()
 	cfg.StopTimeout = 10 * time.Minute
+	// Limits the random leases (10 to 190 minutes, 1 to 6 hosts) meet often.
+	cfg.Policy = Policy{MaxLength: 150 * time.Minute, HostHours: 6}
 	m := New(cfg)
 	var z *schemas.LeaseZoneRecord
 	now := time.Duration(0)
@@ -116,6 +144,7 @@ func runProperty(t *testing.T, seed uint64) {
 	view := map[string]string{}
 	seq := 0
 	leaseIDs := []string{}
+	admins := map[string]bool{} // leases an admin created
 
 	snapshot := func() map[string]schemas.LeaseRecord {
 		out := map[string]schemas.LeaseRecord{}
@@ -145,6 +174,11 @@ func runProperty(t *testing.T, seed uint64) {
 		}
 		if z == nil {
 			return
+		}
+		for _, r := range out {
+			if v, ok := r.Value.(*schemas.LeaseStatusChanged); ok && r.Topic == schemas.TopicLeaseEvents && v.Event == "created" && !admins[v.LeaseID] {
+				checkPolicy(t, what, cfg.Policy, z, v, t0.Add(now).UnixMilli())
+			}
 		}
 		type held struct {
 			lease    string
@@ -184,6 +218,9 @@ func runProperty(t *testing.T, seed uint64) {
 				for _, h := range r.Hosts {
 					if !old[h] && !reservable[h] {
 						t.Fatalf("%s: %s was given host %s, which is not reservable", what, l.LeaseID, h)
+					}
+					if !old[h] && mix(z, h, l.Project) == "shared" {
+						t.Fatalf("%s: %s was given %s, which runs another project's VM", what, l.LeaseID, h)
 					}
 					if !old[h] {
 						if g := betterFit(z, &l, &r, h); g != "" {
@@ -277,8 +314,10 @@ func runProperty(t *testing.T, seed uint64) {
 			lid := fmt.Sprintf("l%d", len(leaseIDs)+1)
 			leaseIDs = append(leaseIDs, lid)
 			start := now + time.Duration(rng.IntN(180))*time.Minute
+			admins[lid] = rng.IntN(5) == 0
 			step(&schemas.CreateLease{CommandID: id, LeaseID: lid, ZoneID: zone, Project: projects[rng.IntN(2)],
-				Start: ms(start), End: ms(start + time.Duration(10+rng.IntN(180))*time.Minute), Reservations: specs()})
+				Start: ms(start), End: ms(start + time.Duration(10+rng.IntN(180))*time.Minute), Reservations: specs(),
+				Admin: admins[lid]})
 		case k < 5 && len(leaseIDs) > 0:
 			u := &schemas.UpdateLease{CommandID: id, LeaseID: leaseIDs[rng.IntN(len(leaseIDs))], ZoneID: zone}
 			switch rng.IntN(3) {

@@ -23,8 +23,8 @@ const zone = "z1"
 // followed by "----" and the outputs it must produce, one per line:
 //
 //	host <id> <status> [enabled|disabled] [k=v ...]   HostStatus on lease.commands.v1
-//	create <lease> <project> <start> <end> <min>..<max>[:k=v,...] ...
-//	update <lease> [start=<d>] [end=<d>] [res=<min>..<max>] ...
+//	create <lease> <project> <start> <end> <min>..<max>[:k=v,...] ... [admin]
+//	update <lease> [start=<d>] [end=<d>] [res=<min>..<max>] ... [admin]
 //	delete <lease>
 //	alloc <vm> <host> <account>                         CapacityAllocated
 //	release <vm> <host>                                 CapacityReleased
@@ -32,7 +32,9 @@ const zone = "z1"
 //	show <lease>                                        the lease in state
 //
 // Durations are from the scenario's start. Directives run at the current
-// clock. Run with -update to rewrite the outputs, then read the diff.
+// clock, with DefaultConfig's policy (leases of at most 168h, a quota of
+// 336 host-hours); admin marks a request an admin made. Run with -update
+// to rewrite the outputs, then read the diff.
 func TestScenarios(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.txt")
 	if len(files) == 0 {
@@ -165,6 +167,10 @@ func (s *scenario) run(line string) []string {
 		c := &schemas.CreateLease{CommandID: s.cmdID(), LeaseID: f[1], ZoneID: zone, Project: f[2], Name: f[1],
 			Start: ms(dur(t, f[3])), End: ms(dur(t, f[4]))}
 		for _, r := range f[5:] {
+			if r == "admin" {
+				c.Admin = true
+				continue
+			}
 			c.Reservations = append(c.Reservations, spec(t, r))
 		}
 		out = s.step(c)
@@ -181,6 +187,8 @@ func (s *scenario) run(line string) []string {
 				c.Reservations = append(c.Reservations, spec(t, v))
 			case "project":
 				c.Project = v
+			case "admin":
+				c.Admin = true
 			}
 		}
 		out = s.step(c)
