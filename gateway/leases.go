@@ -2,9 +2,13 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
+	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,9 +61,37 @@ type LeaseEvent struct {
 
 // ReservationRequest asks for hosts: a count range and properties.
 type ReservationRequest struct {
-	MinHosts       int32             `json:"min_hosts"`
-	MaxHosts       int32             `json:"max_hosts"`
+	MinHosts       HostCount         `json:"min_hosts"`
+	MaxHosts       HostCount         `json:"max_hosts"`
 	HostProperties map[string]string `json:"host_properties,omitempty"`
+}
+
+// HostCount is a host count of a request. It takes any JSON number, so a
+// count the range check refuses gets the range check's message: a count
+// past int32 fails decoding as an int32 with "must be a number, not number
+// 5000000000", which is wrong, and loses the reservation's index. A count
+// with a fraction or past int32 reads as badCount, which no range holds.
+type HostCount int32
+
+// badCount is a HostCount that is no whole number of hosts.
+const badCount HostCount = -1
+
+// UnmarshalJSON reads a JSON number; anything else is a type error that
+// names the field, as for any other field.
+func (c *HostCount) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	var n json.Number
+	if b[0] == '"' || json.Unmarshal(b, &n) != nil {
+		return &json.UnmarshalTypeError{Value: jsonValueKind(b[0]), Type: reflect.TypeFor[int32]()}
+	}
+	*c = badCount
+	// 3, 3.0 and 3e0 are all three hosts.
+	if f, err := strconv.ParseFloat(n.String(), 64); err == nil && f == math.Trunc(f) && math.Abs(f) <= math.MaxInt32 {
+		*c = HostCount(f)
+	}
+	return nil
 }
 
 // LeaseRequest is the body of POST /v1/leases. Start is "now" (or empty)
@@ -107,6 +139,20 @@ func parseWhen(field, v string, now time.Time) (time.Time, error) {
 	return at, nil
 }
 
+// jsonValueKind names a JSON value by its first byte, as encoding/json's
+// type errors do.
+func jsonValueKind(first byte) string {
+	switch first {
+	case '"':
+		return "string"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	}
+	return "bool"
+}
+
 func reservationSpecs(rs []ReservationRequest) ([]schemas.ReservationSpec, error) {
 	if len(rs) > maxReservations {
 		return nil, invalid("reservations", "at most %d reservations", maxReservations)
@@ -116,18 +162,19 @@ func reservationSpecs(rs []ReservationRequest) ([]schemas.ReservationSpec, error
 		field := fmt.Sprintf("reservations[%d]", i)
 		switch {
 		case r.MinHosts < 1 || r.MinHosts > maxLeaseHosts:
-			return nil, invalid(field+".min_hosts", "%s.min_hosts must be 1..%d", field, maxLeaseHosts)
+			return nil, invalid(field+".min_hosts", "%s.min_hosts must be a whole number from 1 to %d", field, maxLeaseHosts)
 		case r.MaxHosts == 0:
 			r.MaxHosts = r.MinHosts
 		case r.MaxHosts < r.MinHosts || r.MaxHosts > maxLeaseHosts:
-			return nil, invalid(field+".max_hosts", "%s.max_hosts must be min_hosts..%d", field, maxLeaseHosts)
+			return nil, invalid(field+".max_hosts", "%s.max_hosts must be a whole number from min_hosts (%d) to %d, or left out for min_hosts",
+				field, r.MinHosts, maxLeaseHosts)
 		}
 		for k, v := range r.HostProperties {
 			if k == "" || len(k) > 255 || len(v) > 255 {
 				return nil, invalid(field+".host_properties", "%s.host_properties: keys 1..255 and values up to 255 characters", field)
 			}
 		}
-		out[i] = schemas.ReservationSpec{MinHosts: r.MinHosts, MaxHosts: r.MaxHosts, HostProperties: r.HostProperties}
+		out[i] = schemas.ReservationSpec{MinHosts: int32(r.MinHosts), MaxHosts: int32(r.MaxHosts), HostProperties: r.HostProperties}
 	}
 	return out, nil
 }
@@ -195,7 +242,8 @@ func writeLeaseAccepted(w http.ResponseWriter, l Lease) {
 // createLease is POST /v1/leases. The lease processor allocates the hosts:
 // the answer is 202 with the lease as asked (PENDING, no hosts yet); GET
 // shows it PENDING or ACTIVE with its hosts, or ERROR with the reason when
-// the calendar had no room.
+// the calendar had no room or the lease policy refused it (longer than the
+// maximum, or past the account's quota, naming the usage and the quota).
 func (s *Server) createLease(w http.ResponseWriter, r *http.Request) error {
 	body, err := s.readBody(w, r)
 	if err != nil {
@@ -246,8 +294,11 @@ func (s *Server) createLease(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id, commandID := "lease-"+s.newID(), s.newID()
+	// The lease processor holds the lease to the account's quota and the
+	// maximum length, which an admin may exceed; a refused lease turns
+	// ERROR with the reason.
 	cmd := &schemas.CreateLease{CommandID: commandID, LeaseID: id, ZoneID: zone, Project: project, Name: req.Name,
-		Start: start.UnixMilli(), End: end.UnixMilli(), Reservations: specs, IssuedAt: now.UnixMilli()}
+		Start: start.UnixMilli(), End: end.UnixMilli(), Reservations: specs, IssuedAt: now.UnixMilli(), Admin: p.admin()}
 	if err := s.publishLease(r.Context(), zone, commandID, cmd); err != nil {
 		return err
 	}
@@ -323,7 +374,8 @@ func (s *Server) updateLease(w http.ResponseWriter, r *http.Request) error {
 	if req.Start == "" && req.End == "" && len(req.Reservations) == 0 {
 		return invalid("start", "give start, end or reservations to change")
 	}
-	cmd := &schemas.UpdateLease{LeaseID: l.ID, ZoneID: l.ZoneID, Project: l.Project, IssuedAt: now.UnixMilli()}
+	cmd := &schemas.UpdateLease{LeaseID: l.ID, ZoneID: l.ZoneID, Project: l.Project, IssuedAt: now.UnixMilli(),
+		Admin: principalOf(r.Context()).admin()}
 	if req.Start != "" {
 		start, err := parseWhen("start", req.Start, now)
 		if err != nil {
