@@ -13,6 +13,7 @@ type PlaceVm struct {
 	AffinityGroup string   `avro:"affinity_group" doc:"Affinity group."`
 	At            int64    `avro:"at" doc:"Unix milliseconds."`
 	Adopt         bool     `avro:"adopt" doc:"Claim on host_id whether or not it fits, releasing every other claim of the VM: the VM already runs there (an out-of-band start or move)."`
+	HostRequired  bool     `avro:"host_required" doc:"host_id is required (an API user's start or migrate to a host), not preferred: a host that is refused fails the request instead of letting the planner choose another."`
 }
 
 // ReleaseVm frees a VM's allocation.

@@ -14,6 +14,7 @@ const (
 	ReasonNoReservableHost     = "NoReservableHost"
 	ReasonUnknownPlanner       = "UnknownPlanner"
 	ReasonMoveInProgress       = "MoveInProgress"
+	ReasonHostRefused          = "HostRefused"
 )
 
 // place is the planning manager: it answers one PlaceVm, claiming capacity
@@ -51,6 +52,9 @@ func (m *Machine) decide(ix *zoneIndex, req *schemas.PlaceVm, group string, anti
 		return []schemas.Record{signal(req.VmID, failed(req, ReasonUnknownPlanner, "unknown planner "+m.plannerName(req)), hdr)}
 	}
 	a := &ask{req: req, planner: p, usage: p.ResourceUsage(), group: group, anti: anti, members: ix.groups[group]}
+	if why := ix.refuseRequired(a); why != "" {
+		return []schemas.Record{signal(req.VmID, failed(req, ReasonHostRefused, why), hdr)}
+	}
 	v := ix.view()
 	clusters := p.OrderClusters(v, req)
 	i := ix.choose(v, a, clusters)
@@ -109,6 +113,23 @@ func (ix *zoneIndex) choose(v View, a *ask, clusters []string) int {
 		}
 	}
 	return -1
+}
+
+// refuseRequired says why the host a request requires cannot be claimed;
+// "" when it can, or when the request only prefers a host.
+func (ix *zoneIndex) refuseRequired(a *ask) string {
+	id := a.req.HostID
+	if !a.req.HostRequired || id == "" {
+		return ""
+	}
+	i, ok := ix.host[id]
+	if !ok {
+		return "no host " + id + " in zone " + ix.z.ZoneID
+	}
+	if why := ix.refuse(&ix.z.Hosts[i], a); why != "" {
+		return "host " + id + ": " + why
+	}
+	return ""
 }
 
 // releaseExcept releases a VM's claims except those on the hosts in keep.

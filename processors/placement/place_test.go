@@ -10,6 +10,7 @@ import (
 
 func TestPlaceChoosesHost(t *testing.T) {
 	withHost := func(r *schemas.PlaceVm, id string) *schemas.PlaceVm { r.HostID = id; return r }
+	requireHost := func(r *schemas.PlaceVm, id string) *schemas.PlaceVm { r.HostID, r.HostRequired = id, true; return r }
 	avoid := func(r *schemas.PlaceVm, ids ...string) *schemas.PlaceVm { r.AvoidHosts = ids; return r }
 	tagged := func(r *schemas.PlaceVm, tags ...string) *schemas.PlaceVm { r.Offering.HostTags = tags; return r }
 	planner := func(r *schemas.PlaceVm, p string) *schemas.PlaceVm { r.Offering.DeploymentPlanner = p; return r }
@@ -37,6 +38,10 @@ func TestPlaceChoosesHost(t *testing.T) {
 		{"asked-for host first", []any{hostUp("h1", "c", 4, 8192), hostUp("h2", "c", 4, 8192), withHost(placeReq("r1", "vm1", 1, 512), "h2")}, "h2", ""},
 		{"asked-for host full falls back", []any{hostUp("h1", "c", 4, 8192), hostUp("h2", "c", 4, 256), withHost(placeReq("r1", "vm1", 1, 512), "h2")}, "h1", ""},
 		{"asked-for host unknown falls back", []any{hostUp("h1", "c", 4, 8192), withHost(placeReq("r1", "vm1", 1, 512), "gone")}, "h1", ""},
+		{"required host", []any{hostUp("h1", "c", 4, 8192), hostUp("h2", "c", 4, 8192), requireHost(placeReq("r1", "vm1", 1, 512), "h2")}, "h2", ""},
+		{"required host full fails", []any{hostUp("h1", "c", 4, 8192), hostUp("h2", "c", 4, 256), requireHost(placeReq("r1", "vm1", 1, 512), "h2")}, "", ReasonHostRefused},
+		{"required host unknown fails", []any{hostUp("h1", "c", 4, 8192), requireHost(placeReq("r1", "vm1", 1, 512), "gone")}, "", ReasonHostRefused},
+		{"required host avoided fails", []any{hostUp("h1", "c", 4, 8192), avoid(requireHost(placeReq("r1", "vm1", 1, 512), "h1"), "h1")}, "", ReasonHostRefused},
 		{"cpu over-commit 4 from config", []any{hostUp("h1", "c", 4, 8192), placeReq("r1", "vm1", 16, 512)}, "h1", ""},
 		{"beyond cpu over-commit", []any{hostUp("h1", "c", 4, 8192), placeReq("r1", "vm1", 17, 512)}, "", ReasonInsufficientCapacity},
 		{"host's own ratio wins", []any{ownRatio(hostUp("h1", "c", 4, 8192), 1.0), placeReq("r1", "vm1", 5, 512)}, "", ReasonInsufficientCapacity},

@@ -38,7 +38,7 @@ func (t *tx) create(d *schemas.Deploy) {
 func deployStart(t *tx, _ any) {
 	t.step(TaskScheduling, "schedule", "asking placement for a host in zone "+t.s.ZoneID,
 		map[string]any{"zone_id": t.s.ZoneID, "request_id": t.nextID(), "epoch": t.s.Epoch})
-	t.requestPlacement("")
+	t.requestPlacement("", false)
 }
 
 func deployAdvance(t *tx) {

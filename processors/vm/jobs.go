@@ -427,13 +427,13 @@ func (t *tx) nextID() string { return fmt.Sprintf("%s-%d", t.s.Job.JobID, t.s.Jo
 func (t *tx) currentID() string { return fmt.Sprintf("%s-%d", t.s.Job.JobID, t.s.Job.Seq) }
 
 // requestPlacement sends PlaceVm (id from the step just emitted) and joins
-// on the decision.
-func (t *tx) requestPlacement(hostHint string) {
+// on the decision. host is preferred, or required when required is set.
+func (t *tx) requestPlacement(host string, required bool) {
 	s := t.s
 	id := t.currentID()
 	t.emit(schemas.TopicPlacementRequests, s.ZoneID, &schemas.PlaceVm{
 		RequestID: id, VmID: s.VmID, ZoneID: s.ZoneID, Account: s.Account, Epoch: s.Epoch,
-		Offering: s.Offering, HostID: hostHint, AffinityGroup: s.AffinityGroup, At: t.ms,
+		Offering: s.Offering, HostID: host, HostRequired: required, AffinityGroup: s.AffinityGroup, At: t.ms,
 	})
 	s.Job.Phase = phasePlacing
 	s.Job.Wait = schemas.JobWait{Kind: waitPlacement, RequestID: id, Deadline: s.Job.Deadline}

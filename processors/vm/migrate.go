@@ -37,8 +37,8 @@ func migrateStart(t *tx, _ any) {
 }
 
 // placeAvoiding sends PlaceVm avoiding hosts ("" entries are dropped) and
-// joins on the decision.
-func (t *tx) placeAvoiding(hint string, off schemas.Offering, avoid []string) {
+// joins on the decision. A non-empty want is required, not preferred.
+func (t *tx) placeAvoiding(want string, off schemas.Offering, avoid []string) {
 	s := t.s
 	id := t.currentID()
 	var avoidHosts []string
@@ -49,7 +49,7 @@ func (t *tx) placeAvoiding(hint string, off schemas.Offering, avoid []string) {
 	}
 	t.emit(schemas.TopicPlacementRequests, s.ZoneID, &schemas.PlaceVm{
 		RequestID: id, VmID: s.VmID, ZoneID: s.ZoneID, Account: s.Account, Epoch: s.Epoch,
-		Offering: off, AvoidHosts: avoidHosts, HostID: hint, AffinityGroup: s.AffinityGroup, At: t.ms,
+		Offering: off, AvoidHosts: avoidHosts, HostID: want, HostRequired: want != "", AffinityGroup: s.AffinityGroup, At: t.ms,
 	})
 	s.Job.Phase = phasePlacing
 	s.Job.Wait = schemas.JobWait{Kind: waitPlacement, RequestID: id, Deadline: s.Job.Deadline}

@@ -5,24 +5,28 @@ import (
 )
 
 // Start powers on a Stopped VM. Stop released its capacity, so it asks
-// placement again (Scheduling), preferring the host asked for or else the
-// last host, then starts it there (Starting). It succeeds, Active, on the
+// placement again (Scheduling), on the host asked for (failing when
+// placement refuses it) or else preferring the last host, then starts it there (Starting). It succeeds, Active, on the
 // agent's ok answer and a PowerOn report from that host, in either order.
 func startFlow() flow { return flow{start: startStart, advance: startAdvance, holds: holdsPlacement} }
 
 func startStart(t *tx, _ any) {
 	s := t.s
 	host := s.Job.Params["host_id"]
+	required := host != ""
 	if host == "" {
 		host = s.HostID
 	}
 	text := "asking placement for a host in zone " + s.ZoneID
-	if host != "" {
+	switch {
+	case required:
+		text += " on host " + host + " only"
+	case host != "":
 		text += ", preferring host " + host
 	}
 	t.step(TaskScheduling, "schedule", text,
 		map[string]any{"zone_id": s.ZoneID, "host_id": host, "request_id": t.nextID(), "epoch": s.Epoch})
-	t.requestPlacement(host)
+	t.requestPlacement(host, required)
 }
 
 func startAdvance(t *tx) {
