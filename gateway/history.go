@@ -22,7 +22,9 @@ type History interface {
 	VmHistory(ctx context.Context, vmID string, limit int) ([]journal.VmEvent, error)
 	VmAt(ctx context.Context, vmID string, at time.Time) (journal.VmSnapshot, error)
 	JobJournal(ctx context.Context, jobID string) ([]journal.Entry, error)
-	// Query runs SQL read-only (as ClickHouse's analyst user).
+	// Query runs SQL read-only (as ClickHouse's analyst user of the
+	// journal's database), within limits; a refusal the analyst can act on
+	// is a *journal.QueryError.
 	Query(ctx context.Context, sql string, maxRows int) (journal.Table, error)
 }
 
@@ -222,12 +224,41 @@ func (s *Server) journalQuery(w http.ResponseWriter, r *http.Request) error {
 	}
 	t, err := h.Query(r.Context(), req.SQL, maxQueryRows)
 	if err != nil {
-		// ClickHouse's message (syntax, unknown table, readonly) is the
-		// analyst's to read.
-		return errorf(http.StatusUnprocessableEntity, codeInvalidRequest, "%v", err)
+		return s.queryError(r.Context(), err)
 	}
 	writeJSON(w, http.StatusOK, QueryResult{Columns: t.Columns, Rows: t.Rows, Truncated: t.Truncated})
 	return nil
+}
+
+// Error codes of analysts' queries.
+const (
+	// codeQueryTimeout: the query ran out of time and was stopped (504).
+	codeQueryTimeout = "query_timeout"
+	// codeQueryLimit: a limit of the analyst's profile or of the answer
+	// refused the query (422).
+	codeQueryLimit = "query_limit"
+)
+
+// queryError answers a failed analyst query. ClickHouse's refusal
+// (journal.QueryError: syntax, unknown table, readonly, a limit) is the
+// analyst's to read, with no address in it; anything else is the
+// operator's, logged and answered without internals.
+func (s *Server) queryError(ctx context.Context, err error) error {
+	var qe *journal.QueryError
+	switch {
+	case errors.As(err, &qe) && qe.Timeout:
+		return errorf(http.StatusGatewayTimeout, codeQueryTimeout, "%s; narrow the query (a range of ts, fewer tables)", qe.Message)
+	case errors.As(err, &qe) && qe.Limit:
+		return errorf(http.StatusUnprocessableEntity, codeQueryLimit, "%s", qe.Message)
+	case errors.As(err, &qe):
+		return errorf(http.StatusUnprocessableEntity, codeInvalidRequest, "%s", qe.Message)
+	}
+	s.log.Error("analyst query", "request_id", requestID(ctx), "err", err)
+	if errors.Is(err, journal.ErrNoAnalyst) {
+		return errorf(http.StatusServiceUnavailable, codeUnavailable,
+			"ClickHouse has no analyst user for the journal's database (docs/operations.md, Analysts); request %s", requestID(ctx))
+	}
+	return errorf(http.StatusServiceUnavailable, codeUnavailable, "the event history (ClickHouse) did not answer; retry (request %s)", requestID(ctx))
 }
 
 var _ History = (*journal.History)(nil)

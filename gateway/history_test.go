@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vmplane/vmplane/gateway"
+	"github.com/vmplane/vmplane/internal/chserver"
 	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/internal/testkit"
 	"github.com/vmplane/vmplane/projectors/journal"
@@ -143,5 +146,67 @@ func TestVmHistoryRoutes(t *testing.T) {
 	}
 	if code, _ := q(e.admin, "DROP TABLE vm_events"); code != http.StatusUnprocessableEntity {
 		t.Errorf("DROP TABLE: %d, want 422", code)
+	}
+}
+
+// TestJournalQueryBounds: analysts' queries against the real ClickHouse,
+// with a tight analyst profile: a query reading too many rows is refused at
+// once (422), one running too long is stopped (504), one the gateway gives
+// up on first is killed (504), a huge answer is refused (422), another
+// database and a bad query are 422 with ClickHouse's message; no answer
+// names an address.
+func TestJournalQueryBounds(t *testing.T) {
+	addr, db := testkit.ClickHouse(t)
+	_, otherDB := testkit.ClickHouse(t)
+	err := chserver.EnsureAnalyst(t.Context(), addr, db, chserver.AnalystLimits{
+		MaxExecutionTime: time.Second, MaxRowsToRead: 1_000_000,
+		MaxResultRows: 1_000_000, MaxResultBytes: 4 << 20, MaxMemoryUsage: 500_000_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func(l journal.QueryLimits) *env {
+		h, err := journal.OpenHistory(addr, db, journal.WithQueryLimits(l))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { h.Close() })
+		return newEnv(t, gateway.Config{History: h})
+	}
+	e := open(journal.DefaultQueryLimits())
+	impatient := open(journal.QueryLimits{Timeout: 300 * time.Millisecond, MaxBytes: 1 << 20})
+	const slow = "SELECT count() FROM system.numbers WHERE sleepEachRow(0.00001) = 0"
+	address := regexp.MustCompile(`\d+\.\d+\.\d+\.\d+|localhost:|:\d{4,5}\b|tcp`)
+	for _, c := range []struct {
+		name    string
+		e       *env
+		sql     string
+		code    int
+		errCode string
+		says    string
+		within  time.Duration
+	}{
+		{"too many rows read", e, "SELECT sum(number) FROM (SELECT number FROM system.numbers LIMIT 50000000)",
+			http.StatusUnprocessableEntity, "query_limit", "Limit for rows", 3 * time.Second},
+		{"past max_execution_time", e, slow, http.StatusGatewayTimeout, "query_timeout", "Timeout exceeded", 4 * time.Second},
+		{"past the gateway's timeout", impatient, slow, http.StatusGatewayTimeout, "query_timeout", "ran longer than 300ms", 2 * time.Second},
+		{"a 200 MB answer", e, "SELECT concat(toString(number), '" + strings.Repeat("x", 1000) + "') FROM system.numbers LIMIT 200000",
+			http.StatusUnprocessableEntity, "query_limit", "Limit for result", 10 * time.Second},
+		{"another database", e, "SELECT count() FROM `" + otherDB + "`.vm_events",
+			http.StatusUnprocessableEntity, "invalid_request", "Access denied to database " + otherDB, 3 * time.Second},
+		{"a bad query", e, "SELEC 1", http.StatusUnprocessableEntity, "invalid_request", "Syntax error", 3 * time.Second},
+	} {
+		t0 := time.Now()
+		rec := c.e.do(http.MethodPost, "/v1/journal/query", c.e.admin, map[string]string{"sql": c.sql})
+		took := time.Since(t0)
+		var body struct {
+			Error struct{ Code, Message string }
+		}
+		_ = json.Unmarshal(rec.Body.Bytes(), &body)
+		if rec.Code != c.code || body.Error.Code != c.errCode || !strings.Contains(body.Error.Message, c.says) || took > c.within {
+			t.Errorf("%s: %d %s after %v, want %d %s saying %q within %v", c.name, rec.Code, rec.Body, took, c.code, c.errCode, c.says, c.within)
+		}
+		if a := address.FindString(rec.Body.String()); a != "" {
+			t.Errorf("%s: the answer names %q: %s", c.name, a, rec.Body)
+		}
 	}
 }

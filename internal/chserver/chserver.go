@@ -3,8 +3,9 @@
 // clickhouse-server with a config of its own and all its files under a var directory.
 //
 // The config it writes runs on Debian's ClickHouse 18.16 and on current releases. Besides the
-// `default` user it defines `analyst`, whose profile is read-only, for queries users may type.
-// It never creates tables: the journal projector owns those.
+// `default` user, each database it creates gets an analyst user (AnalystUser) for queries users
+// may type: read-only, bounded by a profile, allowed that database only. It never creates
+// tables: the journal projector owns those.
 package chserver
 
 import (
@@ -222,7 +223,8 @@ func StopDir(ctx context.Context, varDir string) error {
 	return stopPIDFile(ctx, filepath.Join(varDir, "clickhouse"))
 }
 
-// EnsureDatabase creates database name on the server at addr unless it exists.
+// EnsureDatabase creates database name on the server at addr unless it exists, and on a server
+// this package started its analyst user with DefaultAnalystLimits (EnsureAnalyst).
 func EnsureDatabase(ctx context.Context, addr, name string) error {
 	conn, err := clickhouse.Open(&clickhouse.Options{
 		Addr:        []string{addr},
@@ -236,7 +238,7 @@ func EnsureDatabase(ctx context.Context, addr, name string) error {
 	if err := conn.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+QuoteIdent(name)); err != nil {
 		return fmt.Errorf("create clickhouse database %s: %w", name, err)
 	}
-	return nil
+	return EnsureAnalyst(ctx, addr, name, DefaultAnalystLimits())
 }
 
 // QuoteIdent quotes an identifier the way every ClickHouse version reads it.

@@ -107,7 +107,7 @@ func TestEnsureStartsServer(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	analyst := open(t, srv.Addr(), "analyst", "vm-plane")
+	analyst := open(t, srv.Addr(), AnalystUser("vm-plane"), "vm-plane")
 	var n uint64
 	if err := analyst.QueryRow(t.Context(), "SELECT count() FROM t").Scan(&n); err != nil || n != 2 {
 		t.Fatalf("analyst count() = %d, %v; want 2", n, err)
@@ -118,8 +118,18 @@ func TestEnsureStartsServer(t *testing.T) {
 	if err := analyst.Exec(t.Context(), "CREATE DATABASE nope"); err == nil {
 		t.Fatal("analyst could create a database")
 	}
+	// Another stack's database on the same server is not the analyst's.
+	if err := EnsureDatabase(t.Context(), srv.Addr(), "other"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Exec(t.Context(), "CREATE TABLE other.secret (id UInt64) ENGINE = MergeTree() ORDER BY id"); err != nil {
+		t.Fatal(err)
+	}
+	if err := analyst.QueryRow(t.Context(), "SELECT count() FROM other.secret").Scan(&n); err == nil || !strings.Contains(err.Error(), "Access denied") {
+		t.Fatalf("analyst of vm-plane read other.secret: %v", err)
+	}
 
-	for _, f := range []string{"config.xml", "users.xml", "server.pid", "log/stdout.log", "data"} {
+	for _, f := range []string{"config.xml", "users.xml", "server.pid", "log/stdout.log", "data", "users.d/analyst_vm-plane.xml"} {
 		if _, err := os.Stat(filepath.Join(varDir, "clickhouse", f)); err != nil {
 			t.Errorf("expected %s under the var dir: %v", f, err)
 		}
@@ -207,6 +217,75 @@ func TestEnsureLeavesForeignListenerAlone(t *testing.T) {
 	_, err = Ensure(t.Context(), l.Addr().String(), t.TempDir(), nil)
 	if err == nil || !strings.Contains(err.Error(), "does not answer as clickhouse") {
 		t.Fatalf("err = %v, want the listener reported", err)
+	}
+}
+
+// TestAnalystLimitsAndPrune: a database's analyst user gets its limits
+// (here a row limit the query exceeds), the limits follow a second
+// EnsureAnalyst, readonly=1 ignores a query's own settings, and the user of
+// a dropped database goes with the next EnsureAnalyst.
+func TestAnalystLimitsAndPrune(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts clickhouse-server")
+	}
+	srv, varDir := start(t)
+	ctx := t.Context()
+	for _, name := range []string{"a", "gone"} {
+		if err := EnsureDatabase(ctx, srv.Addr(), name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	def := open(t, srv.Addr(), "default", "a")
+	if err := def.Exec(ctx, "CREATE TABLE a.t (n UInt64) ENGINE = MergeTree() ORDER BY n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := def.Exec(ctx, "INSERT INTO a.t SELECT number FROM system.numbers LIMIT 100000"); err != nil {
+		t.Fatal(err)
+	}
+	l := DefaultAnalystLimits()
+	l.MaxRowsToRead = 1000
+	if err := EnsureAnalyst(ctx, srv.Addr(), "a", l); err != nil {
+		t.Fatal(err)
+	}
+	analyst := open(t, srv.Addr(), AnalystUser("a"), "a")
+	var n uint64
+	err := analyst.QueryRow(clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"max_rows_to_read": 0})),
+		"SELECT count() FROM t WHERE n % 7 = 1").Scan(&n)
+	if err == nil || !strings.Contains(err.Error(), "Limit for rows") {
+		t.Fatalf("a query over 100000 rows with max_rows_to_read 1000: %d, %v", n, err)
+	}
+
+	if err := DropDatabase(ctx, srv.Addr(), "gone"); err != nil {
+		t.Fatal(err)
+	}
+	if err := EnsureDatabase(ctx, srv.Addr(), "b"); err != nil {
+		t.Fatal(err)
+	}
+	usersD := filepath.Join(varDir, "clickhouse", "users.d")
+	for file, want := range map[string]bool{"analyst_a.xml": true, "analyst_b.xml": true, "analyst_gone.xml": false} {
+		if _, err := os.Stat(filepath.Join(usersD, file)); (err == nil) != want {
+			t.Errorf("%s: %v, want it there: %v", file, err, want)
+		}
+	}
+	if err := EnsureDatabase(ctx, srv.Addr(), "no.dots"); err == nil {
+		t.Error("a database whose name cannot be a user's got one")
+	}
+}
+
+// TestAnalystXMLDocumented: docs/operations.md shows the users.xml of
+// vmplane's analyst user with the default limits, as AnalystUsersXML
+// writes it.
+func TestAnalystXMLDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := AnalystUsersXML("vmplane", DefaultAnalystLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "```xml\n"+string(want)+"```") {
+		t.Fatalf("docs/operations.md does not show the analyst user as written:\n%s", want)
 	}
 }
 

@@ -21,13 +21,18 @@ type layout struct {
 func (l layout) configPath() string { return filepath.Join(l.Dir, "config.xml") }
 func (l layout) logDir() string     { return filepath.Join(l.Dir, "log") }
 
+// configMarker begins the first comment of config.xml and users.xml: a server whose config.xml
+// holds it is one of ours, whose users.d/ EnsureAnalyst may write.
+const configMarker = "Written by vmplane's internal/chserver"
+
 // The root element is <yandex>: 18.16 knows no other, and current releases still accept it.
 // 18.16 refuses to start without mark_cache_size and has no default for
 // uncompressed_cache_size; both are kept small for a laptop. On SIGTERM the server waits for
 // connections to finish, and idle pooled ones never do: shutdown_wait_unfinished bounds that. No interserver, MySQL or
-// PostgreSQL port is configured, so none is opened.
+// PostgreSQL port is configured, so none is opened. The macro tells a client where this
+// directory is (managedDir), so that it can add an analyst user to users.d/.
 var configXML = template.Must(template.New("config.xml").Funcs(template.FuncMap{"x": xmlText}).Parse(`<?xml version="1.0"?>
-<!-- Written by vmplane's internal/chserver on every start; edits are lost. -->
+<!-- ` + configMarker + ` on every start; edits are lost. -->
 <yandex>
     <logger>
         <level>warning</level>
@@ -51,24 +56,24 @@ var configXML = template.Must(template.New("config.xml").Funcs(template.FuncMap{
     <uncompressed_cache_size>268435456</uncompressed_cache_size>
     <max_concurrent_queries>100</max_concurrent_queries>
     <shutdown_wait_unfinished>2</shutdown_wait_unfinished>
+    <macros>
+        <` + configDirMacro + `>{{x .Dir}}</` + configDirMacro + `>
+    </macros>
 </yandex>
 `))
 
-// Both users are reachable from loopback only. analyst's profile sets readonly=1: it may read
-// but neither write nor change settings. poll_interval is how often a connection handler looks
-// up from waiting on its client; at the default 10 s a server with idle clients takes that long
-// to stop.
+// The default user is reachable from loopback only. There is no analyst user here: each
+// database gets its own in users.d/ (EnsureAnalyst), allowed that database only.
+// poll_interval is how often a connection handler looks up from waiting on its client; at the
+// default 10 s a server with idle clients takes that long to stop.
 const usersXML = `<?xml version="1.0"?>
-<!-- Written by vmplane's internal/chserver on every start; edits are lost. -->
+<!-- ` + configMarker + ` on every start; edits are lost. -->
 <yandex>
     <profiles>
         <default>
             <max_memory_usage>2000000000</max_memory_usage>
             <poll_interval>1</poll_interval>
         </default>
-        <readonly>
-            <readonly>1</readonly>
-        </readonly>
     </profiles>
     <users>
         <default>
@@ -80,15 +85,6 @@ const usersXML = `<?xml version="1.0"?>
             <profile>default</profile>
             <quota>default</quota>
         </default>
-        <analyst>
-            <password></password>
-            <networks>
-                <ip>127.0.0.1</ip>
-                <ip>::1</ip>
-            </networks>
-            <profile>readonly</profile>
-            <quota>default</quota>
-        </analyst>
     </users>
     <quotas>
         <default>
