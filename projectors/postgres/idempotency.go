@@ -13,7 +13,7 @@ import (
 )
 
 // IdempotentRequest is what an idempotency store holds for one
-// (account, Idempotency-Key): the request's fingerprint and, once the first
+// (caller, Idempotency-Key): the request's fingerprint and, once the first
 // request finished, its response.
 type IdempotentRequest struct {
 	Fingerprint []byte
@@ -26,15 +26,17 @@ type IdempotentRequest struct {
 	ClaimedAt time.Time
 }
 
-// IdempotencyStore remembers Idempotency-Keys. Claim either claims the key
-// for a new request (claimed true, with a fresh Token) or returns what is
-// stored. An entry older than ttl is forgotten; a claim in flight for
-// longer than stale (its gateway died) is taken over by a request with the
-// same fingerprint.
+// IdempotencyStore remembers Idempotency-Keys per caller: the gateway
+// passes its API key ("account/key id"), so that one key's stored answers
+// are never another's. Claim either claims the key for a new request
+// (claimed true, with a fresh Token) or returns what is stored. An entry
+// older than ttl is forgotten; a claim in flight for longer than stale (its
+// gateway died) is taken over by a request with the same fingerprint. A
+// store keeps the body it is given: the caller takes secrets out first.
 type IdempotencyStore interface {
-	Claim(ctx context.Context, account, key string, fingerprint []byte, now time.Time, ttl, stale time.Duration) (IdempotentRequest, bool, error)
-	Complete(ctx context.Context, account, key, token string, status int, location string, body []byte) error
-	Release(ctx context.Context, account, key, token string) error
+	Claim(ctx context.Context, caller, key string, fingerprint []byte, now time.Time, ttl, stale time.Duration) (IdempotentRequest, bool, error)
+	Complete(ctx context.Context, caller, key, token string, status int, location string, body []byte) error
+	Release(ctx context.Context, caller, key, token string) error
 }
 
 // Idempotency is the Postgres IdempotencyStore: shared by every gateway
@@ -66,8 +68,9 @@ func NewToken() string {
 
 // Claim inserts the claim, or replaces an expired entry or a stale claim of
 // the same request, in one statement: two gateways racing for one key are
-// serialized by the primary key.
-func (s *Idempotency) Claim(ctx context.Context, account, key string, fp []byte, now time.Time, ttl, stale time.Duration) (IdempotentRequest, bool, error) {
+// serialized by the primary key. The table's column "account" holds the
+// caller (0004_idempotency.sql predates keying by API key).
+func (s *Idempotency) Claim(ctx context.Context, caller, key string, fp []byte, now time.Time, ttl, stale time.Duration) (IdempotentRequest, bool, error) {
 	token := NewToken()
 	var got string
 	err := s.pool.QueryRow(ctx, `
@@ -76,7 +79,7 @@ ON CONFLICT (account, key) DO UPDATE SET fingerprint = excluded.fingerprint, tok
 	status = 0, location = '', body = NULL, claimed_at = excluded.claimed_at
 WHERE idempotency_keys.claimed_at < $6
    OR (idempotency_keys.status = 0 AND idempotency_keys.claimed_at < $7 AND idempotency_keys.fingerprint = excluded.fingerprint)
-RETURNING token`, account, key, fp, token, now, now.Add(-ttl), now.Add(-stale)).Scan(&got)
+RETURNING token`, caller, key, fp, token, now, now.Add(-ttl), now.Add(-stale)).Scan(&got)
 	if err == nil {
 		return IdempotentRequest{Fingerprint: fp, Token: got, ClaimedAt: now}, true, nil
 	}
@@ -85,10 +88,10 @@ RETURNING token`, account, key, fp, token, now, now.Add(-ttl), now.Add(-stale)).
 	}
 	var r IdempotentRequest
 	err = s.pool.QueryRow(ctx, `SELECT fingerprint, token, status, location, body, claimed_at FROM idempotency_keys
-		WHERE account = $1 AND key = $2`, account, key).Scan(&r.Fingerprint, &r.Token, &r.Status, &r.Location, &r.Body, &r.ClaimedAt)
+		WHERE account = $1 AND key = $2`, caller, key).Scan(&r.Fingerprint, &r.Token, &r.Status, &r.Location, &r.Body, &r.ClaimedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Released between the two statements: claim again.
-		return s.Claim(ctx, account, key, fp, now, ttl, stale)
+		return s.Claim(ctx, caller, key, fp, now, ttl, stale)
 	}
 	if err != nil {
 		return IdempotentRequest{}, false, fmt.Errorf("read idempotency key: %w", err)
@@ -97,9 +100,9 @@ RETURNING token`, account, key, fp, token, now, now.Add(-ttl), now.Add(-stale)).
 }
 
 // Complete stores the response of the claim token holds.
-func (s *Idempotency) Complete(ctx context.Context, account, key, token string, status int, location string, body []byte) error {
+func (s *Idempotency) Complete(ctx context.Context, caller, key, token string, status int, location string, body []byte) error {
 	_, err := s.pool.Exec(ctx, `UPDATE idempotency_keys SET status = $4, location = $5, body = $6
-		WHERE account = $1 AND key = $2 AND token = $3`, account, key, token, status, location, body)
+		WHERE account = $1 AND key = $2 AND token = $3`, caller, key, token, status, location, body)
 	if err != nil {
 		return fmt.Errorf("complete idempotency key: %w", err)
 	}
@@ -107,17 +110,19 @@ func (s *Idempotency) Complete(ctx context.Context, account, key, token string, 
 }
 
 // Release forgets the claim token holds, so that a retry does the work.
-func (s *Idempotency) Release(ctx context.Context, account, key, token string) error {
-	_, err := s.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE account = $1 AND key = $2 AND token = $3 AND status = 0`, account, key, token)
+func (s *Idempotency) Release(ctx context.Context, caller, key, token string) error {
+	_, err := s.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE account = $1 AND key = $2 AND token = $3 AND status = 0`, caller, key, token)
 	if err != nil {
 		return fmt.Errorf("release idempotency key: %w", err)
 	}
 	return nil
 }
 
-// Sweep deletes entries older than ttl.
+// Sweep deletes entries older than ttl, and those of the time when entries
+// were kept per account (a caller without "/"): no request can replay them
+// any more, and the answer of a key's creation was then kept with the key.
 func (s *Idempotency) Sweep(ctx context.Context, now time.Time, ttl time.Duration) error {
-	if _, err := s.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE claimed_at < $1`, now.Add(-ttl)); err != nil {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE claimed_at < $1 OR strpos(account, '/') = 0`, now.Add(-ttl)); err != nil {
 		return fmt.Errorf("sweep idempotency keys: %w", err)
 	}
 	return nil
