@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -26,7 +27,9 @@ type Account struct {
 }
 
 // APIKey is the JSON of an API key. Key is set only in the answer to its
-// creation.
+// creation. A retry of that creation with the same Idempotency-Key answers
+// the same key without Key, and Note says why: the key is shown once and
+// kept nowhere, so a client that lost it revokes the key and issues another.
 type APIKey struct {
 	ID        string     `json:"id"`
 	Account   string     `json:"account"`
@@ -35,7 +38,27 @@ type APIKey struct {
 	Revoked   bool       `json:"revoked"`
 	CreatedAt time.Time  `json:"created_at,omitzero"`
 	Key       string     `json:"key,omitempty"`
+	Note      string     `json:"note,omitempty"`
 }
+
+// secretShownOnce is the Note of a replayed key creation.
+const secretShownOnce = "replayed answer (Idempotency-Key): the key itself is shown only in the first answer and is not kept; if it was lost, revoke this key and issue another"
+
+// withoutSecret is what the idempotency store keeps of the answer to a
+// key's creation: the key's id and attributes, never the key.
+func withoutSecret(body []byte) []byte {
+	var k APIKey
+	if err := json.Unmarshal(body, &k); err != nil {
+		// Not the answer this route writes: keep nothing of it.
+		return mustJSON(APIKey{Note: secretShownOnce})
+	}
+	k.Key, k.Note = "", secretShownOnce
+	return mustJSON(k)
+}
+
+// minKeyLife is the shortest life a key may be issued with: one that ends
+// before a client can use it is a mistake.
+const minKeyLife = time.Minute
 
 // AccountRequest is the body of POST /v1/accounts.
 type AccountRequest struct {
@@ -107,15 +130,15 @@ func parseKey(body []byte, now time.Time) (role string, expires *time.Time, err 
 		return "", nil, fieldError("expires_in", "give \"expires_in\" or \"expires_at\", not both")
 	case req.ExpiresIn != "":
 		d, err := time.ParseDuration(req.ExpiresIn)
-		if err != nil || d <= 0 {
-			return "", nil, fieldError("expires_in", "field \"expires_in\" must be a positive duration such as 720h, not %q", req.ExpiresIn)
+		if err != nil || d < minKeyLife {
+			return "", nil, fieldError("expires_in", "field \"expires_in\" must be a duration of at least %v such as 720h, not %q", minKeyLife, req.ExpiresIn)
 		}
 		t := now.Add(d).UTC().Truncate(time.Millisecond)
 		expires = &t
 	case req.ExpiresAt != "":
 		t, err := time.Parse(time.RFC3339, req.ExpiresAt)
-		if err != nil || !t.After(now) {
-			return "", nil, fieldError("expires_at", "field \"expires_at\" must be a future RFC 3339 time, not %q", req.ExpiresAt)
+		if err != nil || t.Before(now.Add(minKeyLife)) {
+			return "", nil, fieldError("expires_at", "field \"expires_at\" must be an RFC 3339 time at least %v from now, not %q", minKeyLife, req.ExpiresAt)
 		}
 		t = t.UTC().Truncate(time.Millisecond)
 		expires = &t
@@ -244,6 +267,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
 	if !s.awaitProjection(ctx, func(ctx context.Context) bool { _, err := s.rm.APIKey(ctx, keyID); return err == nil }) {
 		status = http.StatusAccepted
 	}
+	s.keys.forget(keyID)
 	w.Header().Set("Location", "/v1/accounts/"+acct.ID+"/keys/"+keyID)
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, status, APIKey{ID: keyID, Account: acct.ID, Role: role, ExpiresAt: expires, CreatedAt: now, Key: key})
@@ -276,25 +300,47 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// getKey is GET /v1/accounts/{id}/keys/{key}: one key, as listKeys shows
+// it (an admin any account's, a user its own account's).
+func (s *Server) getKey(w http.ResponseWriter, r *http.Request) error {
+	k, err := s.routeKey(r)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, APIKey{ID: k.KeyID, Account: k.AccountID, Role: k.Role, ExpiresAt: utcPtr(k.ExpiresAt), Revoked: k.Revoked})
+	return nil
+}
+
+// routeKey reads the key {key} of the account {id} of the route, when the
+// caller may see the account; another account's key is a 404.
+func (s *Server) routeKey(r *http.Request) (postgres.APIKey, error) {
+	ctx, vars := r.Context(), mux.Vars(r)
+	acct, err := s.visibleAccount(ctx, vars["id"])
+	if err != nil {
+		return postgres.APIKey{}, err
+	}
+	keyID := vars["key"]
+	k, err := s.rm.APIKey(ctx, keyID)
+	if errors.Is(err, postgres.ErrNotFound) || err == nil && k.AccountID != acct.ID {
+		return postgres.APIKey{}, notFound("API key", keyID)
+	}
+	if err != nil {
+		return postgres.APIKey{}, fmt.Errorf("read api key %s: %w", keyID, err)
+	}
+	return k, nil
+}
+
 // revokeKey is DELETE /v1/accounts/{id}/keys/{key} (admin). It answers 204
 // once the key no longer authenticates (or 202 if the projection lags).
 func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	vars := mux.Vars(r)
-	acct, err := s.visibleAccount(ctx, vars["id"])
+	k, err := s.routeKey(r)
 	if err != nil {
 		return err
 	}
-	k, err := s.rm.APIKey(ctx, vars["key"])
-	if errors.Is(err, postgres.ErrNotFound) || err == nil && k.AccountID != acct.ID {
-		return notFound("API key", vars["key"])
-	}
-	if err != nil {
-		return fmt.Errorf("read api key %s: %w", vars["key"], err)
-	}
 	if !k.Revoked {
-		if err := s.publish(ctx, schemas.Record{Topic: schemas.TopicAccounts, Key: acct.ID,
-			Value: &schemas.ApiKeyRevoked{KeyID: k.KeyID, AccountID: acct.ID, At: s.now().UnixMilli()}}); err != nil {
+		if err := s.publish(ctx, schemas.Record{Topic: schemas.TopicAccounts, Key: k.AccountID,
+			Value: &schemas.ApiKeyRevoked{KeyID: k.KeyID, AccountID: k.AccountID, At: s.now().UnixMilli()}}); err != nil {
 			return err
 		}
 		// This instance refuses the key from now on; the others once their

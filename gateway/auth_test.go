@@ -2,6 +2,8 @@ package gateway_test
 
 import (
 	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +51,9 @@ func TestAuthentication(t *testing.T) {
 			if tc.status == http.StatusUnauthorized {
 				if got := decode[errBody](t, rec).Error.Code; got != "unauthorized" {
 					t.Fatalf("code %q, want unauthorized", got)
+				}
+				if got := rec.Header().Get("WWW-Authenticate"); !strings.HasPrefix(got, "Bearer") {
+					t.Fatalf("WWW-Authenticate %q, want Bearer", got)
 				}
 			}
 		})
@@ -118,4 +123,52 @@ func TestListVMsIsScopedAndPaged(t *testing.T) {
 		t.Fatalf("admin sees %d VMs (next %q), want 4 on one page", len(all.Items), all.Next)
 	}
 	wantStatus(t, e.do("GET", "/v1/vms?limit=0", e.alice, nil), http.StatusUnprocessableEntity)
+}
+
+// TestUnauthenticatedTrafficIsLimited: 401s spend their client address's
+// bucket; an address out of tokens gets 429 with Retry-After and, for a key
+// not cached, before any read; made-up keys repeated cost one read each
+// per KeyCacheTTL; valid keys spend nothing of the address's bucket, and
+// other addresses are not affected.
+func TestUnauthenticatedTrafficIsLimited(t *testing.T) {
+	e := newEnv(t, gateway.Config{AnonRatePerSecond: 0.5, AnonBurst: 3, KeyCacheTTL: time.Hour})
+	from := func(addr, key string) *httptest.ResponseRecorder {
+		req := httptest.NewRequestWithContext(t.Context(), "GET", "/v1/vms", nil)
+		req.RemoteAddr = addr
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, req)
+		return rec
+	}
+	for range 5 { // the valid key of the attacker's neighbour costs nothing
+		wantStatus(t, from("198.51.100.7:1000", e.alice), http.StatusOK)
+	}
+	unknown, _, _, _ := gateway.NewAPIKey()
+	reads := e.rm.KeyReads()
+	for i := range 3 {
+		wantStatus(t, from("198.51.100.7:"+strconv.Itoa(2000+i), unknown), http.StatusUnauthorized)
+	}
+	if n := e.rm.KeyReads() - reads; n != 1 {
+		t.Fatalf("a made-up key repeated 3 times read the key %d times, want 1", n)
+	}
+	rec := from("198.51.100.7:3000", "")
+	wantStatus(t, rec, http.StatusTooManyRequests)
+	if rec.Header().Get("Retry-After") != "2" || decode[errBody](t, rec).Error.Code != "rate_limited" {
+		t.Fatalf("429 without Retry-After 2: %v %s", rec.Header(), rec.Body.String())
+	}
+	reads = e.rm.KeyReads()
+	other, _, _, _ := gateway.NewAPIKey()
+	wantStatus(t, from("198.51.100.7:3001", other), http.StatusTooManyRequests)
+	if e.rm.KeyReads() != reads {
+		t.Fatal("an address out of tokens made the gateway read a key")
+	}
+	wantStatus(t, from("198.51.100.7:3002", e.alice), http.StatusOK) // cached: no read, no refusal
+	wantStatus(t, from("203.0.113.9:1000", other), http.StatusUnauthorized)
+	// IPv6 clients share the bucket of their /64.
+	for i := range 3 {
+		wantStatus(t, from("[2001:db8:1:2::"+strconv.Itoa(i+1)+"]:80", ""), http.StatusUnauthorized)
+	}
+	wantStatus(t, from("[2001:db8:1:2:ffff::9]:80", ""), http.StatusTooManyRequests)
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
+	"unicode/utf8"
 )
 
 // apiError is the one error shape of the API:
@@ -14,6 +16,8 @@ type apiError struct {
 	Code    string         `json:"code"`
 	Message string         `json:"message"`
 	Details map[string]any `json:"details,omitempty"`
+	// RetryAfter, when positive, is sent as the Retry-After header (s).
+	RetryAfter int `json:"-"`
 }
 
 func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
@@ -35,6 +39,7 @@ const (
 	codeRateLimited         = "rate_limited"
 	codeConflict            = "already_exists"
 	codeUnavailable         = "unavailable"
+	codeClientGone          = "client_closed_request"
 	codeInternal            = "internal"
 )
 
@@ -54,6 +59,39 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// Bounds of what an error answer may echo: a message or detail quoting a
+// request's header, path or body is cut, so that an error never sends back
+// a 900 KB header.
+const (
+	maxErrorMessage = 1024
+	maxErrorDetail  = 256
+)
+
 func writeError(w http.ResponseWriter, e *apiError) {
-	writeJSON(w, e.Status, map[string]*apiError{"error": e})
+	out := *e
+	out.Message = clip(out.Message, maxErrorMessage)
+	if len(e.Details) > 0 {
+		out.Details = make(map[string]any, len(e.Details))
+		for k, v := range e.Details {
+			if s, ok := v.(string); ok {
+				v = clip(s, maxErrorDetail)
+			}
+			out.Details[clip(k, maxErrorDetail)] = v
+		}
+	}
+	if out.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(out.RetryAfter))
+	}
+	writeJSON(w, out.Status, map[string]*apiError{"error": &out})
+}
+
+// clip cuts s to at most n bytes, at a character boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

@@ -19,9 +19,18 @@ import (
 //
 // Each event's id is "partition:offset"; a client that reconnects with
 // Last-Event-ID gets what it missed while the gateway's ring still holds it.
+// A stream takes one of its key's stream slots (Config.MaxStreamsPerKey),
+// sends its headers and a first comment as soon as it is subscribed, and
+// checks its key again at each heartbeat: it ends, with an "error" event,
+// once the key is revoked or expired.
 
 // streamEvents is GET /v1/events.
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
+	release, err := s.holdSlot(r)
+	if err != nil {
+		return err
+	}
+	defer release()
 	ctx := r.Context()
 	p := principalOf(ctx)
 	vmID := r.URL.Query().Get("vm")
@@ -47,6 +56,11 @@ func (s *Server) streamJob(w http.ResponseWriter, r *http.Request) error {
 	if err := validID("job", id); err != nil {
 		return err
 	}
+	release, err := s.holdSlot(r)
+	if err != nil {
+		return err
+	}
+	defer release()
 	// A job accepted a moment ago may not be projected yet: wait for it to
 	// exist (not to finish: a running job's stream starts at once).
 	for deadline := time.Now().Add(5 * time.Second); ; {
@@ -98,25 +112,31 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, filter func(Even
 	last := r.Header.Get("Last-Event-ID")
 	if last != "" {
 		if _, _, ok := parseEventID(last); !ok {
-			e := errorf(http.StatusUnprocessableEntity, codeValidation, "Last-Event-ID must be partition:offset, not %q", last)
+			e := errorf(http.StatusUnprocessableEntity, codeValidation, "Last-Event-ID must be partition:offset, not %q", clip(last, 64))
 			e.Details = map[string]any{"header": "Last-Event-ID"}
 			return e
 		}
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	if r.Method == http.MethodHead {
+		w.WriteHeader(http.StatusOK)
+		return nil
 	}
 	sub, backlog, gap, err := s.cfg.Events.Subscribe(ctx, filter, last)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // the client left while the feed started
 		}
-		return errorf(http.StatusServiceUnavailable, codeUnavailable, "%v", err)
+		// The feed's error names brokers and addresses: the log has it.
+		s.log.Error("subscribe to events", "request_id", requestID(ctx), "err", err)
+		return errorf(http.StatusServiceUnavailable, codeUnavailable, "the event feed is not available; retry (request %s)", requestID(ctx))
 	}
 	defer sub.Close()
 
 	rc := http.NewResponseController(w)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	// emit buffers; flush sends what is buffered.
 	emit := func(format string, args ...any) bool {
@@ -129,14 +149,27 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, filter func(Even
 	flush := func() bool { return rc.Flush() == nil }
 	write := func(format string, args ...any) bool { return emit(format, args...) && flush() }
 	send := func(e Event) bool { return emit("id: %s\nevent: %s\ndata: %s\n\n", e.ID, e.Type, e.marshal()) }
+	fail := func(msg string) {
+		write("event: error\ndata: %s\n\n", mustJSON(map[string]string{"message": msg}))
+	}
 
+	// The headers go out now, not with the first event, which may be a
+	// heartbeat away.
+	if !write(": stream open\n\n") {
+		return nil
+	}
 	if gap {
 		write("event: gap\ndata: {\"message\":\"events before the ones that follow may be missing; re-read the resource\"}\n\n")
 	}
 	if last == "" && first != nil {
 		snap, over, err := first(ctx)
 		if err != nil {
-			write("event: error\ndata: %s\n\n", mustJSON(map[string]string{"message": err.Error()}))
+			var ae *apiError
+			if !errors.As(err, &ae) {
+				s.log.Error("stream snapshot", "request_id", requestID(ctx), "err", err)
+				ae = errorf(http.StatusInternalServerError, codeInternal, "internal error (request %s)", requestID(ctx))
+			}
+			fail(ae.Message)
 			return nil
 		}
 		if !write("event: job\ndata: %s\n\n", mustJSON(snap)) || over {
@@ -152,7 +185,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, filter func(Even
 	if len(backlog) > 0 && !flush() {
 		return nil
 	}
-	beat := time.NewTicker(heartbeat)
+	keyID := principalOf(ctx).KeyID
+	beat := time.NewTicker(s.cfg.Heartbeat)
 	defer beat.Stop()
 	var pending []Event
 	for {
@@ -180,6 +214,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, filter func(Even
 				return nil
 			}
 		case <-beat.C:
+			if msg, ok := s.stillValid(ctx, keyID); !ok {
+				fail(msg)
+				return nil
+			}
 			if !write(": ping\n\n") {
 				return nil
 			}

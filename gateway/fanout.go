@@ -360,9 +360,5 @@ func (e Event) render() []byte {
 	return b
 }
 
-// heartbeat is how often an idle stream sends a comment, so that proxies
-// keep it open and a gone client is noticed.
-const heartbeat = 15 * time.Second
-
 // EventOf is eventOf for tests and tools that feed a Fanout directly.
 func EventOf(rec schemas.Record) Event { return eventOf(rec) }

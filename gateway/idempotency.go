@@ -12,17 +12,23 @@ import (
 )
 
 // Idempotency-Key handling, for every POST, PUT and DELETE: the first
-// request with a key is served and its 2xx response stored per account; a
-// retry with the same key and the same method, path and body gets the
-// stored response (the same job) without doing the work again; the same key
-// with a different request is a 422. A response that is not a success
-// releases the key, so a retry does the work once the cause is gone.
+// request with a key is served and its 2xx response stored for its caller
+// (the API key that sent it, not its account: another key of the account
+// never sees it); a retry with the same key and the same method, path and
+// body gets the stored response (the same job) without doing the work
+// again; the same key with a different request is a 422. A response that is
+// not a success releases the key, so a retry does the work once the cause
+// is gone. The route's role check runs before (server.go), so a stored
+// answer is never replayed to a caller that may not make the request, and
+// a route whose answer holds a secret stores it without the secret.
 //
 // The store is postgres.Idempotency in a running gateway (shared by every
 // instance, durable across restarts); memoryIdempotency when none is
 // configured (tests, a single process).
 
 const (
+	// An Idempotency-Key is 1 to 255 printable ASCII characters: it is kept
+	// in Postgres as text, which takes no NUL, and logged.
 	maxIdempotencyKey = 255
 	// idemStale is how long a claim may stay in flight before a retry of the
 	// same request takes it over: its gateway died between claim and answer.
@@ -41,31 +47,30 @@ func fingerprint(method, path string, body []byte) []byte {
 	return h.Sum(nil)
 }
 
-// idempotent wraps a mutating route.
-func (s *Server) idempotent(next http.Handler) http.Handler {
+// idempotent wraps a mutating route. redact, when not nil, turns the
+// answer into what may be kept: it is what a retry gets.
+func (s *Server) idempotent(next http.Handler, redact func([]byte) []byte) http.Handler {
 	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		key := r.Header.Get("Idempotency-Key")
 		if key == "" || r.Method == http.MethodGet || r.Method == http.MethodHead {
 			next.ServeHTTP(w, r)
 			return nil
 		}
-		if len(key) > maxIdempotencyKey {
-			e := errorf(http.StatusUnprocessableEntity, codeValidation, "Idempotency-Key longer than %d characters", maxIdempotencyKey)
-			e.Details = map[string]any{"header": "Idempotency-Key"}
-			return e
+		if err := checkIdempotencyKey(key); err != nil {
+			return err
 		}
 		body, err := s.readBody(w, r)
 		if err != nil {
 			return err
 		}
 		r.Body = readCloser{bytes.NewReader(body)}
-		account := principalOf(r.Context()).Account
+		caller := callerOf(principalOf(r.Context()))
 		fp := fingerprint(r.Method, r.URL.Path, body)
 		ctx, cancel := context.WithTimeout(r.Context(), idemWait)
 		defer cancel()
 		var claim postgres.IdempotentRequest
 		for {
-			got, claimed, err := s.idem.Claim(ctx, account, key, fp, s.now(), s.cfg.IdempotencyTTL, idemStale)
+			got, claimed, err := s.idem.Claim(ctx, caller, key, fp, s.now(), s.cfg.IdempotencyTTL, idemStale)
 			if err != nil {
 				return err
 			}
@@ -97,15 +102,44 @@ func (s *Server) idempotent(next http.Handler) http.Handler {
 		// must still be stored or the key released.
 		bg := context.WithoutCancel(r.Context())
 		if rec.status >= 200 && rec.status < 300 {
-			err = s.idem.Complete(bg, account, key, claim.Token, rec.status, rec.Header().Get("Location"), rec.body.Bytes())
+			kept := rec.body.Bytes()
+			if redact != nil {
+				kept = redact(kept)
+			}
+			err = s.idem.Complete(bg, caller, key, claim.Token, rec.status, rec.Header().Get("Location"), kept)
 		} else {
-			err = s.idem.Release(bg, account, key, claim.Token)
+			err = s.idem.Release(bg, caller, key, claim.Token)
 		}
 		if err != nil {
 			s.log.Error("idempotency store", "request_id", requestID(r.Context()), "err", err)
 		}
 		return nil
 	})
+}
+
+// callerOf is whom a stored answer belongs to: the API key, within its
+// account. Account names and key ids hold no "/", so the pair is one
+// unambiguous string.
+func callerOf(p principal) string { return p.Account + "/" + p.KeyID }
+
+// checkIdempotencyKey refuses a key that is empty, too long, or holds
+// anything but printable ASCII (a NUL, a control character, a byte that
+// is not UTF-8): it could not be stored, compared or logged as sent.
+func checkIdempotencyKey(key string) error {
+	bad := func(format string, args ...any) error {
+		e := errorf(http.StatusUnprocessableEntity, codeValidation, format, args...)
+		e.Details = map[string]any{"header": "Idempotency-Key"}
+		return e
+	}
+	if len(key) > maxIdempotencyKey {
+		return bad("Idempotency-Key longer than %d characters", maxIdempotencyKey)
+	}
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c < 0x20 || c > 0x7e {
+			return bad("Idempotency-Key must be printable ASCII characters (such as a UUID); byte %d is 0x%02x", i, c)
+		}
+	}
+	return nil
 }
 
 func replay(w http.ResponseWriter, got postgres.IdempotentRequest) {
@@ -160,10 +194,10 @@ func newMemoryIdempotency(max int) *memoryIdempotency {
 	return &memoryIdempotency{max: max, entries: map[[2]string]postgres.IdempotentRequest{}}
 }
 
-func (m *memoryIdempotency) Claim(_ context.Context, account, key string, fp []byte, now time.Time, ttl, stale time.Duration) (postgres.IdempotentRequest, bool, error) {
+func (m *memoryIdempotency) Claim(_ context.Context, caller, key string, fp []byte, now time.Time, ttl, stale time.Duration) (postgres.IdempotentRequest, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	k := [2]string{account, key}
+	k := [2]string{caller, key}
 	got, ok := m.entries[k]
 	expired := ok && got.ClaimedAt.Before(now.Add(-ttl))
 	takeover := ok && got.Status == 0 && got.ClaimedAt.Before(now.Add(-stale)) && bytes.Equal(got.Fingerprint, fp)
@@ -182,10 +216,10 @@ func (m *memoryIdempotency) Claim(_ context.Context, account, key string, fp []b
 	return e, true, nil
 }
 
-func (m *memoryIdempotency) Complete(_ context.Context, account, key, token string, status int, location string, body []byte) error {
+func (m *memoryIdempotency) Complete(_ context.Context, caller, key, token string, status int, location string, body []byte) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	k := [2]string{account, key}
+	k := [2]string{caller, key}
 	if e, ok := m.entries[k]; ok && e.Token == token {
 		e.Status, e.Location, e.Body = status, location, bytes.Clone(body)
 		m.entries[k] = e
@@ -193,10 +227,10 @@ func (m *memoryIdempotency) Complete(_ context.Context, account, key, token stri
 	return nil
 }
 
-func (m *memoryIdempotency) Release(_ context.Context, account, key, token string) error {
+func (m *memoryIdempotency) Release(_ context.Context, caller, key, token string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	k := [2]string{account, key}
+	k := [2]string{caller, key}
 	if e, ok := m.entries[k]; ok && e.Token == token && e.Status == 0 {
 		delete(m.entries, k)
 	}

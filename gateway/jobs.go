@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -36,11 +38,18 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) error {
 	if v := r.URL.Query().Get("after_step"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 32)
 		if err != nil || n < 0 {
-			e := errorf(http.StatusUnprocessableEntity, codeValidation, "after_step must be a step number, not %q", v)
+			e := errorf(http.StatusUnprocessableEntity, codeValidation, "after_step must be a step number from 0 to %d, not %q", math.MaxInt32, clip(v, 32))
 			e.Details = map[string]any{"field": "after_step"}
 			return e
 		}
 		afterStep = int32(n)
+	}
+	if wait > 0 {
+		release, err := s.holdSlot(r)
+		if err != nil {
+			return err
+		}
+		defer release()
 	}
 	job, err := s.waitJob(ctx, id, wait, afterStep)
 	if err != nil {
@@ -61,28 +70,73 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// waitOf reads ?wait=: a duration (30s) or a number of seconds, of which
+// at most maxWait is waited; a larger one, however large, waits maxWait.
 func waitOf(r *http.Request) (time.Duration, error) {
 	v := r.URL.Query().Get("wait")
 	if v == "" {
 		return 0, nil
 	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		// A bare number is seconds.
-		n, nerr := strconv.Atoi(v)
-		if nerr != nil {
-			e := errorf(http.StatusUnprocessableEntity, codeValidation, "wait must be a duration such as 30s, not %q", v)
-			e.Details = map[string]any{"field": "wait"}
-			return 0, e
-		}
-		d = time.Duration(n) * time.Second
-	}
-	if d < 0 {
-		e := errorf(http.StatusUnprocessableEntity, codeValidation, "wait must not be negative")
+	bad := func(format string, args ...any) (time.Duration, error) {
+		e := errorf(http.StatusUnprocessableEntity, codeValidation, format, args...)
 		e.Details = map[string]any{"field": "wait"}
 		return 0, e
 	}
+	if strings.HasPrefix(v, "-") {
+		return bad("wait must not be negative")
+	}
+	if isDigits(v) {
+		// A bare number is seconds; beyond what a duration holds is still
+		// "as long as allowed".
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || n > uint64(maxWait/time.Second) {
+			return maxWait, nil
+		}
+		return time.Duration(n) * time.Second, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		if durationShaped(v) {
+			return maxWait, nil // more hours than a duration holds
+		}
+		return bad("wait must be a duration such as 30s or a number of seconds (at most %v is waited), not %q", maxWait, clip(v, 32))
+	}
 	return min(d, maxWait), nil
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// durationShaped says whether s is whole numbers with units, such as 9999999999h:
+// time.ParseDuration refuses it only for being too large.
+func durationShaped(s string) bool {
+	for s != "" {
+		i := 0
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		if i == 0 {
+			return false
+		}
+		s = s[i:]
+		unit := ""
+		for _, u := range []string{"ns", "us", "µs", "ms", "s", "m", "h"} {
+			if strings.HasPrefix(s, u) && len(u) > len(unit) {
+				unit = u
+			}
+		}
+		if unit == "" {
+			return false
+		}
+		s = s[len(unit):]
+	}
+	return true
 }
 
 // JobWatcher says when the read model's job may have changed: the channel

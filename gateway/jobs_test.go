@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -179,5 +180,37 @@ func TestWaitWakesOnJobChange(t *testing.T) {
 	wantStatus(t, e.do("GET", "/v1/jobs/job-h?wait=30s", e.alice, nil), http.StatusNotFound)
 	if !<-told {
 		t.Fatal("the long-poll never watched the job")
+	}
+}
+
+// TestWaitParameter: a wait beyond what a duration holds waits the most
+// allowed, like any wait above it; a negative or malformed one is a 422
+// that says what is expected.
+func TestWaitParameter(t *testing.T) {
+	e := newEnv(t, gateway.Config{})
+	for _, tc := range []struct {
+		query, message string
+	}{
+		{"wait=99999999999", ""},
+		{"wait=99999999999999999999999", ""},
+		{"wait=9999999999999h", ""},
+		{"wait=2562048h", ""},
+		{"wait=90", ""},
+		{"wait=1.5s", ""},
+		{"wait=-5", "must not be negative"},
+		{"wait=-5s", "must not be negative"},
+		{"wait=soon", "must be a duration such as 30s or a number of seconds (at most 1m0s is waited)"},
+		{"wait=5x", "must be a duration such as 30s"},
+		{"after_step=99999999999", "after_step must be a step number from 0 to 2147483647"},
+	} {
+		rec := e.do("GET", "/v1/jobs/job-a1?"+tc.query, e.alice, nil)
+		if tc.message == "" {
+			wantStatus(t, rec, http.StatusOK)
+			continue
+		}
+		wantStatus(t, rec, http.StatusUnprocessableEntity)
+		if msg := decode[errBody](t, rec).Error.Message; !strings.Contains(msg, tc.message) {
+			t.Errorf("%s: %q, want %q", tc.query, msg, tc.message)
+		}
 	}
 }

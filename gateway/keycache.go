@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -10,16 +11,20 @@ import (
 
 // keyCache keeps API key rows read from the read model for a short time, so
 // that a client's burst of requests costs one read of its key instead of one
-// per request. Only found rows are kept: a key not projected yet is read
-// again on its next use. The cost is a window of ttl after a revocation
-// reaches the read model during which another gateway instance still
-// accepts the key; the instance that revoked it forgets it at once.
+// per request. A key the read model does not have is kept too, apart, so
+// that made-up keys never push real ones out: a client repeating a made-up
+// key costs one read a ttl, not one a request (a key id is never asked for
+// before its creation hands it out). The cost is a window of
+// ttl after a revocation reaches the read model during which another
+// gateway instance still accepts the key; the instance that revoked it
+// forgets it at once.
 type keyCache struct {
 	ttl time.Duration
 	max int
 
-	mu   sync.Mutex
-	rows map[string]cachedKey
+	mu      sync.Mutex
+	rows    map[string]cachedKey
+	unknown map[string]cachedKey // keys the read model does not have
 }
 
 type cachedKey struct {
@@ -28,39 +33,66 @@ type cachedKey struct {
 }
 
 func newKeyCache(ttl time.Duration, max int) *keyCache {
-	return &keyCache{ttl: ttl, max: max, rows: map[string]cachedKey{}}
+	return &keyCache{ttl: ttl, max: max, rows: map[string]cachedKey{}, unknown: map[string]cachedKey{}}
 }
 
-// get returns the row of keyID, from the cache when it was read less than
-// ttl ago, else through read.
-func (c *keyCache) get(ctx context.Context, keyID string, now time.Time, read func(context.Context, string) (postgres.APIKey, error)) (postgres.APIKey, error) {
+// fresh returns keyID's entry of m when it was read less than ttl ago.
+func (c *keyCache) fresh(m map[string]cachedKey, keyID string, now time.Time) (cachedKey, bool) {
 	if c.ttl <= 0 {
-		return read(ctx, keyID)
+		return cachedKey{}, false
 	}
 	c.mu.Lock()
-	e, ok := c.rows[keyID]
+	e, ok := m[keyID]
 	c.mu.Unlock()
-	if ok && now.Sub(e.at) < c.ttl && !now.Before(e.at) {
+	return e, ok && now.Sub(e.at) < c.ttl && !now.Before(e.at)
+}
+
+// known says whether keyID's row is in the cache and fresh: get will not
+// read it.
+func (c *keyCache) known(keyID string, now time.Time) bool {
+	_, ok := c.fresh(c.rows, keyID, now)
+	return ok
+}
+
+// get returns the row of keyID (postgres.ErrNotFound for a key the read
+// model does not have), from the cache when it was read less than ttl
+// ago, else through read.
+func (c *keyCache) get(ctx context.Context, keyID string, now time.Time, read func(context.Context, string) (postgres.APIKey, error)) (postgres.APIKey, error) {
+	if e, ok := c.fresh(c.rows, keyID, now); ok {
 		return e.row, nil
 	}
+	if _, ok := c.fresh(c.unknown, keyID, now); ok {
+		return postgres.APIKey{}, postgres.ErrNotFound
+	}
 	row, err := read(ctx, keyID)
-	if err != nil {
+	if c.ttl <= 0 {
 		return row, err
 	}
+	switch {
+	case err == nil:
+		c.put(c.rows, keyID, cachedKey{row: row, at: now}, now)
+	case errors.Is(err, postgres.ErrNotFound):
+		c.put(c.unknown, keyID, cachedKey{at: now}, now)
+	}
+	return row, err
+}
+
+// put stores e in m, first dropping the stale entries when m is full, and
+// everything when they were not enough.
+func (c *keyCache) put(m map[string]cachedKey, keyID string, e cachedKey, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.rows) >= c.max {
-		for id, e := range c.rows {
-			if now.Sub(e.at) >= c.ttl {
-				delete(c.rows, id)
+	if len(m) >= c.max {
+		for id, old := range m {
+			if now.Sub(old.at) >= c.ttl {
+				delete(m, id)
 			}
 		}
-		if len(c.rows) >= c.max {
-			clear(c.rows)
+		if len(m) >= c.max {
+			clear(m)
 		}
 	}
-	c.rows[keyID] = cachedKey{row: row, at: now}
-	return row, nil
+	m[keyID] = e
 }
 
 // forget drops keyID, so that this instance reads it again at its next use.
@@ -68,4 +100,5 @@ func (c *keyCache) forget(keyID string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.rows, keyID)
+	delete(c.unknown, keyID)
 }

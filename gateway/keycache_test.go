@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -36,9 +37,12 @@ func TestKeyCache(t *testing.T) {
 		{name: "within the ttl from the cache", id: "k1", at: 999 * time.Millisecond, wantReads: 1},
 		{name: "at the ttl read again", id: "k1", at: time.Second, wantReads: 2},
 		{name: "a clock gone back reads again", id: "k1", at: -time.Second, wantReads: 3},
-		{name: "unknown key read, not kept", id: "k2", at: time.Second, wantReads: 4, wantErr: true},
-		{name: "unknown key read again", id: "k2", at: time.Second, wantReads: 5, wantErr: true},
-		{name: "a revocation seen after forget", id: "k1", at: time.Second, wantReads: 6,
+		{name: "unknown key read", id: "k2", at: time.Second, wantReads: 4, wantErr: true},
+		{name: "unknown key within the ttl from the cache", id: "k2", at: 1500 * time.Millisecond, wantReads: 4, wantErr: true},
+		{name: "unknown key at the ttl read again", id: "k2", at: 2 * time.Second, wantReads: 5, wantErr: true},
+		{name: "a key issued after it was unknown, seen after forget", id: "k2", at: 2 * time.Second, wantReads: 6,
+			before: func() { rows["k2"] = postgres.APIKey{KeyID: "k2"}; c.forget("k2") }},
+		{name: "a revocation seen after forget", id: "k1", at: time.Second, wantReads: 7,
 			before: func() { rows["k1"] = postgres.APIKey{KeyID: "k1", Revoked: true}; c.forget("k1") }},
 	}
 	for _, s := range steps {
@@ -63,13 +67,27 @@ func TestKeyCache(t *testing.T) {
 	if len(c.rows) > 2 {
 		t.Fatalf("%d rows kept, max 2", len(c.rows))
 	}
+	// Unknown keys are bounded apart: a flood of made-up keys never pushes
+	// a known key out.
+	c = newKeyCache(time.Second, 2)
+	if _, err := get("k1", 0); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if _, err := get(fmt.Sprintf("made-up-%d", i), 0); err == nil {
+			t.Fatal("a made-up key was found")
+		}
+	}
+	if len(c.unknown) > 2 || !c.known("k1", t0) {
+		t.Fatalf("%d unknown kept (max 2), k1 known %v", len(c.unknown), c.known("k1", t0))
+	}
 	off := newKeyCache(-1, 10)
 	for range 3 {
 		if _, err := off.get(t.Context(), "k3", t0, read); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if len(off.rows) != 0 {
+	if len(off.rows) != 0 || len(off.unknown) != 0 {
 		t.Fatal("a cache with a negative ttl keeps rows")
 	}
 }

@@ -27,7 +27,13 @@ type matrixEnv struct {
 }
 
 func newMatrixEnv(t *testing.T) *matrixEnv {
-	e := &matrixEnv{env: newEnv(t, gateway.Config{RatePerSecond: -1})}
+	return newMatrixEnvWith(t, gateway.Config{})
+}
+
+// newMatrixEnvWith is newMatrixEnv on cfg, without rate limits.
+func newMatrixEnvWith(t *testing.T, cfg gateway.Config) *matrixEnv {
+	cfg.RatePerSecond, cfg.AnonRatePerSecond = -1, -1
+	e := &matrixEnv{env: newEnv(t, cfg)}
 	e.pub.OnPublish = e.rm.ProjectAccounts
 	for _, a := range []string{"ops", "acct-a", "acct-b"} {
 		e.rm.PutAccount(postgres.Account{ID: a, Name: a, CreatedAt: t0})
@@ -83,6 +89,8 @@ func (r route) fill(acct string, e *matrixEnv) string {
 		p = strings.Replace(p, "{id}", "host-1", 1)
 	case strings.HasPrefix(p, "/v1/zones/{id}"):
 		p = strings.Replace(p, "{id}", "zone-1", 1)
+	case strings.HasPrefix(p, "/v1/offerings/{id}"):
+		p = strings.Replace(p, "{id}", "off-small", 1)
 	}
 	return strings.Replace(p, "{key}", map[string]string{"acct-a": e.spareA, "acct-b": e.spareB}[acct], 1)
 }
@@ -107,6 +115,7 @@ var matrixRoutes = []route{
 	{method: "GET", path: "/v1/hosts/{id}", admin: true},
 	{method: "POST", path: "/v1/hosts/{id}/actions", body: `{"action":"disable"}`, admin: true},
 	{method: "GET", path: "/v1/offerings"},
+	{method: "GET", path: "/v1/offerings/{id}"},
 	{method: "POST", path: "/v1/offerings", body: `{"name":"tiny","cpu":1,"memory_mb":512}`, admin: true},
 	{method: "GET", path: "/v1/planners"},
 	{method: "GET", path: "/v1/zones/{id}/capacity", admin: true},
@@ -115,6 +124,7 @@ var matrixRoutes = []route{
 	{method: "GET", path: "/v1/accounts/{id}", owned: true},
 	{method: "POST", path: "/v1/accounts/{id}/keys", body: `{"role":"user","expires_in":"24h"}`, admin: true, owned: true},
 	{method: "GET", path: "/v1/accounts/{id}/keys", owned: true},
+	{method: "GET", path: "/v1/accounts/{id}/keys/{key}", owned: true},
 	{method: "DELETE", path: "/v1/accounts/{id}/keys/{key}", admin: true, owned: true},
 	{method: "POST", path: "/v1/leases", body: `{"name":"l1","end":"` + leaseEnd + `","reservations":[{"min_hosts":1,"max_hosts":1}]}`},
 	{method: "GET", path: "/v1/leases"},
@@ -260,6 +270,17 @@ func TestAccountsAndKeys(t *testing.T) {
 	if !strings.Contains(decode[errBody](t, unknown).Error.Message, `"nmae"`) {
 		t.Fatalf("unknown field not named: %s", unknown.Body.String())
 	}
+
+	// A key that expires before it can be used is refused.
+	for _, body := range []string{`{"expires_in":"1ns"}`, `{"expires_in":"59s"}`, `{"expires_in":"-1h"}`,
+		`{"expires_at":"` + time.Now().Add(30*time.Second).UTC().Format(time.RFC3339) + `"}`} {
+		short := e.do("POST", "/v1/accounts/acme/keys", e.admin, body)
+		wantStatus(t, short, http.StatusUnprocessableEntity)
+		if msg := decode[errBody](t, short).Error.Message; !strings.Contains(msg, "at least 1m0s") {
+			t.Fatalf("%s: %q", body, msg)
+		}
+	}
+	wantStatus(t, e.do("POST", "/v1/accounts/acme/keys", e.admin, `{"expires_in":"1m"}`), http.StatusCreated)
 
 	rec = e.do("POST", "/v1/accounts/acme/keys", e.admin, `{"role":"user","expires_in":"720h"}`)
 	wantStatus(t, rec, http.StatusCreated)

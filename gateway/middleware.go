@@ -60,8 +60,8 @@ func (s *Server) withRequestID(next http.Handler) http.Handler {
 		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)))
 		s.log.LogAttrs(r.Context(), slog.LevelInfo, "http request",
 			slog.String("request_id", id),
-			slog.String("method", r.Method),
-			slog.String("path", r.URL.Path),
+			slog.String("method", clip(r.Method, 16)),
+			slog.String("path", clip(r.URL.Path, 512)),
 			slog.Int("status", sw.status),
 			slog.Duration("duration", time.Since(start)))
 	})
@@ -84,6 +84,11 @@ func (s *Server) withRecovery(next http.Handler) http.Handler {
 	})
 }
 
+// statusClientGone is the status of a request whose client left before
+// the answer (nginx's 499): nobody reads it, but the log and the metrics
+// tell it from a failure of the gateway.
+const statusClientGone = 499
+
 // handle adapts a handler that returns an error: an *apiError is the answer,
 // anything else is logged and answered with a 500 that names the request
 // id (the detail stays in the log).
@@ -94,7 +99,9 @@ func (s *Server) handle(h func(http.ResponseWriter, *http.Request) error) http.H
 			return
 		}
 		var ae *apiError
-		if !errors.As(err, &ae) {
+		if r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			ae = errorf(statusClientGone, codeClientGone, "the client closed the request")
+		} else if !errors.As(err, &ae) {
 			s.log.Error("request failed", "request_id", requestID(r.Context()), "err", err)
 			ae = errorf(http.StatusInternalServerError, codeInternal, "internal error (request %s)", requestID(r.Context()))
 		}

@@ -46,14 +46,16 @@ var apiOps = []apiOp{
 	{method: "GET", path: "/hosts/{id}", summary: "Get a host", admin: true, status: 200, resp: Host{}},
 	{method: "POST", path: "/hosts/{id}/actions", summary: "Act on a host (enable, disable, maintenance, ...)", admin: true, body: HostActionRequest{}, status: 202},
 	{method: "GET", path: "/offerings", summary: "List offerings", status: 200, resp: List[Offering]{}},
-	{method: "POST", path: "/offerings", summary: "Create an offering", admin: true, body: OfferingRequest{}, status: 201, resp: Offering{}},
+	{method: "GET", path: "/offerings/{id}", summary: "Get an offering (by id or name)", status: 200, resp: Offering{}},
+	{method: "POST", path: "/offerings", summary: "Create an offering (its id is off-<name>)", admin: true, body: OfferingRequest{}, status: 201, resp: Offering{}},
 	{method: "GET", path: "/planners", summary: "List deployment planners", status: 200, resp: List[Planner]{}},
 	{method: "GET", path: "/zones/{id}/capacity", summary: "A zone's capacity", admin: true, status: 200, resp: ZoneCapacity{}},
 	{method: "POST", path: "/accounts", summary: "Create an account", admin: true, body: AccountRequest{}, status: 201, resp: Account{}},
 	{method: "GET", path: "/accounts", summary: "List accounts", admin: true, query: []string{"limit", "cursor"}, status: 200, resp: List[Account]{}},
 	{method: "GET", path: "/accounts/{id}", summary: "Get an account (a user: its own)", status: 200, resp: Account{}},
-	{method: "POST", path: "/accounts/{id}/keys", summary: "Issue an API key; the key is shown once", admin: true, body: KeyRequest{}, status: 201, resp: APIKey{}},
+	{method: "POST", path: "/accounts/{id}/keys", summary: "Issue an API key; the key is shown once: a retry with the same Idempotency-Key answers the key's id and a note, never the key", admin: true, body: KeyRequest{}, status: 201, resp: APIKey{}},
 	{method: "GET", path: "/accounts/{id}/keys", summary: "List an account's API keys (never the keys)", query: []string{"limit", "cursor"}, status: 200, resp: List[APIKey]{}},
+	{method: "GET", path: "/accounts/{id}/keys/{key}", summary: "Get an API key (never the key)", status: 200, resp: APIKey{}},
 	{method: "DELETE", path: "/accounts/{id}/keys/{key}", summary: "Revoke an API key", admin: true, status: 204},
 	{method: "POST", path: "/leases", summary: "Create a lease", body: LeaseRequest{}, status: 202, resp: Lease{}},
 	{method: "GET", path: "/leases", summary: "List leases", query: []string{"limit", "cursor"}, status: 200, resp: List[Lease]{}},
@@ -62,6 +64,13 @@ var apiOps = []apiOp{
 	{method: "DELETE", path: "/leases/{id}", summary: "Delete a lease", status: 202},
 	{method: "GET", path: "/leases/{id}/events", summary: "A lease's events", status: 200, resp: List[LeaseEvent]{}},
 }
+
+// idempotencyDoc describes the Idempotency-Key header.
+const idempotencyDoc = "Up to 255 printable ASCII characters. The first request with a key is served and its success " +
+	"kept for 24 h for the API key that sent it (no other key, not even of the same account, sees it); a retry " +
+	"with the same key, method, path and body gets the kept answer (header Idempotent-Replayed: true); the same " +
+	"key with another request is a 422. A failed request keeps nothing. The answer kept of an API key's " +
+	"creation holds no key: a retry gets the key's id and a note."
 
 // OpenAPIRoutes lists the documented routes as "METHOD /v1/path".
 func OpenAPIRoutes() []string {
@@ -101,7 +110,8 @@ func openAPI() map[string]any {
 			params = append(params, map[string]any{"name": q, "in": "query", "schema": str()})
 		}
 		if op.method != "GET" {
-			params = append(params, map[string]any{"name": "Idempotency-Key", "in": "header", "schema": map[string]any{"type": "string", "maxLength": maxIdempotencyKey}})
+			params = append(params, map[string]any{"name": "Idempotency-Key", "in": "header", "description": idempotencyDoc,
+				"schema": map[string]any{"type": "string", "maxLength": maxIdempotencyKey, "pattern": `^[\x20-\x7e]+$`}})
 		}
 		if op.stream {
 			params = append(params, map[string]any{"name": "Last-Event-ID", "in": "header", "schema": str()})
@@ -115,8 +125,8 @@ func openAPI() map[string]any {
 		}
 		responses := map[string]any{
 			itoa(op.status): ok,
-			"401":           errResp("missing, invalid, revoked or expired API key"),
-			"429":           errResp("rate limited; see Retry-After"),
+			"401":           errResp("missing, invalid, revoked or expired API key (WWW-Authenticate: Bearer)"),
+			"429":           errResp("rate limited, or too many streams and long-polls open for the key; see Retry-After"),
 			"default":       errResp("error"),
 		}
 		if op.admin {

@@ -86,6 +86,12 @@ func validateOffering(req OfferingRequest) error {
 // to catalog.v1; it is listed once the projector has it. The offering is
 // embedded in each Deploy, so changing the catalog later never changes a
 // placed VM.
+//
+// The offering's id is made of its name ("off-" + name), so that the log
+// itself keeps names unique: catalog.v1 is compacted by id, so two creates
+// of one name racing past the check below (on two gateways, before the
+// projector has either) are one offering, the later write winning, never
+// two offerings of one name.
 func (s *Server) createOffering(w http.ResponseWriter, r *http.Request) error {
 	body, err := s.readBody(w, r)
 	if err != nil {
@@ -98,21 +104,42 @@ func (s *Server) createOffering(w http.ResponseWriter, r *http.Request) error {
 	if err := validateOffering(req); err != nil {
 		return err
 	}
-	if _, err := s.rm.Offering(r.Context(), req.Name); err == nil {
-		return errorf(http.StatusConflict, codeInvalidState, "offering %q exists", req.Name)
-	} else if !errors.Is(err, postgres.ErrNotFound) {
-		return fmt.Errorf("read offering %s: %w", req.Name, err)
+	id := offeringID(req.Name)
+	for _, name := range []string{req.Name, id} {
+		if _, err := s.rm.Offering(r.Context(), name); err == nil {
+			return errorf(http.StatusConflict, codeInvalidState, "offering %q exists", req.Name)
+		} else if !errors.Is(err, postgres.ErrNotFound) {
+			return fmt.Errorf("read offering %s: %w", name, err)
+		}
 	}
-	o := schemas.Offering{ID: "off-" + s.newID(), Name: req.Name, CPU: req.CPU, MemoryMB: req.MemoryMB, HA: req.HA,
+	o := schemas.Offering{ID: id, Name: req.Name, CPU: req.CPU, MemoryMB: req.MemoryMB, HA: req.HA,
 		DeploymentPlanner: req.DeploymentPlanner, PlannerMode: req.PlannerMode, HostTags: req.HostTags}
 	rec := schemas.Record{Topic: schemas.TopicCatalog, Key: o.ID,
 		Value: &schemas.ServiceOffering{Offering: o, CreatedAt: s.now().UnixMilli()}}
-	if err := s.pub.Publish(r.Context(), rec); err != nil {
-		return fmt.Errorf("publish offering %s: %w", o.Name, err)
+	if err := s.publish(r.Context(), rec); err != nil {
+		return err
 	}
 	w.Header().Set("Location", "/v1/offerings/"+o.ID)
 	writeJSON(w, http.StatusCreated, Offering{ID: o.ID, Name: o.Name, CPU: o.CPU, MemoryMB: o.MemoryMB, HA: o.HA,
 		DeploymentPlanner: o.DeploymentPlanner, PlannerMode: o.PlannerMode, HostTags: nonNil(o.HostTags)})
+	return nil
+}
+
+// offeringID is the id of the offering named name, as the dev stack's
+// seeded offerings have it.
+func offeringID(name string) string { return "off-" + name }
+
+// getOffering is GET /v1/offerings/{id} (any role), by id or name.
+func (s *Server) getOffering(w http.ResponseWriter, r *http.Request) error {
+	id := mux.Vars(r)["id"]
+	o, err := s.rm.Offering(r.Context(), id)
+	if errors.Is(err, postgres.ErrNotFound) {
+		return notFound("offering", id)
+	}
+	if err != nil {
+		return fmt.Errorf("read offering %s: %w", id, err)
+	}
+	writeJSON(w, http.StatusOK, offeringJSON(o))
 	return nil
 }
 

@@ -2,9 +2,11 @@ package gateway_test
 
 import (
 	"net/http"
+	"sync"
 	"testing"
 
 	"github.com/vmplane/vmplane/gateway"
+	"github.com/vmplane/vmplane/projectors/postgres"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -54,6 +56,41 @@ func TestCreateOffering(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRacingOfferingCreates: creates of one name that all pass the check
+// before the projector has any of them are one offering: the same id, so
+// the same key of the compacted catalog.v1, never two of one name.
+func TestRacingOfferingCreates(t *testing.T) {
+	e := newEnv(t, gateway.Config{RatePerSecond: -1})
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			rec := e.do(http.MethodPost, "/v1/offerings", e.admin, map[string]any{"name": "racy", "cpu": i + 1, "memory_mb": 512})
+			if rec.Code != http.StatusCreated {
+				t.Errorf("create %d: %d %s", i, rec.Code, rec.Body.String())
+			}
+		})
+	}
+	wg.Wait()
+	recs := e.pub.Records()
+	if len(recs) != 8 {
+		t.Fatalf("%d records", len(recs))
+	}
+	for _, r := range recs {
+		if r.Key != "off-racy" || r.Value.(*schemas.ServiceOffering).ID != "off-racy" {
+			t.Fatalf("offering keyed %q id %q, want off-racy", r.Key, r.Value.(*schemas.ServiceOffering).ID)
+		}
+	}
+	e.rm.PutOffering(postgres.Offering{ID: "off-racy", Name: "racy", CPU: 1, MemoryMB: 512})
+	wantStatus(t, e.do(http.MethodPost, "/v1/offerings", e.admin, map[string]any{"name": "racy", "cpu": 1, "memory_mb": 512}), http.StatusConflict)
+	got := e.do(http.MethodGet, "/v1/offerings/racy", e.alice, nil)
+	wantStatus(t, got, http.StatusOK)
+	if o := decode[gateway.Offering](t, got); o.ID != "off-racy" {
+		t.Fatalf("GET by name: %+v", o)
+	}
+	wantStatus(t, e.do(http.MethodGet, "/v1/offerings/off-racy", e.alice, nil), http.StatusOK)
+	wantStatus(t, e.do(http.MethodGet, "/v1/offerings/nope", e.alice, nil), http.StatusNotFound)
 }
 
 func TestListPlanners(t *testing.T) {

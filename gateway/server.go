@@ -41,6 +41,22 @@ type Config struct {
 	// 200/s, burst 400); a negative RatePerSecond turns the limit off.
 	RatePerSecond float64
 	RateBurst     int
+	// AnonRatePerSecond and AnonBurst size the token bucket of each client
+	// address that every request answered 401 spends (default 20/s, burst
+	// 100; negative turns it off). An address with an empty bucket is
+	// answered 429, before any read of a key this instance has not cached.
+	// Behind a proxy every client shares the proxy's address: raise it
+	// there.
+	AnonRatePerSecond float64
+	AnonBurst         int
+	// MaxStreamsPerKey bounds the event streams and long-polls one API key
+	// holds open at once on this instance (default 16; negative: no
+	// bound). One more is a 429 with Retry-After.
+	MaxStreamsPerKey int
+	// Heartbeat is how often an idle event stream sends a comment (so that
+	// proxies keep it open and a gone client is noticed) and checks again
+	// that its key is still valid (default 15 s).
+	Heartbeat time.Duration
 	// Events feeds the Server-Sent Event streams (GET /v1/events,
 	// /v1/jobs/{id}/events); nil answers 503 there.
 	Events *Fanout
@@ -89,6 +105,18 @@ func (c Config) withDefaults() Config {
 	if c.RateBurst <= 0 {
 		c.RateBurst = 400
 	}
+	if c.AnonRatePerSecond == 0 {
+		c.AnonRatePerSecond = 20
+	}
+	if c.AnonBurst <= 0 {
+		c.AnonBurst = 100
+	}
+	if c.MaxStreamsPerKey == 0 {
+		c.MaxStreamsPerKey = 16
+	}
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = 15 * time.Second
+	}
 	if c.KeyCacheTTL == 0 {
 		c.KeyCacheTTL = time.Second
 	}
@@ -106,6 +134,8 @@ type Server struct {
 	log   *slog.Logger
 	idem  postgres.IdempotencyStore
 	rate  *rateLimiter
+	anon  *rateLimiter // per client address, for traffic without a known key
+	slots *streamSlots
 	keys  *keyCache
 	now   func() time.Time
 	newID func() string
@@ -125,6 +155,8 @@ func New(cfg Config, rm postgres.ReadModel, pub Publisher) *Server {
 		log:   cfg.Logger,
 		idem:  idem,
 		rate:  newRateLimiter(cfg.RatePerSecond, cfg.RateBurst),
+		anon:  newRateLimiter(cfg.AnonRatePerSecond, cfg.AnonBurst),
+		slots: newStreamSlots(cfg.MaxStreamsPerKey),
 		keys:  newKeyCache(cfg.KeyCacheTTL, 100_000),
 		now:   time.Now,
 		newID: newUUID,
@@ -139,7 +171,8 @@ func (s *Server) Handler() http.Handler {
 }
 
 // Routes lists the API's routes as "METHOD /v1/path", walking the router:
-// the OpenAPI test compares them with the document.
+// the OpenAPI test compares them with the document. HEAD, which every GET
+// route also answers, is not listed.
 func (s *Server) Routes() []string {
 	var out []string
 	_ = s.router().Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
@@ -149,7 +182,9 @@ func (s *Server) Routes() []string {
 		}
 		methods, _ := route.GetMethods()
 		for _, m := range methods {
-			out = append(out, m+" "+path)
+			if m != http.MethodHead {
+				out = append(out, m+" "+path)
+			}
 		}
 		return nil
 	})
@@ -157,16 +192,43 @@ func (s *Server) Routes() []string {
 	return out
 }
 
+// access is what a route asks of the caller before its Idempotency-Key is
+// looked at: a stored answer is never replayed to a key that may not make
+// the request.
+type access int
+
+const (
+	anyRole access = iota
+	adminRole
+)
+
 func (s *Server) router() *mux.Router {
 	r := mux.NewRouter()
 	r.Handle("/healthz", s.handle(s.healthz)).Methods(http.MethodGet, http.MethodHead)
 	r.Handle("/readyz", s.handle(s.readyz)).Methods(http.MethodGet, http.MethodHead)
-	r.Handle("/v1/openapi.json", s.handle(s.openAPIDoc)).Methods(http.MethodGet)
+	r.Handle("/v1/openapi.json", s.handle(s.openAPIDoc)).Methods(http.MethodGet, http.MethodHead)
 
 	// Routes are registered on the root router: a gorilla/mux subrouter
-	// answers a method mismatch with 404 instead of 405.
+	// answers a method mismatch with 404 instead of 405. The order of the
+	// chain is the order of the checks: who (authenticate), which ids
+	// (checkVars), how often (limit), which role, and only then a stored
+	// answer (idempotent).
+	route := func(method, path string, need access, redact func([]byte) []byte, h func(http.ResponseWriter, *http.Request) error) {
+		next := s.idempotent(s.handle(h), redact)
+		if need == adminRole {
+			next = s.adminOnly(next)
+		}
+		methods := []string{method}
+		if method == http.MethodGet {
+			methods = append(methods, http.MethodHead)
+		}
+		r.Handle("/v1"+path, s.authenticate(s.checkVars(s.limit(next)))).Methods(methods...)
+	}
 	api := func(path string, h func(http.ResponseWriter, *http.Request) error, method string) {
-		r.Handle("/v1"+path, s.authenticate(s.checkVars(s.limit(s.idempotent(s.handle(h)))))).Methods(method)
+		route(method, path, anyRole, nil, h)
+	}
+	admin := func(path string, h func(http.ResponseWriter, *http.Request) error, method string) {
+		route(method, path, adminRole, nil, h)
 	}
 	api("/vms", s.deployVM, http.MethodPost)
 	api("/vms", s.listVMs, http.MethodGet)
@@ -177,21 +239,25 @@ func (s *Server) router() *mux.Router {
 	api("/jobs", s.listJobs, http.MethodGet)
 	api("/jobs/{id}/journal", s.jobJournalAnywhere, http.MethodGet)
 	api("/vms/{id}/history", s.vmHistory, http.MethodGet)
-	api("/journal/query", s.adminOnly(s.journalQuery), http.MethodPost)
+	admin("/journal/query", s.journalQuery, http.MethodPost)
 	api("/alerts", s.listAlerts, http.MethodGet)
-	api("/hosts", s.adminOnly(s.listHosts), http.MethodGet)
-	api("/hosts/{id}", s.adminOnly(s.getHost), http.MethodGet)
-	api("/hosts/{id}/actions", s.adminOnly(s.hostAction), http.MethodPost)
+	admin("/hosts", s.listHosts, http.MethodGet)
+	admin("/hosts/{id}", s.getHost, http.MethodGet)
+	admin("/hosts/{id}/actions", s.hostAction, http.MethodPost)
 	api("/offerings", s.listOfferings, http.MethodGet)
-	api("/offerings", s.adminOnly(s.createOffering), http.MethodPost)
+	api("/offerings/{id}", s.getOffering, http.MethodGet)
+	admin("/offerings", s.createOffering, http.MethodPost)
 	api("/planners", s.listPlanners, http.MethodGet)
-	api("/zones/{id}/capacity", s.adminOnly(s.zoneCapacity), http.MethodGet)
-	api("/accounts", s.adminOnly(s.createAccount), http.MethodPost)
-	api("/accounts", s.adminOnly(s.listAccounts), http.MethodGet)
+	admin("/zones/{id}/capacity", s.zoneCapacity, http.MethodGet)
+	admin("/accounts", s.createAccount, http.MethodPost)
+	admin("/accounts", s.listAccounts, http.MethodGet)
 	api("/accounts/{id}", s.getAccount, http.MethodGet)
-	api("/accounts/{id}/keys", s.adminOnly(s.createKey), http.MethodPost)
+	// The answer to a key's creation holds the key: what is kept for a
+	// retry with the same Idempotency-Key is that answer without it.
+	route(http.MethodPost, "/accounts/{id}/keys", adminRole, withoutSecret, s.createKey)
 	api("/accounts/{id}/keys", s.listKeys, http.MethodGet)
-	api("/accounts/{id}/keys/{key}", s.adminOnly(s.revokeKey), http.MethodDelete)
+	api("/accounts/{id}/keys/{key}", s.getKey, http.MethodGet)
+	admin("/accounts/{id}/keys/{key}", s.revokeKey, http.MethodDelete)
 	api("/events", s.streamEvents, http.MethodGet)
 	api("/jobs/{id}/events", s.streamJob, http.MethodGet)
 	api("/leases", s.createLease, http.MethodPost)
@@ -201,15 +267,35 @@ func (s *Server) router() *mux.Router {
 	api("/leases/{id}", s.deleteLease, http.MethodDelete)
 	api("/leases/{id}/events", s.leaseEvents, http.MethodGet)
 
-	noRoute := s.handle(func(w http.ResponseWriter, r *http.Request) error {
-		return errorf(http.StatusNotFound, codeNotFound, "no route %s %s", r.Method, r.URL.Path)
+	r.NotFoundHandler = s.handle(func(w http.ResponseWriter, req *http.Request) error {
+		return errorf(http.StatusNotFound, codeNotFound, "no route %s %s", clip(req.Method, 16), clip(req.URL.Path, 200))
 	})
-	badMethod := s.handle(func(w http.ResponseWriter, r *http.Request) error {
-		return errorf(http.StatusMethodNotAllowed, codeInvalidRequest, "method %s not allowed on %s", r.Method, r.URL.Path)
+	r.MethodNotAllowedHandler = s.handle(func(w http.ResponseWriter, req *http.Request) error {
+		allow := allowed(r, req)
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		e := errorf(http.StatusMethodNotAllowed, codeInvalidRequest, "method %s not allowed on %s", clip(req.Method, 16), clip(req.URL.Path, 200))
+		e.Details = map[string]any{"allow": allow}
+		return e
 	})
-	r.NotFoundHandler = noRoute
-	r.MethodNotAllowedHandler = badMethod
 	return r
+}
+
+// knownMethods are the methods a route may have, in the order Allow lists
+// them.
+var knownMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+
+// allowed lists the methods router serves at req's path.
+func allowed(router *mux.Router, req *http.Request) []string {
+	var out []string
+	for _, m := range knownMethods {
+		probe := req.WithContext(req.Context()) // a shallow copy
+		probe.Method = m
+		var match mux.RouteMatch
+		if router.Match(probe, &match) && match.MatchErr == nil {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // Run serves until ctx is cancelled, then shuts down gracefully: requests in
@@ -240,6 +326,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	defer stopSweep()
+	go s.sweepIdempotency(sweepCtx)
 	s.log.Info("gateway listening", "addr", ln.Addr().String())
 	select {
 	case err := <-errc:
@@ -256,6 +345,33 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("gateway serve: %w", err)
 	}
 	return nil
+}
+
+// sweepEvery is how often a gateway deletes the Idempotency-Keys older
+// than IdempotencyTTL; every instance does, and a DELETE twice is harmless.
+const sweepEvery = time.Hour
+
+// sweepIdempotency deletes the expired Idempotency-Keys of a store that
+// can (postgres.Idempotency), at start and every sweepEvery, until ctx ends.
+func (s *Server) sweepIdempotency(ctx context.Context) {
+	sw, ok := s.idem.(interface {
+		Sweep(ctx context.Context, now time.Time, ttl time.Duration) error
+	})
+	if !ok {
+		return
+	}
+	tick := time.NewTicker(sweepEvery)
+	defer tick.Stop()
+	for {
+		if err := sw.Sweep(ctx, s.now(), s.cfg.IdempotencyTTL); err != nil && ctx.Err() == nil {
+			s.log.Warn("sweep idempotency keys", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // drainKey carries, in a request's context, the channel closed when the

@@ -6,11 +6,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/vmplane/vmplane/gateway"
 	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/schemas"
 )
 
 // TestServeShutsDownGracefully: cancelling Serve's context answers a
@@ -66,5 +69,77 @@ func TestServeShutsDownGracefully(t *testing.T) {
 	}
 	if d := time.Since(start); d > 3*time.Second {
 		t.Fatalf("shutdown took %v", d)
+	}
+}
+
+// TestMethodsAndHead: a method a path does not serve is a 405 with Allow;
+// HEAD answers every GET route; the OpenAPI document too.
+func TestMethodsAndHead(t *testing.T) {
+	f := gateway.NewFanout(slog.New(slog.NewTextHandler(io.Discard, nil)), 10)
+	e := newEnv(t, gateway.Config{Events: f})
+	for _, tc := range []struct {
+		method, path, allow string
+	}{
+		{"PATCH", "/v1/vms", "GET, HEAD, POST"},
+		{"PUT", "/v1/vms/vm-a1", "GET, HEAD, DELETE"},
+		{"GET", "/v1/vms/vm-a1/actions", "POST"},
+		{"BREW", "/v1/leases/lease-1", "GET, HEAD, PUT, DELETE"},
+		{"POST", "/v1/openapi.json", "GET, HEAD"},
+	} {
+		rec := e.do(tc.method, tc.path, e.alice, nil)
+		wantStatus(t, rec, http.StatusMethodNotAllowed)
+		if got := rec.Header().Get("Allow"); got != tc.allow {
+			t.Errorf("%s %s: Allow %q, want %q", tc.method, tc.path, got, tc.allow)
+		}
+	}
+	for _, path := range []string{"/v1/vms", "/v1/vms/vm-a1", "/v1/jobs/job-a1", "/v1/events", "/v1/openapi.json", "/healthz"} {
+		rec := e.do("HEAD", path, e.alice, nil)
+		wantStatus(t, rec, http.StatusOK)
+		if rec.Header().Get("Content-Type") == "" {
+			t.Errorf("HEAD %s: no Content-Type", path)
+		}
+	}
+}
+
+// TestLocationsResolve: the Location of every creation answers a GET.
+func TestLocationsResolve(t *testing.T) {
+	e := newMatrixEnv(t)
+	e.pub.OnPublish = func(r schemas.Record) {
+		e.rm.ProjectAccounts(r)
+		if o, ok := r.Value.(*schemas.ServiceOffering); ok {
+			e.rm.PutOffering(postgres.Offering{ID: o.ID, Name: o.Name, CPU: o.CPU, MemoryMB: o.MemoryMB})
+		}
+	}
+	for _, c := range []struct{ path, body string }{
+		{"/v1/accounts", `{"id":"acme"}`},
+		{"/v1/accounts/acme/keys", `{"role":"user"}`},
+		{"/v1/offerings", `{"name":"tiny","cpu":1,"memory_mb":512}`},
+		{"/v1/hosts/host-1/actions", `{"action":"disable"}`},
+	} {
+		rec := e.do("POST", c.path, e.admin, c.body)
+		if rec.Code >= 300 {
+			t.Fatalf("POST %s: %d %s", c.path, rec.Code, rec.Body.String())
+		}
+		loc := rec.Header().Get("Location")
+		if got := e.do("GET", loc, e.admin, nil); got.Code != http.StatusOK {
+			t.Errorf("POST %s: Location %q answers %d", c.path, loc, got.Code)
+		}
+	}
+}
+
+// TestErrorsEchoLittle: an error quoting a header or a path sends back a
+// bounded part of it.
+func TestErrorsEchoLittle(t *testing.T) {
+	e := newEnv(t, gateway.Config{Events: gateway.NewFanout(slog.New(slog.NewTextHandler(io.Discard, nil)), 10)})
+	huge := strings.Repeat("x", 900<<10)
+	for _, rec := range []*httptest.ResponseRecorder{
+		e.do("POST", "/v1/vms", e.alice, `{}`, "Content-Type", "text/"+huge),
+		e.do("GET", "/v1/"+huge, e.alice, nil),
+		e.do("GET", "/v1/events", e.alice, nil, "Last-Event-ID", huge),
+		e.do("GET", "/v1/jobs/job-a1?wait="+huge, e.alice, nil),
+	} {
+		if rec.Code < 400 || rec.Code >= 500 || rec.Body.Len() > 2048 {
+			t.Errorf("%d with %d bytes: %.200s", rec.Code, rec.Body.Len(), rec.Body.String())
+		}
 	}
 }

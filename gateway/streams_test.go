@@ -6,12 +6,14 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vmplane/vmplane/gateway"
+	"github.com/vmplane/vmplane/projectors/postgres"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -153,7 +155,7 @@ func TestIdempotencyEveryMutation(t *testing.T) {
 	wantStatus(t, first, http.StatusCreated)
 	again := e.do("POST", "/v1/accounts/acct-a/keys", e.admin, `{}`, "Idempotency-Key", "key-1")
 	wantStatus(t, again, http.StatusCreated)
-	if again.Body.String() != first.Body.String() || again.Header().Get("Idempotent-Replayed") != "true" {
+	if decode[gateway.APIKey](t, again).ID != decode[gateway.APIKey](t, first).ID || again.Header().Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("replay %s, first %s", again.Body.String(), first.Body.String())
 	}
 	wantStatus(t, e.do("POST", "/v1/accounts/acct-a/keys", e.admin, `{"role":"admin"}`, "Idempotency-Key", "key-1"), http.StatusUnprocessableEntity)
@@ -279,5 +281,145 @@ probe:
 		case <-time.After(5 * time.Second):
 			t.Fatalf("the burst stopped at 3:%d of 3:%d..3:%d", want, first, first+burst-1)
 		}
+	}
+}
+
+// openStream opens path as key and returns the response once its headers
+// are in; the caller closes the body.
+func openStream(t *testing.T, srv *httptest.Server, path, key string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", srv.URL+path, nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// lines sends the lines of r to a channel, closed at the end of r.
+func lines(r io.Reader) <-chan string {
+	ch := make(chan string, 100)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			ch <- sc.Text()
+		}
+	}()
+	return ch
+}
+
+// TestStreamEndsWithItsKey: a stream sends its headers and a first comment
+// at once, checks its key at each heartbeat, and ends with an error event
+// when the key is revoked or has expired.
+func TestStreamEndsWithItsKey(t *testing.T) {
+	f := gateway.NewFanout(slog.New(slog.NewTextHandler(io.Discard, nil)), 100)
+	e := newEnv(t, gateway.Config{Events: f, Heartbeat: 50 * time.Millisecond, KeyCacheTTL: 20 * time.Millisecond})
+	srv := httptest.NewServer(e.h)
+	defer srv.Close()
+	e.rm.PutJob(postgres.Job{ID: "job-run", VmID: "vm-a1", Account: "acct-a", State: "running", CreatedAt: t0})
+	revocable := e.addKey("acct-a", gateway.RoleUser)
+	expiring := e.addKey("acct-a", gateway.RoleUser)
+	k, _ := e.rm.APIKey(t.Context(), keyID(expiring))
+	soon := time.Now().Add(400 * time.Millisecond)
+	k.ExpiresAt = &soon
+	e.rm.PutAPIKey(k)
+
+	for _, tc := range []struct {
+		name, key, path, want string
+		end                   func()
+	}{
+		{"revoked", revocable, "/v1/events", "API key revoked", func() {
+			k, _ := e.rm.APIKey(t.Context(), keyID(revocable))
+			k.Revoked = true
+			e.rm.PutAPIKey(k)
+		}},
+		{"expired", expiring, "/v1/jobs/job-run/events", "API key expired", func() {}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			resp := openStream(t, srv, tc.path, tc.key)
+			defer resp.Body.Close()
+			if resp.StatusCode != 200 || time.Since(start) > 2*time.Second {
+				t.Fatalf("status %d after %v", resp.StatusCode, time.Since(start))
+			}
+			got := lines(resp.Body)
+			if first := <-got; !strings.HasPrefix(first, ":") {
+				t.Fatalf("first line %q, want a comment", first)
+			}
+			// Alive over several heartbeats while the key is good.
+			time.Sleep(200 * time.Millisecond)
+			tc.end()
+			var seen []string
+			deadline := time.After(5 * time.Second)
+			for {
+				select {
+				case l, ok := <-got:
+					if !ok {
+						if !slices.Contains(seen, "event: error") || !strings.Contains(strings.Join(seen, "\n"), tc.want) {
+							t.Fatalf("the stream ended with %q, want an error event saying %q", seen, tc.want)
+						}
+						return
+					}
+					seen = append(seen, l)
+				case <-deadline:
+					t.Fatalf("the stream outlived its key: %q", seen)
+				}
+			}
+		})
+	}
+}
+
+// TestStreamSlots: a key holds at most MaxStreamsPerKey streams and
+// long-polls; one more is a 429 with Retry-After, another key is not
+// affected, and a closed stream frees its slot.
+func TestStreamSlots(t *testing.T) {
+	f := gateway.NewFanout(slog.New(slog.NewTextHandler(io.Discard, nil)), 100)
+	e := newEnv(t, gateway.Config{Events: f, MaxStreamsPerKey: 2})
+	e.rm.PutJob(postgres.Job{ID: "job-run", VmID: "vm-a1", Account: "acct-a", State: "running", CreatedAt: t0})
+	srv := httptest.NewServer(e.h)
+	defer srv.Close()
+	a := openStream(t, srv, "/v1/events", e.alice)
+	defer a.Body.Close()
+	pollDone := make(chan int, 1)
+	go func() {
+		resp := openStream(t, srv, "/v1/jobs/job-run?wait=2s", e.alice)
+		resp.Body.Close()
+		pollDone <- resp.StatusCode
+	}()
+	// The long-poll takes the second slot once it is in.
+	deadline := time.Now().Add(5 * time.Second)
+	var refused *httptest.ResponseRecorder
+	for refused == nil || refused.Code != http.StatusTooManyRequests {
+		if time.Now().After(deadline) {
+			t.Fatalf("a third stream was not refused: %d", refused.Code)
+		}
+		time.Sleep(20 * time.Millisecond)
+		refused = e.do("GET", "/v1/jobs/job-run?wait=1ms", e.alice, nil)
+	}
+	if refused.Header().Get("Retry-After") == "" || decode[errBody](t, refused).Error.Code != "rate_limited" {
+		t.Fatalf("429 without Retry-After: %v %s", refused.Header(), refused.Body.String())
+	}
+	wantStatus(t, e.do("GET", "/v1/jobs/job-a1", e.alice, nil), http.StatusOK) // no wait, no slot
+	b := openStream(t, srv, "/v1/events", e.bob)
+	b.Body.Close()
+	if b.StatusCode != http.StatusOK {
+		t.Fatalf("bob's stream: %d", b.StatusCode)
+	}
+	if code := <-pollDone; code != http.StatusOK {
+		t.Fatalf("long-poll: %d", code)
+	}
+	a.Body.Close()
+	for {
+		c := openStream(t, srv, "/v1/events", e.alice)
+		c.Body.Close()
+		if c.StatusCode == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("closed streams kept their slots: %d", c.StatusCode)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -29,11 +29,12 @@ func (s *Server) withTelemetry(router *mux.Router, next http.Handler) http.Handl
 				route = t
 			}
 		}
+		method := methodLabel(r.Method)
 		ctx := propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		ctx, span := telemetry.Tracer().Start(ctx, r.Method+" "+route,
+		ctx, span := telemetry.Tracer().Start(ctx, method+" "+route,
 			trace.WithSpanKind(trace.SpanKindServer),
 			trace.WithAttributes(
-				attribute.String("http.request.method", r.Method),
+				attribute.String("http.request.method", method),
 				attribute.String("http.route", route),
 				attribute.String("url.path", r.URL.Path)))
 		defer span.End()
@@ -48,9 +49,21 @@ func (s *Server) withTelemetry(router *mux.Router, next http.Handler) http.Handl
 		if code >= 500 {
 			span.SetStatus(codes.Error, http.StatusText(code))
 		}
-		telemetry.HTTPRequests.With(route, r.Method, strconv.Itoa(code)).Inc()
-		telemetry.HTTPSeconds.With(route, r.Method).Observe(time.Since(start).Seconds())
+		telemetry.HTTPRequests.With(route, method, strconv.Itoa(code)).Inc()
+		telemetry.HTTPSeconds.With(route, method).Observe(time.Since(start).Seconds())
 	})
+}
+
+// methodLabel is the method as a metric label and span name: one of the
+// methods HTTP defines, else "other", so that a client cannot make a
+// series per made-up method.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "other"
 }
 
 // traced returns r's headers plus the traceparent of a producer span

@@ -45,6 +45,9 @@ func (m *ReadModel) ProjectAccounts(rec schemas.Record) {
 }
 
 func (m *ReadModel) Account(_ context.Context, id string) (postgres.Account, error) {
+	if err := TextError(id); err != nil {
+		return postgres.Account{}, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	a, ok := m.accounts[id]
@@ -55,12 +58,18 @@ func (m *ReadModel) Account(_ context.Context, id string) (postgres.Account, err
 }
 
 func (m *ReadModel) Accounts(_ context.Context, p postgres.Page) ([]postgres.Account, error) {
+	if err := TextError(p.After); err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return page(m.accounts, p, func(postgres.Account) bool { return true }), nil
 }
 
 func (m *ReadModel) APIKeys(_ context.Context, account string, p postgres.Page) ([]postgres.APIKeyInfo, error) {
+	if err := TextError(account, p.After); err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	keys := page(m.keys, p, func(k postgres.APIKey) bool { return k.AccountID == account })

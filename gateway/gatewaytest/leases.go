@@ -19,6 +19,9 @@ func (m *ReadModel) PutLease(l postgres.Lease) {
 }
 
 func (m *ReadModel) Lease(_ context.Context, id string) (postgres.Lease, error) {
+	if err := TextError(id); err != nil {
+		return postgres.Lease{}, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	l, ok := m.leases[id]
@@ -29,12 +32,18 @@ func (m *ReadModel) Lease(_ context.Context, id string) (postgres.Lease, error) 
 }
 
 func (m *ReadModel) Leases(_ context.Context, project string, p postgres.Page) ([]postgres.Lease, error) {
+	if err := TextError(project, p.After); err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return page(m.leases, p, func(l postgres.Lease) bool { return project == "" || l.Project == project }), nil
 }
 
 // LeaseEvents has no events: tests of lease notifications use Postgres.
-func (m *ReadModel) LeaseEvents(context.Context, string, postgres.Page) ([]postgres.LeaseEvent, error) {
+func (m *ReadModel) LeaseEvents(_ context.Context, id string, p postgres.Page) ([]postgres.LeaseEvent, error) {
+	if err := TextError(id, p.After); err != nil {
+		return nil, err
+	}
 	return []postgres.LeaseEvent{}, nil
 }

@@ -11,7 +11,8 @@ import (
 )
 
 // ReadModel is an in-memory postgres.ReadModel. Tests fill it with the Put
-// methods, playing the projector.
+// methods, playing the projector. Like Postgres, it refuses text holding a
+// NUL or bytes that are not UTF-8 (TextError).
 type ReadModel struct {
 	mu        sync.Mutex
 	vms       map[string]postgres.VM
@@ -24,6 +25,7 @@ type ReadModel struct {
 	accounts  map[string]postgres.Account
 	leases    map[string]postgres.Lease
 	readyErr  error
+	keyReads  int
 }
 
 var _ postgres.ReadModel = (*ReadModel)(nil)
@@ -60,6 +62,9 @@ func (m *ReadModel) PutAPIKey(k postgres.APIKey) { m.mu.Lock(); m.keys[k.KeyID] 
 func (m *ReadModel) SetReady(err error) { m.mu.Lock(); m.readyErr = err; m.mu.Unlock() }
 
 func (m *ReadModel) VM(_ context.Context, id string) (postgres.VM, error) {
+	if err := TextError(id); err != nil {
+		return postgres.VM{}, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	v, ok := m.vms[id]
@@ -70,6 +75,9 @@ func (m *ReadModel) VM(_ context.Context, id string) (postgres.VM, error) {
 }
 
 func (m *ReadModel) VMs(_ context.Context, account string, p postgres.Page) ([]postgres.VM, error) {
+	if err := TextError(account, p.After); err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return page(m.vms, p, func(v postgres.VM) bool { return account == "" || v.Account == account }), nil
@@ -77,6 +85,9 @@ func (m *ReadModel) VMs(_ context.Context, account string, p postgres.Page) ([]p
 
 // FilterVMs narrows VMs by account, state and host.
 func (m *ReadModel) FilterVMs(_ context.Context, f postgres.VMFilter, p postgres.Page) ([]postgres.VM, error) {
+	if err := TextError(f.Account, f.VmState, f.HostID, p.After); err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return page(m.vms, p, func(v postgres.VM) bool {
@@ -96,6 +107,9 @@ func (m *ReadModel) PutAlert(a postgres.Alert) {
 
 // Alerts lists alerts by account and VM.
 func (m *ReadModel) Alerts(_ context.Context, account, vmID string, p postgres.Page) ([]postgres.Alert, error) {
+	if err := TextError(account, vmID, p.After); err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return page(m.alerts, p, func(a postgres.Alert) bool {
@@ -104,6 +118,9 @@ func (m *ReadModel) Alerts(_ context.Context, account, vmID string, p postgres.P
 }
 
 func (m *ReadModel) Job(_ context.Context, id string) (postgres.Job, error) {
+	if err := TextError(id); err != nil {
+		return postgres.Job{}, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	j, ok := m.jobs[id]
@@ -114,6 +131,9 @@ func (m *ReadModel) Job(_ context.Context, id string) (postgres.Job, error) {
 }
 
 func (m *ReadModel) JobSteps(_ context.Context, jobID string) ([]postgres.JobStep, error) {
+	if err := TextError(jobID); err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := slices.Clone(m.steps[jobID])
@@ -122,6 +142,9 @@ func (m *ReadModel) JobSteps(_ context.Context, jobID string) ([]postgres.JobSte
 }
 
 func (m *ReadModel) Jobs(_ context.Context, account, vmID, state string, p postgres.Page) ([]postgres.Job, error) {
+	if err := TextError(account, vmID, state, p.After); err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return page(m.jobs, p, func(j postgres.Job) bool {
@@ -130,6 +153,9 @@ func (m *ReadModel) Jobs(_ context.Context, account, vmID, state string, p postg
 }
 
 func (m *ReadModel) Host(_ context.Context, id string) (postgres.Host, error) {
+	if err := TextError(id); err != nil {
+		return postgres.Host{}, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	h, ok := m.hosts[id]
@@ -140,12 +166,18 @@ func (m *ReadModel) Host(_ context.Context, id string) (postgres.Host, error) {
 }
 
 func (m *ReadModel) Hosts(_ context.Context, p postgres.Page) ([]postgres.Host, error) {
+	if err := TextError(p.After); err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return page(m.hosts, p, func(postgres.Host) bool { return true }), nil
 }
 
 func (m *ReadModel) Offering(_ context.Context, idOrName string) (postgres.Offering, error) {
+	if err := TextError(idOrName); err != nil {
+		return postgres.Offering{}, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if o, ok := m.offerings[idOrName]; ok {
@@ -165,9 +197,16 @@ func (m *ReadModel) Offerings(context.Context) ([]postgres.Offering, error) {
 	return page(m.offerings, postgres.Page{}, func(postgres.Offering) bool { return true }), nil
 }
 
+// KeyReads says how many times APIKey was called.
+func (m *ReadModel) KeyReads() int { m.mu.Lock(); defer m.mu.Unlock(); return m.keyReads }
+
 func (m *ReadModel) APIKey(_ context.Context, keyID string) (postgres.APIKey, error) {
+	if err := TextError(keyID); err != nil {
+		return postgres.APIKey{}, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.keyReads++
 	k, ok := m.keys[keyID]
 	if !ok {
 		return postgres.APIKey{}, postgres.ErrNotFound

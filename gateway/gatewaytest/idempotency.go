@@ -1,0 +1,64 @@
+package gatewaytest
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"time"
+
+	"github.com/vmplane/vmplane/projectors/postgres"
+)
+
+// Idempotency is an in-memory postgres.IdempotencyStore that lets a test
+// read what the gateway kept. It forgets nothing (no ttl, no takeover of a
+// stale claim): a test's requests are few and quick.
+type Idempotency struct {
+	mu      sync.Mutex
+	entries map[[2]string]postgres.IdempotentRequest
+}
+
+var _ postgres.IdempotencyStore = (*Idempotency)(nil)
+
+func (s *Idempotency) Claim(_ context.Context, caller, key string, fp []byte, now time.Time, _, _ time.Duration) (postgres.IdempotentRequest, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.entries == nil {
+		s.entries = map[[2]string]postgres.IdempotentRequest{}
+	}
+	if got, ok := s.entries[[2]string{caller, key}]; ok {
+		return got, false, nil
+	}
+	e := postgres.IdempotentRequest{Fingerprint: fp, Token: postgres.NewToken(), ClaimedAt: now}
+	s.entries[[2]string{caller, key}] = e
+	return e, true, nil
+}
+
+func (s *Idempotency) Complete(_ context.Context, caller, key, token string, status int, location string, body []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.entries[[2]string{caller, key}]; ok && e.Token == token {
+		e.Status, e.Location, e.Body = status, location, bytes.Clone(body)
+		s.entries[[2]string{caller, key}] = e
+	}
+	return nil
+}
+
+func (s *Idempotency) Release(_ context.Context, caller, key, token string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.entries[[2]string{caller, key}]; ok && e.Token == token && e.Status == 0 {
+		delete(s.entries, [2]string{caller, key})
+	}
+	return nil
+}
+
+// Kept returns every stored answer's caller and body, by caller and key.
+func (s *Idempotency) Kept() map[[2]string][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[[2]string][]byte, len(s.entries))
+	for k, e := range s.entries {
+		out[k] = bytes.Clone(e.Body)
+	}
+	return out
+}
