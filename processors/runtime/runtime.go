@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -169,6 +170,9 @@ func (p *Processor[S]) Assigned() int {
 
 // Group is the consumer group of the processor.
 func (p *Processor[S]) Group() string { return "vmplane-" + p.cfg.Name }
+
+// Inputs are the topics the processor consumes.
+func (p *Processor[S]) Inputs() []string { return slices.Clone(p.cfg.Inputs) }
 
 // Run consumes until ctx ends. It returns nil on cancellation. A session
 // that fails — the producer fenced by a broker that reloaded its log after
