@@ -94,10 +94,19 @@ func (s *Server) vmHistory(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// at=0001-01-01T00:00:00Z is Go's zero time: whether an instant was
+	// asked for is kept apart from its value.
 	var at time.Time
-	if v := r.URL.Query().Get("at"); v != "" {
+	v := r.URL.Query().Get("at")
+	asOf := v != ""
+	if asOf {
 		if at, err = time.Parse(time.RFC3339Nano, v); err != nil {
-			e := errorf(http.StatusUnprocessableEntity, codeValidation, "at must be an RFC 3339 time, not %q", v)
+			e := errorf(http.StatusUnprocessableEntity, codeValidation, "at must be an RFC 3339 time, not %q", truncate(v, 40))
+			e.Details = map[string]any{"field": "at"}
+			return e
+		}
+		if at.Before(time.Unix(0, 0)) {
+			e := errorf(http.StatusUnprocessableEntity, codeValidation, "at must be 1970-01-01T00:00:00Z or later, not %s", v)
 			e.Details = map[string]any{"field": "at"}
 			return e
 		}
@@ -114,7 +123,7 @@ func (s *Server) vmHistory(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	p := principalOf(ctx)
-	if !at.IsZero() {
+	if asOf {
 		snap, err := h.VmAt(ctx, id, at)
 		if errors.Is(err, journal.ErrNoHistory) || err == nil && !known && !p.owns(snap.State.Account) {
 			return errorf(http.StatusNotFound, codeNotFound, "VM %s has no history at or before %s", id, at.UTC().Format(time.RFC3339))

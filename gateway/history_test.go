@@ -115,6 +115,8 @@ func TestVmHistoryRoutes(t *testing.T) {
 		{"another account's VM", "/v1/vms/vm-a1/history", e.bob, http.StatusNotFound},
 		{"before the VM existed", "/v1/vms/vm-a1/history?at=" + t0.Format(time.RFC3339), e.alice, http.StatusNotFound},
 		{"a bad instant", "/v1/vms/vm-a1/history?at=yesterday", e.alice, http.StatusUnprocessableEntity},
+		{"the zero instant", "/v1/vms/vm-a1/history?at=0001-01-01T00:00:00Z", e.alice, http.StatusUnprocessableEntity},
+		{"before 1970", "/v1/vms/vm-a1/history?at=1969-12-31T23:59:59Z", e.alice, http.StatusUnprocessableEntity},
 		{"a VM nobody heard of", "/v1/vms/vm-zz/history", e.admin, http.StatusNotFound},
 		{"an old job from ClickHouse, for its owner", "/v1/jobs/job-old/journal", e.bob, http.StatusOK},
 		{"an old job of another account", "/v1/jobs/job-old/journal", e.alice, http.StatusNotFound},
