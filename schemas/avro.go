@@ -162,14 +162,8 @@ func fromNative(n any, v reflect.Value, path string) error {
 			if !ok {
 				continue
 			}
-			fv2 := v.FieldByIndex(f.index)
-			if err := fromNative(fv, fv2, joinPath(path, f.name)); err != nil {
+			if err := fromNative(fv, v.FieldByIndex(f.index), joinPath(path, f.name)); err != nil {
 				return err
-			}
-			if IsIDField(f.name) {
-				if err := checkIDs(fv2, joinPath(path, f.name)); err != nil {
-					return err
-				}
 			}
 		}
 	case reflect.Slice:
@@ -205,9 +199,6 @@ func fromNative(n any, v reflect.Value, path string) error {
 		}
 		out := reflect.MakeMapWithSize(v.Type(), len(m))
 		for k, e := range m {
-			if err := checkField(path, false, k); err != nil {
-				return err
-			}
 			ev := reflect.New(v.Type().Elem()).Elem()
 			if err := fromNative(e, ev, path+"."+k); err != nil {
 				return err
@@ -227,9 +218,6 @@ func fromNative(n any, v reflect.Value, path string) error {
 		s, ok := n.(string)
 		if !ok {
 			return bad()
-		}
-		if err := checkField(path, false, s); err != nil {
-			return err
 		}
 		v.SetString(s)
 	case reflect.Bool:
@@ -258,24 +246,6 @@ func fromNative(n any, v reflect.Value, path string) error {
 		}
 	default:
 		return bad()
-	}
-	return nil
-}
-
-// checkIDs holds an id field (a string or a list of them) to the id rule.
-func checkIDs(v reflect.Value, path string) error {
-	switch v.Kind() {
-	case reflect.String:
-		return checkField(path, true, v.String())
-	case reflect.Slice:
-		if v.Type().Elem().Kind() != reflect.String {
-			return nil
-		}
-		for i := range v.Len() {
-			if err := checkField(fmt.Sprintf("%s[%d]", path, i), true, v.Index(i).String()); err != nil {
-				return err
-			}
-		}
 	}
 	return nil
 }

@@ -128,7 +128,10 @@ func Marshal(v any) ([]byte, error) {
 
 // Unmarshal decodes a single-object encoded record into a new value of its
 // type and returns a pointer to it. For Confluent framing use a Codec.
-func Unmarshal(b []byte) (any, error) {
+func Unmarshal(b []byte) (any, error) { return unmarshal(b, false) }
+
+// unmarshal is Unmarshal; lax skips the strings' rules (strings.go).
+func unmarshal(b []byte, lax bool) (any, error) {
 	if len(b) < 10 || b[0] != 0xC3 || b[1] != 0x01 {
 		return nil, errors.New("not Avro single-object encoding")
 	}
@@ -136,12 +139,12 @@ func Unmarshal(b []byte) (any, error) {
 	if !ok {
 		return nil, fmt.Errorf("fingerprint %x: %w", b[2:10], ErrUnknownType)
 	}
-	return e.decodeBody(b[10:])
+	return e.decodeBody(b[10:], lax)
 }
 
-func (e *entry) decodeBody(body []byte) (any, error) {
+func (e *entry) decodeBody(body []byte, lax bool) (any, error) {
 	if e.plan != nil {
-		v, err := decodeBodyFast(body, e.plan)
+		v, err := decodeBodyFast(body, e.plan, lax)
 		if err != nil {
 			return nil, fmt.Errorf("decode %s: %w", e.name, err)
 		}
@@ -157,6 +160,11 @@ func (e *entry) decodeBody(body []byte) (any, error) {
 	out := reflect.New(e.typ)
 	if err := fromNative(n, out.Elem(), ""); err != nil {
 		return nil, fmt.Errorf("decode %s: %w", e.name, err)
+	}
+	if !lax {
+		if err := checkValue(out.Elem(), "", false); err != nil {
+			return nil, fmt.Errorf("decode %s: %w", e.name, err)
+		}
 	}
 	return out.Interface(), nil
 }
@@ -249,8 +257,15 @@ func (c *Codec) idFor(ctx context.Context, e *entry) (int, error) {
 	return id, nil
 }
 
-// Decode decodes either framing and returns a pointer to the record.
-func (c *Codec) Decode(ctx context.Context, b []byte) (any, error) {
+// Decode decodes either framing and returns a pointer to the record. A
+// record whose strings break the contract (strings.go) is an error.
+func (c *Codec) Decode(ctx context.Context, b []byte) (any, error) { return c.decode(ctx, b, false) }
+
+// DecodeAny is Decode without the strings' rules: for tools that show
+// records as they are, dead letters included. Never for what is applied.
+func (c *Codec) DecodeAny(ctx context.Context, b []byte) (any, error) { return c.decode(ctx, b, true) }
+
+func (c *Codec) decode(ctx context.Context, b []byte, lax bool) (any, error) {
 	if len(b) >= 1 && b[0] == 0x00 {
 		if len(b) < 5 {
 			return nil, errors.New("short Confluent frame")
@@ -260,9 +275,9 @@ func (c *Codec) Decode(ctx context.Context, b []byte) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return e.decodeBody(b[5:])
+		return e.decodeBody(b[5:], lax)
 	}
-	return Unmarshal(b)
+	return unmarshal(b, lax)
 }
 
 func (c *Codec) entryByID(ctx context.Context, id int) (*entry, error) {

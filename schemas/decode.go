@@ -38,6 +38,8 @@ type reader struct {
 	more    []pendingString
 	// strs counts the non-empty strings read, pending or flushed.
 	strs int
+	// lax skips the strings' rules (strings.go).
+	lax bool
 }
 
 // pendingString is a string field still to be set to body[at:at+n].
@@ -99,7 +101,7 @@ func (r *reader) str(p *string, o *op) {
 		*p = ""
 		return
 	}
-	if r.err == nil && !plain(r.body[r.pos:r.pos+n], o.id) {
+	if r.err == nil && !r.lax && !plain(r.body[r.pos:r.pos+n], o.id) {
 		if err := checkField(o.name, o.id, r.body[r.pos:r.pos+n]); err != nil {
 			r.err = err
 			return
@@ -146,7 +148,7 @@ func (r *reader) flush() {
 // map copies it. Map keys and values are text.
 func (r *reader) string(name string) string {
 	b := r.take(r.size())
-	if r.err == nil {
+	if r.err == nil && !r.lax {
 		if err := checkField(name, false, b); err != nil {
 			r.err = err
 			return ""
@@ -320,9 +322,9 @@ func (r *reader) pointer(p *plan) unsafe.Pointer {
 
 // decodeBodyFast decodes a body written with today's schema of p's type
 // into a new value and returns a pointer to it.
-func decodeBodyFast(body []byte, p *plan) (any, error) {
+func decodeBodyFast(body []byte, p *plan, lax bool) (any, error) {
 	out := reflect.New(p.typ)
-	r := reader{body: body}
+	r := reader{body: body, lax: lax}
 	r.decode(out.UnsafePointer(), p.ops)
 	r.flush()
 	if r.err != nil {

@@ -149,7 +149,7 @@ func TestDecoderAgreesWithGoavro(t *testing.T) {
 				t.Fatalf("%s #%d: goavro read %+v, want %+v (%v)", name, i, viaGoavro.Interface(), want.Interface(), err)
 			}
 			for form, body := range map[string][]byte{"direct": fast, "goavro": slow} {
-				got, err := decodeBodyFast(body, e.plan)
+				got, err := decodeBodyFast(body, e.plan, false)
 				if err != nil || !reflect.DeepEqual(got, want.Interface()) {
 					t.Fatalf("%s #%d: decoding the %s bytes: %v\n got %+v\nwant %+v", name, i, form, err, got, want.Interface())
 				}
@@ -158,7 +158,7 @@ func TestDecoderAgreesWithGoavro(t *testing.T) {
 				continue // every truncation of the first 10 values is enough
 			}
 			for cut := range len(fast) {
-				if _, err := decodeBodyFast(fast[:cut], e.plan); err == nil {
+				if _, err := decodeBodyFast(fast[:cut], e.plan, false); err == nil {
 					t.Fatalf("%s #%d: %d of %d bytes decoded", name, i, cut, len(fast))
 				}
 			}
@@ -218,13 +218,13 @@ func TestDecoderReadsBlocks(t *testing.T) {
 		t.Fatalf("goavro read %+v (%v), want %+v", viaGoavro, err, want)
 	}
 	p := planOf(reflect.TypeFor[blocks]())
-	got, err := decodeBodyFast(b, p)
+	got, err := decodeBodyFast(b, p, false)
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("decoded %+v (%v), want %+v", got, err, want)
 	}
 	// Written back in one block each, the same value.
 	one := encodeBody(nil, reflect.ValueOf(want).Elem(), p)
-	if got, err := decodeBodyFast(one, p); err != nil || !reflect.DeepEqual(got, want) || len(one) >= len(b) {
+	if got, err := decodeBodyFast(one, p, false); err != nil || !reflect.DeepEqual(got, want) || len(one) >= len(b) {
 		t.Fatalf("re-encoded as %x: decoded %+v (%v)", one, got, err)
 	}
 }

@@ -45,7 +45,7 @@ func TestPointerFieldIsItsTarget(t *testing.T) {
 		if got := encodeBody(nil, reflect.ValueOf(c.p), planOf(out)); !bytes.Equal(got, want) {
 			t.Fatalf("%s: pointer form writes %x, value form %x", c.name, got, want)
 		}
-		back, err := decodeBodyFast(want, planOf(out))
+		back, err := decodeBodyFast(want, planOf(out), false)
 		if err != nil || !reflect.DeepEqual(back, &c.p) {
 			t.Fatalf("%s: decoded %+v (%v), want %+v", c.name, back, err, c.p)
 		}
@@ -57,7 +57,7 @@ func TestPointerFieldIsItsTarget(t *testing.T) {
 		t.Fatalf("a pointer to a zero value writes %x", zero)
 	}
 	long := append([]byte{zero[0], 0x80, 0x00}, zero[2:]...) // job.job_id's length as a two-byte varint
-	back, err := decodeBodyFast(long, planOf(out))
+	back, err := decodeBodyFast(long, planOf(out), false)
 	if err != nil || !reflect.DeepEqual(back, &outOfLine{}) {
 		t.Fatalf("zero value in a longer form: decoded %+v (%v)", back, err)
 	}

@@ -2,6 +2,7 @@ package schemas
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"unicode/utf8"
 )
@@ -114,6 +115,46 @@ func checkField[T string | []byte](name string, id bool, s T) error {
 	}
 	if err != nil {
 		return fmt.Errorf("field %s: %w", name, err)
+	}
+	return nil
+}
+
+// checkValue holds a decoded value to the rules, field by field (the
+// goavro path; the direct decoder checks as it reads). id says that v is
+// an id field's value.
+func checkValue(v reflect.Value, path string, id bool) error {
+	switch v.Kind() {
+	case reflect.Struct:
+		for _, f := range cachedFields(v.Type()) {
+			if err := checkValue(v.FieldByIndex(f.index), joinPath(path, f.name), IsIDField(f.name)); err != nil {
+				return err
+			}
+		}
+	case reflect.String:
+		return checkField(path, id, v.String())
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return nil
+		}
+		for i := range v.Len() {
+			if err := checkValue(v.Index(i), path, id); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		iter := v.MapRange()
+		for iter.Next() {
+			if err := checkField(path, false, iter.Key().String()); err != nil {
+				return err
+			}
+			if err := checkValue(iter.Value(), path, false); err != nil {
+				return err
+			}
+		}
+	case reflect.Pointer:
+		if !v.IsNil() {
+			return checkValue(v.Elem(), path, id)
+		}
 	}
 	return nil
 }

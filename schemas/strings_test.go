@@ -143,12 +143,32 @@ func TestSlowPathRefusesBadStrings(t *testing.T) {
 		want   string
 	}{
 		{map[string]any{"command_id": "c1", "vm_id": "vm-1", "host_id": "h x"}, "field host_id: byte 0x20 at 1"},
-		{map[string]any{"command_id": "c1", "vm_id": "vm-1", "host_id": "h\x00x"}, "field host_id: control character U+0000"},
-		{map[string]any{"command_id": "c1", "vm_id": "vm-1", "origin": "why\x00"}, "control character U+0000"},
+		{map[string]any{"command_id": "c1", "vm_id": "vm-1", "host_id": "h\x00x"}, "field host_id: byte 0x00 at 1"},
+		{map[string]any{"command_id": "c1", "vm_id": "vm-1", "origin": "why\x00"}, "field origin: control character U+0000"},
 	} {
 		var m Migrate
-		if err := fromNative(tc.native, reflect.ValueOf(&m).Elem(), ""); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("fromNative(%v) = %v, want an error with %q", tc.native, err, tc.want)
+		if err := fromNative(tc.native, reflect.ValueOf(&m).Elem(), ""); err != nil {
+			t.Fatal(err)
 		}
+		if err := checkValue(reflect.ValueOf(&m).Elem(), "", false); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("checkValue(%v) = %v, want an error with %q", tc.native, err, tc.want)
+		}
+	}
+}
+
+// TestDecodeAnyShowsWhatDecodeRefuses: tools that show records decode one
+// that breaks the rules, as it is.
+func TestDecodeAnyShowsWhatDecodeRefuses(t *testing.T) {
+	c := NewCodec(nil)
+	b, err := c.Encode(t.Context(), &Migrate{VmCommand: VmCommand{CommandID: "c1", VmID: "vm-1"}, HostID: "h\x00x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Decode(t.Context(), b); err == nil {
+		t.Fatal("Decode accepts a NUL in an id")
+	}
+	v, err := c.DecodeAny(t.Context(), b)
+	if err != nil || v.(*Migrate).HostID != "h\x00x" {
+		t.Fatalf("DecodeAny = %+v, %v", v, err)
 	}
 }

@@ -56,7 +56,7 @@ func decodeStream(ctx context.Context, codec *schemas.Codec, in []byte, out io.W
 		var firstErr error
 		next := -1
 		for _, end := range cuts(in, start) {
-			v, err := codec.Decode(ctx, in[start:end])
+			v, err := codec.DecodeAny(ctx, in[start:end])
 			if err != nil {
 				if firstErr == nil {
 					firstErr = err

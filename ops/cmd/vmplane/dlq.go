@@ -227,12 +227,17 @@ func showDLQ(ctx context.Context, w io.Writer, cfg kafka.Config, e dlqEntry) err
 	if err != nil {
 		return err
 	}
-	v, err := codec.Decode(ctx, e.Record.Value)
+	// Shown as it is: a dead letter may break the strings' rules, which
+	// is often why it is one; the decoded form still shows the value.
+	v, err := codec.DecodeAny(ctx, e.Record.Value)
 	if err != nil {
 		fmt.Fprintf(w, "decoded: no (%v)\nraw: %x\n", err, e.Record.Value)
 		return nil
 	}
 	fmt.Fprintf(w, "decoded: %s\n%+v\n", schemas.TypeName(v), v)
+	if _, err := codec.Decode(ctx, e.Record.Value); err != nil {
+		fmt.Fprintf(w, "contract: broken (%v)\n", err)
+	}
 	return nil
 }
 
