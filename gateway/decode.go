@@ -27,7 +27,9 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 		return nil, errorf(http.StatusRequestEntityTooLarge, codeTooLarge, "request body larger than %d bytes", tooLarge.Limit)
 	}
 	if err != nil {
-		return nil, errorf(http.StatusBadRequest, codeInvalidRequest, "read request body: %v", err)
+		// The error names the sockets; the client needs only to know.
+		s.log.Info("read request body", "request_id", requestID(r.Context()), "err", err)
+		return nil, errorf(http.StatusBadRequest, codeInvalidRequest, "the request body could not be read in full")
 	}
 	return body, nil
 }
@@ -65,6 +67,11 @@ func jsonError(err error) *apiError {
 			e := errorf(http.StatusUnprocessableEntity, codeValidation, "request body must be a JSON object, not %s", typ.Value)
 			return e
 		}
+		if lo, hi, ok := intRange(typ.Type); ok && strings.HasPrefix(typ.Value, "number") {
+			e := errorf(http.StatusUnprocessableEntity, codeValidation, "field %q must be a whole number from %d to %d", field, lo, hi)
+			e.Details = map[string]any{"field": field}
+			return e
+		}
 		e := errorf(http.StatusUnprocessableEntity, codeValidation, "field %q must be %s, not %s", field, jsonKind(typ.Type.Kind().String()), typ.Value)
 		e.Details = map[string]any{"field": field}
 		return e
@@ -79,6 +86,19 @@ func jsonError(err error) *apiError {
 		return e
 	}
 	return errorf(http.StatusBadRequest, codeInvalidRequest, "malformed JSON: %v", err)
+}
+
+// intRange is the range of an integer type: a JSON number that did not
+// fit it (too large, or with a fraction) is answered with the range.
+func intRange(t reflect.Type) (lo, hi int64, ok bool) {
+	switch t.Kind() {
+	case reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Int:
+		bits := t.Bits()
+		return -1 << (bits - 1), 1<<(bits-1) - 1, true
+	case reflect.Uint8, reflect.Uint16, reflect.Uint32:
+		return 0, 1<<t.Bits() - 1, true
+	}
+	return 0, 0, false
 }
 
 func jsonKind(goKind string) string {

@@ -59,3 +59,13 @@ func TestEdgeRefusesWhatRecordsCannotHold(t *testing.T) {
 		t.Fatalf("a lease asking for non-ASCII text = %d %s", w.Code, w.Body)
 	}
 }
+
+// TestNumberOutOfRangeNamesTheRange: a JSON number its field cannot hold
+// is answered with the field's range, not "must be a number".
+func TestNumberOutOfRangeNamesTheRange(t *testing.T) {
+	e := newEnv(t, gateway.Config{})
+	w := e.do("POST", "/v1/offerings", e.admin, `{"name":"x","cpu":99999999999,"memory_mb":1}`)
+	if w.Code != 422 || !strings.Contains(w.Body.String(), `field \"cpu\" must be a whole number from -2147483648 to 2147483647`) {
+		t.Fatalf("cpu out of range = %d %s", w.Code, w.Body)
+	}
+}

@@ -9,8 +9,10 @@ go run ./internal/testkit/cmd/teststack up
 trap 'go run ./internal/testkit/cmd/teststack down' EXIT
 go test -race -count=1 -timeout 12m "${pkgs[@]}"
 # Hostile input for a short while beyond the seeds that the run above
-# tried: random and mutated records against every consumer.
+# tried: random and mutated records against every consumer, and random
+# requests against every route of the API.
 go test -run '^$' -fuzz '^FuzzConsumers$' -fuzztime 20s -parallel 1 ./ops/poison/
+go test -run '^$' -fuzz '^FuzzHTTP$' -fuzztime 20s ./gateway/
 # The benchmark harness in its quick mode, so that it never rots: it must
 # run and print every row (figures are not judged here).
 go build -o var/bench ./benchmarks/cmd/bench

@@ -162,7 +162,7 @@ func RunLatency(ctx context.Context, ls LatencySize, pgBase string, log *slog.Lo
 	if err != nil {
 		return s, err
 	}
-	gw, err := roles.NewGateway(o, e.dsn, gateway.Config{Addr: addr, RatePerSecond: -1, Logger: log})
+	gw, err := roles.NewGateway(o, e.dsn, gateway.Config{Addr: addr, RatePerSecond: -1, MaxStreamsPerKey: -1, Logger: log})
 	if err != nil {
 		return s, err
 	}

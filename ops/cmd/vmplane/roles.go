@@ -157,11 +157,15 @@ func runGateway(ctx context.Context, args []string, log *slog.Logger) error {
 	zone := f.str("zone", "VMPLANE_ZONE", "zone-1", "zone new VMs are deployed in")
 	ch := f.str("clickhouse", "VMPLANE_CH_ADDR", "127.0.0.1:9000", "ClickHouse native address of the history (empty: no history routes)")
 	chdb := f.str("clickhouse-db", "VMPLANE_CH_DATABASE", "vmplane", "ClickHouse database")
+	rate := f.num("rate", "VMPLANE_RATE", 200, "requests per second of each API key (burst twice that; -1: no limit)")
+	anon := f.num("anon-rate", "VMPLANE_ANON_RATE", 20, "refused (401) requests per second of each client address before it gets 429 (burst 100); raise it behind a proxy")
+	streams := f.num("max-streams", "VMPLANE_MAX_STREAMS", 16, "event streams and long-polls one API key may hold open (-1: no limit)")
 	f.Parse(args)
 	if err := postgres.Migrate(ctx, *dsn); err != nil {
 		return err
 	}
-	gcfg := gateway.Config{Addr: *addr, ZoneID: *zone}
+	gcfg := gateway.Config{Addr: *addr, ZoneID: *zone, RatePerSecond: float64(*rate), RateBurst: 2 * *rate,
+		AnonRatePerSecond: float64(*anon), MaxStreamsPerKey: *streams}
 	if *ch != "" {
 		h, err := roles.OpenHistory(*ch, *chdb)
 		if err != nil {
