@@ -74,7 +74,7 @@ type Stack struct {
 	qemuDir     string
 	wg          sync.WaitGroup
 	procs       []roles.Processor
-	projectors  []roles.Healthy
+	projectors  map[string]roles.Healthy
 	AdminKey    string
 }
 
@@ -197,13 +197,13 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, err
 	}
 	s.run(runCtx, "projector-postgres", pgp)
-	s.projectors = append(s.projectors, pgp)
+	s.projectors = map[string]roles.Healthy{"projector-postgres": pgp}
 	jp, err := roles.NewJournalProjector(as(o, kafka.PrincipalProjector), s.ch.Addr(), cfg.Database)
 	if err != nil {
 		return nil, err
 	}
 	s.run(runCtx, "projector-journal", jp)
-	s.projectors = append(s.projectors, jp)
+	s.projectors["projector-journal"] = jp
 	hist, err := roles.OpenHistory(s.ch.Addr(), cfg.Database)
 	if err != nil {
 		return nil, err
@@ -294,8 +294,10 @@ func (s *Stack) run(ctx context.Context, name string, r roles.Runner) {
 // model and history are stale while a projector retries for long.
 func (s *Stack) projectorsHealth(context.Context) error {
 	var errs []error
-	for _, p := range s.projectors {
-		errs = append(errs, p.Health())
+	for name, p := range s.projectors {
+		if err := p.Health(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -18,8 +18,8 @@ func (s *Stack) Observe(ctx context.Context, o *roles.Observer) error {
 	for i, p := range s.procs {
 		o.Check(fmt.Sprintf("processor-%s", roles.ProcessorKinds[i%len(roles.ProcessorKinds)]), roles.ProcessorReady(p))
 	}
-	for i, p := range s.projectors {
-		o.Check(fmt.Sprintf("projector-%d-retries", i), func(context.Context) error { return p.Health() })
+	for name, p := range s.projectors {
+		o.Check(name+"-retries", func(context.Context) error { return p.Health() })
 	}
 	pool, err := pgxpool.New(ctx, s.dsn)
 	if err != nil {

@@ -40,7 +40,7 @@ const dlqUsage = `usage:
 func runDLQ(ctx context.Context, args []string, log *slog.Logger) error {
 	if len(args) == 0 {
 		fmt.Fprint(os.Stderr, dlqUsage)
-		return errors.New("dlq: missing subcommand")
+		return errors.New("missing subcommand")
 	}
 	f := newFlags("dlq " + args[0])
 	k := f.kafka()
@@ -67,7 +67,7 @@ func runDLQ(ctx context.Context, args []string, log *slog.Logger) error {
 		}
 		e, ok := findEntry(entries, at)
 		if !ok {
-			return fmt.Errorf("dlq: no dead letter at %s", at)
+			return fmt.Errorf("no dead letter at %s", at)
 		}
 		if args[0] == "show" {
 			return showDLQ(ctx, os.Stdout, cfg, e)
@@ -80,7 +80,7 @@ func runDLQ(ctx context.Context, args []string, log *slog.Logger) error {
 		return nil
 	}
 	fmt.Fprint(os.Stderr, dlqUsage)
-	return fmt.Errorf("dlq: unknown subcommand %q", args[0])
+	return fmt.Errorf("unknown subcommand %q", args[0])
 }
 
 // dlqAt locates a dead letter on dlq.v1.
@@ -96,7 +96,7 @@ func parseAt(s string) (dlqAt, error) {
 	part, err1 := strconv.ParseInt(p, 10, 32)
 	off, err2 := strconv.ParseInt(o, 10, 64)
 	if !ok || err1 != nil || err2 != nil {
-		return dlqAt{}, fmt.Errorf("dlq: %q is not PARTITION@OFFSET", s)
+		return dlqAt{}, fmt.Errorf("%q is not PARTITION@OFFSET", s)
 	}
 	return dlqAt{int32(part), off}, nil
 }
@@ -247,12 +247,12 @@ func showDLQ(ctx context.Context, w io.Writer, cfg kafka.Config, e dlqEntry) err
 // record went.
 func redriveDLQ(ctx context.Context, cfg kafka.Config, e dlqEntry) (string, error) {
 	if e.Redriven != nil {
-		return "", fmt.Errorf("dlq: %s was redriven at %s to %s; refusing a second redrive", e.At,
+		return "", fmt.Errorf("%s was redriven at %s to %s; refusing a second redrive", e.At,
 			kafka.Header(e.Redriven, redriveAt), kafka.Header(e.Redriven, redriveTo))
 	}
 	topic := e.header(kafka.DLQTopic)
 	if topic == "" {
-		return "", fmt.Errorf("dlq: %s names no original topic", e.At)
+		return "", fmt.Errorf("%s names no original topic", e.At)
 	}
 	if err := checkRedrive(ctx, cfg, e, topic); err != nil {
 		return "", err
@@ -304,7 +304,7 @@ func redriveDLQ(ctx context.Context, cfg kafka.Config, e dlqEntry) (string, erro
 func checkRedrive(ctx context.Context, cfg kafka.Config, e dlqEntry, topic string) error {
 	spec, ok := schemas.TopicByName(topic)
 	if !ok || topic == schemas.TopicDLQ {
-		return fmt.Errorf("dlq: %s names %q as its topic, which is not a vmplane input; refusing the redrive", e.At, topic)
+		return fmt.Errorf("%s names %q as its topic, which is not a vmplane input; refusing the redrive", e.At, topic)
 	}
 	codec, err := cfg.Codec()
 	if err != nil {
@@ -312,18 +312,18 @@ func checkRedrive(ctx context.Context, cfg kafka.Config, e dlqEntry, topic strin
 	}
 	v, err := codec.Decode(ctx, e.Record.Value)
 	if err != nil {
-		return fmt.Errorf("dlq: %s does not decode here (%v); refusing the redrive: run it with what reads the record (--schema-registry, a newer vmplane)", e.At, err)
+		return fmt.Errorf("%s does not decode here (%v); refusing the redrive: run it with what reads the record (--schema-registry, a newer vmplane)", e.At, err)
 	}
 	name := schemas.TypeName(v)
 	if h := kafka.Header(e.Record, "type"); h != "" && h != name {
-		return fmt.Errorf("dlq: %s has the type header %q but its value is a %s; refusing the redrive", e.At, h, name)
+		return fmt.Errorf("%s has the type header %q but its value is a %s; refusing the redrive", e.At, h, name)
 	}
 	if !spec.Carries(name) {
 		where := "no topic carries it"
 		if ts := schemas.TopicsCarrying(name); len(ts) > 0 {
 			where = name + " belongs on " + strings.Join(ts, ", ")
 		}
-		return fmt.Errorf("dlq: %s is a %s, which %s does not carry (%s); refusing the redrive", e.At, name, topic, where)
+		return fmt.Errorf("%s is a %s, which %s does not carry (%s); refusing the redrive", e.At, name, topic, where)
 	}
 	return nil
 }
