@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vmplane/vmplane/benchmarks/fleet"
 	pj "github.com/vmplane/vmplane/projectors/journal"
 )
 
@@ -20,12 +21,12 @@ WHERE outcome = 'succeeded'
 GROUP BY day, job_type
 ORDER BY day DESC, job_type`
 
-// loadJournal fills db.job_journal with rows rows or a few more (whole jobs) of fleet's jobs
+// loadJournal fills db.job_journal with rows rows or a few more (whole jobs) of history's jobs
 // through one clickhouse-client INSERT ... FORMAT TabSeparated, the rows
 // rendered as the projector renders them (pj.AppendJobJournalTSV) and
 // streamed to the client's stdin while it inserts. The materialized views
 // fill job_runs, job_ends and job_daily as they do for the projector's inserts.
-func loadJournal(ctx context.Context, s *server, db string, fleet pj.Fleet, rows int) (jobs int, err error) {
+func loadJournal(ctx context.Context, s *server, db string, history fleet.History, rows int) (jobs int, err error) {
 	pr, pw := io.Pipe()
 	cmd := s.clientCmd(ctx, fmt.Sprintf("INSERT INTO `%s`.job_journal (%s) FORMAT TabSeparated", db, pj.JobJournalColumns), pr)
 	var errb strings.Builder
@@ -39,7 +40,7 @@ func loadJournal(ctx context.Context, s *server, db string, fleet pj.Fleet, rows
 		// A job makes about 4 journal rows: a chunk never overshoots by much.
 		chunk := min(20_000, (rows-written)/4+1)
 		var n int
-		buf, n, err = pj.AppendJobJournalTSV(buf[:0], fleet.Records(jobs, jobs+chunk))
+		buf, n, err = pj.AppendJobJournalTSV(buf[:0], history.Records(jobs, jobs+chunk))
 		jobs += chunk
 		written += n
 		if err == nil {

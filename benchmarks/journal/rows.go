@@ -7,8 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/vmplane/vmplane/benchmarks/fleet"
 	"github.com/vmplane/vmplane/benchmarks/harness"
-	pj "github.com/vmplane/vmplane/projectors/journal"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -30,9 +30,9 @@ var (
 	quickSize = size{ingestJobs: 1_500, queryRows: 20_000, executions: 3}
 )
 
-// fleet is the history both figures use: 50,000 VMs on 1,000 hosts, a job
+// history is the fleet history both figures use: 50,000 VMs on 1,000 hosts, a job
 // every 1.5 s (10 M journal rows, 2.5 M jobs, span 44 days).
-var fleet = pj.Fleet{VMs: 50_000, Hosts: 1_000, Start: 1_760_000_000_000, Every: 1500 * time.Millisecond}
+var history = fleet.History{VMs: 50_000, Hosts: 1_000, Start: 1_760_000_000_000, Every: 1500 * time.Millisecond}
 
 // Rows runs the journal scenario runs times and returns its two rows: the
 // projector's ingest rate beside clickhouse-client's, and the analyst
@@ -66,7 +66,7 @@ func Rows(ctx context.Context, quick bool, runs int, log *slog.Logger) []harness
 			LimitName: "clickhouse-client INSERT of the same rows",
 			Limit:     col(func(s ingestSample) float64 { return float64(s.rows) / s.limit.Seconds() }),
 			Target:    &harness.Target{AtLeast: true, Value: ingestTarget},
-			How: fmt.Sprintf("%d jobs of a fleet history (projectors/journal Fleet: Deploy/Start/Stop/Reboot/Migrate/Resize/Terminate/HARestart, ~8 %% failed, cancelled or rejected; their steps, VM state changes, power observations, host status and lease records), %d records produced once onto an embedded kfake broker (not timed). "+
+			How: fmt.Sprintf("%d jobs of a fleet history (benchmarks/fleet History: Deploy/Start/Stop/Reboot/Migrate/Resize/Terminate/HARestart, ~8 %% failed, cancelled or rejected; their steps, VM state changes, power observations, host status and lease records), %d records produced once onto an embedded kfake broker (not timed). "+
 				"Each repetition: the journal projector (projectors/journal, default batching, new consumer group, the collector at `vmplane projector`'s default of 400 %% for this process, which also hosts the broker) projects the log from offset 0 into a fresh ClickHouse database on the test server; rows written to its four tables (job_journal, vm_events, host_events, lease_events) / wall clock from Run's start (connect, group join included) until the group's committed offsets (kadm, polled every 5 ms) reach the end of every topic (the last, partial batch waits for the default 1 s flush interval, as it would live). "+
 				"Limit: the same rows, dumped from the projector's tables as TabSeparated (not timed), inserted into another fresh database (same tables and materialized views) by clickhouse-client (--max_insert_block_size 262144: the default 1,048,576-row blocks of vm_events exceed the test server's 1.86 GiB per-query memory limit), one process per table side by side as the projector inserts; rows / wall clock from the processes' start to the exit of the last.",
 				sz.ingestJobs, notes.records),
@@ -77,7 +77,7 @@ func Rows(ctx context.Context, quick bool, runs int, log *slog.Logger) []harness
 			Target: &harness.Target{Value: queryTarget},
 			How: fmt.Sprintf("%d job_journal rows (%d jobs of the same fleet history, %.1f days) loaded once, before the repetitions, into a fresh database by one clickhouse-client INSERT ... FORMAT TabSeparated of the rows the projector renders (its materialized views fill job_runs, job_ends and job_daily as for the projector). "+
 				"Each repetition: the median of %d executions, each the wall clock from sending the query (clickhouse-go, native protocol) to reading the last row of its answer: docs/analytics.md query 2: %q",
-				sz.queryRows, notes.jobs, float64(notes.jobs)*fleet.Every.Seconds()/86_400, sz.executions, fmt.Sprintf(analystQuery, "<db>")),
+				sz.queryRows, notes.jobs, float64(notes.jobs)*history.Every.Seconds()/86_400, sz.executions, fmt.Sprintf(analystQuery, "<db>")),
 			Notes: fmt.Sprintf("load took %.1f s; the answer has %d rows", notes.load.Seconds(), notes.answer)},
 	}
 	for i := range rows {
@@ -101,7 +101,7 @@ func run(ctx context.Context, sz size, runs int, log *slog.Logger, ingested func
 	}
 	defer s.conn.Close()
 
-	recs := fleet.Records(0, sz.ingestJobs)
+	recs := history.Records(0, sz.ingestJobs)
 	notes.records = len(recs)
 	want := expectedRows(recs)
 	l, err := startLog(ctx, recs)
@@ -117,7 +117,7 @@ func run(ctx context.Context, sz size, runs int, log *slog.Logger, ingested func
 	}
 	defer s.drop(qdb)
 	start := time.Now()
-	if notes.jobs, err = loadJournal(ctx, s, qdb, fleet, sz.queryRows); err != nil {
+	if notes.jobs, err = loadJournal(ctx, s, qdb, history, sz.queryRows); err != nil {
 		return fmt.Errorf("load %d journal rows: %w", sz.queryRows, err)
 	}
 	notes.load = time.Since(start)

@@ -4,9 +4,8 @@
 // was VM X at 10:03"). It creates its tables (Migrate) and projects
 // vm.events.v1 into them in batches (Projector).
 //
-// For benchmarks and load tests it also generates a fleet's history (Fleet)
-// and renders job_journal rows for bulk loads (AppendJobJournalTSV); the
-// projector itself never uses either.
+// For benchmarks and load tests it also renders job_journal rows for bulk
+// loads (AppendJobJournalTSV); the projector itself never uses it.
 //
 // It never decides anything and writes Kafka only to dead-letter records it
 // cannot decode; the read models behind the API belong to projectors/postgres.

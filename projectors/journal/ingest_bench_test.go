@@ -10,10 +10,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/vmplane/vmplane/benchmarks/fleet"
 	"github.com/vmplane/vmplane/internal/testkit"
 )
 
-// BenchmarkJournalIngest projects a log of 20,000 jobs of a Fleet (about
+// BenchmarkJournalIngest projects a log of 20,000 jobs of a fleet.History (about
 // 123,000 records, 202,000 rows over the four tables) from offset 0 into a
 // fresh database with the projector's default batching, and reports the
 // rows inserted per second from its start to the commit of the last offset.
@@ -29,7 +30,7 @@ func BenchmarkJournalIngest(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer cl.Close()
-	recs := Fleet{Start: 1_760_000_000_000}.Records(0, 20_000)
+	recs := fleet.History{Start: 1_760_000_000_000}.Records(0, 20_000)
 	if err := produceRecords(b.Context(), cl, recs); err != nil {
 		b.Fatal(err)
 	}

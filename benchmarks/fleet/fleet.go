@@ -1,4 +1,8 @@
-package journal
+// Package fleet generates a busy fleet's history, the records the journal
+// projector reads, for the journal's benchmarks (benchmarks/journal and
+// projectors/journal's BenchmarkJournalIngest). It is test data: no role
+// imports it.
+package fleet
 
 import (
 	"fmt"
@@ -9,15 +13,15 @@ import (
 	"github.com/vmplane/vmplane/schemas"
 )
 
-// Fleet generates the records a busy fleet writes to the topics the journal
-// reads, for benchmarks and load tests of the journal: a mix of jobs (Deploy,
+// History generates the records a busy fleet writes to the topics the
+// journal reads: a mix of jobs (Deploy,
 // Start, Stop, Reboot, Migrate, Resize, Terminate, HARestart) with the steps
 // the VM processor writes for them, about 8 % of them failed, cancelled or
 // rejected, some queued behind another; the VM's state change after each job
 // and some power observations; a host status change every 10 jobs and a
 // lease notification every 25. Job i is the same whatever range it is
 // generated in, so a large history can be generated in pieces.
-type Fleet struct {
+type History struct {
 	// VMs and Hosts the jobs spread over; defaults 50,000 and 1,000.
 	VMs, Hosts int
 	// Start is when job 0 is accepted, Unix milliseconds.
@@ -77,32 +81,32 @@ var (
 	failReasons = []string{"Timeout", "AgentError", "PlacementFailed", "UnexpectedPowerState"}
 )
 
-func (f Fleet) withDefaults() Fleet {
-	if f.VMs <= 0 {
-		f.VMs = 50_000
+func (h History) withDefaults() History {
+	if h.VMs <= 0 {
+		h.VMs = 50_000
 	}
-	if f.Hosts <= 0 {
-		f.Hosts = 1_000
+	if h.Hosts <= 0 {
+		h.Hosts = 1_000
 	}
-	if f.Every < time.Millisecond {
-		f.Every = time.Second
+	if h.Every < time.Millisecond {
+		h.Every = time.Second
 	}
-	return f
+	return h
 }
 
 // Records are the records of jobs from (included) to to (excluded), in the
 // order the log holds them per VM.
-func (f Fleet) Records(from, to int) []schemas.Record {
-	f = f.withDefaults()
+func (h History) Records(from, to int) []schemas.Record {
+	h = h.withDefaults()
 	out := make([]schemas.Record, 0, (to-from)*7)
 	for i := from; i < to; i++ {
-		out = f.job(out, i)
+		out = h.job(out, i)
 	}
 	return out
 }
 
 // job appends the records of job i.
-func (f Fleet) job(out []schemas.Record, i int) []schemas.Record {
+func (h History) job(out []schemas.Record, i int) []schemas.Record {
 	rng := rand.New(rand.NewPCG(uint64(i), 0x6a6f75726e616c))
 	n := rng.IntN(kindWeights)
 	k := jobKinds[0]
@@ -113,11 +117,11 @@ func (f Fleet) job(out []schemas.Record, i int) []schemas.Record {
 		}
 		n -= c.weight
 	}
-	vmN := rng.IntN(f.VMs)
+	vmN := rng.IntN(h.VMs)
 	vm := fmt.Sprintf("vm-%07d", vmN)
-	host := fmt.Sprintf("h-%04d", rng.IntN(f.Hosts))
+	host := fmt.Sprintf("h-%04d", rng.IntN(h.Hosts))
 	account := fmt.Sprintf("acct-%03d", vmN%300)
-	at := f.Start + int64(i)*f.Every.Milliseconds() + rng.Int64N(f.Every.Milliseconds())
+	at := h.Start + int64(i)*h.Every.Milliseconds() + rng.Int64N(h.Every.Milliseconds())
 	took := k.min + time.Duration(rng.Int64N(int64(k.max-k.min)))
 	ref := schemas.JobRef{JobID: fmt.Sprintf("job-%09d", i), VmID: vm, Account: account, JobType: k.jobType, Origin: k.origin, At: at}
 	rec := func(v any) { out = append(out, schemas.Record{Topic: schemas.TopicVmEvents, Key: vm, Value: v}) }
@@ -134,7 +138,7 @@ func (f Fleet) job(out []schemas.Record, i int) []schemas.Record {
 		ref.At = at + int64(rng.IntN(50))
 		rec(&schemas.JobRejected{JobRef: ref, Reason: "InvalidState",
 			Detail: k.jobType + " is not allowed while the VM is " + k.rest, AllowedActions: []string{"start", "terminate", "snapshot"}})
-		return f.beside(out, i, rng, at)
+		return h.beside(out, i, rng, at)
 	case outcome < 65: // failed part way
 		steps = steps[:1+rng.IntN(len(steps))]
 	case outcome < 80: // cancelled part way
@@ -172,14 +176,14 @@ func (f Fleet) job(out []schemas.Record, i int) []schemas.Record {
 	if rest == "Running" && rng.IntN(4) == 0 {
 		rec(&schemas.PowerStateObserved{VmID: vm, HostID: host, PowerState: "PowerOn", Count: 1, At: ref.At + 60_000})
 	}
-	return f.beside(out, i, rng, at)
+	return h.beside(out, i, rng, at)
 }
 
 // beside appends the host and lease records that come with every 10th and
 // 25th job.
-func (f Fleet) beside(out []schemas.Record, i int, rng *rand.Rand, at int64) []schemas.Record {
+func (h History) beside(out []schemas.Record, i int, rng *rand.Rand, at int64) []schemas.Record {
 	if i%10 == 0 {
-		host := fmt.Sprintf("h-%04d", rng.IntN(f.Hosts))
+		host := fmt.Sprintf("h-%04d", rng.IntN(h.Hosts))
 		status := []string{"Up", "Disconnected", "Down", "Up"}[rng.IntN(4)]
 		out = append(out, schemas.Record{Topic: schemas.TopicHostStatus, Key: host, Value: &schemas.HostStatus{
 			HostID: host, Name: "host-" + host, ZoneID: "zone-1", PodID: "pod-1", ClusterID: "cluster-" + strconv.Itoa(rng.IntN(8)),
