@@ -1,24 +1,18 @@
 package host
 
 import (
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/vmplane/vmplane/internal/scenario"
 	"github.com/vmplane/vmplane/schemas"
 )
 
-// go test ./processors/host -run TestScripts -update rewrites the expected
-// outputs of testdata/*.txt; review the diff before keeping it.
-var update = flag.Bool("update", false, "rewrite the expected outputs of testdata/*.txt")
-
-// TestScripts plays each testdata/*.txt against one host h1 of cluster c1.
-// A script is blocks of one input line, "----" and the outputs it caused:
+// TestScripts plays each testdata/*.txt (see internal/scenario for the
+// syntax) against one host h1 of cluster c1. The directives:
 //
 //	config ping=60s step=30s alert=30m investigators=neighbour,fence
 //	hello <t> [vm...]            AgentConnected listing the VMs
@@ -32,112 +26,71 @@ var update = flag.Bool("update", false, "rewrite the expected outputs of testdat
 //	                             before, then a late Tick if one is due
 //
 // Times are offsets from t0 and never go back. Outputs of advance carry the
-// time of the Tick that made them.
+// time of the Tick that made them. go test ./processors/host -run
+// TestScripts -update rewrites the expected outputs; review the diff before
+// keeping it.
 func TestScripts(t *testing.T) {
-	files, _ := filepath.Glob("testdata/*.txt")
-	if len(files) == 0 {
-		t.Fatal("no scripts")
-	}
-	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) { runScript(t, f) })
-	}
+	scenario.Run(t, "testdata/*.txt", func(t *testing.T) scenario.Step {
+		return (&script{t: t, cfg: DefaultConfig()}).run
+	})
 }
 
-func runScript(t *testing.T, file string) {
-	raw, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := DefaultConfig()
-	var m *Machine
-	var r *schemas.HostRecord
-	var clock time.Duration
-	var out strings.Builder
-	var got, want []string // blocks' outputs, in order
+// script is one file's host: its config, machine, state and clock.
+type script struct {
+	t     *testing.T
+	cfg   Config
+	m     *Machine
+	r     *schemas.HostRecord
+	clock time.Duration
+}
 
-	lines := strings.Split(string(raw), "\n")
-	for i := 0; i < len(lines); i++ {
-		line := strings.TrimSpace(lines[i])
-		if line == "" || strings.HasPrefix(line, "#") {
-			out.WriteString(lines[i] + "\n")
-			continue
-		}
-		f := strings.Fields(line)
-		if f[0] == "config" {
-			cfg = parseConfig(t, f[1:])
-			out.WriteString(line + "\n")
-			continue
-		}
-		if m == nil {
-			m = New(cfg)
-		}
-		// The expected outputs: after "----", up to a blank line.
-		var exp []string
-		j := i + 1
-		if j < len(lines) && strings.TrimSpace(lines[j]) == "----" {
-			for j++; j < len(lines) && strings.TrimSpace(lines[j]) != ""; j++ {
-				exp = append(exp, strings.TrimSpace(lines[j]))
-			}
-		}
-		i = j - 1
-		if len(f) < 2 {
-			t.Fatalf("%s: %q: no time", file, line)
-		}
-		at, err := time.ParseDuration(f[1])
-		if err != nil || at < clock {
-			t.Fatalf("%s: %q: bad or past time", file, line)
-		}
-		var res []string
-		tick := func(now time.Duration) {
-			if w := m.Wake(r); !w.IsZero() && !t0.Add(now).Before(w) {
-				var outs []schemas.Record
-				r, outs = m.Tick(r, "h1", t0.Add(now))
-				roundTrip(t, r)
-				for _, o := range describe(t, outs) {
-					res = append(res, fmt.Sprintf("@%v %s", now, o))
-				}
-			}
-		}
-		switch f[0] {
-		case "advance":
-			for c := clock + time.Second; c <= at; c += time.Second {
-				tick(c)
-			}
-		case "offline":
-			tick(at)
-		default:
-			// Due timers fire before the input, as the runtime does when
-			// both are due in one iteration.
-			for c := clock + time.Second; c < at; c += time.Second {
-				tick(c)
-			}
+func (s *script) run(d scenario.Case) []string {
+	t := s.t
+	if d.Cmd == "config" {
+		s.cfg = parseConfig(t, d.Args)
+		return nil
+	}
+	if s.m == nil {
+		s.m = New(s.cfg)
+	}
+	if len(d.Args) < 1 {
+		t.Fatalf("%s: %q: no time", d.Pos, d.Directive)
+	}
+	at, err := time.ParseDuration(d.Args[0])
+	if err != nil || at < s.clock {
+		t.Fatalf("%s: %q: bad or past time", d.Pos, d.Directive)
+	}
+	var res []string
+	tick := func(now time.Duration) {
+		if w := s.m.Wake(s.r); !w.IsZero() && !t0.Add(now).Before(w) {
 			var outs []schemas.Record
-			r, outs = m.Step(r, rec(scriptInput(t, f[0], f[2:], r)), t0.Add(at))
-			roundTrip(t, r)
-			res = describe(t, outs)
-		}
-		clock = at
-		got = append(got, strings.Join(res, "\n"))
-		want = append(want, strings.Join(exp, "\n"))
-		out.WriteString(line + "\n----\n")
-		for _, l := range res {
-			out.WriteString(l + "\n")
-		}
-		if i+1 < len(lines) && strings.TrimSpace(lines[i+1]) != "" {
-			out.WriteString("\n")
+			s.r, outs = s.m.Tick(s.r, "h1", t0.Add(now))
+			roundTrip(t, s.r)
+			for _, o := range describe(t, outs) {
+				res = append(res, fmt.Sprintf("@%v %s", now, o))
+			}
 		}
 	}
-	if *update {
-		if err := os.WriteFile(file, []byte(strings.TrimRight(out.String(), "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
+	switch d.Cmd {
+	case "advance":
+		for c := s.clock + time.Second; c <= at; c += time.Second {
+			tick(c)
 		}
-		return
-	}
-	for k := range got {
-		if got[k] != want[k] {
-			t.Errorf("%s block %d:\n got:\n%s\nwant:\n%s", file, k+1, got[k], want[k])
+	case "offline":
+		tick(at)
+	default:
+		// Due timers fire before the input, as the runtime does when
+		// both are due in one iteration.
+		for c := s.clock + time.Second; c < at; c += time.Second {
+			tick(c)
 		}
+		var outs []schemas.Record
+		s.r, outs = s.m.Step(s.r, rec(scriptInput(t, d.Cmd, d.Args[1:], s.r)), t0.Add(at))
+		roundTrip(t, s.r)
+		res = append(res, describe(t, outs)...)
 	}
+	s.clock = at
+	return res
 }
 
 func parseConfig(t *testing.T, kvs []string) Config {

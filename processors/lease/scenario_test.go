@@ -1,26 +1,22 @@
 package lease
 
 import (
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/vmplane/vmplane/internal/scenario"
 	"github.com/vmplane/vmplane/schemas"
 )
-
-var update = flag.Bool("update", false, "rewrite the expected outputs of testdata/*.txt")
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 const zone = "z1"
 
-// TestScenarios plays testdata/*.txt. A file is a list of directives, each
-// followed by "----" and the outputs it must produce, one per line:
+// TestScenarios plays testdata/*.txt (see internal/scenario for the
+// syntax). The directives:
 //
 //	host <id> <status> [enabled|disabled] [k=v ...]   HostStatus on lease.commands.v1
 //	create <lease> <project> <start> <end> <min>..<max>[:k=v,...] ... [admin]
@@ -36,72 +32,20 @@ const zone = "z1"
 // 336 host-hours); admin marks a request an admin made. Run with -update
 // to rewrite the outputs, then read the diff.
 func TestScenarios(t *testing.T) {
-	files, _ := filepath.Glob("testdata/*.txt")
-	if len(files) == 0 {
-		t.Fatal("no scenarios")
-	}
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) { runScenario(t, f) })
-	}
+	scenario.Run(t, "testdata/*.txt", func(t *testing.T) scenario.Step {
+		cfg := DefaultConfig()
+		cfg.StopTimeout = 10 * time.Minute
+		s := &player{t: t, m: New(cfg)}
+		return s.run
+	})
 }
 
-type scenario struct {
+type player struct {
 	t   *testing.T
 	m   *Machine
 	z   *schemas.LeaseZoneRecord
 	now time.Duration
 	seq int
-}
-
-func runScenario(t *testing.T, path string) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := DefaultConfig()
-	cfg.StopTimeout = 10 * time.Minute
-	s := &scenario{t: t, m: New(cfg)}
-	var rewritten []string
-	blocks := strings.Split(string(data), "\n\n")
-	for _, b := range blocks {
-		b = strings.Trim(b, "\n")
-		if b == "" {
-			continue
-		}
-		var head []string
-		var want string
-		lines := strings.Split(b, "\n")
-		i := 0
-		for ; i < len(lines) && lines[i] != "----"; i++ {
-			head = append(head, lines[i])
-		}
-		if i < len(lines) {
-			want = strings.Join(lines[i+1:], "\n")
-		}
-		var cmd string
-		for _, h := range head {
-			if !strings.HasPrefix(h, "#") {
-				cmd = h
-			}
-		}
-		if cmd == "" {
-			rewritten = append(rewritten, b)
-			continue
-		}
-		got := strings.Join(s.run(cmd), "\n")
-		if *update {
-			rewritten = append(rewritten, strings.Join(head, "\n")+"\n----"+strings.TrimSuffix("\n"+got, "\n"))
-			continue
-		}
-		if got != want {
-			t.Errorf("%s: %s\n got:\n%s\nwant:\n%s", path, cmd, got, want)
-		}
-	}
-	if *update {
-		if err := os.WriteFile(path, []byte(strings.Join(rewritten, "\n\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 func dur(t *testing.T, s string) time.Duration {
@@ -135,38 +79,38 @@ func spec(t *testing.T, s string) schemas.ReservationSpec {
 	return r
 }
 
-func (s *scenario) step(v any) []schemas.Record {
+func (s *player) step(v any) []schemas.Record {
 	s.seq++
 	var out []schemas.Record
 	s.z, out = s.m.Step(s.z, schemas.Record{Topic: schemas.TopicLeaseCommands, Key: zone, Value: v}, t0.Add(s.now))
 	return out
 }
 
-func (s *scenario) cmdID() string { return fmt.Sprintf("c%d", s.seq+1) }
+func (s *player) cmdID() string { return fmt.Sprintf("c%d", s.seq+1) }
 
-func (s *scenario) run(line string) []string {
+func (s *player) run(d scenario.Case) []string {
 	t := s.t
-	f := strings.Fields(line)
+	a := d.Args
 	var out []schemas.Record
-	switch f[0] {
+	switch d.Cmd {
 	case "host":
-		st := &schemas.HostStatus{HostID: f[1], ZoneID: zone, Status: f[2], ResourceState: "Enabled", Properties: map[string]string{}}
-		for _, a := range f[3:] {
+		st := &schemas.HostStatus{HostID: a[0], ZoneID: zone, Status: a[1], ResourceState: "Enabled", Properties: map[string]string{}}
+		for _, w := range a[2:] {
 			switch {
-			case a == "disabled":
+			case w == "disabled":
 				st.ResourceState = "Disabled"
-			case a == "enabled":
+			case w == "enabled":
 			default:
-				k, v, _ := strings.Cut(a, "=")
+				k, v, _ := strings.Cut(w, "=")
 				st.Properties[k] = v
 			}
 		}
 		st.Reservable = st.Status == "Up" && st.ResourceState == "Enabled"
 		out = s.step(st)
 	case "create":
-		c := &schemas.CreateLease{CommandID: s.cmdID(), LeaseID: f[1], ZoneID: zone, Project: f[2], Name: f[1],
-			Start: ms(dur(t, f[3])), End: ms(dur(t, f[4]))}
-		for _, r := range f[5:] {
+		c := &schemas.CreateLease{CommandID: s.cmdID(), LeaseID: a[0], ZoneID: zone, Project: a[1], Name: a[0],
+			Start: ms(dur(t, a[2])), End: ms(dur(t, a[3]))}
+		for _, r := range a[4:] {
 			if r == "admin" {
 				c.Admin = true
 				continue
@@ -175,9 +119,9 @@ func (s *scenario) run(line string) []string {
 		}
 		out = s.step(c)
 	case "update":
-		c := &schemas.UpdateLease{CommandID: s.cmdID(), LeaseID: f[1], ZoneID: zone}
-		for _, a := range f[2:] {
-			k, v, _ := strings.Cut(a, "=")
+		c := &schemas.UpdateLease{CommandID: s.cmdID(), LeaseID: a[0], ZoneID: zone}
+		for _, w := range a[1:] {
+			k, v, _ := strings.Cut(w, "=")
 			switch k {
 			case "start":
 				c.Start = ms(dur(t, v))
@@ -193,13 +137,13 @@ func (s *scenario) run(line string) []string {
 		}
 		out = s.step(c)
 	case "delete":
-		out = s.step(&schemas.DeleteLease{CommandID: s.cmdID(), LeaseID: f[1], ZoneID: zone})
+		out = s.step(&schemas.DeleteLease{CommandID: s.cmdID(), LeaseID: a[0], ZoneID: zone})
 	case "alloc":
-		out = s.step(&schemas.CapacityAllocated{ZoneID: zone, VmID: f[1], HostID: f[2], Account: f[3]})
+		out = s.step(&schemas.CapacityAllocated{ZoneID: zone, VmID: a[0], HostID: a[1], Account: a[2]})
 	case "release":
-		out = s.step(&schemas.CapacityReleased{ZoneID: zone, VmID: f[1], HostID: f[2]})
+		out = s.step(&schemas.CapacityReleased{ZoneID: zone, VmID: a[0], HostID: a[1]})
 	case "tick":
-		to := dur(t, f[1])
+		to := dur(t, a[0])
 		var lines []string
 		for {
 			w := s.m.Wake(s.z)
@@ -217,13 +161,13 @@ func (s *scenario) run(line string) []string {
 		return lines
 	case "show":
 		for _, l := range s.z.Leases {
-			if l.LeaseID == f[1] {
+			if l.LeaseID == a[0] {
 				return []string{showLease(&l)}
 			}
 		}
-		return []string{"no lease " + f[1]}
+		return []string{"no lease " + a[0]}
 	default:
-		t.Fatalf("unknown directive %q", line)
+		t.Fatalf("%s: unknown directive %q", d.Pos, d.Directive)
 	}
 	var lines []string
 	for _, r := range out {

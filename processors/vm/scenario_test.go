@@ -1,10 +1,7 @@
 package vm
 
 import (
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"sort"
 	"strconv"
@@ -12,14 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmplane/vmplane/internal/scenario"
 	"github.com/vmplane/vmplane/schemas"
 )
 
-// Scenario files (testdata/*.txt), in the manner of etcd raft's datadriven
-// tests: blocks of one directive line, "----", and the expected output
-// lines, ended by a blank line. Lines starting with # are comments.
+// TestScenarios plays testdata/*.txt (see internal/scenario for the
+// syntax). The directives:
 //
-//	config job_timeout=60s ...   settings (first block only)
+//	config job_timeout=60s ...   settings (first case only)
 //	step <at> <Type> k=v ...      Step one input record; key vm_id or vm1
 //	tick <at>                     run every timer due up to <at>, as the runtime would
 //	state                         print the VM state
@@ -33,104 +30,14 @@ import (
 //
 // go test ./processors/vm -run TestScenarios -update rewrites the expected
 // outputs; review the diff before keeping it.
-
-var update = flag.Bool("update", false, "rewrite the expected outputs of testdata/*.txt")
+func TestScenarios(t *testing.T) {
+	scenario.Run(t, "testdata/*.txt", func(t *testing.T) scenario.Step {
+		r := &runner{t: t, m: New(DefaultConfig())}
+		return r.run
+	})
+}
 
 const defaultKey = "vm1"
-
-type block struct {
-	directive string
-	expected  []string
-}
-
-func parseBlocks(t *testing.T, text string) (head []string, blocks []block, err error) {
-	lines := strings.Split(text, "\n")
-	for i := 0; i < len(lines); i++ {
-		l := strings.TrimSpace(lines[i])
-		if l == "" || strings.HasPrefix(l, "#") {
-			if len(blocks) == 0 {
-				head = append(head, lines[i])
-			}
-			continue
-		}
-		b := block{directive: l}
-		i++
-		if i >= len(lines) || strings.TrimSpace(lines[i]) != "----" {
-			return nil, nil, fmt.Errorf("line %d: want ---- after %q", i+1, l)
-		}
-		for i++; i < len(lines) && strings.TrimSpace(lines[i]) != ""; i++ {
-			b.expected = append(b.expected, strings.TrimSpace(lines[i]))
-		}
-		blocks = append(blocks, b)
-	}
-	return head, blocks, nil
-}
-
-func TestScenarios(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scenario files: %v", err)
-	}
-	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) { runScenario(t, f) })
-	}
-}
-
-func runScenario(t *testing.T, path string) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, blocks, err := parseBlocks(t, string(raw))
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	r := &runner{t: t, m: New(DefaultConfig())}
-	var rewritten strings.Builder
-	// Keep the file's leading comments and every comment between blocks by
-	// rewriting block by block from the original text.
-	rest := string(raw)
-	for _, b := range blocks {
-		got := r.run(b.directive)
-		if *update {
-			idx := strings.Index(rest, b.directive)
-			rewritten.WriteString(rest[:idx])
-			rewritten.WriteString(b.directive + "\n----\n")
-			for _, g := range got {
-				rewritten.WriteString(g + "\n")
-			}
-			after := rest[idx+len(b.directive):]
-			// Skip the old ---- and expected lines.
-			after = strings.TrimPrefix(after, "\n----\n")
-			for len(after) > 0 {
-				nl := strings.IndexByte(after, '\n')
-				line := after
-				if nl >= 0 {
-					line = after[:nl]
-				}
-				if strings.TrimSpace(line) == "" {
-					break
-				}
-				if nl < 0 {
-					after = ""
-					break
-				}
-				after = after[nl+1:]
-			}
-			rest = after
-			continue
-		}
-		if strings.Join(got, "\n") != strings.Join(b.expected, "\n") {
-			t.Errorf("%s: %s\n got:\n  %s\nwant:\n  %s", path, b.directive, strings.Join(got, "\n  "), strings.Join(b.expected, "\n  "))
-		}
-	}
-	if *update {
-		rewritten.WriteString(rest)
-		if err := os.WriteFile(path, []byte(rewritten.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 type runner struct {
 	t *testing.T
@@ -138,13 +45,12 @@ type runner struct {
 	s *schemas.VmRecord
 }
 
-func (r *runner) run(directive string) []string {
+func (r *runner) run(c scenario.Case) []string {
 	t := r.t
-	words := tokens(directive)
-	switch words[0] {
+	switch c.Cmd {
 	case "config":
 		cfg := DefaultConfig()
-		for _, kv := range words[1:] {
+		for _, kv := range c.Args {
 			k, v, _ := strings.Cut(kv, "=")
 			d, err := time.ParseDuration(v)
 			n, nerr := strconv.Atoi(v)
@@ -170,11 +76,11 @@ func (r *runner) run(directive string) []string {
 		r.m = New(cfg)
 		return nil
 	case "step":
-		now := at(t, words[1])
-		in := parseRecord(t, words[2], words[3:])
+		now := at(t, c.Args[0])
+		in := parseRecord(t, c.Args[1], c.Args[2:])
 		return r.apply(func(s *schemas.VmRecord) (*schemas.VmRecord, []schemas.Record) { return r.m.Step(s, in, now) })
 	case "tick":
-		until := at(t, words[1])
+		until := at(t, c.Args[0])
 		var out []string
 		for range 100000 {
 			w := r.m.Wake(r.s)
@@ -183,7 +89,7 @@ func (r *runner) run(directive string) []string {
 			}
 			out = append(out, r.apply(func(s *schemas.VmRecord) (*schemas.VmRecord, []schemas.Record) { return r.m.Tick(s, defaultKey, w) })...)
 		}
-		t.Fatalf("%s: the timers never settle", directive)
+		t.Fatalf("%s: the timers never settle", c.Pos)
 	case "state":
 		if r.s == nil {
 			return []string{"<nil>"}
@@ -196,7 +102,7 @@ func (r *runner) run(directive string) []string {
 		}
 		return []string{time.Duration(w.UnixMilli() * int64(time.Millisecond)).String()}
 	}
-	t.Fatalf("unknown directive %q", directive)
+	t.Fatalf("%s: unknown directive %q", c.Pos, c.Directive)
 	return nil
 }
 
@@ -297,36 +203,6 @@ func at(t *testing.T, s string) time.Time {
 		t.Fatalf("bad time %q: %v", s, err)
 	}
 	return time.UnixMilli(d.Milliseconds()).UTC()
-}
-
-// tokens splits on spaces, keeping k="quoted value" together.
-func tokens(line string) []string {
-	var out []string
-	var cur strings.Builder
-	quoted := false
-	for i := 0; i < len(line); i++ {
-		c := line[i]
-		switch {
-		case c == '"':
-			quoted = !quoted
-			cur.WriteByte(c)
-		case c == '\\' && quoted && i+1 < len(line):
-			cur.WriteByte(c)
-			i++
-			cur.WriteByte(line[i])
-		case c == ' ' && !quoted:
-			if cur.Len() > 0 {
-				out = append(out, cur.String())
-				cur.Reset()
-			}
-		default:
-			cur.WriteByte(c)
-		}
-	}
-	if cur.Len() > 0 {
-		out = append(out, cur.String())
-	}
-	return out
 }
 
 // parseRecord builds an input record: Type k=v ... with avro field names
