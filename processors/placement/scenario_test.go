@@ -2,10 +2,12 @@ package placement
 
 import (
 	"fmt"
-	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/vmplane/vmplane/internal/scenario"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -29,88 +31,80 @@ func summary(r schemas.Record) string {
 	return fmt.Sprintf("%s %T", r.Topic, r.Value)
 }
 
-// tick stands in a scenario for the runtime firing the zone's timer.
-type tick struct{}
-
-func TestScenarioZone(t *testing.T) {
-	const (
-		ev  = "placement.events.v1"
-		sig = "vm.signals.v1"
-	)
-	steps := []struct {
-		at   time.Duration // since t0
-		in   any
-		want []string
-		wake time.Duration // -1 for no timer
-	}{
-		{0, hostUp("h1", "c1", 2, 4096), nil, -1},
-		{0, hostUp("h2", "c2", 1, 2048), nil, -1},
-		{time.Second, placeReq("r1", "vm1", 4, 2048), []string{
-			ev + " HostReserved h1 FirstFitPlanner Shared",
-			ev + " CapacityAllocated vm1@h1 used=4/2048",
-			sig + " PlacementDecided r1 vm1@c1/h1",
-		}, -1},
-		// c1 has 4 CPUs free, c2 has 4 too but less memory: c1 again.
-		{2 * time.Second, placeReq("r2", "vm2", 4, 1024), []string{
-			ev + " CapacityAllocated vm2@h1 used=8/3072",
-			sig + " PlacementDecided r2 vm2@c1/h1",
-		}, -1},
-		{3 * time.Second, placeReq("r3", "vm3", 4, 2048), []string{
-			ev + " HostReserved h2 FirstFitPlanner Shared",
-			ev + " CapacityAllocated vm3@h2 used=4/2048",
-			sig + " PlacementDecided r3 vm3@c2/h2",
-		}, -1},
-		{4 * time.Second, placeReq("r4", "vm4", 1, 512), []string{sig + " PlacementFailed r4 vm4 InsufficientCapacity"}, -1},
-		{4 * time.Second, placeReq("r2", "vm2", 4, 1024), []string{sig + " PlacementDecided r2 vm2@c1/h1"}, -1},
-		{10 * time.Second, &schemas.ReleaseVm{RequestID: "x3", VmID: "vm3"}, []string{ev + " CapacityReleased vm3@h2 used=0/0"}, 310 * time.Second},
-		// Stop then Start: the VM asks for its old host back.
-		{20 * time.Second, &schemas.ReleaseVm{RequestID: "x1", VmID: "vm1"}, []string{ev + " CapacityReleased vm1@h1 used=4/1024"}, 310 * time.Second},
-		{30 * time.Second, func() *schemas.PlaceVm { r := placeReq("r5", "vm1", 4, 2048); r.HostID = "h1"; return r }(), []string{
-			ev + " CapacityAllocated vm1@h1 used=8/3072",
-			sig + " PlacementDecided r5 vm1@c1/h1",
-		}, 310 * time.Second},
-		{309 * time.Second, tick{}, nil, 310 * time.Second},
-		{310 * time.Second, tick{}, []string{ev + " HostReservationReleased h2"}, -1},
-		// h2 goes away; its empty row leaves the ledger.
-		{311 * time.Second, func() *schemas.HostStatus {
-			h := hostUp("h2", "c2", 1, 2048)
-			h.Status, h.Reservable = "Removed", false
-			return h
-		}(), nil, -1},
-		{312 * time.Second, placeReq("r6", "vm6", 1, 512), []string{sig + " PlacementFailed r6 vm6 InsufficientCapacity"}, -1},
-		{313 * time.Second, &schemas.ReleaseVm{RequestID: "x2", VmID: "vm2"}, []string{ev + " CapacityReleased vm2@h1 used=4/2048"}, -1},
-		{314 * time.Second, placeReq("r6", "vm6", 1, 512), []string{
-			ev + " CapacityAllocated vm6@h1 used=5/2560",
-			sig + " PlacementDecided r6 vm6@c1/h1",
-		}, -1},
-	}
-	m := New(DefaultConfig())
-	var z *schemas.ZoneRecord
-	for i, st := range steps {
-		now := t0.Add(st.at)
-		var out []schemas.Record
-		if _, ok := st.in.(tick); ok {
-			// An early tick (309 s) must do nothing; a due one releases.
-			z, out = m.Tick(z, "z1", now)
-		} else {
-			z, out = m.Step(z, rec(st.in), now)
-		}
-		checkInvariants(t, m, z)
-		var got []string
-		for _, r := range out {
-			if r.Key != map[string]string{ev: "z1", sig: keyOf(r)}[r.Topic] {
-				t.Fatalf("step %d: %s keyed %q", i, r.Topic, r.Key)
+// TestScenarios plays testdata/*.txt (see internal/scenario for the
+// syntax) against zone z1. The directives:
+//
+//	host <t> <id> <cluster> <cpu> <memory_mb> [<status>]   HostStatus, Up unless named
+//	place <t> <request> <vm> <cpu> <memory_mb> [host=<id>]  PlaceVm
+//	release <t> <request> <vm>                              ReleaseVm
+//	tick <t>                                                one Tick at t, due or not
+//
+// Times are offsets from t0. A case's outputs are the records, as summary
+// prints them, then "wake <t>" when the zone has a timer. Every step checks
+// the ledger's invariants and the outputs' keys. go test
+// ./processors/placement -run TestScenarios -update rewrites the expected
+// outputs; review the diff before keeping it.
+func TestScenarios(t *testing.T) {
+	scenario.Run(t, "testdata/*.txt", func(t *testing.T) scenario.Step {
+		m := New(DefaultConfig())
+		var z *schemas.ZoneRecord
+		return func(d scenario.Case) []string {
+			var out []schemas.Record
+			z, out = playZone(t, m, z, d)
+			checkInvariants(t, m, z)
+			var got []string
+			for _, r := range out {
+				if want := map[string]string{schemas.TopicPlacementEvents: "z1", schemas.TopicVmSignals: keyOf(r)}[r.Topic]; r.Key != want {
+					t.Fatalf("%s: %s keyed %q, want %q", d.Pos, r.Topic, r.Key, want)
+				}
+				got = append(got, summary(r))
 			}
-			got = append(got, summary(r))
+			if w := m.Wake(z); !w.IsZero() {
+				got = append(got, "wake "+w.Sub(t0).String())
+			}
+			return got
 		}
-		if !slices.Equal(got, st.want) {
-			t.Fatalf("step %d (%T):\n got %q\nwant %q", i, st.in, got, st.want)
-		}
-		wake := m.Wake(z)
-		if st.wake < 0 && !wake.IsZero() || st.wake >= 0 && !wake.Equal(t0.Add(st.wake)) {
-			t.Fatalf("step %d: wake %v, want +%v", i, wake, st.wake)
-		}
+	})
+}
+
+// playZone runs one directive against z.
+func playZone(t *testing.T, m *Machine, z *schemas.ZoneRecord, d scenario.Case) (*schemas.ZoneRecord, []schemas.Record) {
+	if len(d.Args) < 1 {
+		t.Fatalf("%s: %q: no time", d.Pos, d.Directive)
 	}
+	at, err := time.ParseDuration(d.Args[0])
+	if err != nil {
+		t.Fatalf("%s: %v", d.Pos, err)
+	}
+	now, a := t0.Add(at), d.Args[1:]
+	switch {
+	case d.Cmd == "tick":
+		return m.Tick(z, "z1", now)
+	case d.Cmd == "host" && len(a) >= 4:
+		h := hostUp(a[0], a[1], int32(number(t, d, a[2])), number(t, d, a[3]))
+		if len(a) > 4 {
+			h.Status, h.Reservable = a[4], false
+		}
+		return m.Step(z, rec(h), now)
+	case d.Cmd == "place" && len(a) >= 4:
+		r := placeReq(a[0], a[1], int32(number(t, d, a[2])), number(t, d, a[3]))
+		if len(a) > 4 {
+			r.HostID = strings.TrimPrefix(a[4], "host=")
+		}
+		return m.Step(z, rec(r), now)
+	case d.Cmd == "release" && len(a) == 2:
+		return m.Step(z, rec(&schemas.ReleaseVm{RequestID: a[0], VmID: a[1]}), now)
+	}
+	t.Fatalf("%s: unknown directive %q", d.Pos, d.Directive)
+	return nil, nil
+}
+
+func number(t *testing.T, d scenario.Case, s string) int64 {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatalf("%s: %q is not a number", d.Pos, s)
+	}
+	return n
 }
 
 func keyOf(r schemas.Record) string {
