@@ -2,6 +2,7 @@ package schemas
 
 import (
 	"fmt"
+	"hash/fnv"
 	"reflect"
 	"strings"
 	"unicode/utf8"
@@ -16,8 +17,9 @@ import (
 // rule, so such a record is a dead letter wherever it is read, and the
 // gateway refuses it at the edge with the same functions.
 
-// MaxIDLen bounds an id: ids are UUIDs, host names or short names.
-const MaxIDLen = 128
+// MaxIDLen bounds an id: ids are UUIDs, host names or short names, or
+// ids a processor composes of them (BoundID).
+const MaxIDLen = 255
 
 // IsIDField says whether the field (Avro or JSON name) holds ids.
 func IsIDField(name string) bool {
@@ -84,13 +86,10 @@ var idByte = func() (t [256]bool) {
 func checkText[T string | []byte](s T) error {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c >= 0x20 && c < 0x7f {
+		if textByte[c] {
 			continue
 		}
 		if c < 0x80 {
-			if c == '\t' || c == '\n' || c == '\r' {
-				continue
-			}
 			return fmt.Errorf("control character %U at byte %d", rune(c), i)
 		}
 		r, n := utf8.DecodeRune([]byte(s[i:min(i+utf8.UTFMax, len(s))]))
@@ -157,4 +156,35 @@ func checkValue(v reflect.Value, path string, id bool) error {
 		}
 	}
 	return nil
+}
+
+// CleanText makes s text: invalid UTF-8 becomes U+FFFD and every control
+// character but tab, line feed and carriage return a space. Producers
+// use it on what they did not write themselves (a command's stderr, a
+// driver's error), so that a record they make is never a dead letter.
+func CleanText(s string) string {
+	if checkText(s) == nil {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if r < 0x80 && !textByte[r] || r >= 0x80 && r <= 0x9f {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+}
+
+// BoundID bounds an id that a processor composed of other ids (an alert
+// of a VM on a host, a step of an investigation, a healing migration):
+// past MaxIDLen it keeps a prefix and replaces the rest with a hash of the
+// whole, so that it is still an id, still unique, and still starts with
+// what it is about.
+func BoundID(id string) string {
+	if len(id) <= MaxIDLen {
+		return id
+	}
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	sum := fmt.Sprintf("%016x", h.Sum64())
+	return id[:MaxIDLen-len(sum)-1] + "-" + sum
 }

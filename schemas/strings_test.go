@@ -172,3 +172,26 @@ func TestDecodeAnyShowsWhatDecodeRefuses(t *testing.T) {
 		t.Fatalf("DecodeAny = %+v, %v", v, err)
 	}
 }
+
+func TestCleanTextIsText(t *testing.T) {
+	for _, in := range []string{"ok", "qemu-img: \x1b[31merror\x1b[0m", "bad\xff\xfe", "nul\x00x", "c1\u0085", "keep\ttab\nline"} {
+		out := CleanText(in)
+		if err := CheckText(out); err != nil {
+			t.Errorf("CleanText(%q) = %q, not text: %v", in, out, err)
+		}
+		if CheckText(in) == nil && out != in {
+			t.Errorf("CleanText changed text %q to %q", in, out)
+		}
+	}
+}
+
+func TestBoundIDIsAnID(t *testing.T) {
+	if got := BoundID("vm-1-unmanaged-host-1"); got != "vm-1-unmanaged-host-1" {
+		t.Errorf("short id = %q", got)
+	}
+	long := strings.Repeat("v", MaxIDLen)
+	a, b := BoundID(long+"-unmanaged-h1"), BoundID(long+"-unmanaged-h2")
+	if !ValidID(a) || !ValidID(b) || len(a) != MaxIDLen || a == b || !strings.HasPrefix(a, "vvv") {
+		t.Errorf("long ids %q (%d), %q: want two distinct ids of %d bytes", a, len(a), b, MaxIDLen)
+	}
+}

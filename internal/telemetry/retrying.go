@@ -11,6 +11,10 @@ import (
 var RetryingSeconds = Default.Gauge("vmplane_retrying_seconds",
 	"How long a consumer has been retrying the same work (a store or broker refusing it); 0 when it is not.", "consumer")
 
+// RetryAlarm is how long the same work may be retried before a consumer's
+// health reports it.
+const RetryAlarm = 30 * time.Second
+
 // Retrying tracks the retries of one consumer, so that a retry that lasts
 // is seen on /readyz and in metrics instead of only in the log. The zero
 // value is ready to use; a nil *Retrying records nothing.

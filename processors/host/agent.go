@@ -64,7 +64,7 @@ func (m *Machine) disconnected(s *schemas.HostRecord, ev *schemas.AgentDisconnec
 func reject(ev *schemas.AgentConnected, in schemas.Record, reason string, now time.Time, hdr map[string]string) schemas.Record {
 	return schemas.Record{Topic: schemas.TopicAgentCommands, Key: ev.HostID, Headers: hdr, Value: &schemas.AgentRejected{
 		AgentCommand: schemas.AgentCommand{
-			CommandID: fmt.Sprintf("reject:%s:%d:%d", ev.HostID, in.Partition, in.Offset),
+			CommandID: schemas.BoundID(fmt.Sprintf("reject:%s:%d:%d", ev.HostID, in.Partition, in.Offset)),
 			HostID:    ev.HostID,
 			IssuedAt:  now.UnixMilli(),
 		},

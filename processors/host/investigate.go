@@ -44,7 +44,7 @@ const (
 // redelivered input asks with the same id and answers to an older round are
 // recognised as stale.
 func stepID(hostID string, round int64, investigator string) string {
-	return fmt.Sprintf("investigate:%s:%d:%s", hostID, round, investigator)
+	return schemas.BoundID(fmt.Sprintf("investigate:%s:%d:%s", hostID, round, investigator))
 }
 
 // investigate opens a new round at the first investigator. The alert clock

@@ -26,7 +26,7 @@ const maintPrefix = "maint:"
 // redelivered PrepareForMaintenance (same round in the restored state)
 // sends the same ids and the VM processor's dedup absorbs them.
 func MaintenanceJobID(hostID string, round int64, vmID string) string {
-	return fmt.Sprintf("%s%s:%d:%s", maintPrefix, hostID, round, vmID)
+	return schemas.BoundID(fmt.Sprintf("%s%s:%d:%s", maintPrefix, hostID, round, vmID))
 }
 
 // ParseMaintenanceJobID returns the host and round of a maintenance job id;

@@ -37,7 +37,7 @@ func (t *tx) create(c *schemas.CreateLease) {
 	l := schemas.LeaseRecord{LeaseID: c.LeaseID, Project: c.Project, Name: c.Name, Status: Pending,
 		Start: start, End: c.End, CreatedAt: t.now}
 	for i, s := range c.Reservations {
-		l.Reservations = append(l.Reservations, schemas.Reservation{ID: fmt.Sprintf("%s-r%d", c.LeaseID, i+1),
+		l.Reservations = append(l.Reservations, schemas.Reservation{ID: schemas.BoundID(fmt.Sprintf("%s-r%d", c.LeaseID, i+1)),
 			Status: ResPending, MinHosts: s.MinHosts, MaxHosts: s.MaxHosts, HostProperties: maps.Clone(s.HostProperties)})
 	}
 	notes, err := t.admit(&l, c.Reservations, c.Admin)

@@ -154,7 +154,7 @@ func (t *tx) moveVMs(l *schemas.LeaseRecord, from, to string) {
 		return
 	}
 	for _, v := range t.vmsOf(l.Project, map[string]bool{from: true}) {
-		id := fmt.Sprintf("lease-%s-heal-%s-%s", l.LeaseID, from, v)
+		id := schemas.BoundID(fmt.Sprintf("lease-%s-heal-%s-%s", l.LeaseID, from, v))
 		t.out = append(t.out, schemas.Record{Topic: schemas.TopicVmCommands, Key: v, Headers: t.cmdHeaders(id),
 			Value: &schemas.Migrate{VmCommand: schemas.VmCommand{CommandID: id, VmID: v, Account: l.Project,
 				Origin: schemas.OriginInternal, IssuedAt: t.now}, HostID: to}})

@@ -52,7 +52,7 @@ func (t *tx) stopVMs(l *schemas.LeaseRecord) {
 		if slices.Contains(l.StopWait, v) {
 			continue
 		}
-		id := fmt.Sprintf("lease-%s-end-%s", l.LeaseID, v)
+		id := schemas.BoundID(fmt.Sprintf("lease-%s-end-%s", l.LeaseID, v))
 		t.out = append(t.out, schemas.Record{Topic: schemas.TopicVmCommands, Key: v, Headers: t.cmdHeaders(id),
 			Value: &schemas.Stop{VmCommand: schemas.VmCommand{CommandID: id, VmID: v, Account: l.Project,
 				Origin: schemas.OriginInternal, IssuedAt: t.now}}})

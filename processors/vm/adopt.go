@@ -36,7 +36,7 @@ func (t *tx) adopt(host string) {
 		return
 	}
 	t.emit(schemas.TopicPlacementRequests, s.ZoneID, &schemas.PlaceVm{
-		RequestID: fmt.Sprintf("%s%s%d", s.VmID, adoptPrefix, t.ms), VmID: s.VmID, ZoneID: s.ZoneID, Account: s.Account,
+		RequestID: schemas.BoundID(fmt.Sprintf("%s%s%d", s.VmID, adoptPrefix, t.ms)), VmID: s.VmID, ZoneID: s.ZoneID, Account: s.Account,
 		Epoch: s.Epoch, Offering: s.Offering, HostID: host, AffinityGroup: s.AffinityGroup, Adopt: true, At: t.ms,
 	})
 }

@@ -46,7 +46,7 @@ func (t *tx) startHA(avoid string) {
 	s := t.s
 	s.HARetryAt = 0
 	t.haAvoid(avoid)
-	c := schemas.VmCommand{CommandID: fmt.Sprintf("%s-ha-%d", s.VmID, t.ms), VmID: s.VmID, Account: s.Account,
+	c := schemas.VmCommand{CommandID: schemas.BoundID(fmt.Sprintf("%s-ha-%d", s.VmID, t.ms)), VmID: s.VmID, Account: s.Account,
 		Origin: schemas.OriginInternal, IssuedAt: t.ms}
 	t.event(&schemas.JobAccepted{JobRef: t.refOf(ActHARestart, c)})
 	t.startJob(ActHARestart, c, &haRequest{avoid: avoid})

@@ -422,9 +422,9 @@ func (t *tx) step(task, name, text string, obj map[string]any) {
 
 // nextID is the id of a request or agent command sent by the next step:
 // the job id and that step's number, so a replay derives the same id.
-func (t *tx) nextID() string { return fmt.Sprintf("%s-%d", t.s.Job.JobID, t.s.Job.Seq+1) }
+func (t *tx) nextID() string { return schemas.BoundID(fmt.Sprintf("%s-%d", t.s.Job.JobID, t.s.Job.Seq+1)) }
 
-func (t *tx) currentID() string { return fmt.Sprintf("%s-%d", t.s.Job.JobID, t.s.Job.Seq) }
+func (t *tx) currentID() string { return schemas.BoundID(fmt.Sprintf("%s-%d", t.s.Job.JobID, t.s.Job.Seq)) }
 
 // requestPlacement sends PlaceVm (id from the step just emitted) and joins
 // on the decision. host is preferred, or required when required is set.
@@ -448,9 +448,9 @@ func (t *tx) release(host string) {
 	if host == "" {
 		t.releasedAll = true
 	}
-	id := fmt.Sprintf("%s-release", s.Job.JobID)
+	id := schemas.BoundID(s.Job.JobID + "-release")
 	if s.Job.JobID == "" {
-		id = fmt.Sprintf("%s-release-%d", s.VmID, t.ms)
+		id = schemas.BoundID(fmt.Sprintf("%s-release-%d", s.VmID, t.ms))
 	}
 	t.emit(schemas.TopicPlacementRequests, s.ZoneID, &schemas.ReleaseVm{RequestID: id, VmID: s.VmID, ZoneID: s.ZoneID, HostID: host, At: t.ms})
 }
@@ -652,7 +652,7 @@ func (t *tx) tickJob() {
 }
 
 func (t *tx) alert(kind, id, host, job, msg string) {
-	t.event(&schemas.AlertRaised{AlertID: id, Kind: kind, VmID: t.s.VmID, HostID: host, Account: t.s.Account, JobID: job, Message: msg, At: t.ms})
+	t.event(&schemas.AlertRaised{AlertID: schemas.BoundID(id), Kind: kind, VmID: t.s.VmID, HostID: host, Account: t.s.Account, JobID: job, Message: msg, At: t.ms})
 }
 
 // saturatingInc adds one without wrapping, for counters that may run long.

@@ -95,7 +95,7 @@ func (t *tx) runningTwice(other string) {
 	if other == s.HostID {
 		return // never the VM's own host
 	}
-	id := fmt.Sprintf("%s-twice-%s-%d", s.VmID, other, t.ms)
+	id := schemas.BoundID(fmt.Sprintf("%s-twice-%s-%d", s.VmID, other, t.ms))
 	t.alert(AlertRunningTwice, id, other, "", fmt.Sprintf("the VM runs on host %s and on host %s: the copy on %s is powered off", s.HostID, other, other))
 	t.emit(schemas.TopicAgentCommands, other, &schemas.StopVm{AgentCommand: schemas.AgentCommand{
 		CommandID: id, HostID: other, VmID: s.VmID, Epoch: s.Epoch, IssuedAt: t.ms}, Force: true})

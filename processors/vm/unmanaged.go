@@ -25,7 +25,7 @@ func unmanagedGuest(vmID string, r *schemas.PowerReport, now time.Time) []schema
 		return nil
 	}
 	return []schemas.Record{{Topic: schemas.TopicVmEvents, Key: vmID, Value: &schemas.AlertRaised{
-		AlertID: fmt.Sprintf("%s-unmanaged-%s", vmID, r.HostID), Kind: AlertUnmanagedGuest, VmID: vmID, HostID: r.HostID,
+		AlertID: schemas.BoundID(fmt.Sprintf("%s-unmanaged-%s", vmID, r.HostID)), Kind: AlertUnmanagedGuest, VmID: vmID, HostID: r.HostID,
 		Message: fmt.Sprintf("host %s reports guest %s %s, and no VM claims it: left as it is", r.HostID, vmID, r.PowerState),
 		At:      now.UnixMilli(),
 	}}}

@@ -118,7 +118,7 @@ func (a *Agent) answerInvestigation(ctx context.Context, from *hostState, rec sc
 		return
 	}
 	ans := schemas.Record{Topic: schemas.TopicHostEvents, Key: target, Headers: answerHeaders(rec, cmd), Value: &schemas.CheckHostAnswer{
-		CommandID: cmd.CommandID, HostID: from.info.ID, TargetHostID: target, Result: result, Detail: detail, At: a.cfg.Clock().UnixMilli()}}
+		CommandID: cmd.CommandID, HostID: from.info.ID, TargetHostID: target, Result: result, Detail: schemas.CleanText(detail), At: a.cfg.Clock().UnixMilli()}}
 	a.log.Info("investigation answered", "target", target, "from", from.info.ID, "type", schemas.TypeName(rec.Value), "result", result, "detail", detail)
 	if err := a.produce(ctx, ans); err != nil {
 		a.log.Warn("investigation answer not sent", "command", cmd.CommandID, "err", err)

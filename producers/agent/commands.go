@@ -208,7 +208,7 @@ func (a *Agent) execute(ctx context.Context, h *hostState, rec schemas.Record, c
 	answer := &schemas.AgentAnswer{CommandID: cmd.CommandID, VmID: cmd.VmID, HostID: cmd.HostID, Epoch: cmd.Epoch,
 		CommandType: schemas.TypeName(rec.Value), OK: err == nil, PowerState: state, AnsweredAt: at}
 	if err != nil {
-		answer.Error = err.Error()
+		answer.Error = schemas.CleanText(err.Error()) // a driver's error may hold its tool's raw output
 	}
 	ar := schemas.Record{Topic: schemas.TopicVmAnswers, Key: cmd.VmID, Value: answer, Headers: answerHeaders(rec, cmd)}
 	h.answers.put(cmd.CommandID, ar)

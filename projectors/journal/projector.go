@@ -64,8 +64,9 @@ type Projector struct {
 	log   *slog.Logger
 	codec *schemas.Codec
 	wait  backoff
-	// retrying tracks retries that last, for Health.
-	retrying *telemetry.Retrying
+	// retrying and inserting track retries that last, for Health: the poll
+	// loop's, and the flights' inserts.
+	retrying, inserting *telemetry.Retrying
 
 	// insert, when set, replaces the ClickHouse insert; tests use it to
 	// count or fail inserts.
@@ -120,22 +121,26 @@ func New(cfg Config) (*Projector, error) {
 		return nil, fmt.Errorf("journal projector: %w", err)
 	}
 	return &Projector{
-		cfg:      cfg,
-		log:      cfg.Logger.With("component", "projector.journal"),
-		codec:    codec,
-		wait:     backoff{first: 100 * time.Millisecond, max: 10 * time.Second},
-		pending:  newBatch(),
-		retrying: &telemetry.Retrying{Consumer: cfg.Group},
+		cfg:       cfg,
+		log:       cfg.Logger.With("component", "projector.journal"),
+		codec:     codec,
+		wait:      backoff{first: 100 * time.Millisecond, max: 10 * time.Second},
+		pending:   newBatch(),
+		retrying:  &telemetry.Retrying{Consumer: cfg.Group},
+		inserting: &telemetry.Retrying{Consumer: cfg.Group + "/insert"},
 	}, nil
 }
 
 // Health is nil unless the projector has been retrying the same work (an
 // insert ClickHouse refuses, a dead letter the broker refuses) for longer
-// than retryAlarm: /readyz turns red with what it retries and why.
-func (p *Projector) Health() error { return p.retrying.Err(time.Now(), retryAlarm) }
-
-// retryAlarm is how long a retry lasts before Health reports it.
-const retryAlarm = 30 * time.Second
+// than telemetry.RetryAlarm: /readyz turns red with what it retries and
+// why. Inserts run beside the poll loop's own retries (tables, dead
+// letters), so each has its own record: one succeeding never hides the
+// other.
+func (p *Projector) Health() error {
+	now := time.Now()
+	return errors.Join(p.retrying.Err(now, telemetry.RetryAlarm), p.inserting.Err(now, telemetry.RetryAlarm))
+}
 
 // Run creates the tables (retrying while ClickHouse is down) and projects
 // Topics until ctx ends; it returns nil then. Rows inserted but not yet
@@ -313,7 +318,7 @@ func (p *Projector) flush(ctx, fctx context.Context, cl *kgo.Client, ins insertF
 	b := &f.b
 	insertStart := time.Now()                                          // telemetry:
 	ictx, traced := p.startInsert(fctx, &b.rows, b.records, &f.traces) // telemetry:
-	err := retry(ictx, p.log, p.retrying, "insert into clickhouse", p.wait, attemptTimeout, func(ctx context.Context) error {
+	err := retry(ictx, p.log, p.inserting, "insert into clickhouse", p.wait, attemptTimeout, func(ctx context.Context) error {
 		return ins(ctx, &b.rows)
 	})
 	traced(err) // telemetry:
