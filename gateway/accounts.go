@@ -10,7 +10,7 @@ import (
 
 	"github.com/gorilla/mux"
 
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -78,8 +78,8 @@ type KeyRequest struct {
 // that a key works on the request after the one that issued it.
 const projectionWait = 10 * time.Second
 
-func (s *Server) accounts() (postgres.AccountReader, error) {
-	ar, ok := s.rm.(postgres.AccountReader)
+func (s *Server) accounts() (AccountReader, error) {
+	ar, ok := s.rm.(AccountReader)
 	if !ok {
 		return nil, errorf(http.StatusServiceUnavailable, codeUnavailable, "this gateway's read model holds no accounts")
 	}
@@ -165,7 +165,7 @@ func (s *Server) createAccount(w http.ResponseWriter, r *http.Request) error {
 		e := errorf(http.StatusConflict, codeConflict, "account %s already exists", req.ID)
 		e.Details = map[string]any{"field": "id"}
 		return e
-	} else if !errors.Is(err, postgres.ErrNotFound) {
+	} else if !errors.Is(err, readmodel.ErrNotFound) {
 		return fmt.Errorf("read account %s: %w", req.ID, err)
 	}
 	now := s.now().UTC()
@@ -197,7 +197,7 @@ func (s *Server) listAccounts(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("list accounts: %w", err)
 	}
-	rows, next := cutPage(page, rows, func(a postgres.Account) string { return a.ID })
+	rows, next := cutPage(page, rows, func(a readmodel.Account) string { return a.ID })
 	out := List[Account]{Items: make([]Account, len(rows)), Next: next}
 	for i, a := range rows {
 		out.Items[i] = Account{ID: a.ID, Name: a.Name, CreatedAt: a.CreatedAt.UTC()}
@@ -217,20 +217,20 @@ func (s *Server) getAccount(w http.ResponseWriter, r *http.Request) error {
 }
 
 // visibleAccount reads an account the caller may see; another's is a 404.
-func (s *Server) visibleAccount(ctx context.Context, id string) (postgres.Account, error) {
+func (s *Server) visibleAccount(ctx context.Context, id string) (readmodel.Account, error) {
 	ar, err := s.accounts()
 	if err != nil {
-		return postgres.Account{}, err
+		return readmodel.Account{}, err
 	}
 	if !principalOf(ctx).owns(id) {
-		return postgres.Account{}, notFound("account", id)
+		return readmodel.Account{}, notFound("account", id)
 	}
 	a, err := ar.Account(ctx, id)
-	if errors.Is(err, postgres.ErrNotFound) {
-		return postgres.Account{}, notFound("account", id)
+	if errors.Is(err, readmodel.ErrNotFound) {
+		return readmodel.Account{}, notFound("account", id)
 	}
 	if err != nil {
-		return postgres.Account{}, fmt.Errorf("read account %s: %w", id, err)
+		return readmodel.Account{}, fmt.Errorf("read account %s: %w", id, err)
 	}
 	return a, nil
 }
@@ -291,7 +291,7 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("list keys of %s: %w", acct.ID, err)
 	}
-	rows, next := cutPage(page, rows, func(k postgres.APIKeyInfo) string { return k.KeyID })
+	rows, next := cutPage(page, rows, func(k readmodel.APIKeyInfo) string { return k.KeyID })
 	out := List[APIKey]{Items: make([]APIKey, len(rows)), Next: next}
 	for i, k := range rows {
 		out.Items[i] = APIKey{ID: k.KeyID, Account: k.AccountID, Role: k.Role, ExpiresAt: utcPtr(k.ExpiresAt), Revoked: k.Revoked, CreatedAt: k.CreatedAt.UTC()}
@@ -313,19 +313,19 @@ func (s *Server) getKey(w http.ResponseWriter, r *http.Request) error {
 
 // routeKey reads the key {key} of the account {id} of the route, when the
 // caller may see the account; another account's key is a 404.
-func (s *Server) routeKey(r *http.Request) (postgres.APIKey, error) {
+func (s *Server) routeKey(r *http.Request) (readmodel.APIKey, error) {
 	ctx, vars := r.Context(), mux.Vars(r)
 	acct, err := s.visibleAccount(ctx, vars["id"])
 	if err != nil {
-		return postgres.APIKey{}, err
+		return readmodel.APIKey{}, err
 	}
 	keyID := vars["key"]
 	k, err := s.rm.APIKey(ctx, keyID)
-	if errors.Is(err, postgres.ErrNotFound) || err == nil && k.AccountID != acct.ID {
-		return postgres.APIKey{}, notFound("API key", keyID)
+	if errors.Is(err, readmodel.ErrNotFound) || err == nil && k.AccountID != acct.ID {
+		return readmodel.APIKey{}, notFound("API key", keyID)
 	}
 	if err != nil {
-		return postgres.APIKey{}, fmt.Errorf("read api key %s: %w", keyID, err)
+		return readmodel.APIKey{}, fmt.Errorf("read api key %s: %w", keyID, err)
 	}
 	return k, nil
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/gorilla/mux"
 
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -214,13 +214,13 @@ func inTask(taskState string) string {
 }
 
 // visibleVM reads a VM the caller may see; another account's VM is a 404.
-func (s *Server) visibleVM(ctx context.Context, id string) (postgres.VM, error) {
+func (s *Server) visibleVM(ctx context.Context, id string) (readmodel.VM, error) {
 	vm, err := s.rm.VM(ctx, id)
-	if errors.Is(err, postgres.ErrNotFound) || err == nil && !principalOf(ctx).owns(vm.Account) {
-		return postgres.VM{}, notFound("VM", id)
+	if errors.Is(err, readmodel.ErrNotFound) || err == nil && !principalOf(ctx).owns(vm.Account) {
+		return readmodel.VM{}, notFound("VM", id)
 	}
 	if err != nil {
-		return postgres.VM{}, fmt.Errorf("read vm %s: %w", id, err)
+		return readmodel.VM{}, fmt.Errorf("read vm %s: %w", id, err)
 	}
 	return vm, nil
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/vmplane/vmplane/gateway"
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -27,7 +27,7 @@ func equalJSON(t *testing.T, a, b any) bool {
 func TestEveryActionMapsToItsCommand(t *testing.T) {
 	e := newEnv(t, gateway.Config{})
 	// No allowed_actions yet: the read model defers to the processor.
-	e.rm.PutVM(postgres.VM{ID: "vm-new", Account: "acct-a"})
+	e.rm.PutVM(readmodel.VM{ID: "vm-new", Account: "acct-a"})
 	want := map[string]string{
 		"start": "Start", "stop": "Stop", "reboot": "Reboot", "pause": "Pause", "unpause": "Unpause",
 		"suspend": "Suspend", "resume": "Resume", "rescue": "Rescue", "unrescue": "Unrescue",

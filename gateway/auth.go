@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 )
 
 // Roles of an API key.
@@ -92,7 +92,7 @@ func (s *Server) principal(r *http.Request) (principal, error) {
 		}
 	}
 	row, err := s.keys.get(r.Context(), keyID, now, s.rm.APIKey)
-	if errors.Is(err, postgres.ErrNotFound) {
+	if errors.Is(err, readmodel.ErrNotFound) {
 		return unauthorized("invalid API key")
 	}
 	if err != nil {
@@ -113,7 +113,7 @@ func (s *Server) principal(r *http.Request) (principal, error) {
 
 // keyUsable says whether a key's row still lets it in at now, and if not,
 // why.
-func keyUsable(row postgres.APIKey, now time.Time) (string, bool) {
+func keyUsable(row readmodel.APIKey, now time.Time) (string, bool) {
 	if row.Revoked {
 		return "API key revoked", false
 	}
@@ -132,7 +132,7 @@ func (s *Server) stillValid(ctx context.Context, keyID string) (string, bool) {
 	now := s.now()
 	row, err := s.keys.get(ctx, keyID, now, s.rm.APIKey)
 	switch {
-	case errors.Is(err, postgres.ErrNotFound):
+	case errors.Is(err, readmodel.ErrNotFound):
 		return "API key no longer exists", false
 	case err != nil:
 		if ctx.Err() == nil {

@@ -9,19 +9,19 @@ import (
 	"time"
 
 	"github.com/vmplane/vmplane/gateway"
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 )
 
 func TestAuthentication(t *testing.T) {
 	e := newEnv(t, gateway.Config{})
 	revoked, revokedID, revokedHash, _ := gateway.NewAPIKey()
-	e.rm.PutAPIKey(postgres.APIKey{KeyID: revokedID, AccountID: "acct-a", Role: "user", Hash: revokedHash, Revoked: true})
+	e.rm.PutAPIKey(readmodel.APIKey{KeyID: revokedID, AccountID: "acct-a", Role: "user", Hash: revokedHash, Revoked: true})
 	expired, expiredID, expiredHash, _ := gateway.NewAPIKey()
 	past := time.Now().Add(-time.Minute)
-	e.rm.PutAPIKey(postgres.APIKey{KeyID: expiredID, AccountID: "acct-a", Role: "user", Hash: expiredHash, ExpiresAt: &past})
+	e.rm.PutAPIKey(readmodel.APIKey{KeyID: expiredID, AccountID: "acct-a", Role: "user", Hash: expiredHash, ExpiresAt: &past})
 	future := time.Now().Add(time.Hour)
 	valid, validID, validHash, _ := gateway.NewAPIKey()
-	e.rm.PutAPIKey(postgres.APIKey{KeyID: validID, AccountID: "acct-a", Role: "user", Hash: validHash, ExpiresAt: &future})
+	e.rm.PutAPIKey(readmodel.APIKey{KeyID: validID, AccountID: "acct-a", Role: "user", Hash: validHash, ExpiresAt: &future})
 	unknown, _, _, _ := gateway.NewAPIKey()
 	// Right key id, wrong secret.
 	forged := e.alice[:len(e.alice)-4] + "AAAA"
@@ -95,8 +95,8 @@ func TestAccountScoping(t *testing.T) {
 
 func TestListVMsIsScopedAndPaged(t *testing.T) {
 	e := newEnv(t, gateway.Config{})
-	e.rm.PutVM(postgres.VM{ID: "vm-a2", Account: "acct-a"})
-	e.rm.PutVM(postgres.VM{ID: "vm-a3", Account: "acct-a"})
+	e.rm.PutVM(readmodel.VM{ID: "vm-a2", Account: "acct-a"})
+	e.rm.PutVM(readmodel.VM{ID: "vm-a3", Account: "acct-a"})
 
 	type list struct {
 		Items []gateway.VM `json:"items"`

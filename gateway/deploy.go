@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -101,7 +101,7 @@ func (s *Server) deployVM(w http.ResponseWriter, r *http.Request) error {
 // an unknown one is a 422 naming the field.
 func (s *Server) offering(ctx context.Context, idOrName string) (schemas.Offering, error) {
 	o, err := s.rm.Offering(ctx, idOrName)
-	if errors.Is(err, postgres.ErrNotFound) {
+	if errors.Is(err, readmodel.ErrNotFound) {
 		e := errorf(http.StatusUnprocessableEntity, codeValidation, "offering %q does not exist", idOrName)
 		e.Details = map[string]any{"field": "offering"}
 		return schemas.Offering{}, e

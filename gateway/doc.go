@@ -3,10 +3,12 @@
 // idempotency of retried requests, and the translation of a request into a
 // command record on Kafka (vm.commands.v1, keyed by vm_id).
 //
-// It reads only the Postgres read model (projectors/postgres.ReadModel) and
-// writes only command records through a Publisher. It never decides whether
-// a command succeeds: its pre-check of allowed_actions against the read model
-// only answers the common case at once; the VM processor remains the judge
-// and rejects with JobRejected what the read model did not yet know. It
-// never imports a processor.
+// It reads only the Postgres read model, through the small interfaces it
+// declares (ReadModel and its kin in reads.go; readmodel.Reader in a
+// running gateway), and writes only command records through a Publisher.
+// It never decides whether a command succeeds: its pre-check of
+// allowed_actions against the read model only answers the common case at
+// once; the VM processor remains the judge and rejects with JobRejected
+// what the read model did not yet know. It never imports a processor, nor
+// the projector that writes the read model.
 package gateway

@@ -12,7 +12,7 @@ import (
 
 	"github.com/vmplane/vmplane/gateway"
 	"github.com/vmplane/vmplane/gateway/gatewaytest"
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 )
 
 // env is a gateway over the in-memory read model and a recording publisher,
@@ -38,15 +38,15 @@ func newEnv(t *testing.T, cfg gateway.Config) *env {
 	e.admin = e.addKey("ops", gateway.RoleAdmin)
 	e.alice = e.addKey("acct-a", gateway.RoleUser)
 	e.bob = e.addKey("acct-b", gateway.RoleUser)
-	e.rm.PutOffering(postgres.Offering{ID: "off-small", Name: "small", CPU: 1, MemoryMB: 1024, HostTags: []string{"ssd"}})
-	e.rm.PutOffering(postgres.Offering{ID: "off-ha", Name: "ha-medium", CPU: 2, MemoryMB: 4096, HA: true})
-	e.rm.PutVM(postgres.VM{ID: "vm-a1", Name: "web-1", Account: "acct-a", ZoneID: "zone-1", Offering: "small", OfferingID: "off-small",
+	e.rm.PutOffering(readmodel.Offering{ID: "off-small", Name: "small", CPU: 1, MemoryMB: 1024, HostTags: []string{"ssd"}})
+	e.rm.PutOffering(readmodel.Offering{ID: "off-ha", Name: "ha-medium", CPU: 2, MemoryMB: 4096, HA: true})
+	e.rm.PutVM(readmodel.VM{ID: "vm-a1", Name: "web-1", Account: "acct-a", ZoneID: "zone-1", Offering: "small", OfferingID: "off-small",
 		CPU: 1, MemoryMB: 1024, VmState: "Active", PowerState: "PowerOn", LegacyState: "Running", HostID: "host-1",
 		AllowedActions: activeActions, Epoch: 3, Version: 42, CreatedAt: t0, UpdatedAt: t0})
-	e.rm.PutVM(postgres.VM{ID: "vm-b1", Name: "db-1", Account: "acct-b", VmState: "Stopped", AllowedActions: []string{"start", "migrate", "resize", "terminate"}, Version: 7})
-	e.rm.PutJob(postgres.Job{ID: "job-a1", VmID: "vm-a1", Account: "acct-a", Type: "Deploy", State: "succeeded", CreatedAt: t0, FinishedAt: &t0})
-	e.rm.PutJob(postgres.Job{ID: "job-b1", VmID: "vm-b1", Account: "acct-b", Type: "Stop", State: "succeeded", CreatedAt: t0, FinishedAt: &t0})
-	e.rm.PutHost(postgres.Host{ID: "host-1", Name: "h1", ZoneID: "zone-1", Status: "Up", ResourceState: "Enabled", CPU: 32, MemoryMB: 65536, UsedCPU: 1, UsedMemoryMB: 1024})
+	e.rm.PutVM(readmodel.VM{ID: "vm-b1", Name: "db-1", Account: "acct-b", VmState: "Stopped", AllowedActions: []string{"start", "migrate", "resize", "terminate"}, Version: 7})
+	e.rm.PutJob(readmodel.Job{ID: "job-a1", VmID: "vm-a1", Account: "acct-a", Type: "Deploy", State: "succeeded", CreatedAt: t0, FinishedAt: &t0})
+	e.rm.PutJob(readmodel.Job{ID: "job-b1", VmID: "vm-b1", Account: "acct-b", Type: "Stop", State: "succeeded", CreatedAt: t0, FinishedAt: &t0})
+	e.rm.PutHost(readmodel.Host{ID: "host-1", Name: "h1", ZoneID: "zone-1", Status: "Up", ResourceState: "Enabled", CPU: 32, MemoryMB: 65536, UsedCPU: 1, UsedMemoryMB: 1024})
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -60,7 +60,7 @@ func (e *env) addKey(account, role string) string {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	e.rm.PutAPIKey(postgres.APIKey{KeyID: id, AccountID: account, Role: role, Hash: hash})
+	e.rm.PutAPIKey(readmodel.APIKey{KeyID: id, AccountID: account, Role: role, Hash: hash})
 	return key
 }
 

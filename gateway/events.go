@@ -9,7 +9,7 @@ import (
 
 	"github.com/gorilla/mux"
 
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 )
 
 // Server-Sent Event streams fed from vm.events.v1 through the Fanout:
@@ -81,7 +81,7 @@ func (s *Server) streamJob(w http.ResponseWriter, r *http.Request) error {
 	filter := func(e Event) bool { return e.JobID == id && principalOf(ctx).owns(e.Account) }
 	first := func(ctx context.Context) (any, bool, error) {
 		job, err := s.rm.Job(ctx, id)
-		if errors.Is(err, postgres.ErrNotFound) {
+		if errors.Is(err, readmodel.ErrNotFound) {
 			return nil, false, notFound("job", id)
 		}
 		if err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vmplane/vmplane/internal/kafka"
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -44,10 +44,10 @@ var (
 type OwnerLookup func(ctx context.Context, vmID string) (string, error)
 
 // OwnersFrom looks VM accounts up in the read model.
-func OwnersFrom(rm postgres.ReadModel) OwnerLookup {
+func OwnersFrom(rm ReadModel) OwnerLookup {
 	return func(ctx context.Context, vmID string) (string, error) {
 		v, err := rm.VM(ctx, vmID)
-		if errors.Is(err, postgres.ErrNotFound) {
+		if errors.Is(err, readmodel.ErrNotFound) {
 			return "", nil
 		}
 		return v.Account, err

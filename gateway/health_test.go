@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/vmplane/vmplane/gateway"
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 )
 
 func TestHealthAndReadiness(t *testing.T) {
@@ -52,7 +52,7 @@ func TestHostsAndOfferings(t *testing.T) {
 	if len(o.Items) != 2 || o.Items[0].Name != "ha-medium" || !o.Items[0].HA || o.Items[1].HostTags[0] != "ssd" {
 		t.Fatalf("offerings = %+v", o)
 	}
-	e.rm.PutHost(postgres.Host{ID: "host-2"})
+	e.rm.PutHost(readmodel.Host{ID: "host-2"})
 	wantStatus(t, e.do("GET", "/v1/nothing", e.admin, nil), http.StatusNotFound)
 	wantStatus(t, e.do("PUT", "/v1/vms", e.admin, nil), http.StatusMethodNotAllowed)
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/vmplane/vmplane/projectors/journal"
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 )
 
 // History is what the gateway reads from ClickHouse: the full event history
@@ -113,7 +113,7 @@ func (s *Server) vmHistory(w http.ResponseWriter, r *http.Request) error {
 	}
 	_, err = s.rm.VM(ctx, id)
 	known := err == nil
-	if err != nil && !errors.Is(err, postgres.ErrNotFound) {
+	if err != nil && !errors.Is(err, readmodel.ErrNotFound) {
 		return fmt.Errorf("read vm %s: %w", id, err)
 	}
 	if known {
@@ -182,7 +182,7 @@ func (s *Server) jobJournalAnywhere(w http.ResponseWriter, r *http.Request) erro
 	ctx := r.Context()
 	id := mux.Vars(r)["id"]
 	_, err := s.rm.Job(ctx, id)
-	if err == nil || !errors.Is(err, postgres.ErrNotFound) || s.cfg.History == nil {
+	if err == nil || !errors.Is(err, readmodel.ErrNotFound) || s.cfg.History == nil {
 		return s.jobJournal(w, r)
 	}
 	entries, err := s.cfg.History.JobJournal(ctx, id)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/gorilla/mux"
 
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -109,7 +109,7 @@ func (s *Server) listHosts(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("list hosts: %w", err)
 	}
-	rows, next := cutPage(page, rows, func(h postgres.Host) string { return h.ID })
+	rows, next := cutPage(page, rows, func(h readmodel.Host) string { return h.ID })
 	out := List[Host]{Items: make([]Host, len(rows)), Next: next}
 	for i, h := range rows {
 		out.Items[i] = hostJSON(h)
@@ -183,10 +183,10 @@ func (s *Server) hostAction(w http.ResponseWriter, r *http.Request) error {
 }
 
 // host reads the host of the route, 404 when the read model has none.
-func (s *Server) host(r *http.Request) (postgres.Host, error) {
+func (s *Server) host(r *http.Request) (readmodel.Host, error) {
 	id := mux.Vars(r)["id"]
 	h, err := s.rm.Host(r.Context(), id)
-	if errors.Is(err, postgres.ErrNotFound) {
+	if errors.Is(err, readmodel.ErrNotFound) {
 		return h, notFound("host", id)
 	}
 	if err != nil {
@@ -195,15 +195,15 @@ func (s *Server) host(r *http.Request) (postgres.Host, error) {
 	return h, nil
 }
 
-func (s *Server) capacityReader() postgres.CapacityReader {
+func (s *Server) capacityReader() CapacityReader {
 	if s.cfg.Capacity != nil {
 		return s.cfg.Capacity
 	}
-	cr, _ := s.rm.(postgres.CapacityReader)
+	cr, _ := s.rm.(CapacityReader)
 	return cr
 }
 
-func hostJSON(h postgres.Host) Host {
+func hostJSON(h readmodel.Host) Host {
 	out := Host{
 		ID: h.ID, Name: h.Name, ZoneID: h.ZoneID, PodID: h.PodID, ClusterID: h.ClusterID,
 		Hypervisor: h.Hypervisor, Status: h.Status, ResourceState: h.ResourceState, Reservable: h.Reservable,

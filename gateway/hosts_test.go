@@ -7,26 +7,26 @@ import (
 	"testing"
 
 	"github.com/vmplane/vmplane/gateway"
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
 
 // placementOf answers HostPlacement from a fixed table, as the placement
 // read model would after the projector wrote it.
-type placementOf map[string]postgres.HostPlacement
+type placementOf map[string]readmodel.HostPlacement
 
-func (p placementOf) ZoneCapacity(context.Context, string) ([]postgres.ClusterCapacity, error) {
+func (p placementOf) ZoneCapacity(context.Context, string) ([]readmodel.ClusterCapacity, error) {
 	return nil, nil
 }
 
-func (p placementOf) HostPlacement(_ context.Context, id string) (postgres.HostPlacement, error) {
+func (p placementOf) HostPlacement(_ context.Context, id string) (readmodel.HostPlacement, error) {
 	return p[id], nil
 }
 
 func TestGetHost(t *testing.T) {
 	e := newEnv(t, gateway.Config{Capacity: placementOf{"host-1": {Planner: "FirstFitPlanner", ResourceUsage: "Shared",
-		Allocations: []postgres.Allocation{{VmID: "vm-a1", Account: "acct-a", CPU: 1, MemoryMB: 1024, At: t0}}}}})
-	e.rm.PutHost(postgres.Host{ID: "host-2", Name: "h2", ZoneID: "zone-1", Status: "Disconnected", ResourceState: "Enabled",
+		Allocations: []readmodel.Allocation{{VmID: "vm-a1", Account: "acct-a", CPU: 1, MemoryMB: 1024, At: t0}}}}})
+	e.rm.PutHost(readmodel.Host{ID: "host-2", Name: "h2", ZoneID: "zone-1", Status: "Disconnected", ResourceState: "Enabled",
 		CPU: 2, MemoryMB: 512, Tags: []string{"qemu"}, VMCount: 0})
 
 	rec := e.do(http.MethodGet, "/v1/hosts/host-1", e.admin, nil)
@@ -50,7 +50,7 @@ func TestGetHost(t *testing.T) {
 
 func TestHostActions(t *testing.T) {
 	e := newEnv(t, gateway.Config{})
-	e.rm.PutHost(postgres.Host{ID: "host-gone", Status: "Removed", ResourceState: "Disabled"})
+	e.rm.PutHost(readmodel.Host{ID: "host-gone", Status: "Removed", ResourceState: "Disabled"})
 	want := map[string]string{
 		"enable": "EnableHost", "disable": "DisableHost", "prepare_for_maintenance": "PrepareForMaintenance",
 		"cancel_maintenance": "CancelMaintenance", "remove": "RemoveHost",

@@ -16,7 +16,7 @@ import (
 	"github.com/vmplane/vmplane/gateway"
 	"github.com/vmplane/vmplane/gateway/gatewaytest"
 	"github.com/vmplane/vmplane/projectors/journal"
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -244,13 +244,13 @@ func (fakeHistory) Query(context.Context, string, int) (journal.Table, error) {
 // fakeCapacity is a zone of one cluster, refusing text as Postgres does.
 type fakeCapacity struct{}
 
-func (fakeCapacity) ZoneCapacity(_ context.Context, zone string) ([]postgres.ClusterCapacity, error) {
+func (fakeCapacity) ZoneCapacity(_ context.Context, zone string) ([]readmodel.ClusterCapacity, error) {
 	if err := gatewaytest.TextError(zone); err != nil {
 		return nil, err
 	}
-	return []postgres.ClusterCapacity{{ClusterID: "c1", Hosts: 1}}, nil
+	return []readmodel.ClusterCapacity{{ClusterID: "c1", Hosts: 1}}, nil
 }
 
-func (fakeCapacity) HostPlacement(_ context.Context, host string) (postgres.HostPlacement, error) {
-	return postgres.HostPlacement{}, gatewaytest.TextError(host)
+func (fakeCapacity) HostPlacement(_ context.Context, host string) (readmodel.HostPlacement, error) {
+	return readmodel.HostPlacement{}, gatewaytest.TextError(host)
 }

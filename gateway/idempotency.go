@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 )
 
 // Idempotency-Key handling, for every POST, PUT and DELETE: the first
@@ -22,9 +22,22 @@ import (
 // answer is never replayed to a caller that may not make the request, and
 // a route whose answer holds a secret stores it without the secret.
 //
-// The store is postgres.Idempotency in a running gateway (shared by every
+// The store is readmodel.Idempotency in a running gateway (shared by every
 // instance, durable across restarts); memoryIdempotency when none is
 // configured (tests, a single process).
+
+// IdempotencyStore remembers Idempotency-Keys per caller: the gateway
+// passes its API key ("account/key id"), so that one key's stored answers
+// are never another's. Claim either claims the key for a new request
+// (claimed true, with a fresh Token) or returns what is stored. An entry
+// older than ttl is forgotten; a claim in flight for longer than stale (its
+// gateway died) is taken over by a request with the same fingerprint. A
+// store keeps the body it is given: the caller takes secrets out first.
+type IdempotencyStore interface {
+	Claim(ctx context.Context, caller, key string, fingerprint []byte, now time.Time, ttl, stale time.Duration) (readmodel.IdempotentRequest, bool, error)
+	Complete(ctx context.Context, caller, key, token string, status int, location string, body []byte) error
+	Release(ctx context.Context, caller, key, token string) error
+}
 
 const (
 	// An Idempotency-Key is 1 to 255 printable ASCII characters: it is kept
@@ -68,7 +81,7 @@ func (s *Server) idempotent(next http.Handler, redact func([]byte) []byte) http.
 		fp := fingerprint(r.Method, r.URL.Path, body)
 		ctx, cancel := context.WithTimeout(r.Context(), idemWait)
 		defer cancel()
-		var claim postgres.IdempotentRequest
+		var claim readmodel.IdempotentRequest
 		for {
 			got, claimed, err := s.idem.Claim(ctx, caller, key, fp, s.now(), s.cfg.IdempotencyTTL, idemStale)
 			if err != nil {
@@ -142,7 +155,7 @@ func checkIdempotencyKey(key string) error {
 	return nil
 }
 
-func replay(w http.ResponseWriter, got postgres.IdempotentRequest) {
+func replay(w http.ResponseWriter, got readmodel.IdempotentRequest) {
 	if got.Location != "" {
 		w.Header().Set("Location", got.Location)
 	}
@@ -186,15 +199,15 @@ type memoryIdempotency struct {
 	max int
 
 	mu      sync.Mutex
-	entries map[[2]string]postgres.IdempotentRequest
+	entries map[[2]string]readmodel.IdempotentRequest
 	order   [][2]string // insertion order, for the bound
 }
 
 func newMemoryIdempotency(max int) *memoryIdempotency {
-	return &memoryIdempotency{max: max, entries: map[[2]string]postgres.IdempotentRequest{}}
+	return &memoryIdempotency{max: max, entries: map[[2]string]readmodel.IdempotentRequest{}}
 }
 
-func (m *memoryIdempotency) Claim(_ context.Context, caller, key string, fp []byte, now time.Time, ttl, stale time.Duration) (postgres.IdempotentRequest, bool, error) {
+func (m *memoryIdempotency) Claim(_ context.Context, caller, key string, fp []byte, now time.Time, ttl, stale time.Duration) (readmodel.IdempotentRequest, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := [2]string{caller, key}
@@ -204,7 +217,7 @@ func (m *memoryIdempotency) Claim(_ context.Context, caller, key string, fp []by
 	if ok && !expired && !takeover {
 		return got, false, nil
 	}
-	e := postgres.IdempotentRequest{Fingerprint: fp, Token: postgres.NewToken(), ClaimedAt: now}
+	e := readmodel.IdempotentRequest{Fingerprint: fp, Token: readmodel.NewToken(), ClaimedAt: now}
 	if !ok {
 		m.order = append(m.order, k)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/vmplane/vmplane/gateway"
 	"github.com/vmplane/vmplane/gateway/gatewaytest"
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 )
 
 func TestIdempotencyKey(t *testing.T) {
@@ -62,7 +62,7 @@ func TestIdempotentReplayOfAKeyCreation(t *testing.T) {
 	store := &gatewaytest.Idempotency{}
 	e := newEnv(t, gateway.Config{Idempotency: store, RatePerSecond: -1})
 	e.pub.OnPublish = e.rm.ProjectAccounts
-	e.rm.PutAccount(postgres.Account{ID: "beta", Name: "beta"})
+	e.rm.PutAccount(readmodel.Account{ID: "beta", Name: "beta"})
 	opsUser := e.addKey("ops", gateway.RoleUser) // the admin's account, role user
 
 	const body = `{"role":"admin"}`
@@ -132,7 +132,7 @@ func TestIdempotentRetryAfterStateChange(t *testing.T) {
 	wantStatus(t, first, http.StatusAccepted)
 	// The stop ran: the VM no longer allows a stop, but the retry of the
 	// same request is still the same job, not a 409.
-	e.rm.PutVM(postgres.VM{ID: "vm-a1", Account: "acct-a", VmState: "Stopped", AllowedActions: []string{"start", "terminate"}})
+	e.rm.PutVM(readmodel.VM{ID: "vm-a1", Account: "acct-a", VmState: "Stopped", AllowedActions: []string{"start", "terminate"}})
 	again := e.do("POST", "/v1/vms/vm-a1/actions", e.alice, `{"action":"stop"}`, "Idempotency-Key", "stop-1")
 	wantStatus(t, again, http.StatusAccepted)
 	if decode[gateway.Job](t, again).ID != decode[gateway.Job](t, first).ID {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/gorilla/mux"
 
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 )
 
 // maxWait bounds ?wait= so that a long-poll fits within proxies' and our
@@ -141,10 +141,10 @@ func durationShaped(s string) bool {
 
 // JobWatcher says when the read model's job may have changed: the channel
 // receives after a commit that ended it or, with steps, added steps to it
-// (postgres.JobWatch). It receives the ended job's committed row when it
+// (readmodel.JobWatch). It receives the ended job's committed row when it
 // has it, else nil: read the row again.
 type JobWatcher interface {
-	Watch(id string, steps bool) (<-chan *postgres.Job, func())
+	Watch(id string, steps bool) (<-chan *readmodel.Job, func())
 }
 
 // waitJob reads the job until it is finished, has a step above afterStep
@@ -152,10 +152,10 @@ type JobWatcher interface {
 // changed, and every PollEvery in any case; when JobChanges hands over the
 // ended row, that row is the answer, without a read. The read model is the
 // only source, so any gateway instance can answer any poll.
-func (s *Server) waitJob(ctx context.Context, id string, wait time.Duration, afterStep int32) (postgres.Job, error) {
+func (s *Server) waitJob(ctx context.Context, id string, wait time.Duration, afterStep int32) (readmodel.Job, error) {
 	p := principalOf(ctx)
 	deadline := time.Now().Add(wait)
-	var changed <-chan *postgres.Job
+	var changed <-chan *readmodel.Job
 	if s.cfg.JobChanges != nil && wait > 0 {
 		// Watch before the first read: a commit in between is not missed.
 		var stop func()
@@ -166,9 +166,9 @@ func (s *Server) waitJob(ctx context.Context, id string, wait time.Duration, aft
 	defer tick.Stop()
 	end := time.NewTimer(wait)
 	defer end.Stop()
-	var told *postgres.Job // the row JobChanges handed over, if any
+	var told *readmodel.Job // the row JobChanges handed over, if any
 	for {
-		var job postgres.Job
+		var job readmodel.Job
 		var err error
 		if told != nil {
 			job, told = *told, nil
@@ -177,30 +177,30 @@ func (s *Server) waitJob(ctx context.Context, id string, wait time.Duration, aft
 		}
 		switch {
 		case err == nil && !p.owns(job.Account):
-			return postgres.Job{}, notFound("job", id)
+			return readmodel.Job{}, notFound("job", id)
 		case err == nil && (Finished(job.State) || !time.Now().Before(deadline)):
 			return job, nil
 		case err == nil && afterStep >= 0:
 			steps, err := s.rm.JobSteps(ctx, id)
 			if err != nil {
-				return postgres.Job{}, fmt.Errorf("read steps of job %s: %w", id, err)
+				return readmodel.Job{}, fmt.Errorf("read steps of job %s: %w", id, err)
 			}
 			if len(steps) > 0 && slices.MaxFunc(steps, bySeq).Seq > afterStep {
 				return job, nil
 			}
-		case errors.Is(err, postgres.ErrNotFound):
+		case errors.Is(err, readmodel.ErrNotFound):
 			if !time.Now().Before(deadline) {
-				return postgres.Job{}, notFound("job", id)
+				return readmodel.Job{}, notFound("job", id)
 			}
 		case err != nil:
-			return postgres.Job{}, fmt.Errorf("read job %s: %w", id, err)
+			return readmodel.Job{}, fmt.Errorf("read job %s: %w", id, err)
 		}
 		select {
 		case <-tick.C:
 		case told = <-changed:
 		case <-end.C:
 		case <-ctx.Done():
-			return postgres.Job{}, ctx.Err()
+			return readmodel.Job{}, ctx.Err()
 		case <-draining(ctx):
 			// Shutting down: answer with what there is now.
 			deadline = time.Now()
@@ -208,4 +208,4 @@ func (s *Server) waitJob(ctx context.Context, id string, wait time.Duration, aft
 	}
 }
 
-func bySeq(a, b postgres.JobStep) int { return int(a.Seq) - int(b.Seq) }
+func bySeq(a, b readmodel.JobStep) int { return int(a.Seq) - int(b.Seq) }

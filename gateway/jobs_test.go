@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/vmplane/vmplane/gateway"
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 )
 
 func TestGetJobNotProjectedYet(t *testing.T) {
@@ -30,11 +30,11 @@ func TestWaitReturnsWhenJobFinishes(t *testing.T) {
 	// Play the processor and projector: the job appears, steps, ends.
 	go func() {
 		time.Sleep(150 * time.Millisecond)
-		e.rm.PutJob(postgres.Job{ID: id, VmID: "vm-a1", Account: "acct-a", Type: "Reboot", State: "running", TaskState: "Rebooting", CreatedAt: t0})
-		e.rm.AddStep(postgres.JobStep{JobID: id, Seq: 1, TaskState: "Rebooting", Step: "RebootVm", Text: "RebootVm sent to host-1", At: t0})
+		e.rm.PutJob(readmodel.Job{ID: id, VmID: "vm-a1", Account: "acct-a", Type: "Reboot", State: "running", TaskState: "Rebooting", CreatedAt: t0})
+		e.rm.AddStep(readmodel.JobStep{JobID: id, Seq: 1, TaskState: "Rebooting", Step: "RebootVm", Text: "RebootVm sent to host-1", At: t0})
 		time.Sleep(150 * time.Millisecond)
 		end := t0.Add(time.Second)
-		e.rm.PutJob(postgres.Job{ID: id, VmID: "vm-a1", Account: "acct-a", Type: "Reboot", State: "succeeded", CreatedAt: t0, FinishedAt: &end})
+		e.rm.PutJob(readmodel.Job{ID: id, VmID: "vm-a1", Account: "acct-a", Type: "Reboot", State: "succeeded", CreatedAt: t0, FinishedAt: &end})
 	}()
 	start := time.Now()
 	rec = e.do("GET", "/v1/jobs/"+id+"?wait=10s&steps=1", e.alice, nil)
@@ -51,7 +51,7 @@ func TestWaitReturnsWhenJobFinishes(t *testing.T) {
 
 func TestWaitEndsWithJobUnfinished(t *testing.T) {
 	e := newEnv(t, gateway.Config{})
-	e.rm.PutJob(postgres.Job{ID: "job-run", VmID: "vm-a1", Account: "acct-a", State: "running", CreatedAt: t0})
+	e.rm.PutJob(readmodel.Job{ID: "job-run", VmID: "vm-a1", Account: "acct-a", State: "running", CreatedAt: t0})
 	start := time.Now()
 	rec := e.do("GET", "/v1/jobs/job-run?wait=250ms", e.alice, nil)
 	wantStatus(t, rec, http.StatusOK)
@@ -68,8 +68,8 @@ func TestWaitEndsWithJobUnfinished(t *testing.T) {
 
 func TestWaitAfterStepAnswersOnProgress(t *testing.T) {
 	e := newEnv(t, gateway.Config{})
-	e.rm.PutJob(postgres.Job{ID: "job-p", VmID: "vm-a1", Account: "acct-a", State: "running", CreatedAt: t0})
-	e.rm.AddStep(postgres.JobStep{JobID: "job-p", Seq: 1, TaskState: "Scheduling", Text: "PlaceVm", At: t0})
+	e.rm.PutJob(readmodel.Job{ID: "job-p", VmID: "vm-a1", Account: "acct-a", State: "running", CreatedAt: t0})
+	e.rm.AddStep(readmodel.JobStep{JobID: "job-p", Seq: 1, TaskState: "Scheduling", Text: "PlaceVm", At: t0})
 	// A step above 0 exists: answer at once.
 	start := time.Now()
 	job := decode[gateway.Job](t, e.do("GET", "/v1/jobs/job-p?wait=10s&steps=1&after_step=0", e.alice, nil))
@@ -79,7 +79,7 @@ func TestWaitAfterStepAnswersOnProgress(t *testing.T) {
 	// Nothing above 1 yet: wait for step 2.
 	go func() {
 		time.Sleep(200 * time.Millisecond)
-		e.rm.AddStep(postgres.JobStep{JobID: "job-p", Seq: 2, TaskState: "Spawning", Text: "StartVm sent to host-1", At: t0})
+		e.rm.AddStep(readmodel.JobStep{JobID: "job-p", Seq: 2, TaskState: "Spawning", Text: "StartVm sent to host-1", At: t0})
 	}()
 	start = time.Now()
 	job = decode[gateway.Job](t, e.do("GET", "/v1/jobs/job-p?wait=10s&steps=1&after_step=1", e.alice, nil))
@@ -92,15 +92,15 @@ func TestWaitAfterStepAnswersOnProgress(t *testing.T) {
 // watcher is a JobWatcher the test wakes by hand.
 type watcher struct {
 	mu      sync.Mutex
-	watches map[string]chan *postgres.Job
+	watches map[string]chan *readmodel.Job
 	steps   bool // the last Watch asked for steps
 }
 
-func (w *watcher) Watch(id string, steps bool) (<-chan *postgres.Job, func()) {
+func (w *watcher) Watch(id string, steps bool) (<-chan *readmodel.Job, func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.steps = steps
-	ch := make(chan *postgres.Job, 1)
+	ch := make(chan *readmodel.Job, 1)
 	w.watches[id] = ch
 	return ch, func() {
 		w.mu.Lock()
@@ -114,7 +114,7 @@ func (w *watcher) wake(id string) bool { return w.tell(id, nil) }
 
 // tell hands row (nil: read again) to the watcher of id once it watches;
 // it says whether one did.
-func (w *watcher) tell(id string, row *postgres.Job) bool {
+func (w *watcher) tell(id string, row *readmodel.Job) bool {
 	for range 500 {
 		w.mu.Lock()
 		ch, ok := w.watches[id]
@@ -132,9 +132,9 @@ func (w *watcher) tell(id string, row *postgres.Job) bool {
 // answers when JobChanges says the job changed, and a wait that ends
 // without news answers at its end, not at the next re-read.
 func TestWaitWakesOnJobChange(t *testing.T) {
-	w := &watcher{watches: map[string]chan *postgres.Job{}}
+	w := &watcher{watches: map[string]chan *readmodel.Job{}}
 	e := newEnv(t, gateway.Config{JobChanges: w, PollEvery: time.Hour})
-	e.rm.PutJob(postgres.Job{ID: "job-w", VmID: "vm-a1", Account: "acct-a", State: "running", CreatedAt: t0})
+	e.rm.PutJob(readmodel.Job{ID: "job-w", VmID: "vm-a1", Account: "acct-a", State: "running", CreatedAt: t0})
 	woke := make(chan bool, 1)
 	go func() {
 		// Not yet final: a wake-up re-reads and keeps waiting.
@@ -143,7 +143,7 @@ func TestWaitWakesOnJobChange(t *testing.T) {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
-		e.rm.PutJob(postgres.Job{ID: "job-w", VmID: "vm-a1", Account: "acct-a", State: "succeeded", CreatedAt: t0, FinishedAt: &t0})
+		e.rm.PutJob(readmodel.Job{ID: "job-w", VmID: "vm-a1", Account: "acct-a", State: "succeeded", CreatedAt: t0, FinishedAt: &t0})
 		woke <- w.wake("job-w")
 	}()
 	start := time.Now()
@@ -166,8 +166,8 @@ func TestWaitWakesOnJobChange(t *testing.T) {
 
 	// A handed-over ended row is the answer, without reading the read
 	// model again (which here still says running)...
-	e.rm.PutJob(postgres.Job{ID: "job-h", VmID: "vm-a1", Account: "acct-a", State: "running", CreatedAt: t0})
-	ended := postgres.Job{ID: "job-h", VmID: "vm-a1", Account: "acct-a", State: "failed", Reason: "AgentError", CreatedAt: t0, FinishedAt: &t0}
+	e.rm.PutJob(readmodel.Job{ID: "job-h", VmID: "vm-a1", Account: "acct-a", State: "running", CreatedAt: t0})
+	ended := readmodel.Job{ID: "job-h", VmID: "vm-a1", Account: "acct-a", State: "failed", Reason: "AgentError", CreatedAt: t0, FinishedAt: &t0}
 	told := make(chan bool, 1)
 	go func() { told <- w.tell("job-h", &ended) }()
 	job = decode[gateway.Job](t, e.do("GET", "/v1/jobs/job-h?wait=30s", e.alice, nil))
@@ -175,7 +175,7 @@ func TestWaitWakesOnJobChange(t *testing.T) {
 		t.Fatalf("answered %+v; want the handed-over row", job)
 	}
 	// ...and is another account's job to anyone else.
-	mallory := postgres.Job{ID: "job-h", VmID: "vm-b1", Account: "acct-b", State: "succeeded", CreatedAt: t0, FinishedAt: &t0}
+	mallory := readmodel.Job{ID: "job-h", VmID: "vm-b1", Account: "acct-b", State: "succeeded", CreatedAt: t0, FinishedAt: &t0}
 	go func() { told <- w.tell("job-h", &mallory) }()
 	wantStatus(t, e.do("GET", "/v1/jobs/job-h?wait=30s", e.alice, nil), http.StatusNotFound)
 	if !<-told {

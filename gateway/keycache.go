@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 )
 
 // keyCache keeps API key rows read from the read model for a short time, so
@@ -28,7 +28,7 @@ type keyCache struct {
 }
 
 type cachedKey struct {
-	row postgres.APIKey
+	row readmodel.APIKey
 	at  time.Time
 }
 
@@ -54,15 +54,15 @@ func (c *keyCache) known(keyID string, now time.Time) bool {
 	return ok
 }
 
-// get returns the row of keyID (postgres.ErrNotFound for a key the read
+// get returns the row of keyID (readmodel.ErrNotFound for a key the read
 // model does not have), from the cache when it was read less than ttl
 // ago, else through read.
-func (c *keyCache) get(ctx context.Context, keyID string, now time.Time, read func(context.Context, string) (postgres.APIKey, error)) (postgres.APIKey, error) {
+func (c *keyCache) get(ctx context.Context, keyID string, now time.Time, read func(context.Context, string) (readmodel.APIKey, error)) (readmodel.APIKey, error) {
 	if e, ok := c.fresh(c.rows, keyID, now); ok {
 		return e.row, nil
 	}
 	if _, ok := c.fresh(c.unknown, keyID, now); ok {
-		return postgres.APIKey{}, postgres.ErrNotFound
+		return readmodel.APIKey{}, readmodel.ErrNotFound
 	}
 	row, err := read(ctx, keyID)
 	if c.ttl <= 0 {
@@ -71,7 +71,7 @@ func (c *keyCache) get(ctx context.Context, keyID string, now time.Time, read fu
 	switch {
 	case err == nil:
 		c.put(c.rows, keyID, cachedKey{row: row, at: now}, now)
-	case errors.Is(err, postgres.ErrNotFound):
+	case errors.Is(err, readmodel.ErrNotFound):
 		c.put(c.unknown, keyID, cachedKey{at: now}, now)
 	}
 	return row, err

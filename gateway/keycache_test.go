@@ -6,23 +6,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 )
 
 func TestKeyCache(t *testing.T) {
 	t0 := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
 	reads := 0
-	rows := map[string]postgres.APIKey{"k1": {KeyID: "k1", AccountID: "a"}}
-	read := func(_ context.Context, id string) (postgres.APIKey, error) {
+	rows := map[string]readmodel.APIKey{"k1": {KeyID: "k1", AccountID: "a"}}
+	read := func(_ context.Context, id string) (readmodel.APIKey, error) {
 		reads++
 		row, ok := rows[id]
 		if !ok {
-			return row, postgres.ErrNotFound
+			return row, readmodel.ErrNotFound
 		}
 		return row, nil
 	}
 	c := newKeyCache(time.Second, 2)
-	get := func(id string, at time.Duration) (postgres.APIKey, error) {
+	get := func(id string, at time.Duration) (readmodel.APIKey, error) {
 		return c.get(t.Context(), id, t0.Add(at), read)
 	}
 	steps := []struct {
@@ -41,9 +41,9 @@ func TestKeyCache(t *testing.T) {
 		{name: "unknown key within the ttl from the cache", id: "k2", at: 1500 * time.Millisecond, wantReads: 4, wantErr: true},
 		{name: "unknown key at the ttl read again", id: "k2", at: 2 * time.Second, wantReads: 5, wantErr: true},
 		{name: "a key issued after it was unknown, seen after forget", id: "k2", at: 2 * time.Second, wantReads: 6,
-			before: func() { rows["k2"] = postgres.APIKey{KeyID: "k2"}; c.forget("k2") }},
+			before: func() { rows["k2"] = readmodel.APIKey{KeyID: "k2"}; c.forget("k2") }},
 		{name: "a revocation seen after forget", id: "k1", at: time.Second, wantReads: 7,
-			before: func() { rows["k1"] = postgres.APIKey{KeyID: "k1", Revoked: true}; c.forget("k1") }},
+			before: func() { rows["k1"] = readmodel.APIKey{KeyID: "k1", Revoked: true}; c.forget("k1") }},
 	}
 	for _, s := range steps {
 		if s.before != nil {
@@ -58,7 +58,7 @@ func TestKeyCache(t *testing.T) {
 		}
 	}
 	// Bounded: past max, expired rows go, then everything.
-	rows["k3"], rows["k4"] = postgres.APIKey{KeyID: "k3"}, postgres.APIKey{KeyID: "k4"}
+	rows["k3"], rows["k4"] = readmodel.APIKey{KeyID: "k3"}, readmodel.APIKey{KeyID: "k4"}
 	for _, id := range []string{"k3", "k4"} {
 		if _, err := get(id, 5*time.Second); err != nil {
 			t.Fatal(err)

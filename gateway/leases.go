@@ -14,7 +14,7 @@ import (
 
 	"github.com/gorilla/mux"
 
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -180,8 +180,8 @@ func reservationSpecs(rs []ReservationRequest) ([]schemas.ReservationSpec, error
 }
 
 // leases returns the lease read model, which the Postgres reader has.
-func (s *Server) leases() (postgres.LeaseReader, error) {
-	lr, ok := s.rm.(postgres.LeaseReader)
+func (s *Server) leases() (LeaseReader, error) {
+	lr, ok := s.rm.(LeaseReader)
 	if !ok {
 		return nil, errorf(http.StatusServiceUnavailable, codeUnavailable, "lease read model not configured")
 	}
@@ -190,22 +190,22 @@ func (s *Server) leases() (postgres.LeaseReader, error) {
 
 // visibleLease returns a lease the caller may see; another project's lease
 // is a 404 like a missing one.
-func (s *Server) visibleLease(ctx context.Context, id string) (postgres.Lease, error) {
+func (s *Server) visibleLease(ctx context.Context, id string) (readmodel.Lease, error) {
 	lr, err := s.leases()
 	if err != nil {
-		return postgres.Lease{}, err
+		return readmodel.Lease{}, err
 	}
 	l, err := lr.Lease(ctx, id)
-	if errors.Is(err, postgres.ErrNotFound) || err == nil && !principalOf(ctx).owns(l.Project) {
-		return postgres.Lease{}, notFound("lease", id)
+	if errors.Is(err, readmodel.ErrNotFound) || err == nil && !principalOf(ctx).owns(l.Project) {
+		return readmodel.Lease{}, notFound("lease", id)
 	}
 	if err != nil {
-		return postgres.Lease{}, fmt.Errorf("read lease %s: %w", id, err)
+		return readmodel.Lease{}, fmt.Errorf("read lease %s: %w", id, err)
 	}
 	return l, nil
 }
 
-func leaseJSON(l postgres.Lease) Lease {
+func leaseJSON(l readmodel.Lease) Lease {
 	out := Lease{ID: l.ID, Name: l.Name, ZoneID: l.ZoneID, Project: l.Project, Status: l.Status, Degraded: l.Degraded,
 		Start: l.Start.UTC(), End: l.End.UTC(), Reason: l.Reason, CreatedAt: l.CreatedAt.UTC(), UpdatedAt: l.UpdatedAt.UTC(),
 		Reservations: make([]LeaseReservation, len(l.Reservations))}
@@ -334,7 +334,7 @@ func (s *Server) listLeases(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("list leases: %w", err)
 	}
-	rows, next := cutPage(page, rows, func(l postgres.Lease) string { return l.ID })
+	rows, next := cutPage(page, rows, func(l readmodel.Lease) string { return l.ID })
 	out := List[Lease]{Items: make([]Lease, len(rows)), Next: next}
 	for i, l := range rows {
 		out.Items[i] = leaseJSON(l)
@@ -448,7 +448,7 @@ func (s *Server) leaseEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("lease events %s: %w", l.ID, err)
 	}
-	rows, next := cutPage(page, rows, func(e postgres.LeaseEvent) string { return e.Seq })
+	rows, next := cutPage(page, rows, func(e readmodel.LeaseEvent) string { return e.Seq })
 	out := List[LeaseEvent]{Items: make([]LeaseEvent, len(rows)), Next: next}
 	for i, e := range rows {
 		out.Items[i] = LeaseEvent{Seq: e.Seq, Event: e.Event, Status: e.Status, Degraded: e.Degraded, HostID: e.HostID,

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/vmplane/vmplane/gateway"
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -137,8 +137,8 @@ func TestLeaseHostCountMessages(t *testing.T) {
 func TestUpdateLeaseCarriesTheRole(t *testing.T) {
 	e := newEnv(t, gateway.Config{})
 	end := time.Now().Add(3 * time.Hour).UTC()
-	e.rm.PutLease(postgres.Lease{ID: "lease-a", Project: "acct-a", Name: "la", Status: "ACTIVE", ZoneID: "zone-1",
-		Start: end.Add(-2 * time.Hour), End: end, Reservations: []postgres.LeaseReservation{{ID: "lease-a-r1", MinHosts: 1, MaxHosts: 1}}})
+	e.rm.PutLease(readmodel.Lease{ID: "lease-a", Project: "acct-a", Name: "la", Status: "ACTIVE", ZoneID: "zone-1",
+		Start: end.Add(-2 * time.Hour), End: end, Reservations: []readmodel.LeaseReservation{{ID: "lease-a-r1", MinHosts: 1, MaxHosts: 1}}})
 	later := end.Add(1000 * time.Hour).Format(time.RFC3339)
 	for i, key := range []string{e.alice, e.admin} {
 		rec := e.do(http.MethodPut, "/v1/leases/lease-a", key, map[string]any{"end": later})

@@ -8,7 +8,7 @@ import (
 
 	"github.com/gorilla/mux"
 
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 )
 
 // Alert is the JSON of an alert.
@@ -34,7 +34,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("list jobs: %w", err)
 	}
-	rows, next := cutPage(page, rows, func(j postgres.Job) string { return j.ID })
+	rows, next := cutPage(page, rows, func(j readmodel.Job) string { return j.ID })
 	out := List[Job]{Items: make([]Job, len(rows)), Next: next}
 	for i, j := range rows {
 		out.Items[i] = jobJSON(j)
@@ -48,7 +48,7 @@ func (s *Server) jobJournal(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	id := mux.Vars(r)["id"]
 	job, err := s.rm.Job(ctx, id)
-	if errors.Is(err, postgres.ErrNotFound) || err == nil && !principalOf(ctx).owns(job.Account) {
+	if errors.Is(err, readmodel.ErrNotFound) || err == nil && !principalOf(ctx).owns(job.Account) {
 		return notFound("job", id)
 	}
 	if err != nil {
@@ -77,7 +77,7 @@ func (s *Server) listAlerts(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("list alerts: %w", err)
 	}
-	rows, next := cutPage(page, rows, func(a postgres.Alert) string { return a.ID })
+	rows, next := cutPage(page, rows, func(a readmodel.Alert) string { return a.ID })
 	out := List[Alert]{Items: make([]Alert, len(rows)), Next: next}
 	for i, a := range rows {
 		out.Items[i] = Alert{ID: a.ID, Kind: a.Kind, VmID: a.VmID, HostID: a.HostID, JobID: a.JobID, Message: a.Message, At: a.At.UTC()}

@@ -5,16 +5,16 @@ import (
 	"testing"
 
 	"github.com/vmplane/vmplane/gateway"
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 )
 
 func TestListFilters(t *testing.T) {
 	e := newEnv(t, gateway.Config{})
-	e.rm.PutJob(postgres.Job{ID: "job-a2", VmID: "vm-a1", Account: "acct-a", Type: "Reboot", State: "running", CreatedAt: t0})
-	e.rm.AddStep(postgres.JobStep{JobID: "job-a2", Seq: 2, TaskState: "Rebooting", Step: "wait", At: t0})
-	e.rm.AddStep(postgres.JobStep{JobID: "job-a2", Seq: 1, TaskState: "Rebooting", Step: "reboot", At: t0})
-	e.rm.PutAlert(postgres.Alert{ID: "al-1", Kind: "VmStateSync", VmID: "vm-a1", Account: "acct-a", Message: "paused", At: t0})
-	e.rm.PutAlert(postgres.Alert{ID: "al-2", Kind: "HAExhausted", VmID: "vm-b1", Account: "acct-b", At: t0})
+	e.rm.PutJob(readmodel.Job{ID: "job-a2", VmID: "vm-a1", Account: "acct-a", Type: "Reboot", State: "running", CreatedAt: t0})
+	e.rm.AddStep(readmodel.JobStep{JobID: "job-a2", Seq: 2, TaskState: "Rebooting", Step: "wait", At: t0})
+	e.rm.AddStep(readmodel.JobStep{JobID: "job-a2", Seq: 1, TaskState: "Rebooting", Step: "reboot", At: t0})
+	e.rm.PutAlert(readmodel.Alert{ID: "al-1", Kind: "VmStateSync", VmID: "vm-a1", Account: "acct-a", Message: "paused", At: t0})
+	e.rm.PutAlert(readmodel.Alert{ID: "al-2", Kind: "HAExhausted", VmID: "vm-b1", Account: "acct-b", At: t0})
 
 	type list[T any] struct {
 		Items []T `json:"items"`

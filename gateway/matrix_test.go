@@ -11,7 +11,7 @@ import (
 
 	"github.com/vmplane/vmplane/gateway"
 	"github.com/vmplane/vmplane/gateway/gatewaytest"
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 )
 
 // matrixEnv is env with accounts, leases and spare keys for the
@@ -36,7 +36,7 @@ func newMatrixEnvWith(t *testing.T, cfg gateway.Config) *matrixEnv {
 	e := &matrixEnv{env: newEnv(t, cfg)}
 	e.pub.OnPublish = e.rm.ProjectAccounts
 	for _, a := range []string{"ops", "acct-a", "acct-b"} {
-		e.rm.PutAccount(postgres.Account{ID: a, Name: a, CreatedAt: t0})
+		e.rm.PutAccount(readmodel.Account{ID: a, Name: a, CreatedAt: t0})
 	}
 	e.revoked = e.addKey("acct-a", gateway.RoleUser)
 	id := keyID(e.revoked)
@@ -54,8 +54,8 @@ func newMatrixEnvWith(t *testing.T, cfg gateway.Config) *matrixEnv {
 	e.wrongSecret = e.alice[:17] + other[17:]
 	e.unknownKey, _, _, _ = gateway.NewAPIKey()
 	end := time.Now().Add(48 * time.Hour)
-	e.rm.PutLease(postgres.Lease{ID: "lease-a", Project: "acct-a", Name: "la", Status: "Pending", ZoneID: "zone-1", Start: end.Add(-time.Hour), End: end})
-	e.rm.PutLease(postgres.Lease{ID: "lease-b", Project: "acct-b", Name: "lb", Status: "Pending", ZoneID: "zone-1", Start: end.Add(-time.Hour), End: end})
+	e.rm.PutLease(readmodel.Lease{ID: "lease-a", Project: "acct-a", Name: "la", Status: "Pending", ZoneID: "zone-1", Start: end.Add(-time.Hour), End: end})
+	e.rm.PutLease(readmodel.Lease{ID: "lease-b", Project: "acct-b", Name: "lb", Status: "Pending", ZoneID: "zone-1", Start: end.Add(-time.Hour), End: end})
 	return e
 }
 

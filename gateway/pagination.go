@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 )
 
 const (
@@ -36,7 +36,7 @@ func pageOf(r *http.Request) (page, error) {
 
 // ask reads one row more than the page holds, to know whether a next page
 // exists without a count.
-func (p page) ask() postgres.Page { return postgres.Page{Limit: p.limit + 1, After: p.after} }
+func (p page) ask() readmodel.Page { return readmodel.Page{Limit: p.limit + 1, After: p.after} }
 
 // cut trims the extra row and returns the cursor of the next page.
 func cutPage[T any](p page, rows []T, id func(T) string) ([]T, string) {

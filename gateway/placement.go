@@ -8,7 +8,7 @@ import (
 
 	"github.com/gorilla/mux"
 
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -108,7 +108,7 @@ func (s *Server) createOffering(w http.ResponseWriter, r *http.Request) error {
 	for _, name := range []string{req.Name, id} {
 		if _, err := s.rm.Offering(r.Context(), name); err == nil {
 			return errorf(http.StatusConflict, codeInvalidState, "offering %q exists", req.Name)
-		} else if !errors.Is(err, postgres.ErrNotFound) {
+		} else if !errors.Is(err, readmodel.ErrNotFound) {
 			return fmt.Errorf("read offering %s: %w", name, err)
 		}
 	}
@@ -133,7 +133,7 @@ func offeringID(name string) string { return "off-" + name }
 func (s *Server) getOffering(w http.ResponseWriter, r *http.Request) error {
 	id := mux.Vars(r)["id"]
 	o, err := s.rm.Offering(r.Context(), id)
-	if errors.Is(err, postgres.ErrNotFound) {
+	if errors.Is(err, readmodel.ErrNotFound) {
 		return notFound("offering", id)
 	}
 	if err != nil {
@@ -158,7 +158,7 @@ func (s *Server) listPlanners(w http.ResponseWriter, _ *http.Request) error {
 func (s *Server) zoneCapacity(w http.ResponseWriter, r *http.Request) error {
 	cr := s.cfg.Capacity
 	if cr == nil {
-		cr, _ = s.rm.(postgres.CapacityReader)
+		cr, _ = s.rm.(CapacityReader)
 	}
 	if cr == nil {
 		return errorf(http.StatusServiceUnavailable, codeUnavailable, "capacity read model not configured")

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/vmplane/vmplane/gateway"
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -82,7 +82,7 @@ func TestRacingOfferingCreates(t *testing.T) {
 			t.Fatalf("offering keyed %q id %q, want off-racy", r.Key, r.Value.(*schemas.ServiceOffering).ID)
 		}
 	}
-	e.rm.PutOffering(postgres.Offering{ID: "off-racy", Name: "racy", CPU: 1, MemoryMB: 512})
+	e.rm.PutOffering(readmodel.Offering{ID: "off-racy", Name: "racy", CPU: 1, MemoryMB: 512})
 	wantStatus(t, e.do(http.MethodPost, "/v1/offerings", e.admin, map[string]any{"name": "racy", "cpu": 1, "memory_mb": 512}), http.StatusConflict)
 	got := e.do(http.MethodGet, "/v1/offerings/racy", e.alice, nil)
 	wantStatus(t, got, http.StatusOK)

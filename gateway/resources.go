@@ -3,7 +3,7 @@ package gateway
 import (
 	"time"
 
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 )
 
 // The JSON resources of DESIGN §10. Field names are fixed by the design;
@@ -101,7 +101,7 @@ func nonNil(s []string) []string {
 	return s
 }
 
-func vmJSON(v postgres.VM) VM {
+func vmJSON(v readmodel.VM) VM {
 	return VM{
 		ID: v.ID, Name: v.Name, Account: v.Account, Offering: v.Offering,
 		VmState: v.VmState, TaskState: v.TaskState, PowerState: v.PowerState, LegacyState: v.LegacyState,
@@ -111,7 +111,7 @@ func vmJSON(v postgres.VM) VM {
 	}
 }
 
-func jobJSON(j postgres.Job) Job {
+func jobJSON(j readmodel.Job) Job {
 	out := Job{
 		ID: j.ID, VmID: j.VmID, Type: j.Type, State: j.State, Reason: j.Reason, Detail: j.Detail,
 		TaskState: j.TaskState, Origin: j.Origin, AllowedActions: j.AllowedActions,
@@ -124,11 +124,11 @@ func jobJSON(j postgres.Job) Job {
 	return out
 }
 
-func stepJSON(s postgres.JobStep) JobStep {
+func stepJSON(s readmodel.JobStep) JobStep {
 	return JobStep{Seq: s.Seq, TaskState: s.TaskState, Step: s.Step, Text: s.Text, At: s.At.UTC()}
 }
 
-func offeringJSON(o postgres.Offering) Offering {
+func offeringJSON(o readmodel.Offering) Offering {
 	return Offering{
 		ID: o.ID, Name: o.Name, CPU: o.CPU, MemoryMB: o.MemoryMB, HA: o.HA,
 		DeploymentPlanner: o.DeploymentPlanner, PlannerMode: o.PlannerMode, HostTags: nonNil(o.HostTags),

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
-
-	"github.com/vmplane/vmplane/projectors/postgres"
 )
 
 // Config configures a Server. Zero fields take the defaults below.
@@ -35,8 +33,8 @@ type Config struct {
 	IdempotencyMax int
 	// Idempotency stores Idempotency-Keys; nil keeps them in this process's
 	// memory (bounded by IdempotencyMax), which a restart forgets. A
-	// running gateway passes postgres.Idempotency, shared by every instance.
-	Idempotency postgres.IdempotencyStore
+	// running gateway passes readmodel.Idempotency, shared by every instance.
+	Idempotency IdempotencyStore
 	// RatePerSecond and RateBurst size each API key's token bucket (default
 	// 200/s, burst 400); a negative RatePerSecond turns the limit off.
 	RatePerSecond float64
@@ -62,7 +60,7 @@ type Config struct {
 	Events *Fanout
 	// Capacity reads the placement views (zone capacity); nil means the
 	// read model's, when it has them.
-	Capacity postgres.CapacityReader
+	Capacity CapacityReader
 	// JobChanges wakes long-polls (GET /v1/jobs/{id}?wait=) when the
 	// projector commits a change to their job; nil leaves them to their
 	// re-reads.
@@ -129,10 +127,10 @@ func (c Config) withDefaults() Config {
 // Server is the REST API.
 type Server struct {
 	cfg   Config
-	rm    postgres.ReadModel
+	rm    ReadModel
 	pub   Publisher
 	log   *slog.Logger
-	idem  postgres.IdempotencyStore
+	idem  IdempotencyStore
 	rate  *rateLimiter
 	anon  *rateLimiter // per client address, for traffic without a known key
 	slots *streamSlots
@@ -142,9 +140,9 @@ type Server struct {
 }
 
 // New returns a Server that reads rm and publishes commands through pub.
-func New(cfg Config, rm postgres.ReadModel, pub Publisher) *Server {
+func New(cfg Config, rm ReadModel, pub Publisher) *Server {
 	cfg = cfg.withDefaults()
-	var idem postgres.IdempotencyStore = newMemoryIdempotency(cfg.IdempotencyMax)
+	var idem IdempotencyStore = newMemoryIdempotency(cfg.IdempotencyMax)
 	if cfg.Idempotency != nil {
 		idem = cfg.Idempotency
 	}
@@ -352,7 +350,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 const sweepEvery = time.Hour
 
 // sweepIdempotency deletes the expired Idempotency-Keys of a store that
-// can (postgres.Idempotency), at start and every sweepEvery, until ctx ends.
+// can (readmodel.Idempotency), at start and every sweepEvery, until ctx ends.
 func (s *Server) sweepIdempotency(ctx context.Context) {
 	sw, ok := s.idem.(interface {
 		Sweep(ctx context.Context, now time.Time, ttl time.Duration) error

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/vmplane/vmplane/gateway"
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -20,7 +20,7 @@ import (
 // long-poll in flight with the job as it is, then Serve returns nil.
 func TestServeShutsDownGracefully(t *testing.T) {
 	e := newEnv(t, gateway.Config{})
-	e.rm.PutJob(postgres.Job{ID: "job-run", VmID: "vm-a1", Account: "acct-a", State: "running", CreatedAt: t0})
+	e.rm.PutJob(readmodel.Job{ID: "job-run", VmID: "vm-a1", Account: "acct-a", State: "running", CreatedAt: t0})
 	srv := gateway.New(gateway.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, e.rm, e.pub)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -107,7 +107,7 @@ func TestLocationsResolve(t *testing.T) {
 	e.pub.OnPublish = func(r schemas.Record) {
 		e.rm.ProjectAccounts(r)
 		if o, ok := r.Value.(*schemas.ServiceOffering); ok {
-			e.rm.PutOffering(postgres.Offering{ID: o.ID, Name: o.Name, CPU: o.CPU, MemoryMB: o.MemoryMB})
+			e.rm.PutOffering(readmodel.Offering{ID: o.ID, Name: o.Name, CPU: o.CPU, MemoryMB: o.MemoryMB})
 		}
 	}
 	for _, c := range []struct{ path, body string }{

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/vmplane/vmplane/gateway"
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -318,7 +318,7 @@ func TestStreamEndsWithItsKey(t *testing.T) {
 	e := newEnv(t, gateway.Config{Events: f, Heartbeat: 50 * time.Millisecond, KeyCacheTTL: 20 * time.Millisecond})
 	srv := httptest.NewServer(e.h)
 	defer srv.Close()
-	e.rm.PutJob(postgres.Job{ID: "job-run", VmID: "vm-a1", Account: "acct-a", State: "running", CreatedAt: t0})
+	e.rm.PutJob(readmodel.Job{ID: "job-run", VmID: "vm-a1", Account: "acct-a", State: "running", CreatedAt: t0})
 	revocable := e.addKey("acct-a", gateway.RoleUser)
 	expiring := e.addKey("acct-a", gateway.RoleUser)
 	k, _ := e.rm.APIKey(t.Context(), keyID(expiring))
@@ -377,7 +377,7 @@ func TestStreamEndsWithItsKey(t *testing.T) {
 func TestStreamSlots(t *testing.T) {
 	f := gateway.NewFanout(slog.New(slog.NewTextHandler(io.Discard, nil)), 100)
 	e := newEnv(t, gateway.Config{Events: f, MaxStreamsPerKey: 2})
-	e.rm.PutJob(postgres.Job{ID: "job-run", VmID: "vm-a1", Account: "acct-a", State: "running", CreatedAt: t0})
+	e.rm.PutJob(readmodel.Job{ID: "job-run", VmID: "vm-a1", Account: "acct-a", State: "running", CreatedAt: t0})
 	srv := httptest.NewServer(e.h)
 	defer srv.Close()
 	a := openStream(t, srv, "/v1/events", e.alice)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/gorilla/mux"
 
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 )
 
 // listVMs is GET /v1/vms: the caller's VMs (every VM for an admin), one page.
@@ -18,11 +18,11 @@ func (s *Server) listVMs(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
-	rows, err := s.rm.FilterVMs(r.Context(), postgres.VMFilter{Account: principalOf(r.Context()).scope(), VmState: q.Get("state"), HostID: q.Get("host")}, page.ask())
+	rows, err := s.rm.FilterVMs(r.Context(), readmodel.VMFilter{Account: principalOf(r.Context()).scope(), VmState: q.Get("state"), HostID: q.Get("host")}, page.ask())
 	if err != nil {
 		return fmt.Errorf("list vms: %w", err)
 	}
-	rows, next := cutPage(page, rows, func(v postgres.VM) string { return v.ID })
+	rows, next := cutPage(page, rows, func(v readmodel.VM) string { return v.ID })
 	out := List[VM]{Items: make([]VM, len(rows)), Next: next}
 	for i, v := range rows {
 		out.Items[i] = vmJSON(v)

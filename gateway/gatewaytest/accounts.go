@@ -4,18 +4,19 @@ import (
 	"context"
 	"time"
 
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/gateway"
+	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
 
-var _ postgres.AccountReader = (*ReadModel)(nil)
+var _ gateway.AccountReader = (*ReadModel)(nil)
 
 // PutAccount stores an account.
-func (m *ReadModel) PutAccount(a postgres.Account) {
+func (m *ReadModel) PutAccount(a readmodel.Account) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.accounts == nil {
-		m.accounts = map[string]postgres.Account{}
+		m.accounts = map[string]readmodel.Account{}
 	}
 	m.accounts[a.ID] = a
 }
@@ -26,9 +27,9 @@ func (m *ReadModel) PutAccount(a postgres.Account) {
 func (m *ReadModel) ProjectAccounts(rec schemas.Record) {
 	switch v := rec.Value.(type) {
 	case *schemas.AccountCreated:
-		m.PutAccount(postgres.Account{ID: v.AccountID, Name: v.Name, CreatedAt: time.UnixMilli(v.At)})
+		m.PutAccount(readmodel.Account{ID: v.AccountID, Name: v.Name, CreatedAt: time.UnixMilli(v.At)})
 	case *schemas.ApiKeyIssued:
-		k := postgres.APIKey{KeyID: v.KeyID, AccountID: v.AccountID, Role: v.Role, Hash: v.Hash}
+		k := readmodel.APIKey{KeyID: v.KeyID, AccountID: v.AccountID, Role: v.Role, Hash: v.Hash}
 		if v.ExpiresAt != 0 {
 			t := time.UnixMilli(v.ExpiresAt)
 			k.ExpiresAt = &t
@@ -44,38 +45,38 @@ func (m *ReadModel) ProjectAccounts(rec schemas.Record) {
 	}
 }
 
-func (m *ReadModel) Account(_ context.Context, id string) (postgres.Account, error) {
+func (m *ReadModel) Account(_ context.Context, id string) (readmodel.Account, error) {
 	if err := TextError(id); err != nil {
-		return postgres.Account{}, err
+		return readmodel.Account{}, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	a, ok := m.accounts[id]
 	if !ok {
-		return postgres.Account{}, postgres.ErrNotFound
+		return readmodel.Account{}, readmodel.ErrNotFound
 	}
 	return a, nil
 }
 
-func (m *ReadModel) Accounts(_ context.Context, p postgres.Page) ([]postgres.Account, error) {
+func (m *ReadModel) Accounts(_ context.Context, p readmodel.Page) ([]readmodel.Account, error) {
 	if err := TextError(p.After); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return page(m.accounts, p, func(postgres.Account) bool { return true }), nil
+	return page(m.accounts, p, func(readmodel.Account) bool { return true }), nil
 }
 
-func (m *ReadModel) APIKeys(_ context.Context, account string, p postgres.Page) ([]postgres.APIKeyInfo, error) {
+func (m *ReadModel) APIKeys(_ context.Context, account string, p readmodel.Page) ([]readmodel.APIKeyInfo, error) {
 	if err := TextError(account, p.After); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	keys := page(m.keys, p, func(k postgres.APIKey) bool { return k.AccountID == account })
-	out := make([]postgres.APIKeyInfo, len(keys))
+	keys := page(m.keys, p, func(k readmodel.APIKey) bool { return k.AccountID == account })
+	out := make([]readmodel.APIKeyInfo, len(keys))
 	for i, k := range keys {
-		out[i] = postgres.APIKeyInfo{KeyID: k.KeyID, AccountID: k.AccountID, Role: k.Role, ExpiresAt: k.ExpiresAt, Revoked: k.Revoked}
+		out[i] = readmodel.APIKeyInfo{KeyID: k.KeyID, AccountID: k.AccountID, Role: k.Role, ExpiresAt: k.ExpiresAt, Revoked: k.Revoked}
 	}
 	return out, nil
 }

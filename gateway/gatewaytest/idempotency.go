@@ -6,29 +6,30 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/gateway"
+	"github.com/vmplane/vmplane/readmodel"
 )
 
-// Idempotency is an in-memory postgres.IdempotencyStore that lets a test
+// Idempotency is an in-memory gateway.IdempotencyStore that lets a test
 // read what the gateway kept. It forgets nothing (no ttl, no takeover of a
 // stale claim): a test's requests are few and quick.
 type Idempotency struct {
 	mu      sync.Mutex
-	entries map[[2]string]postgres.IdempotentRequest
+	entries map[[2]string]readmodel.IdempotentRequest
 }
 
-var _ postgres.IdempotencyStore = (*Idempotency)(nil)
+var _ gateway.IdempotencyStore = (*Idempotency)(nil)
 
-func (s *Idempotency) Claim(_ context.Context, caller, key string, fp []byte, now time.Time, _, _ time.Duration) (postgres.IdempotentRequest, bool, error) {
+func (s *Idempotency) Claim(_ context.Context, caller, key string, fp []byte, now time.Time, _, _ time.Duration) (readmodel.IdempotentRequest, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.entries == nil {
-		s.entries = map[[2]string]postgres.IdempotentRequest{}
+		s.entries = map[[2]string]readmodel.IdempotentRequest{}
 	}
 	if got, ok := s.entries[[2]string{caller, key}]; ok {
 		return got, false, nil
 	}
-	e := postgres.IdempotentRequest{Fingerprint: fp, Token: postgres.NewToken(), ClaimedAt: now}
+	e := readmodel.IdempotentRequest{Fingerprint: fp, Token: readmodel.NewToken(), ClaimedAt: now}
 	s.entries[[2]string{caller, key}] = e
 	return e, true, nil
 }

@@ -3,47 +3,48 @@ package gatewaytest
 import (
 	"context"
 
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/gateway"
+	"github.com/vmplane/vmplane/readmodel"
 )
 
-var _ postgres.LeaseReader = (*ReadModel)(nil)
+var _ gateway.LeaseReader = (*ReadModel)(nil)
 
 // PutLease stores a lease.
-func (m *ReadModel) PutLease(l postgres.Lease) {
+func (m *ReadModel) PutLease(l readmodel.Lease) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.leases == nil {
-		m.leases = map[string]postgres.Lease{}
+		m.leases = map[string]readmodel.Lease{}
 	}
 	m.leases[l.ID] = l
 }
 
-func (m *ReadModel) Lease(_ context.Context, id string) (postgres.Lease, error) {
+func (m *ReadModel) Lease(_ context.Context, id string) (readmodel.Lease, error) {
 	if err := TextError(id); err != nil {
-		return postgres.Lease{}, err
+		return readmodel.Lease{}, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	l, ok := m.leases[id]
 	if !ok {
-		return postgres.Lease{}, postgres.ErrNotFound
+		return readmodel.Lease{}, readmodel.ErrNotFound
 	}
 	return l, nil
 }
 
-func (m *ReadModel) Leases(_ context.Context, project string, p postgres.Page) ([]postgres.Lease, error) {
+func (m *ReadModel) Leases(_ context.Context, project string, p readmodel.Page) ([]readmodel.Lease, error) {
 	if err := TextError(project, p.After); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return page(m.leases, p, func(l postgres.Lease) bool { return project == "" || l.Project == project }), nil
+	return page(m.leases, p, func(l readmodel.Lease) bool { return project == "" || l.Project == project }), nil
 }
 
 // LeaseEvents has no events: tests of lease notifications use Postgres.
-func (m *ReadModel) LeaseEvents(_ context.Context, id string, p postgres.Page) ([]postgres.LeaseEvent, error) {
+func (m *ReadModel) LeaseEvents(_ context.Context, id string, p readmodel.Page) ([]readmodel.LeaseEvent, error) {
 	if err := TextError(id, p.After); err != nil {
 		return nil, err
 	}
-	return []postgres.LeaseEvent{}, nil
+	return []readmodel.LeaseEvent{}, nil
 }

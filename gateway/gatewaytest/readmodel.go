@@ -7,130 +7,122 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/gateway"
+	"github.com/vmplane/vmplane/readmodel"
 )
 
-// ReadModel is an in-memory postgres.ReadModel. Tests fill it with the Put
+// ReadModel is an in-memory gateway.ReadModel. Tests fill it with the Put
 // methods, playing the projector. Like Postgres, it refuses text holding a
 // NUL or bytes that are not UTF-8 (TextError).
 type ReadModel struct {
 	mu        sync.Mutex
-	vms       map[string]postgres.VM
-	jobs      map[string]postgres.Job
-	steps     map[string][]postgres.JobStep
-	hosts     map[string]postgres.Host
-	offerings map[string]postgres.Offering
-	keys      map[string]postgres.APIKey
-	alerts    map[string]postgres.Alert
-	accounts  map[string]postgres.Account
-	leases    map[string]postgres.Lease
+	vms       map[string]readmodel.VM
+	jobs      map[string]readmodel.Job
+	steps     map[string][]readmodel.JobStep
+	hosts     map[string]readmodel.Host
+	offerings map[string]readmodel.Offering
+	keys      map[string]readmodel.APIKey
+	alerts    map[string]readmodel.Alert
+	accounts  map[string]readmodel.Account
+	leases    map[string]readmodel.Lease
 	readyErr  error
 	keyReads  int
 }
 
-var _ postgres.ReadModel = (*ReadModel)(nil)
+var _ gateway.ReadModel = (*ReadModel)(nil)
 
 // NewReadModel returns an empty read model.
 func NewReadModel() *ReadModel {
 	return &ReadModel{
-		vms: map[string]postgres.VM{}, jobs: map[string]postgres.Job{}, steps: map[string][]postgres.JobStep{},
-		hosts: map[string]postgres.Host{}, offerings: map[string]postgres.Offering{}, keys: map[string]postgres.APIKey{},
+		vms: map[string]readmodel.VM{}, jobs: map[string]readmodel.Job{}, steps: map[string][]readmodel.JobStep{},
+		hosts: map[string]readmodel.Host{}, offerings: map[string]readmodel.Offering{}, keys: map[string]readmodel.APIKey{},
 	}
 }
 
-func (m *ReadModel) PutVM(v postgres.VM) { m.mu.Lock(); m.vms[v.ID] = v; m.mu.Unlock() }
+func (m *ReadModel) PutVM(v readmodel.VM) { m.mu.Lock(); m.vms[v.ID] = v; m.mu.Unlock() }
 
-func (m *ReadModel) PutJob(j postgres.Job) { m.mu.Lock(); m.jobs[j.ID] = j; m.mu.Unlock() }
+func (m *ReadModel) PutJob(j readmodel.Job) { m.mu.Lock(); m.jobs[j.ID] = j; m.mu.Unlock() }
 
-func (m *ReadModel) AddStep(s postgres.JobStep) {
+func (m *ReadModel) AddStep(s readmodel.JobStep) {
 	m.mu.Lock()
 	m.steps[s.JobID] = append(m.steps[s.JobID], s)
 	m.mu.Unlock()
 }
 
-func (m *ReadModel) PutHost(h postgres.Host) { m.mu.Lock(); m.hosts[h.ID] = h; m.mu.Unlock() }
+func (m *ReadModel) PutHost(h readmodel.Host) { m.mu.Lock(); m.hosts[h.ID] = h; m.mu.Unlock() }
 
-func (m *ReadModel) PutOffering(o postgres.Offering) {
+func (m *ReadModel) PutOffering(o readmodel.Offering) {
 	m.mu.Lock()
 	m.offerings[o.ID] = o
 	m.mu.Unlock()
 }
 
-func (m *ReadModel) PutAPIKey(k postgres.APIKey) { m.mu.Lock(); m.keys[k.KeyID] = k; m.mu.Unlock() }
+func (m *ReadModel) PutAPIKey(k readmodel.APIKey) { m.mu.Lock(); m.keys[k.KeyID] = k; m.mu.Unlock() }
 
 // SetReady makes Ready answer err.
 func (m *ReadModel) SetReady(err error) { m.mu.Lock(); m.readyErr = err; m.mu.Unlock() }
 
-func (m *ReadModel) VM(_ context.Context, id string) (postgres.VM, error) {
+func (m *ReadModel) VM(_ context.Context, id string) (readmodel.VM, error) {
 	if err := TextError(id); err != nil {
-		return postgres.VM{}, err
+		return readmodel.VM{}, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	v, ok := m.vms[id]
 	if !ok {
-		return postgres.VM{}, postgres.ErrNotFound
+		return readmodel.VM{}, readmodel.ErrNotFound
 	}
 	return v, nil
 }
 
-func (m *ReadModel) VMs(_ context.Context, account string, p postgres.Page) ([]postgres.VM, error) {
-	if err := TextError(account, p.After); err != nil {
-		return nil, err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return page(m.vms, p, func(v postgres.VM) bool { return account == "" || v.Account == account }), nil
-}
-
 // FilterVMs narrows VMs by account, state and host.
-func (m *ReadModel) FilterVMs(_ context.Context, f postgres.VMFilter, p postgres.Page) ([]postgres.VM, error) {
+func (m *ReadModel) FilterVMs(_ context.Context, f readmodel.VMFilter, p readmodel.Page) ([]readmodel.VM, error) {
 	if err := TextError(f.Account, f.VmState, f.HostID, p.After); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return page(m.vms, p, func(v postgres.VM) bool {
+	return page(m.vms, p, func(v readmodel.VM) bool {
 		return (f.Account == "" || v.Account == f.Account) && (f.VmState == "" || v.VmState == f.VmState) && (f.HostID == "" || v.HostID == f.HostID)
 	}), nil
 }
 
 // PutAlert stores an alert.
-func (m *ReadModel) PutAlert(a postgres.Alert) {
+func (m *ReadModel) PutAlert(a readmodel.Alert) {
 	m.mu.Lock()
 	if m.alerts == nil {
-		m.alerts = map[string]postgres.Alert{}
+		m.alerts = map[string]readmodel.Alert{}
 	}
 	m.alerts[a.ID] = a
 	m.mu.Unlock()
 }
 
 // Alerts lists alerts by account and VM.
-func (m *ReadModel) Alerts(_ context.Context, account, vmID string, p postgres.Page) ([]postgres.Alert, error) {
+func (m *ReadModel) Alerts(_ context.Context, account, vmID string, p readmodel.Page) ([]readmodel.Alert, error) {
 	if err := TextError(account, vmID, p.After); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return page(m.alerts, p, func(a postgres.Alert) bool {
+	return page(m.alerts, p, func(a readmodel.Alert) bool {
 		return (account == "" || a.Account == account) && (vmID == "" || a.VmID == vmID)
 	}), nil
 }
 
-func (m *ReadModel) Job(_ context.Context, id string) (postgres.Job, error) {
+func (m *ReadModel) Job(_ context.Context, id string) (readmodel.Job, error) {
 	if err := TextError(id); err != nil {
-		return postgres.Job{}, err
+		return readmodel.Job{}, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	j, ok := m.jobs[id]
 	if !ok {
-		return postgres.Job{}, postgres.ErrNotFound
+		return readmodel.Job{}, readmodel.ErrNotFound
 	}
 	return j, nil
 }
 
-func (m *ReadModel) JobSteps(_ context.Context, jobID string) ([]postgres.JobStep, error) {
+func (m *ReadModel) JobSteps(_ context.Context, jobID string) ([]readmodel.JobStep, error) {
 	if err := TextError(jobID); err != nil {
 		return nil, err
 	}
@@ -141,42 +133,42 @@ func (m *ReadModel) JobSteps(_ context.Context, jobID string) ([]postgres.JobSte
 	return out, nil
 }
 
-func (m *ReadModel) Jobs(_ context.Context, account, vmID, state string, p postgres.Page) ([]postgres.Job, error) {
+func (m *ReadModel) Jobs(_ context.Context, account, vmID, state string, p readmodel.Page) ([]readmodel.Job, error) {
 	if err := TextError(account, vmID, state, p.After); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return page(m.jobs, p, func(j postgres.Job) bool {
+	return page(m.jobs, p, func(j readmodel.Job) bool {
 		return (account == "" || j.Account == account) && (vmID == "" || j.VmID == vmID) && (state == "" || j.State == state)
 	}), nil
 }
 
-func (m *ReadModel) Host(_ context.Context, id string) (postgres.Host, error) {
+func (m *ReadModel) Host(_ context.Context, id string) (readmodel.Host, error) {
 	if err := TextError(id); err != nil {
-		return postgres.Host{}, err
+		return readmodel.Host{}, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	h, ok := m.hosts[id]
 	if !ok {
-		return postgres.Host{}, postgres.ErrNotFound
+		return readmodel.Host{}, readmodel.ErrNotFound
 	}
 	return h, nil
 }
 
-func (m *ReadModel) Hosts(_ context.Context, p postgres.Page) ([]postgres.Host, error) {
+func (m *ReadModel) Hosts(_ context.Context, p readmodel.Page) ([]readmodel.Host, error) {
 	if err := TextError(p.After); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return page(m.hosts, p, func(postgres.Host) bool { return true }), nil
+	return page(m.hosts, p, func(readmodel.Host) bool { return true }), nil
 }
 
-func (m *ReadModel) Offering(_ context.Context, idOrName string) (postgres.Offering, error) {
+func (m *ReadModel) Offering(_ context.Context, idOrName string) (readmodel.Offering, error) {
 	if err := TextError(idOrName); err != nil {
-		return postgres.Offering{}, err
+		return readmodel.Offering{}, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -188,28 +180,28 @@ func (m *ReadModel) Offering(_ context.Context, idOrName string) (postgres.Offer
 			return o, nil
 		}
 	}
-	return postgres.Offering{}, postgres.ErrNotFound
+	return readmodel.Offering{}, readmodel.ErrNotFound
 }
 
-func (m *ReadModel) Offerings(context.Context) ([]postgres.Offering, error) {
+func (m *ReadModel) Offerings(context.Context) ([]readmodel.Offering, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return page(m.offerings, postgres.Page{}, func(postgres.Offering) bool { return true }), nil
+	return page(m.offerings, readmodel.Page{}, func(readmodel.Offering) bool { return true }), nil
 }
 
 // KeyReads says how many times APIKey was called.
 func (m *ReadModel) KeyReads() int { m.mu.Lock(); defer m.mu.Unlock(); return m.keyReads }
 
-func (m *ReadModel) APIKey(_ context.Context, keyID string) (postgres.APIKey, error) {
+func (m *ReadModel) APIKey(_ context.Context, keyID string) (readmodel.APIKey, error) {
 	if err := TextError(keyID); err != nil {
-		return postgres.APIKey{}, err
+		return readmodel.APIKey{}, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.keyReads++
 	k, ok := m.keys[keyID]
 	if !ok {
-		return postgres.APIKey{}, postgres.ErrNotFound
+		return readmodel.APIKey{}, readmodel.ErrNotFound
 	}
 	return k, nil
 }
@@ -222,7 +214,7 @@ func (m *ReadModel) Ready(context.Context) error {
 
 // page returns the rows of rows that keep accepts, ordered by id, after the
 // cursor, at most p.Limit of them (all when Limit is 0).
-func page[T any](rows map[string]T, p postgres.Page, keep func(T) bool) []T {
+func page[T any](rows map[string]T, p readmodel.Page, keep func(T) bool) []T {
 	ids := make([]string, 0, len(rows))
 	for id, r := range rows {
 		if keep(r) && strings.Compare(id, p.After) > 0 {

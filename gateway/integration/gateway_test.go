@@ -19,6 +19,7 @@ import (
 	"github.com/vmplane/vmplane/gateway"
 	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -100,7 +101,7 @@ func TestDeployThroughKafkaAndPostgres(t *testing.T) {
 			t.Errorf("projector: %v", err)
 		}
 	})
-	rm, err := postgres.NewReader(ctx, dsn)
+	rm, err := readmodel.NewReader(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/vmplane/vmplane/internal/kafka"
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 )
 
 // kafkaPasswords returns the SASL passwords of the secure dev broker's
@@ -24,7 +24,7 @@ func kafkaPasswords(varDir string) (map[string]string, error) {
 	changed := false
 	for _, p := range []string{kafka.PrincipalAdmin, kafka.PrincipalGateway, kafka.PrincipalAgent, kafka.PrincipalProjector, kafka.PrincipalProcessor} {
 		if pw[p] == "" {
-			pw[p] = postgres.NewToken()
+			pw[p] = readmodel.NewToken()
 			changed = true
 		}
 	}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/vmplane/vmplane/gateway"
 	"github.com/vmplane/vmplane/internal/kafka"
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -29,7 +29,7 @@ var Offerings = []schemas.Offering{
 // seed publishes what a fresh stack needs, once: the offerings and the admin
 // account with its API key, written to var/dev/admin-key.
 func (s *Stack) seed(ctx context.Context) error {
-	rm, err := postgres.NewReader(ctx, s.dsn)
+	rm, err := readmodel.NewReader(ctx, s.dsn)
 	if err != nil {
 		return err
 	}
@@ -49,7 +49,7 @@ func (s *Stack) seed(ctx context.Context) error {
 	for _, o := range offerings {
 		if _, err := rm.Offering(ctx, o.Name); err == nil {
 			continue
-		} else if !errors.Is(err, postgres.ErrNotFound) {
+		} else if !errors.Is(err, readmodel.ErrNotFound) {
 			return err
 		}
 		recs = append(recs, schemas.Record{Topic: schemas.TopicCatalog, Key: o.ID, Value: &schemas.ServiceOffering{Offering: o, CreatedAt: now}})
@@ -89,7 +89,7 @@ func (s *Stack) seed(ctx context.Context) error {
 
 // keyKnown reports whether the read model knows the key, giving a restarted
 // projector a few seconds to catch up before a new key is issued.
-func keyKnown(ctx context.Context, rm *postgres.Reader, key string) bool {
+func keyKnown(ctx context.Context, rm *readmodel.Reader, key string) bool {
 	id, ok := gateway.ParseAPIKey(key)
 	if !ok {
 		return false
@@ -127,14 +127,14 @@ func waitHTTP(ctx context.Context, url string, d time.Duration) error {
 
 // waitHostsUp waits until the read model shows n hosts Up and Enabled.
 func (s *Stack) waitHostsUp(ctx context.Context, n int, d time.Duration) error {
-	rm, err := postgres.NewReader(ctx, s.dsn)
+	rm, err := readmodel.NewReader(ctx, s.dsn)
 	if err != nil {
 		return err
 	}
 	defer rm.Close()
 	deadline := time.Now().Add(d)
 	for {
-		hosts, err := rm.Hosts(ctx, postgres.Page{Limit: 1000})
+		hosts, err := rm.Hosts(ctx, readmodel.Page{Limit: 1000})
 		if err != nil {
 			return err
 		}

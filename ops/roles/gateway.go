@@ -9,8 +9,18 @@ import (
 
 	"github.com/vmplane/vmplane/gateway"
 	"github.com/vmplane/vmplane/internal/kafka"
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 )
+
+// The gateway finds the reads it may do without (accounts, leases,
+// capacity) by asserting its read model at run time: the Postgres reader
+// is held to all of them here, when the role is built.
+var _ interface {
+	gateway.ReadModel
+	gateway.AccountReader
+	gateway.LeaseReader
+	gateway.CapacityReader
+} = (*readmodel.Reader)(nil)
 
 // gatewayRole is the REST gateway. Each Run opens the connections it
 // serves with (read model and idempotency pools, Kafka publisher and
@@ -51,7 +61,7 @@ func (g *gatewayRole) Run(ctx context.Context) error {
 }
 
 func (g *gatewayRole) run(ctx context.Context) error {
-	rm, err := postgres.NewReader(ctx, g.dsn)
+	rm, err := readmodel.NewReader(ctx, g.dsn)
 	if err != nil {
 		return err
 	}
@@ -79,7 +89,7 @@ func (g *gatewayRole) run(ctx context.Context) error {
 	}
 	// Idempotency-Keys live in Postgres, shared by every gateway instance.
 	if cfg.Idempotency == nil {
-		idem, err := postgres.NewIdempotency(ctx, g.dsn)
+		idem, err := readmodel.NewIdempotency(ctx, g.dsn)
 		if err != nil {
 			return err
 		}
@@ -88,7 +98,7 @@ func (g *gatewayRole) run(ctx context.Context) error {
 	}
 	// jobs wakes the long-polls of GET /v1/jobs/{id}?wait= at the
 	// projector's commits; it runs as long as the server.
-	jobs := postgres.NewJobWatch(g.dsn, cfg.Logger)
+	jobs := readmodel.NewJobWatch(g.dsn, cfg.Logger)
 	cfg.JobChanges = jobs
 	srv := gateway.New(cfg, rm, pub)
 

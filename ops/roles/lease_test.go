@@ -15,6 +15,7 @@ import (
 	"github.com/vmplane/vmplane/gateway"
 	"github.com/vmplane/vmplane/internal/testkit"
 	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -55,7 +56,7 @@ func TestLeaseThroughTheStack(t *testing.T) {
 		t.Fatal(err)
 	}
 	go proj.Run(ctx)
-	rm, err := postgres.NewReader(ctx, dsn)
+	rm, err := readmodel.NewReader(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}

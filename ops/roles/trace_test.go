@@ -15,6 +15,7 @@ import (
 	"github.com/vmplane/vmplane/gateway"
 	"github.com/vmplane/vmplane/internal/telemetry"
 	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -39,7 +40,7 @@ func TestOneTracePerJob(t *testing.T) {
 	produce(t, l.cl, schemas.Record{Topic: schemas.TopicAccounts, Key: "acme", Value: &schemas.AccountCreated{AccountID: "acme", Name: "acme"}})
 	produce(t, l.cl, schemas.Record{Topic: schemas.TopicAccounts, Key: "acme", Value: &schemas.ApiKeyIssued{KeyID: keyID, AccountID: "acme", Role: "admin", Hash: hash}})
 
-	rm, err := postgres.NewReader(ctx, l.db.Config().ConnString())
+	rm, err := readmodel.NewReader(ctx, l.db.Config().ConnString())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,11 +3,12 @@ package postgres
 import (
 	"testing"
 
+	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
 
 // TestProjectorCapacity projects hosts, claims, a reservation and its
-// release, and reads them back through CapacityReader.
+// release, and reads them back as the gateway does (readmodel).
 func TestProjectorCapacity(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs Postgres and the embedded broker")
@@ -36,17 +37,16 @@ func TestProjectorCapacity(t *testing.T) {
 	startProjector(t, Config{Kafka: kcfg, DSN: dsn}, nil)
 	waitApplied(t, dsn, DefaultGroup, p)
 
-	r, err := NewReader(t.Context(), dsn)
+	r, err := readmodel.NewReader(t.Context(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	var cr CapacityReader = r
-	cs, err := cr.ZoneCapacity(t.Context(), "z1")
+	cs, err := r.ZoneCapacity(t.Context(), "z1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []ClusterCapacity{
+	want := []readmodel.ClusterCapacity{
 		{PodID: "p1", ClusterID: "c1", Hosts: 2, ReservableHosts: 1, CPU: 16, UsedCPU: 3, FreeCPU: 5,
 			MemoryMB: 16384, UsedMemoryMB: 2048, FreeMemoryMB: 6144, ReservedHosts: 1, Dedicated: 1},
 		{PodID: "p1", ClusterID: "c2", Hosts: 2, ReservableHosts: 2, CPU: 8 + 4*schemas.DefaultCPUOvercommit, UsedCPU: 0,
@@ -56,14 +56,14 @@ func TestProjectorCapacity(t *testing.T) {
 	if len(cs) != len(want) || cs[0] != want[0] || cs[1] != want[1] {
 		t.Fatalf("capacity\n got %+v\nwant %+v", cs, want)
 	}
-	hp, err := cr.HostPlacement(t.Context(), "h1")
+	hp, err := r.HostPlacement(t.Context(), "h1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if hp.Planner != "ImplicitDedicationPlanner" || hp.ReservedFor != "acme" || len(hp.Allocations) != 1 || hp.Allocations[0].VmID != "vm1" {
 		t.Fatalf("h1 placement %+v", hp)
 	}
-	if hp, err := cr.HostPlacement(t.Context(), "h3"); err != nil || hp.Planner != "" || len(hp.Allocations) != 0 {
+	if hp, err := r.HostPlacement(t.Context(), "h3"); err != nil || hp.Planner != "" || len(hp.Allocations) != 0 {
 		t.Fatalf("h3 after release: %+v %v", hp, err)
 	}
 	if o, err := r.Offering(t.Context(), "ded"); err != nil || o.PlannerMode != "Preferred" {

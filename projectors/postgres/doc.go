@@ -1,9 +1,11 @@
-// Package postgres owns vmplane's Postgres read models: the embedded schema
-// migrations, the projector that folds vm.events.v1, vm.commands.v1,
-// host.status.v1, placement.events.v1, lease.events.v1, catalog.v1 and accounts.v1 into
-// tables, the Reader the gateway queries, and the JobWatch that tells the
-// gateway when a commit ended a job (Postgres notifications sent by the
-// projector's transactions).
+// Package postgres owns vmplane's Postgres read models on the write side:
+// the embedded schema migrations (every table of the database, the
+// gateway's idempotency_keys too), the projector that folds vm.events.v1,
+// vm.commands.v1, host.status.v1, placement.events.v1, lease.events.v1,
+// catalog.v1 and accounts.v1 into tables, the notifications its
+// transactions send when they end or step a job, and the rebuild. What the
+// gateway reads of these tables is package readmodel's: this package
+// declares no query for a reader and imports nothing of readmodel.
 //
 // Rows are applied exactly once: each poll's rows and the next consumer
 // offsets are written in one Postgres transaction, and the offsets that count

@@ -4,13 +4,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
 
 // TestProjectorLeases projects a lease's life (created, started, healed,
 // an answer about an unknown lease, a host notification) and reads it back
-// through LeaseReader: the latest row wins, every notification is listed
-// once, in log order.
+// as the gateway does (readmodel): the latest row wins, every notification
+// is listed once, in log order.
 func TestProjectorLeases(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs Postgres and the embedded broker")
@@ -43,13 +44,12 @@ func TestProjectorLeases(t *testing.T) {
 	startProjector(t, Config{Kafka: kcfg, DSN: dsn}, nil)
 	waitApplied(t, dsn, DefaultGroup, p)
 
-	r, err := NewReader(t.Context(), dsn)
+	r, err := readmodel.NewReader(t.Context(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	var lr LeaseReader = r
-	got, err := lr.Lease(t.Context(), "l1")
+	got, err := r.Lease(t.Context(), "l1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,18 +61,18 @@ func TestProjectorLeases(t *testing.T) {
 		rv.HostProperties["rack"] != "a" {
 		t.Fatalf("l1 reservation %+v", rv)
 	}
-	if _, err := lr.Lease(t.Context(), "nope"); err == nil {
+	if _, err := r.Lease(t.Context(), "nope"); err == nil {
 		t.Fatal("an answer about an unknown lease made a lease row")
 	}
-	mine, err := lr.Leases(t.Context(), "acme", Page{})
+	mine, err := r.Leases(t.Context(), "acme", readmodel.Page{})
 	if err != nil || len(mine) != 1 || mine[0].ID != "l1" {
 		t.Fatalf("acme's leases %+v (err %v)", mine, err)
 	}
-	all, err := lr.Leases(t.Context(), "", Page{})
+	all, err := r.Leases(t.Context(), "", readmodel.Page{})
 	if err != nil || len(all) != 2 || all[1].Reason == "" {
 		t.Fatalf("every lease %+v (err %v)", all, err)
 	}
-	events, err := lr.LeaseEvents(t.Context(), "l1", Page{})
+	events, err := r.LeaseEvents(t.Context(), "l1", readmodel.Page{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestProjectorLeases(t *testing.T) {
 	if want := "created started host_unreservable healed"; strings.Join(names, " ") != want {
 		t.Fatalf("l1 events %q, want %q", strings.Join(names, " "), want)
 	}
-	page, err := lr.LeaseEvents(t.Context(), "l1", Page{After: events[1].Seq, Limit: 1})
+	page, err := r.LeaseEvents(t.Context(), "l1", readmodel.Page{After: events[1].Seq, Limit: 1})
 	if err != nil || len(page) != 1 || page[0].Event != "host_unreservable" || page[0].HostID != "h1" {
 		t.Fatalf("page after %s: %+v (err %v)", events[1].Seq, page, err)
 	}

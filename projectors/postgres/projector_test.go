@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -75,7 +76,7 @@ func TestProjectorProjectsScenario(t *testing.T) {
 	waitApplied(t, dsn, DefaultGroup, p)
 	_ = wait
 
-	r, err := NewReader(t.Context(), dsn)
+	r, err := readmodel.NewReader(t.Context(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,8 +91,8 @@ func TestProjectorProjectsScenario(t *testing.T) {
 		!slices.Equal(vm.AllowedActions, []string{"stop", "reboot", "terminate"}) || vm.Version <= 0 {
 		t.Errorf("vm-1 = %+v", vm)
 	}
-	if _, err := r.VM(ctx, "vm-4"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("expunged vm-4: err %v, want ErrNotFound", err)
+	if _, err := r.VM(ctx, "vm-4"); !errors.Is(err, readmodel.ErrNotFound) {
+		t.Errorf("expunged vm-4: err %v, want readmodel.ErrNotFound", err)
 	}
 
 	job, err := r.Job(ctx, "job-1")
@@ -120,7 +121,7 @@ func TestProjectorProjectsScenario(t *testing.T) {
 	if o, err := r.Offering(ctx, "small"); err != nil || o.ID != "off-small" {
 		t.Errorf("offering small = %+v, err %v", o, err)
 	}
-	if _, err := r.Offering(ctx, "off-old"); !errors.Is(err, ErrNotFound) {
+	if _, err := r.Offering(ctx, "off-old"); !errors.Is(err, readmodel.ErrNotFound) {
 		t.Errorf("deleted offering: err %v", err)
 	}
 	if k, err := r.APIKey(ctx, "k2"); err != nil || !k.Revoked || k.Role != "admin" {

@@ -156,6 +156,21 @@ WHERE allocations.version < excluded.version`
 
 const sqlAllocationRelease = `DELETE FROM allocations WHERE vm_id = $1 AND host_id = $2 AND version < $3`
 
+const sqlHostReserved = `
+INSERT INTO host_reservations (host_id, zone_id, planner, resource_usage, account, reason, at, version)
+VALUES ($1, $2, $3, $4, $5, '', $6, $7)
+ON CONFLICT (host_id) DO UPDATE SET zone_id = excluded.zone_id, planner = excluded.planner,
+	resource_usage = excluded.resource_usage, account = excluded.account, reason = '', at = excluded.at,
+	version = excluded.version
+WHERE host_reservations.version < excluded.version`
+
+const sqlHostReservationReleased = `
+INSERT INTO host_reservations (host_id, zone_id, planner, resource_usage, account, reason, at, version)
+VALUES ($1, $2, '', '', '', $3, $4, $5)
+ON CONFLICT (host_id) DO UPDATE SET planner = '', resource_usage = '', account = '', reason = excluded.reason,
+	at = excluded.at, version = excluded.version
+WHERE host_reservations.version < excluded.version`
+
 const sqlOffering = `
 INSERT INTO offerings (id, name, cpu, memory_mb, ha, deployment_planner, host_tags, created_at, version, planner_mode)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/vmplane/vmplane/gateway"
 	"github.com/vmplane/vmplane/gateway/gatewaytest"
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -31,7 +31,7 @@ type streamStack struct {
 func newStreamStack(t *testing.T) *streamStack {
 	t.Helper()
 	rm := gatewaytest.NewReadModel()
-	rm.PutOffering(postgres.Offering{ID: "off-small", Name: "small", CPU: 1, MemoryMB: 1024})
+	rm.PutOffering(readmodel.Offering{ID: "off-small", Name: "small", CPU: 1, MemoryMB: 1024})
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	s := &streamStack{stack: &stack{rm: rm}, events: gateway.NewFanout(quiet, 100)}
 	s.admin = s.key(t, "ops", "admin")
@@ -51,7 +51,7 @@ func (s *streamStack) play(r schemas.Record) {
 	typ := schemas.TypeName(r.Value)
 	id := r.Headers["command_id"]
 	ref := schemas.JobRef{JobID: id, VmID: r.Key, Account: "acct-a", JobType: typ}
-	j := postgres.Job{ID: id, VmID: r.Key, Account: "acct-a", Type: typ, State: "running", CreatedAt: time.Now().UTC()}
+	j := readmodel.Job{ID: id, VmID: r.Key, Account: "acct-a", Type: typ, State: "running", CreatedAt: time.Now().UTC()}
 	s.rm.PutJob(j)
 	// The stream subscribes once the gateway sees the job (it polls the
 	// read model every 100 ms).
@@ -71,7 +71,7 @@ func (s *streamStack) play(r schemas.Record) {
 	// The projector is a little behind the stream.
 	time.Sleep(150 * time.Millisecond)
 	for _, st := range steps {
-		s.rm.AddStep(postgres.JobStep{JobID: id, Seq: st.Seq, TaskState: st.TaskState, Step: st.Step, Text: st.Text, At: time.Now()})
+		s.rm.AddStep(readmodel.JobStep{JobID: id, Seq: st.Seq, TaskState: st.TaskState, Step: st.Step, Text: st.Text, At: time.Now()})
 	}
 	s.projected.Store(time.Now().UnixNano())
 	fin := time.Now().UTC()

@@ -16,7 +16,7 @@ import (
 
 	"github.com/vmplane/vmplane/gateway"
 	"github.com/vmplane/vmplane/gateway/gatewaytest"
-	"github.com/vmplane/vmplane/projectors/postgres"
+	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -31,11 +31,11 @@ type stack struct {
 func newStack(t *testing.T) *stack {
 	t.Helper()
 	rm := gatewaytest.NewReadModel()
-	rm.PutOffering(postgres.Offering{ID: "off-small", Name: "small", CPU: 1, MemoryMB: 1024})
+	rm.PutOffering(readmodel.Offering{ID: "off-small", Name: "small", CPU: 1, MemoryMB: 1024})
 	t0 := time.Now().UTC()
-	rm.PutVM(postgres.VM{ID: "vm-1", Name: "web-1", Account: "acct-a", Offering: "small", VmState: "Active", PowerState: "PowerOn",
+	rm.PutVM(readmodel.VM{ID: "vm-1", Name: "web-1", Account: "acct-a", Offering: "small", VmState: "Active", PowerState: "PowerOn",
 		HostID: "host-2", AllowedActions: []string{"reboot", "stop", "terminate"}, CreatedAt: t0, UpdatedAt: t0})
-	rm.PutHost(postgres.Host{ID: "host-2", Name: "h2", ZoneID: "zone-1", Status: "Up", ResourceState: "Enabled", CPU: 16, MemoryMB: 32768})
+	rm.PutHost(readmodel.Host{ID: "host-2", Name: "h2", ZoneID: "zone-1", Status: "Up", ResourceState: "Enabled", CPU: 16, MemoryMB: 32768})
 	s := &stack{rm: rm}
 	s.admin = s.key(t, "ops", "admin")
 	s.user = s.key(t, "acct-a", "user")
@@ -53,7 +53,7 @@ func (s *stack) key(t *testing.T, account, role string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.rm.PutAPIKey(postgres.APIKey{KeyID: id, AccountID: account, Role: role, Hash: hash})
+	s.rm.PutAPIKey(readmodel.APIKey{KeyID: id, AccountID: account, Role: role, Hash: hash})
 	return key
 }
 
@@ -61,7 +61,7 @@ func (s *stack) play(r schemas.Record) {
 	typ := schemas.TypeName(r.Value)
 	id := r.Headers["command_id"]
 	created := time.Now().UTC()
-	j := postgres.Job{ID: id, VmID: r.Key, Account: "acct-a", Type: typ, State: "running", CreatedAt: created}
+	j := readmodel.Job{ID: id, VmID: r.Key, Account: "acct-a", Type: typ, State: "running", CreatedAt: created}
 	time.Sleep(50 * time.Millisecond)
 	s.rm.PutJob(j)
 	steps := [][2]string{{"Scheduling", "PlaceVm sent to zone-1"}, {"Networking", "network ready"}, {"Spawning", "StartVm sent to host-2"}}
@@ -72,7 +72,7 @@ func (s *stack) play(r schemas.Record) {
 	}
 	for i, st := range steps {
 		time.Sleep(40 * time.Millisecond)
-		s.rm.AddStep(postgres.JobStep{JobID: id, Seq: int32(i + 1), TaskState: st[0], Text: st[1], At: time.Now()})
+		s.rm.AddStep(readmodel.JobStep{JobID: id, Seq: int32(i + 1), TaskState: st[0], Text: st[1], At: time.Now()})
 	}
 	time.Sleep(300 * time.Millisecond)
 	fin := time.Now().UTC()
@@ -156,7 +156,7 @@ func TestFailedJobExitsOne(t *testing.T) {
 
 func TestAPIErrorsAreClear(t *testing.T) {
 	s := newStack(t)
-	s.rm.PutVM(postgres.VM{ID: "vm-1", Account: "acct-a", VmState: "Stopped", AllowedActions: []string{"start", "terminate"}})
+	s.rm.PutVM(readmodel.VM{ID: "vm-1", Account: "acct-a", VmState: "Stopped", AllowedActions: []string{"start", "terminate"}})
 	for _, tc := range []struct {
 		name string
 		key  string

@@ -1,4 +1,4 @@
-package postgres
+package readmodel
 
 import (
 	"context"
@@ -24,18 +24,6 @@ type APIKeyInfo struct {
 	Revoked   bool
 	CreatedAt time.Time
 }
-
-// AccountReader reads accounts and their keys (the gateway's account admin
-// API). It is separate from ReadModel so that read models which do not hold
-// accounts need not implement it.
-type AccountReader interface {
-	Account(ctx context.Context, id string) (Account, error)
-	Accounts(ctx context.Context, p Page) ([]Account, error)
-	// APIKeys lists an account's keys, revoked ones included, by key id.
-	APIKeys(ctx context.Context, account string, p Page) ([]APIKeyInfo, error)
-}
-
-var _ AccountReader = (*Reader)(nil)
 
 // Account returns one account.
 func (r *Reader) Account(ctx context.Context, id string) (Account, error) {

@@ -1,4 +1,4 @@
-package postgres
+package readmodel
 
 import (
 	"errors"
@@ -6,13 +6,20 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // seededReader returns a Reader over a migrated database with five VMs and
 // jobs of "acme" (vm-0, vm-2, vm-4) and "other" (vm-1, vm-3).
 func seededReader(t *testing.T) *Reader {
 	t.Helper()
-	dsn, conn := migratedDB(t)
+	dsn := migratedDB(t)
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(t.Context())
 	for i := range 5 {
 		account := []string{"acme", "other"}[i%2]
 		vm := fmt.Sprintf("vm-%d", i)
@@ -129,10 +136,7 @@ func TestReaderAccountFilterAndPages(t *testing.T) {
 // is open before the first burst of requests, which would otherwise wait
 // for new server processes.
 func TestReaderOpensItsPoolUpFront(t *testing.T) {
-	dsn := testDB(t)
-	if err := Migrate(t.Context(), dsn); err != nil {
-		t.Fatal(err)
-	}
+	dsn := migratedDB(t)
 	r, err := NewReader(t.Context(), dsn)
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
-package postgres
+package readmodel
 
 import (
-	"context"
 	"errors"
 	"time"
 )
@@ -132,22 +131,4 @@ type VMFilter struct {
 type Page struct {
 	Limit int
 	After string // opaque cursor: the last id of the previous page
-}
-
-// ReadModel is what the gateway reads. Account "" means every account (admin).
-type ReadModel interface {
-	VM(ctx context.Context, id string) (VM, error)
-	VMs(ctx context.Context, account string, p Page) ([]VM, error)
-	FilterVMs(ctx context.Context, f VMFilter, p Page) ([]VM, error)
-	Alerts(ctx context.Context, account, vmID string, p Page) ([]Alert, error)
-	Job(ctx context.Context, id string) (Job, error)
-	JobSteps(ctx context.Context, jobID string) ([]JobStep, error)
-	Jobs(ctx context.Context, account, vmID, state string, p Page) ([]Job, error)
-	Host(ctx context.Context, id string) (Host, error)
-	Hosts(ctx context.Context, p Page) ([]Host, error)
-	Offering(ctx context.Context, idOrName string) (Offering, error)
-	Offerings(ctx context.Context) ([]Offering, error)
-	APIKey(ctx context.Context, keyID string) (APIKey, error)
-	// Ready reports whether the database answers.
-	Ready(ctx context.Context) error
 }

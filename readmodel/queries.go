@@ -1,4 +1,4 @@
-package postgres
+package readmodel
 
 import (
 	"context"
@@ -9,12 +9,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Reader is the ReadModel over a connection pool.
+// Reader reads the read models over a connection pool.
 type Reader struct {
 	pool *pgxpool.Pool
 }
-
-var _ ReadModel = (*Reader)(nil)
 
 // DefaultPageLimit and MaxPageLimit bound Page.Limit.
 const (
@@ -23,7 +21,7 @@ const (
 )
 
 // NewReader opens a pool on dsn and checks that the database answers. It
-// does not migrate: call Migrate first.
+// does not migrate: call projectors/postgres.Migrate first.
 func NewReader(ctx context.Context, dsn string) (*Reader, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {

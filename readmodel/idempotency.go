@@ -1,4 +1,4 @@
-package postgres
+package readmodel
 
 import (
 	"context"
@@ -26,28 +26,14 @@ type IdempotentRequest struct {
 	ClaimedAt time.Time
 }
 
-// IdempotencyStore remembers Idempotency-Keys per caller: the gateway
-// passes its API key ("account/key id"), so that one key's stored answers
-// are never another's. Claim either claims the key for a new request
-// (claimed true, with a fresh Token) or returns what is stored. An entry
-// older than ttl is forgotten; a claim in flight for longer than stale (its
-// gateway died) is taken over by a request with the same fingerprint. A
-// store keeps the body it is given: the caller takes secrets out first.
-type IdempotencyStore interface {
-	Claim(ctx context.Context, caller, key string, fingerprint []byte, now time.Time, ttl, stale time.Duration) (IdempotentRequest, bool, error)
-	Complete(ctx context.Context, caller, key, token string, status int, location string, body []byte) error
-	Release(ctx context.Context, caller, key, token string) error
-}
-
-// Idempotency is the Postgres IdempotencyStore: shared by every gateway
-// instance and durable across their restarts.
+// Idempotency is the Postgres store of Idempotency-Keys: shared by every
+// gateway instance and durable across their restarts.
 type Idempotency struct {
 	pool *pgxpool.Pool
 }
 
-var _ IdempotencyStore = (*Idempotency)(nil)
-
-// NewIdempotency returns the store on dsn's database (migrated by Migrate).
+// NewIdempotency returns the store on dsn's database (migrated by
+// projectors/postgres.Migrate).
 func NewIdempotency(ctx context.Context, dsn string) (*Idempotency, error) {
 	pool, err := pgxpool.New(ctx, dsn)
 	if err != nil {

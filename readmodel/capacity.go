@@ -1,4 +1,4 @@
-package postgres
+package readmodel
 
 import (
 	"context"
@@ -9,14 +9,6 @@ import (
 
 	"github.com/vmplane/vmplane/schemas"
 )
-
-// CapacityReader is what the gateway reads of the placement read models:
-// a zone's capacity per cluster and a host's reservation and allocations.
-// It is apart from ReadModel so that the placement views grow on their own.
-type CapacityReader interface {
-	ZoneCapacity(ctx context.Context, zoneID string) ([]ClusterCapacity, error)
-	HostPlacement(ctx context.Context, hostID string) (HostPlacement, error)
-}
 
 // ClusterCapacity is one cluster of a zone: what its hosts have, with
 // over-commit, what is allocated, and what is free on reservable hosts.
@@ -43,8 +35,6 @@ type Allocation struct {
 	At                       time.Time
 }
 
-var _ CapacityReader = (*Reader)(nil)
-
 // sqlZoneCapacity counts capacity with each host's over-commit ratios, or
 // the defaults placement applies ($2, $3) to a host that reports none.
 const sqlZoneCapacity = `
@@ -67,7 +57,8 @@ FROM h LEFT JOIN host_reservations r ON r.host_id = h.id
 GROUP BY h.pod_id, h.cluster_id
 ORDER BY h.pod_id, h.cluster_id`
 
-// ZoneCapacity implements CapacityReader; an unknown zone has no clusters.
+// ZoneCapacity returns a zone's clusters by pod and cluster; an unknown zone
+// has none.
 func (r *Reader) ZoneCapacity(ctx context.Context, zoneID string) ([]ClusterCapacity, error) {
 	rows, err := r.pool.Query(ctx, sqlZoneCapacity, zoneID, schemas.DefaultCPUOvercommit, schemas.DefaultMemOvercommit)
 	if err != nil {
@@ -81,8 +72,8 @@ func (r *Reader) ZoneCapacity(ctx context.Context, zoneID string) ([]ClusterCapa
 	}, "zone capacity")
 }
 
-// HostPlacement implements CapacityReader; a host without a reservation or
-// allocations has empty fields.
+// HostPlacement returns a host's reservation and allocations; a host
+// without them has empty fields.
 func (r *Reader) HostPlacement(ctx context.Context, hostID string) (HostPlacement, error) {
 	var p HostPlacement
 	err := r.pool.QueryRow(ctx, `SELECT planner, resource_usage, account FROM host_reservations WHERE host_id = $1`, hostID).
@@ -101,18 +92,3 @@ func (r *Reader) HostPlacement(ctx context.Context, hostID string) (HostPlacemen
 	}, "allocations")
 	return p, err
 }
-
-const sqlHostReserved = `
-INSERT INTO host_reservations (host_id, zone_id, planner, resource_usage, account, reason, at, version)
-VALUES ($1, $2, $3, $4, $5, '', $6, $7)
-ON CONFLICT (host_id) DO UPDATE SET zone_id = excluded.zone_id, planner = excluded.planner,
-	resource_usage = excluded.resource_usage, account = excluded.account, reason = '', at = excluded.at,
-	version = excluded.version
-WHERE host_reservations.version < excluded.version`
-
-const sqlHostReservationReleased = `
-INSERT INTO host_reservations (host_id, zone_id, planner, resource_usage, account, reason, at, version)
-VALUES ($1, $2, '', '', '', $3, $4, $5)
-ON CONFLICT (host_id) DO UPDATE SET planner = '', resource_usage = '', account = '', reason = excluded.reason,
-	at = excluded.at, version = excluded.version
-WHERE host_reservations.version < excluded.version`

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -69,7 +70,7 @@ func TestJobWatchWakesAtCommit(t *testing.T) {
 	if err := Migrate(t.Context(), dsn); err != nil {
 		t.Fatal(err)
 	}
-	w := NewJobWatch(dsn, nil)
+	w := readmodel.NewJobWatch(dsn, nil)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
@@ -84,14 +85,14 @@ func TestJobWatchWakesAtCommit(t *testing.T) {
 	// The watch connects in the background: until it listens, a commit is
 	// not heard. Its first LISTEN wakes every watcher (a reconnect may have
 	// missed commits), which tells that it listens.
-	for _, ch := range []<-chan *Job{end, steps, other} {
+	for _, ch := range []<-chan *readmodel.Job{end, steps, other} {
 		select {
 		case <-ch:
 		case <-time.After(10 * time.Second):
 			t.Fatal("the watch did not connect")
 		}
 	}
-	quiet := func(name string, ch <-chan *Job) {
+	quiet := func(name string, ch <-chan *readmodel.Job) {
 		t.Helper()
 		select {
 		case <-ch:
@@ -99,7 +100,7 @@ func TestJobWatchWakesAtCommit(t *testing.T) {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	woken := func(name string, ch <-chan *Job) *Job {
+	woken := func(name string, ch <-chan *readmodel.Job) *readmodel.Job {
 		t.Helper()
 		select {
 		case j := <-ch:
@@ -122,7 +123,7 @@ func TestJobWatchWakesAtCommit(t *testing.T) {
 	p.send(schemas.TopicVmEvents, "vm-1", &schemas.JobSucceeded{JobRef: job, VmState: "Active"})
 	ended := woken("the end watcher", end)
 	atEnd := woken("the steps watcher at the end", steps)
-	rm, err := NewReader(t.Context(), dsn)
+	rm, err := readmodel.NewReader(t.Context(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +150,7 @@ func TestJobWatchWakesAtCommit(t *testing.T) {
 }
 
 // sameJob fails unless a notification's row is the reader's.
-func sameJob(t *testing.T, got *Job, want Job) {
+func sameJob(t *testing.T, got *readmodel.Job, want readmodel.Job) {
 	t.Helper()
 	if got == nil {
 		t.Fatal("the end handed over no row")
@@ -160,65 +161,5 @@ func sameJob(t *testing.T, got *Job, want Job) {
 	g.CreatedAt, g.UpdatedAt, g.FinishedAt = want.CreatedAt, want.UpdatedAt, want.FinishedAt
 	if !times || !reflect.DeepEqual(g, want) {
 		t.Fatalf("notified row %+v (times %v), reader's %+v", *got, times, want)
-	}
-}
-
-// TestJobWatchNotified feeds notifications to a JobWatch by hand: an ended
-// row goes to every watcher of its job, an id list (a projector from before
-// rows) and a row it cannot read wake the named job's watchers to read
-// again, and a payload without a readable id wakes every watcher.
-func TestJobWatchNotified(t *testing.T) {
-	w := NewJobWatch("", nil)
-	a, stopA := w.Watch("job-a", false)
-	defer stopA()
-	aSteps, stopASteps := w.Watch("job-a", true)
-	defer stopASteps()
-	b, stopB := w.Watch("job-b", false)
-	defer stopB()
-	take := func(ch <-chan *Job) (j *Job, ok bool) {
-		select {
-		case j = <-ch:
-			return j, true
-		default:
-			return nil, false
-		}
-	}
-	for _, tc := range []struct {
-		name, channel, payload string
-		a, aSteps, b           string // "row", "nil" (read again) or "" (not woken)
-	}{
-		{"ended row", jobEndedChannel, `{"id":"job-a","state":"succeeded","account":"acme","allowed_actions":[],"created_at":"2026-11-26T03:00:00.5+00:00","updated_at":"2026-11-26T03:00:01+00:00","finished_at":"2026-11-26T03:00:01+00:00","version":7}`, "row", "row", ""},
-		{"ended ids", jobEndedChannel, "job-b job-a", "nil", "nil", "nil"},
-		{"stepped ids", jobSteppedChannel, "job-a job-b", "", "nil", ""},
-		{"unreadable row", jobEndedChannel, `{"id":"job-b","created_at":"yesterday"}`, "", "", "nil"},
-		{"no id", jobEndedChannel, `{"state":`, "nil", "nil", "nil"},
-	} {
-		w.notified(tc.channel, tc.payload)
-		for _, c := range []struct {
-			name string
-			ch   <-chan *Job
-			want string
-		}{{"job-a", a, tc.a}, {"job-a with steps", aSteps, tc.aSteps}, {"job-b", b, tc.b}} {
-			j, ok := take(c.ch)
-			got := map[bool]string{true: "nil", false: ""}[ok]
-			if j != nil {
-				got = "row"
-				if j.ID != "job-a" || j.State != "succeeded" || j.Account != "acme" || j.FinishedAt == nil ||
-					!j.CreatedAt.Equal(time.Date(2026, 11, 26, 3, 0, 0, 5e8, time.UTC)) {
-					t.Errorf("%s: the row came as %+v", tc.name, *j)
-				}
-			}
-			if got != c.want {
-				t.Errorf("%s: the watcher of %s got %q, want %q", tc.name, c.name, got, c.want)
-			}
-		}
-	}
-	// A row replaces a read-again that waits; a read-again never replaces
-	// a row.
-	w.notified(jobEndedChannel, "job-a")
-	w.notified(jobEndedChannel, `{"id":"job-a","state":"failed"}`)
-	w.notified(jobEndedChannel, "job-a")
-	if j, _ := take(a); j == nil || j.State != "failed" {
-		t.Fatalf("the waiting news is %+v, want the row", j)
 	}
 }

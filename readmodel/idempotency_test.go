@@ -1,4 +1,4 @@
-package postgres
+package readmodel
 
 import (
 	"bytes"
@@ -15,10 +15,7 @@ func TestIdempotencyStore(t *testing.T) {
 		t.Skip("needs Postgres")
 	}
 	ctx := t.Context()
-	dsn := testDB(t)
-	if err := Migrate(ctx, dsn); err != nil {
-		t.Fatal(err)
-	}
+	dsn := migratedDB(t)
 	a, err := NewIdempotency(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
