@@ -54,6 +54,16 @@ while IFS='|' read -r pkg deps imports testimports; do
 		if { under "$pkg" producers || under "$pkg" projectors; } && under "$dep" processors; then
 			violations+=("$pkg depends on $dep: producers and projectors import no processor")
 		fi
+		# (f) the gateway reads through interfaces it declares, served by readmodel, never by the
+		# projector that writes the tables; readmodel meets the projectors only in the database.
+		# projectors/journal is the one exception left: the gateway's History still returns the
+		# journal's rows.
+		if under "$pkg" gateway && under "$dep" projectors && ! under "$dep" projectors/journal; then
+			violations+=("$pkg depends on $dep: the gateway reads through readmodel, never a projector")
+		fi
+		if under "$pkg" readmodel && under "$dep" projectors; then
+			violations+=("$pkg depends on $dep: readmodel reads the tables a projector writes, it imports none")
+		fi
 	done
 	# (b) and import only the standard library, schemas and their own packages. Checking every
 	# package of the subtree this way leaves std and schemas as the only ways out of it.
