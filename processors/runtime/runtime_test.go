@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -62,21 +63,34 @@ func startBroker(t *testing.T) (*kafka.Broker, kafka.Config) {
 
 func produceReports(t *testing.T, cfg kafka.Config, keys, each int) {
 	t.Helper()
+	var keyList []string
+	for i := 0; i < each; i++ {
+		for k := 0; k < keys; k++ {
+			keyList = append(keyList, fmt.Sprintf("vm-%d", k))
+		}
+	}
+	produceReportsOf(t, cfg, keyList...)
+}
+
+// produceReportsOf writes a PowerReport for each key, in one produce: a
+// key's n-th report has ReportSeq n-1.
+func produceReportsOf(t *testing.T, cfg kafka.Config, keys ...string) {
+	t.Helper()
 	cl, err := kgo.NewClient(cfg.Opts()...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
 	var rs []*kgo.Record
-	for i := 0; i < each; i++ {
-		for k := 0; k < keys; k++ {
-			r, err := kafka.ToKafka(t.Context(), schemas.NewCodec(nil), schemas.Record{Topic: schemas.TopicVmPower, Key: fmt.Sprintf("vm-%d", k),
-				Value: &schemas.PowerReport{VmID: fmt.Sprintf("vm-%d", k), PowerState: schemas.PowerOn, ReportSeq: int64(i)}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rs = append(rs, r)
+	seq := map[string]int64{}
+	for _, key := range keys {
+		r, err := kafka.ToKafka(t.Context(), schemas.NewCodec(nil), schemas.Record{Topic: schemas.TopicVmPower, Key: key,
+			Value: &schemas.PowerReport{VmID: key, PowerState: schemas.PowerOn, ReportSeq: seq[key]}})
+		if err != nil {
+			t.Fatal(err)
 		}
+		seq[key]++
+		rs = append(rs, r)
 	}
 	if err := cl.ProduceSync(t.Context(), rs...).FirstErr(); err != nil {
 		t.Fatal(err)
@@ -314,5 +328,55 @@ func TestStatelessMachineWritesNoChangelog(t *testing.T) {
 	defer cancel()
 	if n := len(cl.PollFetches(ctx).Records()); n != 0 {
 		t.Fatalf("%d changelog records for a stateless machine, want 0", n)
+	}
+}
+
+// oversize is a counter whose output for the key "vm-big" is larger than
+// the broker takes, so that producing it fails.
+type oversize struct{ counter }
+
+func (o oversize) Step(s *schemas.VmRecord, in schemas.Record, now time.Time) (*schemas.VmRecord, []schemas.Record) {
+	s, outs := o.counter.Step(s, in, now)
+	if in.Key == "vm-big" {
+		outs[0].Value.(*schemas.PowerStateObserved).VmID = strings.Repeat("x", 2<<20)
+	}
+	return s, outs
+}
+
+// A batch one of whose records fails to produce commits none of them: the
+// other records' outputs and states would else be in the log without the
+// failed one, and the offsets past it.
+func TestFailedRecordAbortsTheBatch(t *testing.T) {
+	_, cfg := startBroker(t)
+	// Written before the processor starts: its first poll takes them all,
+	// as one batch.
+	produceReportsOf(t, cfg, "vm-0", "vm-1", "vm-big", "vm-2")
+	p, err := New(Config{Name: "oversize", Inputs: []string{schemas.TopicVmPower}, Changelog: schemas.TopicVmState,
+		Kafka: cfg, InstanceID: "a", SessionTimeout: 2 * time.Second}, Machine[*schemas.VmRecord](oversize{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go p.Run(t.Context())
+	deadline := time.After(30 * time.Second)
+	for p.Stats().Aborts.Load() == 0 {
+		select {
+		case <-deadline:
+			t.Fatal("no transaction aborted")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if n := p.Stats().Commits.Load(); n != 0 {
+		t.Fatalf("%d transactions committed", n)
+	}
+	ev, err := kgo.NewClient(cfg.Opts(kgo.ConsumeTopics(schemas.TopicVmEvents), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ev.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	if n := len(ev.PollFetches(ctx).Records()); n != 0 {
+		t.Fatalf("%d outputs of a batch with a failed record committed, want 0", n)
 	}
 }
