@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Holds the import boundaries of STYLE.md. Data moves one way (gateway -> schemas <- processors,
+# Holds the import boundaries of docs/contributing.md. Data moves one way (gateway -> schemas <- processors,
 # producers -> schemas, projectors -> schemas), and the pure state machines see nothing but the
 # standard library and schemas. Dependencies are checked transitively (go list .Deps), so a
 # boundary cannot be crossed through a helper package; a pure processor may reach schemas' own
