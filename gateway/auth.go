@@ -66,9 +66,11 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 
 // principal finds who r acts as. Each request answered 401 costs a token
 // of its client address's bucket; once the bucket is empty, the address's
-// requests are answered 429, and those whose key this instance has not
-// cached are answered so before any read of the read model: made-up keys
-// cannot make the gateway read Postgres at will. Valid keys cost nothing.
+// requests are answered 429, and those with a key this instance has not
+// seen lately are answered so before any read of the read model: made-up
+// keys cannot make the gateway read Postgres at will, while keys in use
+// behind the same address (a proxy, a NAT) go on working. Valid keys cost
+// nothing.
 func (s *Server) principal(r *http.Request) (principal, error) {
 	now := s.now()
 	addr := clientAddress(r)
@@ -86,7 +88,7 @@ func (s *Server) principal(r *http.Request) (principal, error) {
 	if !ok {
 		return unauthorized("malformed API key")
 	}
-	if !s.keys.known(keyID, now) {
+	if !s.keys.seen(keyID, now) {
 		if ok, wait := s.anon.allows(addr, now); !ok {
 			return principal{}, s.tooManyFailures(wait)
 		}

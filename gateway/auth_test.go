@@ -172,3 +172,37 @@ func TestUnauthenticatedTrafficIsLimited(t *testing.T) {
 	}
 	wantStatus(t, from("[2001:db8:1:2:ffff::9]:80", ""), http.StatusTooManyRequests)
 }
+
+// TestFloodSparesKeysInUse: an address that spent its 401s on made-up
+// keys (a client behind the same proxy or NAT as real tenants) still
+// serves the keys this instance saw lately, even once their cached rows
+// are stale and must be read again.
+func TestFloodSparesKeysInUse(t *testing.T) {
+	e := newEnv(t, gateway.Config{AnonRatePerSecond: 0.01, AnonBurst: 2, KeyCacheTTL: time.Millisecond})
+	from := func(key string) int {
+		req := httptest.NewRequestWithContext(t.Context(), "GET", "/v1/vms", nil)
+		req.RemoteAddr = "198.51.100.7:1000"
+		req.Header.Set("Authorization", "Bearer "+key)
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	if code := from(e.alice); code != http.StatusOK {
+		t.Fatalf("alice = %d", code)
+	}
+	for range 3 {
+		made, _, _, _ := gateway.NewAPIKey()
+		from(made)
+	}
+	made, _, _, _ := gateway.NewAPIKey()
+	if code := from(made); code != http.StatusTooManyRequests {
+		t.Fatalf("a made-up key after the flood = %d, want 429", code)
+	}
+	time.Sleep(5 * time.Millisecond) // alice's cached row is stale now
+	if code := from(e.alice); code != http.StatusOK {
+		t.Fatalf("alice after the flood = %d, want 200", code)
+	}
+	if code := from(e.bob); code != http.StatusTooManyRequests {
+		t.Fatalf("bob, not seen by this instance, after the flood = %d, want 429", code)
+	}
+}

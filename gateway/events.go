@@ -102,7 +102,7 @@ func (s *Server) streamJob(w http.ResponseWriter, r *http.Request) error {
 
 // stream subscribes, writes the backlog (or the snapshot of first), then
 // the live events, until the client leaves, the server drains, done says
-// the stream is over, or the subscriber falls behind.
+// the stream is over, the key ends or the subscriber falls behind.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, filter func(Event) bool,
 	first func(context.Context) (any, bool, error), done func(Event) bool) error {
 	if s.cfg.Events == nil {
@@ -135,56 +135,43 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, filter func(Even
 		return errorf(http.StatusServiceUnavailable, codeUnavailable, "the event feed is not available; retry (request %s)", requestID(ctx))
 	}
 	defer sub.Close()
-
-	rc := http.NewResponseController(w)
-	w.WriteHeader(http.StatusOK)
-	// emit buffers; flush sends what is buffered.
-	emit := func(format string, args ...any) bool {
-		// The server's WriteTimeout would cut a stream; each write gets
-		// its own deadline instead.
-		_ = rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
-		_, err := fmt.Fprintf(w, format, args...)
-		return err == nil
-	}
-	flush := func() bool { return rc.Flush() == nil }
-	write := func(format string, args ...any) bool { return emit(format, args...) && flush() }
-	send := func(e Event) bool { return emit("id: %s\nevent: %s\ndata: %s\n\n", e.ID, e.Type, e.marshal()) }
-	fail := func(msg string) {
-		write("event: error\ndata: %s\n\n", mustJSON(map[string]string{"message": msg}))
-	}
-
-	// The headers go out now, not with the first event, which may be a
-	// heartbeat away.
-	if !write(": stream open\n\n") {
+	out := newSSE(w)
+	if !s.streamStart(ctx, out, gap, last == "", first) || !out.backlog(backlog, done) {
 		return nil
+	}
+	s.follow(ctx, out, sub, done)
+	return nil
+}
+
+// streamStart sends the headers at once (the first event may be a
+// heartbeat away), the gap notice, and the snapshot of first for a stream
+// that does not resume; false when the stream is over.
+func (s *Server) streamStart(ctx context.Context, out *sse, gap, fresh bool, first func(context.Context) (any, bool, error)) bool {
+	if !out.write(": stream open\n\n") {
+		return false
 	}
 	if gap {
-		write("event: gap\ndata: {\"message\":\"events before the ones that follow may be missing; re-read the resource\"}\n\n")
+		out.write("event: gap\ndata: {\"message\":\"events before the ones that follow may be missing; re-read the resource\"}\n\n")
 	}
-	if last == "" && first != nil {
-		snap, over, err := first(ctx)
-		if err != nil {
-			var ae *apiError
-			if !errors.As(err, &ae) {
-				s.log.Error("stream snapshot", "request_id", requestID(ctx), "err", err)
-				ae = errorf(http.StatusInternalServerError, codeInternal, "internal error (request %s)", requestID(ctx))
-			}
-			fail(ae.Message)
-			return nil
+	if !fresh || first == nil {
+		return true
+	}
+	snap, over, err := first(ctx)
+	if err != nil {
+		var ae *apiError
+		if !errors.As(err, &ae) {
+			s.log.Error("stream snapshot", "request_id", requestID(ctx), "err", err)
+			ae = errorf(http.StatusInternalServerError, codeInternal, "internal error (request %s)", requestID(ctx))
 		}
-		if !write("event: job\ndata: %s\n\n", mustJSON(snap)) || over {
-			return nil
-		}
+		out.fail(ae.Message)
+		return false
 	}
-	for _, e := range backlog {
-		if !send(e) || done != nil && done(e) {
-			flush()
-			return nil
-		}
-	}
-	if len(backlog) > 0 && !flush() {
-		return nil
-	}
+	return out.write("event: job\ndata: %s\n\n", mustJSON(snap)) && !over
+}
+
+// follow sends the live events until the stream ends, and at each
+// heartbeat checks that the stream's key still lets it in.
+func (s *Server) follow(ctx context.Context, out *sse, sub *subscription, done func(Event) bool) {
 	keyID := principalOf(ctx).KeyID
 	beat := time.NewTicker(s.cfg.Heartbeat)
 	defer beat.Stop()
@@ -197,34 +184,68 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, filter func(Even
 			// thousands a second); nothing waits for more.
 			var behind bool
 			pending, behind = sub.take(pending)
-			for _, e := range pending {
-				if !send(e) {
-					return nil
-				}
-				if done != nil && done(e) {
-					flush()
-					return nil
-				}
+			if !out.backlog(pending, done) {
+				return
 			}
 			if behind {
-				write("event: overflow\ndata: {\"message\":\"the stream fell behind; reconnect with Last-Event-ID\"}\n\n")
-				return nil
-			}
-			if !flush() {
-				return nil
+				out.write("event: overflow\ndata: {\"message\":\"the stream fell behind; reconnect with Last-Event-ID\"}\n\n")
+				return
 			}
 		case <-beat.C:
 			if msg, ok := s.stillValid(ctx, keyID); !ok {
-				fail(msg)
-				return nil
+				out.fail(msg)
+				return
 			}
-			if !write(": ping\n\n") {
-				return nil
+			if !out.write(": ping\n\n") {
+				return
 			}
 		case <-ctx.Done():
-			return nil
+			return
 		case <-draining(ctx):
-			return nil
+			return
 		}
 	}
+}
+
+// sse writes one Server-Sent Event stream.
+type sse struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func newSSE(w http.ResponseWriter) *sse {
+	w.WriteHeader(http.StatusOK)
+	return &sse{w: w, rc: http.NewResponseController(w)}
+}
+
+// emit buffers; it says whether the client still reads.
+func (o *sse) emit(format string, args ...any) bool {
+	// The server's WriteTimeout would cut a stream; each write gets its
+	// own deadline instead.
+	_ = o.rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
+	_, err := fmt.Fprintf(o.w, format, args...)
+	return err == nil
+}
+
+func (o *sse) flush() bool { return o.rc.Flush() == nil }
+
+func (o *sse) write(format string, args ...any) bool { return o.emit(format, args...) && o.flush() }
+
+func (o *sse) fail(msg string) {
+	o.write("event: error\ndata: %s\n\n", mustJSON(map[string]string{"message": msg}))
+}
+
+// backlog sends events in one flush; false when the stream is over (the
+// client left, or done says an event ended it).
+func (o *sse) backlog(events []Event, done func(Event) bool) bool {
+	for _, e := range events {
+		if !o.emit("id: %s\nevent: %s\ndata: %s\n\n", e.ID, e.Type, e.marshal()) {
+			return false
+		}
+		if done != nil && done(e) {
+			o.flush()
+			return false
+		}
+	}
+	return len(events) == 0 || o.flush()
 }

@@ -101,7 +101,7 @@ func (s *Server) vmHistory(w http.ResponseWriter, r *http.Request) error {
 	asOf := v != ""
 	if asOf {
 		if at, err = time.Parse(time.RFC3339Nano, v); err != nil {
-			e := errorf(http.StatusUnprocessableEntity, codeValidation, "at must be an RFC 3339 time, not %q", truncate(v, 40))
+			e := errorf(http.StatusUnprocessableEntity, codeValidation, "at must be an RFC 3339 time, not %q", clip(v, 40))
 			e.Details = map[string]any{"field": "at"}
 			return e
 		}

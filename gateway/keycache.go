@@ -13,8 +13,7 @@ import (
 // that a client's burst of requests costs one read of its key instead of one
 // per request. A key the read model does not have is kept too, apart, so
 // that made-up keys never push real ones out: a client repeating a made-up
-// key costs one read a ttl, not one a request (a key id is never asked for
-// before its creation hands it out). The cost is a window of
+// key costs one read a ttl, not one a request. The cost is a window of
 // ttl after a revocation reaches the read model during which another
 // gateway instance still accepts the key; the instance that revoked it
 // forgets it at once.
@@ -47,11 +46,19 @@ func (c *keyCache) fresh(m map[string]cachedKey, keyID string, now time.Time) (c
 	return e, ok && now.Sub(e.at) < c.ttl && !now.Before(e.at)
 }
 
-// known says whether keyID's row is in the cache and fresh: get will not
-// read it.
-func (c *keyCache) known(keyID string, now time.Time) bool {
-	_, ok := c.fresh(c.rows, keyID, now)
-	return ok
+// seenFor is how long a key the read model had counts as seen by this
+// instance, for the gate of principal.
+const seenFor = 10 * time.Minute
+
+// seen says whether this instance read keyID's row (a key the read model
+// has) in the last seenFor, fresh or not. A client address that spent its
+// 401s is still served for such keys, so that tenants behind the same
+// proxy or NAT as a client flooding made-up keys keep working.
+func (c *keyCache) seen(keyID string, now time.Time) bool {
+	c.mu.Lock()
+	e, ok := c.rows[keyID]
+	c.mu.Unlock()
+	return ok && now.Sub(e.at) < seenFor && !now.Before(e.at)
 }
 
 // get returns the row of keyID (readmodel.ErrNotFound for a key the read

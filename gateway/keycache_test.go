@@ -78,8 +78,8 @@ func TestKeyCache(t *testing.T) {
 			t.Fatal("a made-up key was found")
 		}
 	}
-	if len(c.unknown) > 2 || !c.known("k1", t0) {
-		t.Fatalf("%d unknown kept (max 2), k1 known %v", len(c.unknown), c.known("k1", t0))
+	if len(c.unknown) > 2 || !c.seen("k1", t0) {
+		t.Fatalf("%d unknown kept (max 2), k1 seen %v", len(c.unknown), c.seen("k1", t0))
 	}
 	off := newKeyCache(-1, 10)
 	for range 3 {

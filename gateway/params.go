@@ -13,16 +13,9 @@ import (
 // have it.
 func validID(kind, id string) error {
 	if !schemas.ValidID(id) {
-		return notFound(kind, truncate(id, 40))
+		return notFound(kind, clip(id, 40))
 	}
 	return nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // checkVars refuses, before any handler runs, a path whose parameters

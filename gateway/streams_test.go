@@ -321,23 +321,28 @@ func TestStreamEndsWithItsKey(t *testing.T) {
 	e.rm.PutJob(readmodel.Job{ID: "job-run", VmID: "vm-a1", Account: "acct-a", State: "running", CreatedAt: t0})
 	revocable := e.addKey("acct-a", gateway.RoleUser)
 	expiring := e.addKey("acct-a", gateway.RoleUser)
-	k, _ := e.rm.APIKey(t.Context(), keyID(expiring))
-	soon := time.Now().Add(400 * time.Millisecond)
-	k.ExpiresAt = &soon
-	e.rm.PutAPIKey(k)
+	// The expiring key's life starts with its subtest, so that a slow
+	// machine running the first one does not expire it before it opens.
+	expireSoon := func() {
+		k, _ := e.rm.APIKey(t.Context(), keyID(expiring))
+		soon := time.Now().Add(400 * time.Millisecond)
+		k.ExpiresAt = &soon
+		e.rm.PutAPIKey(k)
+	}
 
 	for _, tc := range []struct {
 		name, key, path, want string
-		end                   func()
+		begin, end            func()
 	}{
-		{"revoked", revocable, "/v1/events", "API key revoked", func() {
+		{"revoked", revocable, "/v1/events", "API key revoked", func() {}, func() {
 			k, _ := e.rm.APIKey(t.Context(), keyID(revocable))
 			k.Revoked = true
 			e.rm.PutAPIKey(k)
 		}},
-		{"expired", expiring, "/v1/jobs/job-run/events", "API key expired", func() {}},
+		{"expired", expiring, "/v1/jobs/job-run/events", "API key expired", expireSoon, func() {}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			tc.begin()
 			start := time.Now()
 			resp := openStream(t, srv, tc.path, tc.key)
 			defer resp.Body.Close()
@@ -382,9 +387,17 @@ func TestStreamSlots(t *testing.T) {
 	defer srv.Close()
 	a := openStream(t, srv, "/v1/events", e.alice)
 	defer a.Body.Close()
+	// The long-poll runs off the test's goroutine, which alone may fail
+	// the test: a failed request sends 0.
 	pollDone := make(chan int, 1)
 	go func() {
-		resp := openStream(t, srv, "/v1/jobs/job-run?wait=2s", e.alice)
+		req, _ := http.NewRequestWithContext(t.Context(), "GET", srv.URL+"/v1/jobs/job-run?wait=2s", nil)
+		req.Header.Set("Authorization", "Bearer "+e.alice)
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			pollDone <- 0
+			return
+		}
 		resp.Body.Close()
 		pollDone <- resp.StatusCode
 	}()

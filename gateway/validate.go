@@ -23,30 +23,7 @@ func checkStrings(v reflect.Value, path string) *apiError {
 			return checkStrings(v.Elem(), path)
 		}
 	case reflect.Struct:
-		t := v.Type()
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if !f.IsExported() {
-				continue
-			}
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if name == "-" {
-				continue
-			}
-			if name == "" {
-				name = f.Name
-			}
-			p := joinField(path, name)
-			if schemas.IsIDField(name) {
-				if e := checkIDs(v.Field(i), p); e != nil {
-					return e
-				}
-				continue
-			}
-			if e := checkStrings(v.Field(i), p); e != nil {
-				return e
-			}
-		}
+		return checkFields(v, path)
 	case reflect.Slice, reflect.Array:
 		if v.Type().Elem().Kind() == reflect.Uint8 {
 			return nil
@@ -71,6 +48,30 @@ func checkStrings(v reflect.Value, path string) *apiError {
 	case reflect.String:
 		if err := schemas.CheckText(v.String()); err != nil {
 			return fieldError(path, "field %q is not text: %v", path, err)
+		}
+	}
+	return nil
+}
+
+// checkFields walks a struct's fields by their JSON names: an id field
+// holds ids, any other text.
+func checkFields(v reflect.Value, path string) *apiError {
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !f.IsExported() || name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		check := checkStrings
+		if schemas.IsIDField(name) {
+			check = checkIDs
+		}
+		if e := check(v.Field(i), joinField(path, name)); e != nil {
+			return e
 		}
 	}
 	return nil
@@ -118,8 +119,8 @@ func checkQuery(r *http.Request) error {
 		}
 		for _, v := range values {
 			if err := schemas.CheckText(v); err != nil {
-				e := errorf(http.StatusBadRequest, codeInvalidRequest, "query parameter %q is not text: %v", truncate(name, 40), err)
-				e.Details = map[string]any{"parameter": truncate(name, 40)}
+				e := errorf(http.StatusBadRequest, codeInvalidRequest, "query parameter %q is not text: %v", clip(name, 40), err)
+				e.Details = map[string]any{"parameter": clip(name, 40)}
 				return e
 			}
 		}
