@@ -8,7 +8,10 @@
 // declares no query for a reader and imports nothing of readmodel.
 //
 // Rows are applied exactly once: each poll's rows and the next consumer
-// offsets are written in one Postgres transaction, and the offsets that count
+// offsets are written in one Postgres transaction (a poll holding a record
+// the database refuses is split until that record is alone and
+// dead-lettered; each part commits its rows with its offsets), and the
+// offsets that count
 // are the ones in consumer_offsets, never Kafka's group commits. The package
 // never decides anything and never writes to Kafka except dead letters: it
 // is a projection that can be dropped and rebuilt from the log.

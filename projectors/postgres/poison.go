@@ -5,11 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/schemas"
 )
 
 // A record that decodes but that the database refuses for its data (a
@@ -69,16 +74,77 @@ func (p *Projector) writeBisecting(ctx context.Context, batch []decoded, known m
 	return p.writeBisecting(ctx, batch[half:], known)
 }
 
+// applyRefused starts the dlq.error of a record the database refused.
+const applyRefused = "apply to postgres: "
+
 // poisoned dead-letters the record d that the database refused alone and
-// commits its offset without its rows.
+// commits its offset without its rows. A record already without rows that
+// is still refused is not the record's doing: it is left to the retry.
 func (p *Projector) poisoned(ctx context.Context, d *decoded, refused error, known map[topicPartition]int64) (map[topicPartition]int64, error) {
+	if !d.ok {
+		return nil, p.retry(ctx, "commit the offset of a dead letter", func() error {
+			return fmt.Errorf("the database refuses the offset alone: %w", refused)
+		})
+	}
 	kr := d.kr
 	p.log.Warn("dead letter: the read model refuses the record", "topic", kr.Topic, "partition", kr.Partition, "offset", kr.Offset, "err", refused)
-	dl := kafka.DeadLetter(kr, fmt.Errorf("apply to postgres: %w", refused), p.cfg.Group)
+	dl := kafka.DeadLetter(kr, fmt.Errorf("%s%w", applyRefused, refused), p.cfg.Group)
 	if err := p.produceDead(ctx, []*kgo.Record{dl}); err != nil {
 		return nil, err
 	}
 	p.deadLettered(kr.Topic) // telemetry:
 	d.ok = false
 	return p.writeBisecting(ctx, []decoded{*d}, known)
+}
+
+// refusedRecords lists the records that a Postgres projector dead-lettered
+// because the database refused them (dlq.v1 read to its last stable
+// offset): a rebuild skips them, as the live projector did, instead of
+// failing on them.
+func refusedRecords(ctx context.Context, kcfg kafka.Config) (map[topicPartition]map[int64]bool, error) {
+	cl, err := kgo.NewClient(kcfg.Opts()...)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", schemas.TopicDLQ, err)
+	}
+	defer cl.Close()
+	lso, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, schemas.TopicDLQ)
+	if err == nil {
+		err = lso.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: end offsets: %w", schemas.TopicDLQ, err)
+	}
+	from, to := map[int32]int64{}, map[int32]int64{}
+	lso.Each(func(o kadm.ListedOffset) { from[o.Partition], to[o.Partition] = 0, o.Offset })
+	out := map[topicPartition]map[int64]bool{}
+	r := kafka.NewPositionReader(cl, schemas.TopicDLQ, from, to)
+	for !r.Done() {
+		recs, moved, err := r.Fetch(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", schemas.TopicDLQ, err)
+		}
+		for _, dl := range recs {
+			if !strings.HasPrefix(kafka.DeadLetterHeader(dl, kafka.DLQError), applyRefused) {
+				continue
+			}
+			part, perr := strconv.ParseInt(kafka.DeadLetterHeader(dl, kafka.DLQPartition), 10, 32)
+			off, oerr := strconv.ParseInt(kafka.DeadLetterHeader(dl, kafka.DLQOffset), 10, 64)
+			if perr != nil || oerr != nil {
+				continue
+			}
+			tp := topicPartition{kafka.DeadLetterHeader(dl, kafka.DLQTopic), int32(part)}
+			if out[tp] == nil {
+				out[tp] = map[int64]bool{}
+			}
+			out[tp][off] = true
+		}
+		if !moved {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	return out, nil
 }

@@ -88,7 +88,7 @@ func New(cfg Config) (*Projector, error) {
 		cfg.MaxBatch = 10000
 	}
 	if cfg.RetryAlarm <= 0 {
-		cfg.RetryAlarm = 30 * time.Second
+		cfg.RetryAlarm = telemetry.RetryAlarm
 	}
 	codec, err := cfg.Kafka.Codec()
 	if err != nil {
@@ -159,7 +159,8 @@ func (p *Projector) Close() {
 }
 
 // Run migrates the schema and projects until ctx is done, which is a clean
-// stop (nil). Database errors are retried with backoff, never skipped.
+// stop (nil). A database that fails is retried with backoff; a record it
+// refuses for its data is a dead letter (poison.go).
 func (p *Projector) Run(ctx context.Context) error {
 	defer p.Close()
 	if err := p.retry(ctx, "migrate", func() error { return Migrate(ctx, p.cfg.DSN) }); err != nil {
@@ -255,8 +256,9 @@ type decoded struct {
 }
 
 // apply decodes the poll, sends what cannot be decoded to dlq.v1 and writes
-// the rest with the new offsets in one transaction, retrying until it
-// commits or ctx ends.
+// the rest with the new offsets in one transaction (several when the
+// database refuses a record and the poll is split to find it), retrying
+// until it commits or ctx ends.
 func (p *Projector) apply(ctx context.Context, records []*kgo.Record) error {
 	p.mu.Lock()
 	known := make(map[topicPartition]int64, len(p.next))

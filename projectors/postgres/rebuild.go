@@ -100,8 +100,12 @@ func Rebuild(ctx context.Context, kcfg kafka.Config, dsn string) (RebuildStats, 
 	}
 	steps, jobs := streams[0], streams[1]
 
+	refused, err := refusedRecords(ctx, kcfg)
+	if err != nil {
+		return RebuildStats{}, fmt.Errorf("rebuild: %w", err)
+	}
 	replayStart := time.Now()
-	ch, ends, records, err := replay(ctx, kcfg, codec, steps)
+	ch, ends, records, err := replay(ctx, kcfg, codec, steps, refused)
 	if err != nil {
 		return RebuildStats{}, err
 	}
@@ -150,7 +154,7 @@ func Rebuild(ctx context.Context, kcfg kafka.Config, dsn string) (RebuildStats, 
 // Job steps go to steps as they come, the first row of each step only (the
 // live projector's ON CONFLICT DO NOTHING keeps the first one), and are
 // not kept in the changes.
-func replay(ctx context.Context, kcfg kafka.Config, codec *schemas.Codec, steps *stream) (*changes, map[topicPartition]int64, int64, error) {
+func replay(ctx context.Context, kcfg kafka.Config, codec *schemas.Codec, steps *stream, refused map[topicPartition]map[int64]bool) (*changes, map[topicPartition]int64, int64, error) {
 	admin, err := kgo.NewClient(kcfg.Opts()...)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("rebuild: kafka client: %w", err)
@@ -241,6 +245,9 @@ func replay(ctx context.Context, kcfg kafka.Config, codec *schemas.Codec, steps 
 			}
 			n++
 			seen[tp] = kr.Offset + 1
+			if refused[tp][kr.Offset] {
+				return // the database refused it; it is a dead letter
+			}
 			rec, err := kafka.FromKafka(ctx, codec, kr)
 			if err != nil {
 				return // the live projector dead-lettered it already
