@@ -149,16 +149,16 @@ func (p *Processor[S]) step(tx *txn, records []*kgo.Record, now time.Time) error
 		in, err := p.decode(tx.ctx, kr)
 		if err != nil {
 			p.stats.DeadLettered.Add(1)
-			p.deadLettered(kr) // telemetry:
+			p.hooks.OnDeadLetter(kr, err)
 			p.log.Warn("dead letter", "err", err)
 			tx.produce(kafka.DeadLetter(kr, err, p.Group()))
 			continue
 		}
 		p.stats.Decoded.Add(1)
 		sl, _ := p.st.get(kr.Partition, in.Key)
-		sctx, span := p.stepSpan(tx.ctx, &in) // telemetry:
+		sctx := p.hooks.OnStep(tx.ctx, in)
 		s, outs := p.m.Step(sl.s, in, now)
-		p.stepped(sctx, span, &in, outs) // telemetry:
+		p.hooks.OnStepped(sctx, in, outs)
 		p.setState(kr.Partition, in.Key, sl, s)
 		if err := p.emit(tx, outs, in.Headers); err != nil {
 			return err
@@ -182,7 +182,7 @@ func (p *Processor[S]) tick(tx *txn, now time.Time) error {
 		}
 		p.stats.Ticks.Add(1)
 		s, outs := p.m.Tick(sl.s, e.key, now)
-		p.ticked(outs) // telemetry:
+		p.hooks.OnTick(e.key, outs)
 		p.setState(e.part, e.key, sl, s)
 		if err := p.emit(tx, outs, nil); err != nil {
 			return err
@@ -251,15 +251,16 @@ func (p *Processor[S]) changelog(tx *txn) error {
 // the states in memory ahead of the log while its inputs will be fetched
 // again, so every state is restored.
 func (p *Processor[S]) commit(tx *txn) error {
-	endStart := time.Now() // telemetry:
+	start := time.Now()
 	committed, err := p.end(tx)
+	took := time.Since(start)
 	if err == nil {
 		p.slab, p.recs = tx.slab, tx.recs
 	}
 	if err == nil {
 		err = tx.produced.Err()
 	}
-	p.ended(endStart, err == nil && committed) // telemetry:
+	p.hooks.OnEnd(took, err == nil && committed, p.st.n)
 	if err != nil || !committed {
 		p.stats.Aborts.Add(1)
 		if err != nil {

@@ -46,6 +46,9 @@ type Config struct {
 	// the limit `make bench` compares the real processors with. Never set
 	// it for a real machine.
 	SkipDecode bool
+	// Hooks observe the loop; nil: the metrics and spans of
+	// internal/telemetry.
+	Hooks Hooks
 }
 
 // Processor drives one Machine exactly once.
@@ -54,6 +57,7 @@ type Processor[S any] struct {
 	m     Machine[S]
 	codec *schemas.Codec
 	log   *slog.Logger
+	hooks Hooks
 
 	// Owned by the poll loop.
 	st     store[S]
@@ -124,14 +128,18 @@ func New[S any](cfg Config, m Machine[S]) (*Processor[S], error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Processor[S]{
-		cfg: cfg, m: m, codec: codec,
+	p := &Processor[S]{
+		cfg: cfg, m: m, codec: codec, hooks: cfg.Hooks,
 		log:      cfg.Logger.With("processor", cfg.Name),
 		assigned: map[int32]bool{},
 		pending:  map[int32]bool{},
 		dropped:  map[int32]bool{},
 		changes:  map[int32]uint64{},
-	}, nil
+	}
+	if p.hooks == nil {
+		p.hooks = newTelemetryHooks(cfg.Name, p.Group())
+	}
+	return p, nil
 }
 
 // Ready reports whether every assigned partition's state is restored.

@@ -97,6 +97,19 @@ func produceReportsOf(t *testing.T, cfg kafka.Config, keys ...string) {
 	}
 }
 
+// produceGarbage writes a record for vm-0 that does not decode.
+func produceGarbage(t *testing.T, cfg kafka.Config) {
+	t.Helper()
+	cl, err := kgo.NewClient(cfg.Opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(t.Context(), &kgo.Record{Topic: schemas.TopicVmPower, Key: []byte("vm-0"), Value: []byte("garbage bytes")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // readEvents reads vm.events.v1 (read_committed) until want records arrived.
 func readEvents(t *testing.T, cfg kafka.Config, want int) []schemas.Record {
 	t.Helper()
@@ -244,14 +257,7 @@ func TestAbortedTransactionIsRedone(t *testing.T) {
 
 func TestGarbageGoesToDLQ(t *testing.T) {
 	_, cfg := startBroker(t)
-	cl, err := kgo.NewClient(cfg.Opts()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	if err := cl.ProduceSync(t.Context(), &kgo.Record{Topic: schemas.TopicVmPower, Key: []byte("vm-0"), Value: []byte("garbage bytes")}).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	produceGarbage(t, cfg)
 	produceReports(t, cfg, 1, 2)
 	runProcessor(t, t.Context(), cfg, "a", &fakeClock{t: time.Unix(1_700_000_000, 0)})
 	checkCounts(t, readEvents(t, cfg, 2), 1, 2)

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -12,28 +11,44 @@ import (
 	"github.com/vmplane/vmplane/schemas"
 )
 
-// Observation of the poll loop: a span per stepped record, a child of the
-// span its traceparent names, whose context the outputs carry on (so a job
-// is one trace through every processor), and the runtime's metrics. The
-// call sites in runtime.go are marked "telemetry:".
+// telemetryHooks are the default Hooks: a span per stepped record, a child
+// of the span its traceparent names, whose context the outputs carry on (so
+// a job is one trace through every processor), and the runtime's metrics.
+type telemetryHooks struct {
+	name, group string
+	// processed caches the processed counter of each topic: the loop
+	// counts every record, and a registry lookup joins strings. Only the
+	// poll loop's goroutine uses it.
+	processed map[string]telemetry.Counter
+}
 
-// stepSpan starts the span of stepping in, before Step.
-func (p *Processor[S]) stepSpan(ctx context.Context, in *schemas.Record) (context.Context, trace.Span) {
+func newTelemetryHooks(name, group string) *telemetryHooks {
+	return &telemetryHooks{name: name, group: group, processed: map[string]telemetry.Counter{}}
+}
+
+// OnStep starts the span of stepping in.
+func (h *telemetryHooks) OnStep(ctx context.Context, in schemas.Record) context.Context {
 	ctx, span := telemetry.StartProcess(ctx, in.Headers, telemetry.Message{
 		Topic: in.Topic, Partition: in.Partition, Offset: in.Offset, Key: in.Key,
-		Type: schemas.TypeName(in.Value), Group: p.Group(),
+		Type: schemas.TypeName(in.Value), Group: h.group,
 	})
 	if id := in.Headers["command_id"]; id != "" {
 		span.SetAttributes(telemetry.JobAttr(id))
 	}
-	return ctx, span
+	return ctx
 }
 
-// stepped ends the span of in and stamps its context on outs; outputs
-// without headers first get the ones carried from in.
-func (p *Processor[S]) stepped(ctx context.Context, span trace.Span, in *schemas.Record, outs []schemas.Record) {
-	processed(p.cfg.Name, in.Topic).Inc()
-	telemetry.ObserveOutputs(in, outs)
+// OnStepped counts in, ends its span and stamps the span's context on
+// outs; outputs without headers first get the ones carried from in.
+func (h *telemetryHooks) OnStepped(ctx context.Context, in schemas.Record, outs []schemas.Record) {
+	c, ok := h.processed[in.Topic]
+	if !ok {
+		c = telemetry.RecordsProcessed.With(h.group, in.Topic)
+		h.processed[in.Topic] = c
+	}
+	c.Inc()
+	telemetry.ObserveOutputs(&in, outs)
+	span := trace.SpanFromContext(ctx)
 	if span.SpanContext().IsValid() {
 		for i := range outs {
 			if outs[i].Headers == nil {
@@ -48,36 +63,20 @@ func (p *Processor[S]) stepped(ctx context.Context, span trace.Span, in *schemas
 	span.End()
 }
 
-// counters caches the processed counter of each group and topic: the
-// loop counts every record, and a registry lookup joins strings.
-var counters sync.Map // groupTopic → telemetry.Counter
+// OnTick observes the outputs of a timer.
+func (h *telemetryHooks) OnTick(_ string, outs []schemas.Record) { telemetry.ObserveOutputs(nil, outs) }
 
-type groupTopic struct{ name, topic string }
-
-func processed(name, topic string) telemetry.Counter {
-	k := groupTopic{name, topic}
-	if c, ok := counters.Load(k); ok {
-		return c.(telemetry.Counter)
-	}
-	c := telemetry.RecordsProcessed.With("vmplane-"+name, topic)
-	counters.Store(k, c)
-	return c
+// OnDeadLetter counts a record sent to dlq.v1.
+func (h *telemetryHooks) OnDeadLetter(kr *kgo.Record, _ error) {
+	telemetry.RecordsFailed.With(h.group, kr.Topic).Inc()
 }
 
-// deadLettered counts a record sent to dlq.v1.
-func (p *Processor[S]) deadLettered(kr *kgo.Record) {
-	telemetry.RecordsFailed.With(p.Group(), kr.Topic).Inc()
-}
-
-// ticked observes the outputs of a timer.
-func (p *Processor[S]) ticked(outs []schemas.Record) { telemetry.ObserveOutputs(nil, outs) }
-
-// ended records the transaction's commit latency and the state's size.
-func (p *Processor[S]) ended(start time.Time, committed bool) {
+// OnEnd records the transaction's commit latency and the state's size.
+func (h *telemetryHooks) OnEnd(took time.Duration, committed bool, keys int) {
 	if !committed {
-		telemetry.TransactionsAborted.With(p.cfg.Name).Inc()
+		telemetry.TransactionsAborted.With(h.name).Inc()
 		return
 	}
-	telemetry.CommitSeconds.With(p.cfg.Name).Observe(time.Since(start).Seconds())
-	telemetry.StateKeys.With(p.cfg.Name).Set(float64(p.st.n))
+	telemetry.CommitSeconds.With(h.name).Observe(took.Seconds())
+	telemetry.StateKeys.With(h.name).Set(float64(keys))
 }
