@@ -26,7 +26,8 @@ import (
 )
 
 // Machine is the VM state machine. It satisfies runtime.Machine for
-// *schemas.VmRecord.
+// *schemas.VmRecord. It is not safe for concurrent use: it belongs to one
+// runtime, which steps it from its poll loop (reportseq.go says why).
 type Machine struct {
 	cfg Config
 	// seqs are the report sequence maps shared by the states the quick

@@ -17,7 +17,9 @@ import (
 // for the round (reportseq.go), so the common report allocates nothing but
 // the copy of the record, which the contract of Step needs.
 // The result is exactly what the general path (step) returns for them,
-// which TestQuickReportMatchesStep checks.
+// which TestQuickReportMatchesStep checks. The path stays while it pays:
+// on the general path the same report takes ten allocations, not one
+// (BenchmarkSameStateReport).
 
 // quickReport decides r for s when it is stale or a same-state report of a
 // VM with no job on the host it is placed on; ok is false for every other
