@@ -422,9 +422,13 @@ func (t *tx) step(task, name, text string, obj map[string]any) {
 
 // nextID is the id of a request or agent command sent by the next step:
 // the job id and that step's number, so a replay derives the same id.
-func (t *tx) nextID() string { return schemas.BoundID(fmt.Sprintf("%s-%d", t.s.Job.JobID, t.s.Job.Seq+1)) }
+func (t *tx) nextID() string {
+	return schemas.BoundID(fmt.Sprintf("%s-%d", t.s.Job.JobID, t.s.Job.Seq+1))
+}
 
-func (t *tx) currentID() string { return schemas.BoundID(fmt.Sprintf("%s-%d", t.s.Job.JobID, t.s.Job.Seq)) }
+func (t *tx) currentID() string {
+	return schemas.BoundID(fmt.Sprintf("%s-%d", t.s.Job.JobID, t.s.Job.Seq))
+}
 
 // requestPlacement sends PlaceVm (id from the step just emitted) and joins
 // on the decision. host is preferred, or required when required is set.
