@@ -1,6 +1,11 @@
 package vm
 
 import (
+	"cmp"
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/vmplane/vmplane/schemas"
@@ -30,19 +35,197 @@ const (
 	ActHARestart = "HARestart"
 )
 
-// actionTable is DESIGN §5.2: the actions a VM allows in each stationary
-// state when no job is in flight. It is the only place the rule lives;
-// VmStateChanged carries its answer to the read model and the API.
-var actionTable = map[string][]string{
-	StateActive:    {ActReboot, ActStop, ActRebuild, ActPause, ActSuspend, ActRescue, ActSnapshot, ActResize, ActMigrate, ActTerminate},
-	StateResized:   {ActConfirmResize, ActRevertResize, ActReboot, ActStop, ActTerminate},
-	StateStopped:   {ActStart, ActMigrate, ActResize, ActTerminate},
-	StatePaused:    {ActUnpause, ActRescue, ActTerminate},
-	StateSuspended: {ActResume, ActRescue, ActTerminate},
-	StateRescued:   {ActUnrescue, ActReboot, ActStop, ActRebuild, ActPause, ActSuspend, ActTerminate},
-	StateBuilding:  {ActTerminate},
-	StateError:     {ActTerminate},
-	StateDeleted:   {ActTerminate},
+// action is one row of the action table: all the processor knows of one
+// action, so that a new action is a row and its flow.
+type action struct {
+	// name is the record name of the command on vm.commands.v1 and the
+	// JobType of its jobs.
+	name string
+	// params are the command's fields (by Avro name) that its job keeps
+	// in JobState.Params; ",omitempty" leaves out an empty string.
+	params []string
+	// allowed is the action's place in the allowed list of each
+	// stationary state that allows it with no job in flight (DESIGN §5.2).
+	allowed places
+	// always: allowed in every state, with a job in flight too, and last
+	// in every list.
+	always bool
+	flow   flow
+	// sends is the agent command of each phase of the flow that sends
+	// one; a Tick sends it again while the answer is due.
+	sends sends
+}
+
+// places maps a stationary state to an action's place in the state's
+// allowed list, 1 first. One order for all states cannot be had: a Stopped
+// VM lists migrate before resize, an Active one after.
+type places map[string]int
+
+// sends maps a phase to the agent command it sends.
+type sends map[string]agentCommand
+
+// agentCommand builds an agent command of the running job from ac, which
+// holds the common fields and, as HostID, the host the job waits on; the
+// command goes to ac.HostID, which it may change.
+type agentCommand func(t *tx, ac *schemas.AgentCommand) any
+
+// actionTable is the action table, one row per action. init fills it: the
+// flows call back into the job machinery, which looks actions up here, and
+// Go refuses such a cycle in a variable's initializer.
+var actionTable []action
+
+func init() {
+	actionTable = []action{
+		{name: ActDeploy, flow: deployFlow(), sends: sends{phaseSpawning: startVm}},
+		{name: ActStart, params: []string{"host_id,omitempty"}, allowed: places{StateStopped: 1},
+			flow: startFlow(), sends: sends{phaseStarting: startVm}},
+		{name: ActStop, params: []string{"force"}, allowed: places{StateActive: 2, StateResized: 4, StateRescued: 3},
+			flow: stopFlow(), sends: sends{phaseStopping: stopVm}},
+		{name: ActReboot, params: []string{"hard"}, allowed: places{StateActive: 1, StateResized: 3, StateRescued: 2},
+			flow:  simple(simpleAction{task: TaskRebooting, step: "reboot", text: "rebooting the VM"}),
+			sends: acting(rebootVm)},
+		{name: ActPause, allowed: places{StateActive: 4, StateRescued: 5},
+			flow: simple(simpleAction{task: TaskPausing, step: "pause", text: "pausing the VM",
+				power: schemas.PowerPaused, end: StatePaused}),
+			sends: acting(pauseVm)},
+		{name: ActUnpause, allowed: places{StatePaused: 1},
+			flow: simple(simpleAction{task: TaskUnpausing, step: "unpause", text: "unpausing the VM",
+				power: schemas.PowerOn, end: StateActive}),
+			sends: acting(unpauseVm)},
+		{name: ActSuspend, allowed: places{StateActive: 5, StateRescued: 6},
+			flow: simple(simpleAction{task: TaskSuspending, step: "suspend", text: "suspending the VM",
+				power: schemas.PowerSusp, end: StateSuspended}),
+			sends: acting(suspendVm)},
+		{name: ActResume, allowed: places{StateSuspended: 1},
+			flow: simple(simpleAction{task: TaskResuming, step: "resume", text: "resuming the VM",
+				power: schemas.PowerOn, end: StateActive}),
+			sends: acting(resumeVm)},
+		{name: ActRescue, params: []string{"image"}, allowed: places{StateActive: 6, StatePaused: 2, StateSuspended: 2},
+			flow: simple(simpleAction{task: TaskRescuing, step: "rescue", text: "booting the VM from a rescue image",
+				power: schemas.PowerOn, end: StateRescued}),
+			sends: acting(rescueVm)},
+		{name: ActUnrescue, allowed: places{StateRescued: 1},
+			flow: simple(simpleAction{task: TaskUnrescuing, step: "unrescue", text: "booting the VM from its own disk again",
+				power: schemas.PowerOn, end: StateActive}),
+			sends: acting(unrescueVm)},
+		{name: ActRebuild, params: []string{"image"}, allowed: places{StateActive: 3, StateRescued: 4},
+			flow: simple(simpleAction{task: TaskRebuilding, step: "rebuild", text: "rebuilding the VM's root disk",
+				power: schemas.PowerOn, end: StateActive}),
+			sends: acting(rebuildVm)},
+		{name: ActSnapshot, params: []string{"snapshot_name"}, allowed: places{StateActive: 7},
+			flow:  simple(simpleAction{task: TaskSnapshotting, step: "snapshot", text: "taking a snapshot of the VM"}),
+			sends: acting(snapshotVm)},
+		{name: ActMigrate, params: []string{"host_id,omitempty"}, allowed: places{StateActive: 9, StateStopped: 2},
+			flow: migrateFlow(), sends: sends{phaseMigrating: migrateVm}},
+		{name: ActResize, params: []string{"offering"}, allowed: places{StateActive: 8, StateStopped: 3},
+			flow: resizeFlow(), sends: resizeSends},
+		{name: ActConfirmResize, allowed: places{StateResized: 1}, flow: confirmResizeFlow()},
+		{name: ActRevertResize, allowed: places{StateResized: 2}, flow: revertResizeFlow(), sends: resizeSends},
+		{name: ActTerminate, always: true,
+			flow: terminateFlow(), sends: sends{phaseStopping: forceStopVm, phaseDestroying: destroyVm}},
+		{name: ActHARestart, params: []string{"avoid,omitempty"},
+			flow: haRestartFlow(), sends: sends{phaseStarting: startVm}},
+	}
+	actionByName, allowedIn, alwaysAllowed = index(actionTable)
+}
+
+// Lookups derived from actionTable by index.
+var (
+	actionByName map[string]*action
+	// allowedIn is the allowed list of each state some row names, for a
+	// VM with no job in flight.
+	allowedIn map[string][]string
+	// alwaysAllowed is what every state allows, with a job in flight
+	// too, and all that any other state allows.
+	alwaysAllowed []string
+)
+
+func index(table []action) (byName map[string]*action, allowed map[string][]string, always []string) {
+	type placed struct {
+		at   int
+		name string
+	}
+	byName = map[string]*action{}
+	lists := map[string][]placed{}
+	for i := range table {
+		a := &table[i]
+		byName[a.name] = a
+		for state, at := range a.allowed {
+			lists[state] = append(lists[state], placed{at, a.name})
+		}
+		if a.always {
+			always = append(always, a.name)
+		}
+	}
+	allowed = map[string][]string{}
+	for state, l := range lists {
+		slices.SortFunc(l, func(x, y placed) int { return cmp.Compare(x.at, y.at) })
+		names := make([]string, 0, len(l)+len(always))
+		for _, p := range l {
+			names = append(names, p.name)
+		}
+		allowed[state] = append(names, always...)
+	}
+	return byName, allowed, always
+}
+
+// flowOf returns the flow of a job type.
+func flowOf(jobType string) flow {
+	a, ok := actionByName[jobType]
+	if !ok {
+		// A job type is a row's name: commandOf and startHA start jobs
+		// of rows only.
+		panic("vm: no flow for " + jobType)
+	}
+	return a.flow
+}
+
+// jobParams reads the fields of command v that the row names into job
+// parameters; nil when there are none.
+func (a *action) jobParams(v any) map[string]string {
+	var out map[string]string
+	rv := reflect.Indirect(reflect.ValueOf(v))
+	for _, p := range a.params {
+		name, omitEmpty := strings.CutSuffix(p, ",omitempty")
+		f, ok := avroField(rv, name)
+		if !ok {
+			continue
+		}
+		var s string
+		switch f.Kind() {
+		case reflect.Bool:
+			s = strconv.FormatBool(f.Bool())
+		case reflect.String:
+			s = f.String()
+			if s == "" && omitEmpty {
+				continue
+			}
+		default:
+			b, err := json.Marshal(f.Interface())
+			if err != nil {
+				continue
+			}
+			s = string(b)
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[name] = s
+	}
+	return out
+}
+
+// avroField returns the field of struct value v whose avro tag is name.
+func avroField(v reflect.Value, name string) (reflect.Value, bool) {
+	if v.Kind() != reflect.Struct {
+		return reflect.Value{}, false
+	}
+	for i := range v.NumField() {
+		if v.Type().Field(i).Tag.Get("avro") == name {
+			return v.Field(i), true
+		}
+	}
+	return reflect.Value{}, false
 }
 
 // Allowed returns the actions a VM in vmState with taskState allows, as
@@ -50,22 +233,17 @@ var actionTable = map[string][]string{
 // only one.
 func Allowed(vmState, taskState string) []string {
 	if taskState != "" {
-		return []string{ActTerminate}
+		return alwaysAllowed
 	}
-	if a, ok := actionTable[vmState]; ok {
+	if a, ok := allowedIn[vmState]; ok {
 		return a
 	}
-	return []string{ActTerminate}
+	return alwaysAllowed
 }
 
 // IsAllowed reports whether action is allowed in the given states.
 func IsAllowed(action, vmState, taskState string) bool {
-	for _, a := range Allowed(vmState, taskState) {
-		if a == action {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(Allowed(vmState, taskState), action)
 }
 
 // AllowedActions returns Allowed in lower snake case (confirm_resize), the
@@ -139,44 +317,15 @@ func LegacyState(vmState, taskState, powerState string) string {
 	return "Unknown"
 }
 
-// commandOf returns the action name and common fields of a vm.commands.v1
-// value, or ok false for anything else.
-func commandOf(v any) (action string, c schemas.VmCommand, ok bool) {
-	switch x := v.(type) {
-	case *schemas.Deploy:
-		return ActDeploy, x.VmCommand, true
-	case *schemas.Start:
-		return ActStart, x.VmCommand, true
-	case *schemas.Stop:
-		return ActStop, x.VmCommand, true
-	case *schemas.Reboot:
-		return ActReboot, x.VmCommand, true
-	case *schemas.Pause:
-		return ActPause, x.VmCommand, true
-	case *schemas.Unpause:
-		return ActUnpause, x.VmCommand, true
-	case *schemas.Suspend:
-		return ActSuspend, x.VmCommand, true
-	case *schemas.Resume:
-		return ActResume, x.VmCommand, true
-	case *schemas.Rescue:
-		return ActRescue, x.VmCommand, true
-	case *schemas.Unrescue:
-		return ActUnrescue, x.VmCommand, true
-	case *schemas.Rebuild:
-		return ActRebuild, x.VmCommand, true
-	case *schemas.Snapshot:
-		return ActSnapshot, x.VmCommand, true
-	case *schemas.Migrate:
-		return ActMigrate, x.VmCommand, true
-	case *schemas.Resize:
-		return ActResize, x.VmCommand, true
-	case *schemas.ConfirmResize:
-		return ActConfirmResize, x.VmCommand, true
-	case *schemas.RevertResize:
-		return ActRevertResize, x.VmCommand, true
-	case *schemas.Terminate:
-		return ActTerminate, x.VmCommand, true
+// commandOf returns the row and the common fields of a command of
+// vm.commands.v1, or ok false for any other record.
+func commandOf(v any) (a *action, c schemas.VmCommand, ok bool) {
+	cmd, isCommand := v.(schemas.VmCommandRecord)
+	if !isCommand {
+		return nil, schemas.VmCommand{}, false
 	}
-	return "", schemas.VmCommand{}, false
+	if a, ok = actionByName[schemas.TypeName(v)]; !ok {
+		return nil, schemas.VmCommand{}, false
+	}
+	return a, *cmd.Common(), true
 }

@@ -28,9 +28,6 @@ const (
 	haBackoffMax = 5 * time.Minute
 )
 
-// paramAvoid is the host an HA restart must not use (down or fenced).
-const paramAvoid = "avoid"
-
 // haAvoidMax bounds HAAvoidHosts; the oldest host is dropped first.
 const haAvoidMax = 8
 
@@ -38,8 +35,12 @@ func haRestartFlow() flow {
 	return flow{start: haStart, advance: startAdvance, holds: holdsPlacement, failed: haFailed}
 }
 
-// haRequest is what starts an HA restart job, in place of a command.
-type haRequest struct{ avoid string }
+// haRequest is what starts an HA restart job, in place of a command; its
+// row keeps Avoid in the job's parameters, as it keeps a command's fields.
+type haRequest struct {
+	// Avoid is the host the restart must not use (down or fenced).
+	Avoid string `avro:"avoid"`
+}
 
 // startHA starts an HA restart job now, avoiding host when it is down.
 func (t *tx) startHA(avoid string) {
@@ -49,7 +50,7 @@ func (t *tx) startHA(avoid string) {
 	c := schemas.VmCommand{CommandID: schemas.BoundID(fmt.Sprintf("%s-ha-%d", s.VmID, t.ms)), VmID: s.VmID, Account: s.Account,
 		Origin: schemas.OriginInternal, IssuedAt: t.ms}
 	t.event(&schemas.JobAccepted{JobRef: t.refOf(ActHARestart, c)})
-	t.startJob(ActHARestart, c, &haRequest{avoid: avoid})
+	t.startJob(actionByName[ActHARestart], c, &haRequest{Avoid: avoid})
 }
 
 func haStart(t *tx, _ any) {

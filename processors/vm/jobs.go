@@ -18,8 +18,8 @@ const (
 	waitAnswer    = "Answer"
 )
 
-// Phases of the flows (JobState.Phase). Each agent-command phase maps to the
-// command it sent, so a Tick can send it again.
+// Phases of the flows (JobState.Phase). A row's sends names the agent
+// command of each phase that sends one, so a Tick can send it again.
 const (
 	phasePlacing    = "placing"
 	phaseSpawning   = "spawning"
@@ -27,7 +27,7 @@ const (
 	phaseStopping   = "stopping"
 	phaseDestroying = "destroying"
 	// phaseActing is the single agent command of a simple action (Reboot,
-	// Pause, ..., Snapshot); the command is the action's agentCommand.
+	// Pause, ..., Snapshot); the command is in the action's row.
 	phaseActing = "acting"
 	// phaseMigrating: MigrateVm sent to the source, waiting for the answer
 	// and the destination's report.
@@ -39,16 +39,6 @@ const (
 	// the old size back.
 	phaseRevertPlacing = "revert-placing"
 )
-
-var phaseCommand = map[string]string{
-	phaseSpawning:       "StartVm",
-	phaseStarting:       "StartVm",
-	phaseStopping:       "StopVm",
-	phaseDestroying:     "DestroyVm",
-	phaseMigrating:      "MigrateVm",
-	phaseResizeStopping: "StopVm",
-	phaseResizeStarting: "StartVm",
-}
 
 // Job parameters kept in JobState.Params besides the command's own.
 const (
@@ -101,33 +91,6 @@ type flow struct {
 	placed func(t *tx, d *schemas.PlacementDecided)
 }
 
-func flowOf(action string) flow {
-	switch action {
-	case ActDeploy:
-		return deployFlow()
-	case ActStart:
-		return startFlow()
-	case ActStop:
-		return stopFlow()
-	case ActTerminate:
-		return terminateFlow()
-	case ActReboot, ActPause, ActUnpause, ActSuspend, ActResume, ActRescue, ActUnrescue, ActRebuild, ActSnapshot:
-		return simpleFlow()
-	case ActMigrate:
-		return migrateFlow()
-	case ActResize:
-		return resizeFlow()
-	case ActConfirmResize:
-		return confirmResizeFlow()
-	case ActRevertResize:
-		return revertResizeFlow()
-	case ActHARestart:
-		return haRestartFlow()
-	}
-	// commandOf knows only the actions above.
-	panic("vm: no flow for " + action)
-}
-
 func originOf(c schemas.VmCommand) string {
 	if c.Origin == "" {
 		return schemas.OriginAPI
@@ -150,23 +113,24 @@ func (t *tx) jobRef() schemas.JobRef {
 }
 
 // command handles one record of vm.commands.v1.
-func (t *tx) command(action string, c schemas.VmCommand, v any) {
+func (t *tx) command(a *action, c schemas.VmCommand, v any) {
+	name := a.name
 	if t.key == "" {
 		t.key = c.VmID
 	}
-	ref := t.refOf(action, c)
+	ref := t.refOf(name, c)
 	if c.CommandID == "" {
 		t.reject(ref, "Invalid", "command_id is empty", nil)
 		return
 	}
 	if t.s == nil {
-		if action != ActDeploy {
+		if name != ActDeploy {
 			t.reject(ref, "NotFound", "no VM "+t.key, nil)
 			return
 		}
 		t.create(v.(*schemas.Deploy))
 		t.event(&schemas.JobAccepted{JobRef: ref})
-		t.startJob(action, c, v)
+		t.startJob(a, c, v)
 		return
 	}
 	if t.known(c.CommandID) {
@@ -176,24 +140,24 @@ func (t *tx) command(action string, c schemas.VmCommand, v any) {
 	}
 	running := t.s.Job.JobID != ""
 	switch {
-	case action == ActDeploy:
+	case name == ActDeploy:
 		t.reject(ref, "AlreadyExists", "VM "+t.key+" already exists", nil)
-	case action == ActTerminate:
+	case name == ActTerminate:
 		t.terminate(ref, c, v)
 	case running:
 		payload, err := schemas.Marshal(v)
 		if err != nil {
-			t.reject(ref, "Invalid", fmt.Sprintf("queue %s: %v", action, err), nil)
+			t.reject(ref, "Invalid", fmt.Sprintf("queue %s: %v", name, err), nil)
 			return
 		}
-		t.s.Queue = append(t.s.Queue, schemas.QueuedCommand{Type: action, CommandID: c.CommandID, Payload: payload})
+		t.s.Queue = append(t.s.Queue, schemas.QueuedCommand{Type: name, CommandID: c.CommandID, Payload: payload})
 		t.event(&schemas.JobAccepted{JobRef: ref, Queued: true, Position: int32(len(t.s.Queue))})
-	case !IsAllowed(action, t.s.VmState, t.s.TaskState):
-		t.reject(ref, "InvalidState", fmt.Sprintf("%s is not allowed while the VM is %s", Snake(action), t.s.VmState),
+	case !IsAllowed(name, t.s.VmState, t.s.TaskState):
+		t.reject(ref, "InvalidState", fmt.Sprintf("%s is not allowed while the VM is %s", Snake(name), t.s.VmState),
 			AllowedActions(t.s.VmState, t.s.TaskState))
 	default:
 		t.event(&schemas.JobAccepted{JobRef: ref})
-		t.startJob(action, c, v)
+		t.startJob(a, c, v)
 	}
 }
 
@@ -241,20 +205,20 @@ func (t *tx) terminate(ref schemas.JobRef, c schemas.VmCommand, v any) {
 	for _, q := range t.s.Queue {
 		qref := schemas.JobRef{JobID: q.CommandID, VmID: t.key, JobType: q.Type, Origin: schemas.OriginAPI, At: t.ms}
 		if qv, err := schemas.Unmarshal(q.Payload); err == nil {
-			if action, qc, ok := commandOf(qv); ok {
-				qref = t.refOf(action, qc)
+			if a, qc, ok := commandOf(qv); ok {
+				qref = t.refOf(a.name, qc)
 			}
 		}
 		t.event(&schemas.JobCancelled{JobRef: qref, Reason: why, VmState: t.s.VmState, StartedAt: qref.At})
 		t.remember(q.CommandID, outcomeCancelled)
 	}
 	t.s.Queue = nil
-	t.startJob(ActTerminate, c, v)
+	t.startJob(actionByName[ActTerminate], c, v)
 }
 
 // startJob makes a command the VM's running job: a new epoch, a deadline,
 // and the flow's first steps.
-func (t *tx) startJob(action string, c schemas.VmCommand, v any) {
+func (t *tx) startJob(a *action, c schemas.VmCommand, v any) {
 	account := c.Account
 	if account == "" {
 		account = t.s.Account
@@ -262,49 +226,16 @@ func (t *tx) startJob(action string, c schemas.VmCommand, v any) {
 	t.s.Epoch++
 	*t.s.Job = schemas.JobState{
 		JobID:      c.CommandID,
-		JobType:    action,
+		JobType:    a.name,
 		Origin:     originOf(c),
 		Account:    account,
 		StartedAt:  t.ms,
 		Deadline:   t.ms + t.cfg.JobTimeout.Milliseconds(),
 		LastStepAt: t.ms,
 		NextWake:   t.ms + t.cfg.WakeupInterval.Milliseconds(),
-		Params:     paramsOf(v),
+		Params:     a.jobParams(v),
 	}
-	flowOf(action).start(t, v)
-}
-
-func paramsOf(v any) map[string]string {
-	switch c := v.(type) {
-	case *schemas.Stop:
-		return map[string]string{"force": strconv.FormatBool(c.Force)}
-	case *schemas.Start:
-		if c.HostID != "" {
-			return map[string]string{"host_id": c.HostID}
-		}
-	case *schemas.Reboot:
-		return map[string]string{"hard": strconv.FormatBool(c.Hard)}
-	case *schemas.Rescue:
-		return map[string]string{"image": c.Image}
-	case *schemas.Rebuild:
-		return map[string]string{"image": c.Image}
-	case *schemas.Snapshot:
-		return map[string]string{"snapshot_name": c.SnapshotName}
-	case *schemas.Migrate:
-		if c.HostID != "" {
-			return map[string]string{"host_id": c.HostID}
-		}
-	case *haRequest:
-		if c.avoid != "" {
-			return map[string]string{paramAvoid: c.avoid}
-		}
-	case *schemas.Resize:
-		b, err := json.Marshal(c.Offering)
-		if err == nil {
-			return map[string]string{paramOffering: string(b)}
-		}
-	}
-	return nil
+	a.flow.start(t, v)
 }
 
 // startNext starts queued commands until one runs or the queue is empty. A
@@ -314,19 +245,19 @@ func (t *tx) startNext() {
 		q := t.s.Queue[0]
 		t.s.Queue = t.s.Queue[1:]
 		v, err := schemas.Unmarshal(q.Payload)
-		action, c, ok := commandOf(v)
+		a, c, ok := commandOf(v)
 		if err != nil || !ok {
 			ref := schemas.JobRef{JobID: q.CommandID, VmID: t.key, JobType: q.Type, Origin: schemas.OriginAPI, At: t.ms}
 			t.event(&schemas.JobFailed{JobRef: ref, Reason: "Internal", Detail: fmt.Sprintf("decode queued %s: %v", q.Type, err), VmState: t.s.VmState, StartedAt: ref.At})
 			t.remember(q.CommandID, outcomeFailed)
 			continue
 		}
-		if !IsAllowed(action, t.s.VmState, "") {
-			t.reject(t.refOf(action, c), "InvalidState",
-				fmt.Sprintf("%s is not allowed while the VM is %s", Snake(action), t.s.VmState), AllowedActions(t.s.VmState, ""))
+		if !IsAllowed(a.name, t.s.VmState, "") {
+			t.reject(t.refOf(a.name, c), "InvalidState",
+				fmt.Sprintf("%s is not allowed while the VM is %s", Snake(a.name), t.s.VmState), AllowedActions(t.s.VmState, ""))
 			continue
 		}
-		t.startJob(action, c, v)
+		t.startJob(a, c, v)
 	}
 	if len(t.s.Queue) == 0 {
 		t.s.Queue = nil
@@ -467,61 +398,20 @@ func (t *tx) callAgent(phase, host, power string) {
 	s.Job.Phase = phase
 	s.Job.Wait = schemas.JobWait{Kind: waitAnswer, RequestID: id, HostID: host, Power: power,
 		Deadline: t.ms + t.cfg.ResendAfter.Milliseconds()}
-	t.sendAgent(t.commandFor(phase), id, host)
+	t.sendAgent(phase, id, host)
 }
 
-// sendAgent sends the agent command of kind with id. host is the host the
-// job waits on; a migration's command goes to its source instead.
-func (t *tx) sendAgent(kind, id, host string) {
+// sendAgent sends the agent command that phase of the running job sends,
+// with id, to host, the host the job waits on.
+func (t *tx) sendAgent(phase, id, host string) {
 	s := t.s
-	p := s.Job.Params
-	if kind == "MigrateVm" {
-		host = p[paramSource]
-	}
-	ac := schemas.AgentCommand{CommandID: id, HostID: host, VmID: s.VmID, Epoch: s.Epoch, JobID: s.Job.JobID, IssuedAt: t.ms}
-	size := t.sizeNow()
-	var v any
-	switch kind {
-	case "StartVm":
-		v = &schemas.StartVm{AgentCommand: ac, Name: s.Name, CPU: size.CPU, MemoryMB: size.MemoryMB}
-	case "StopVm":
-		force := s.Job.JobType == ActTerminate || p["force"] == "true" || s.Job.JobType == ActResize || s.Job.JobType == ActRevertResize
-		v = &schemas.StopVm{AgentCommand: ac, Force: force}
-	case "DestroyVm":
-		v = &schemas.DestroyVm{AgentCommand: ac}
-	case "MigrateVm":
-		v = &schemas.MigrateVm{AgentCommand: ac, DestHostID: p[paramDest], CPU: size.CPU, MemoryMB: size.MemoryMB}
-	case "RebootVm":
-		v = &schemas.RebootVm{AgentCommand: ac, Hard: p["hard"] == "true"}
-	case "PauseVm":
-		v = &schemas.PauseVm{AgentCommand: ac}
-	case "UnpauseVm":
-		v = &schemas.UnpauseVm{AgentCommand: ac}
-	case "SuspendVm":
-		v = &schemas.SuspendVm{AgentCommand: ac}
-	case "ResumeVm":
-		v = &schemas.ResumeVm{AgentCommand: ac}
-	case "RescueVm":
-		v = &schemas.RescueVm{AgentCommand: ac, Image: p["image"]}
-	case "UnrescueVm":
-		v = &schemas.UnrescueVm{AgentCommand: ac}
-	case "RebuildVm":
-		v = &schemas.RebuildVm{AgentCommand: ac, Image: p["image"]}
-	case "SnapshotVm":
-		v = &schemas.SnapshotVm{AgentCommand: ac, SnapshotName: p["snapshot_name"]}
-	default:
+	a, ok := actionByName[s.Job.JobType]
+	if !ok || a.sends[phase] == nil {
 		return
 	}
-	t.emit(schemas.TopicAgentCommands, host, v)
-}
-
-// commandFor is the agent command a phase sends: the fixed one of
-// phaseCommand, or the simple action's own.
-func (t *tx) commandFor(phase string) string {
-	if phase == phaseActing {
-		return simpleActions[t.s.Job.JobType].command
-	}
-	return phaseCommand[phase]
+	ac := schemas.AgentCommand{CommandID: id, HostID: host, VmID: s.VmID, Epoch: s.Epoch, JobID: s.Job.JobID, IssuedAt: t.ms}
+	v := a.sends[phase](t, &ac)
+	t.emit(schemas.TopicAgentCommands, ac.HostID, v)
 }
 
 // advance ends the job's wait and lets its flow go on.
@@ -644,7 +534,7 @@ func (t *tx) tickJob() {
 	}
 	w := &j.Wait
 	if w.Kind == waitAnswer && !w.Answered && w.Deadline != 0 && t.ms >= w.Deadline {
-		t.sendAgent(t.commandFor(j.Phase), w.RequestID, w.HostID)
+		t.sendAgent(j.Phase, w.RequestID, w.HostID)
 		w.Deadline = t.ms + t.cfg.ResendAfter.Milliseconds()
 	}
 	if w.Kind == waitAnswer && w.Answered && (w.Power == "" || w.Reported) {

@@ -87,8 +87,8 @@ func (m *Machine) Step(s *schemas.VmRecord, in schemas.Record, now time.Time) (*
 // step is the general path of Step: it decides any input on a deep copy.
 func (m *Machine) step(s *schemas.VmRecord, in schemas.Record, now time.Time) (*schemas.VmRecord, []schemas.Record) {
 	t := m.begin(s, in.Key, now)
-	if action, cmd, ok := commandOf(in.Value); ok {
-		t.command(action, cmd, in.Value)
+	if a, cmd, ok := commandOf(in.Value); ok {
+		t.command(a, cmd, in.Value)
 		return t.finish(s)
 	}
 	if t.s == nil {

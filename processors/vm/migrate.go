@@ -20,6 +20,15 @@ func migrateFlow() flow {
 	return flow{start: migrateStart, placed: migratePlaced, advance: migrateAdvance, releaseOnFail: migrateRelease}
 }
 
+// migrateVm moves the VM live to the job's destination. It goes to the
+// source's agent, while the job waits on the destination.
+func migrateVm(t *tx, ac *schemas.AgentCommand) any {
+	p := t.s.Job.Params
+	ac.HostID = p[paramSource]
+	size := t.sizeNow()
+	return &schemas.MigrateVm{AgentCommand: *ac, DestHostID: p[paramDest], CPU: size.CPU, MemoryMB: size.MemoryMB}
+}
+
 func migrateStart(t *tx, _ any) {
 	s := t.s
 	if s.Job.Params == nil {

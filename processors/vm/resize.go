@@ -18,6 +18,10 @@ func resizeFlow() flow {
 	return flow{start: resizeStart, placed: resizePlaced, advance: resizeAdvance, releaseOnFail: resizeRelease}
 }
 
+// resizeSends are the agent commands of a resize and of its revert: a
+// restart in place with the new (or old) size, or a move with it.
+var resizeSends = sends{phaseResizeStopping: forceStopVm, phaseResizeStarting: startVm, phaseMigrating: migrateVm}
+
 // newOffering is the offering a Resize job asked for.
 func (t *tx) newOffering() schemas.Offering {
 	var o schemas.Offering

@@ -195,6 +195,13 @@ func checkInvariants(t *testing.T, s *schemas.VmRecord) {
 	if job == "" && len(s.Queue) > 0 {
 		t.Fatalf("queued commands with no job running")
 	}
+	// A Tick sends the command again while the answer is due, so the
+	// job's row must know the command of the phase it waits in.
+	if job != "" && s.Job.Wait.Kind == waitAnswer {
+		if a, ok := actionByName[s.Job.JobType]; !ok || a.sends[s.Job.Phase] == nil {
+			t.Fatalf("job %s (%s) waits for an answer in phase %q, which sends no agent command", job, s.Job.JobType, s.Job.Phase)
+		}
+	}
 }
 
 func at(t *testing.T, s string) time.Time {

@@ -8,10 +8,11 @@ import (
 
 // A simple action is one agent command on the VM's host and the power
 // state it leads to: Reboot, Pause, Unpause, Suspend, Resume, Rescue,
-// Unrescue, Rebuild, Snapshot. The table below is all that differs between
-// them.
+// Unrescue, Rebuild, Snapshot. Its row in the action table says all that
+// differs between them: a simpleAction for the flow and the agent command
+// of phaseActing.
 type simpleAction struct {
-	task, step, command string
+	task, step string
 	// power is the state the host must report afterwards; "" keeps the
 	// VM's (Reboot, Snapshot), and then the ok answer alone ends the job,
 	// since a report of the unchanged state proves nothing.
@@ -21,23 +22,19 @@ type simpleAction struct {
 	text string
 }
 
-var simpleActions = map[string]simpleAction{
-	ActReboot:   {TaskRebooting, "reboot", "RebootVm", "", "", "rebooting the VM"},
-	ActPause:    {TaskPausing, "pause", "PauseVm", schemas.PowerPaused, StatePaused, "pausing the VM"},
-	ActUnpause:  {TaskUnpausing, "unpause", "UnpauseVm", schemas.PowerOn, StateActive, "unpausing the VM"},
-	ActSuspend:  {TaskSuspending, "suspend", "SuspendVm", schemas.PowerSusp, StateSuspended, "suspending the VM"},
-	ActResume:   {TaskResuming, "resume", "ResumeVm", schemas.PowerOn, StateActive, "resuming the VM"},
-	ActRescue:   {TaskRescuing, "rescue", "RescueVm", schemas.PowerOn, StateRescued, "booting the VM from a rescue image"},
-	ActUnrescue: {TaskUnrescuing, "unrescue", "UnrescueVm", schemas.PowerOn, StateActive, "booting the VM from its own disk again"},
-	ActRebuild:  {TaskRebuilding, "rebuild", "RebuildVm", schemas.PowerOn, StateActive, "rebuilding the VM's root disk"},
-	ActSnapshot: {TaskSnapshotting, "snapshot", "SnapshotVm", "", "", "taking a snapshot of the VM"},
+// simple is the flow of a simple action.
+func simple(a simpleAction) flow {
+	return flow{
+		start:   func(t *tx, _ any) { simpleStart(t, a) },
+		advance: func(t *tx) { simpleAdvance(t, a) },
+	}
 }
 
-func simpleFlow() flow { return flow{start: simpleStart, advance: simpleAdvance} }
+// acting is the sends of a simple action.
+func acting(c agentCommand) sends { return sends{phaseActing: c} }
 
-func simpleStart(t *tx, _ any) {
+func simpleStart(t *tx, a simpleAction) {
 	s := t.s
-	a := simpleActions[s.Job.JobType]
 	obj := map[string]any{"host_id": s.HostID, "command_id": t.nextID(), "epoch": s.Epoch}
 	for k, v := range s.Job.Params {
 		obj[k] = v
@@ -52,14 +49,35 @@ func simpleStart(t *tx, _ any) {
 	t.callAgent(phaseActing, s.HostID, power)
 }
 
-func simpleAdvance(t *tx) {
+func simpleAdvance(t *tx, a simpleAction) {
 	s := t.s
-	a := simpleActions[s.Job.JobType]
 	if a.end != "" {
 		s.VmState = a.end
 	}
-	if s.Job.JobType == ActRebuild && s.VmState == StateRescued {
-		s.VmState = StateActive
-	}
 	t.succeed(fmt.Sprintf("%s done on host %s", a.step, s.HostID))
+}
+
+// The agent commands of the simple actions.
+
+func rebootVm(t *tx, ac *schemas.AgentCommand) any {
+	return &schemas.RebootVm{AgentCommand: *ac, Hard: t.s.Job.Params["hard"] == "true"}
+}
+
+func pauseVm(_ *tx, ac *schemas.AgentCommand) any   { return &schemas.PauseVm{AgentCommand: *ac} }
+func unpauseVm(_ *tx, ac *schemas.AgentCommand) any { return &schemas.UnpauseVm{AgentCommand: *ac} }
+func suspendVm(_ *tx, ac *schemas.AgentCommand) any { return &schemas.SuspendVm{AgentCommand: *ac} }
+func resumeVm(_ *tx, ac *schemas.AgentCommand) any  { return &schemas.ResumeVm{AgentCommand: *ac} }
+
+func rescueVm(t *tx, ac *schemas.AgentCommand) any {
+	return &schemas.RescueVm{AgentCommand: *ac, Image: t.s.Job.Params["image"]}
+}
+
+func unrescueVm(_ *tx, ac *schemas.AgentCommand) any { return &schemas.UnrescueVm{AgentCommand: *ac} }
+
+func rebuildVm(t *tx, ac *schemas.AgentCommand) any {
+	return &schemas.RebuildVm{AgentCommand: *ac, Image: t.s.Job.Params["image"]}
+}
+
+func snapshotVm(t *tx, ac *schemas.AgentCommand) any {
+	return &schemas.SnapshotVm{AgentCommand: *ac, SnapshotName: t.s.Job.Params["snapshot_name"]}
 }

@@ -10,6 +10,12 @@ import (
 // agent's ok answer and a PowerOn report from that host, in either order.
 func startFlow() flow { return flow{start: startStart, advance: startAdvance, holds: holdsPlacement} }
 
+// startVm powers the VM on with the size the job runs it at.
+func startVm(t *tx, ac *schemas.AgentCommand) any {
+	size := t.sizeNow()
+	return &schemas.StartVm{AgentCommand: *ac, Name: t.s.Name, CPU: size.CPU, MemoryMB: size.MemoryMB}
+}
+
 func startStart(t *tx, _ any) {
 	s := t.s
 	host := s.Job.Params["host_id"]

@@ -10,6 +10,17 @@ import (
 // kept as the last host, which a later Start prefers.
 func stopFlow() flow { return flow{start: stopStart, advance: stopAdvance} }
 
+// stopVm powers the VM off as the Stop asked.
+func stopVm(t *tx, ac *schemas.AgentCommand) any {
+	return &schemas.StopVm{AgentCommand: *ac, Force: t.s.Job.Params["force"] == "true"}
+}
+
+// forceStopVm powers the VM off at once: a VM about to be destroyed, or
+// restarted with another size, has no use for a guest shutdown.
+func forceStopVm(_ *tx, ac *schemas.AgentCommand) any {
+	return &schemas.StopVm{AgentCommand: *ac, Force: true}
+}
+
 func stopStart(t *tx, _ any) {
 	s := t.s
 	force := s.Job.Params["force"] == "true"

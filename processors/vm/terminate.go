@@ -18,6 +18,8 @@ func terminateFlow() flow {
 
 func terminateStart(t *tx, _ any) { terminateNext(t) }
 
+func destroyVm(_ *tx, ac *schemas.AgentCommand) any { return &schemas.DestroyVm{AgentCommand: *ac} }
+
 func terminateNext(t *tx) {
 	s := t.s
 	switch {
