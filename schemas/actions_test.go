@@ -2,29 +2,26 @@ package schemas
 
 import (
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
+
+	"github.com/vmplane/vmplane/schemas/actions"
 )
 
-// TestVmActionsAreCommands holds the catalog to the topic table and the
-// record types: every action is a command of vm.commands.v1, every command
-// there but Deploy is an action, and every parameter is a field of the
-// command of the type its kind says.
-func TestVmActionsAreCommands(t *testing.T) {
+// TestActionsAreCommands holds the catalog of schemas/actions to the
+// topic table and the record types: every action is a command of
+// vm.commands.v1, every command there but Deploy is an action, and every
+// parameter is a field of the command of the type its kind says.
+func TestActionsAreCommands(t *testing.T) {
 	kindType := map[string]reflect.Type{
-		ParamBool:     reflect.TypeFor[bool](),
-		ParamString:   reflect.TypeFor[string](),
-		ParamOffering: reflect.TypeFor[Offering](),
+		actions.KindBool:     reflect.TypeFor[bool](),
+		actions.KindString:   reflect.TypeFor[string](),
+		actions.KindOffering: reflect.TypeFor[Offering](),
 	}
 	spec, _ := TopicByName(TopicVmCommands)
-	names := map[string]bool{}
 	commands := map[string]bool{}
-	for _, a := range VmActions {
-		if names[a.Name] || commands[a.Command] {
-			t.Errorf("action %s (%s) is in the catalog twice", a.Name, a.Command)
-		}
-		names[a.Name], commands[a.Command] = true, true
+	for _, a := range actions.Catalog {
+		commands[a.Command] = true
 		if !spec.Carries(a.Command) {
 			t.Errorf("action %s: %s is no command of %s", a.Name, a.Command, TopicVmCommands)
 		}
@@ -35,10 +32,6 @@ func TestVmActionsAreCommands(t *testing.T) {
 		if _, ok := v.(VmCommandRecord); !ok {
 			t.Errorf("action %s: %s does not embed VmCommand", a.Name, a.Command)
 		}
-		if a.Doc == "" {
-			t.Errorf("action %s has no doc", a.Name)
-		}
-		flags := map[string]bool{}
 		for _, p := range a.Params {
 			f, ok := fieldByAvroName(reflect.TypeOf(v).Elem(), p.Name)
 			if !ok {
@@ -48,10 +41,6 @@ func TestVmActionsAreCommands(t *testing.T) {
 			if want := kindType[p.Kind]; f.typ != want {
 				t.Errorf("action %s: parameter %s of kind %q is a %s field", a.Name, p.Name, p.Kind, f.typ)
 			}
-			if p.Flag == "" || flags[p.Flag] || p.Doc == "" {
-				t.Errorf("action %s: parameter %s needs a flag of its own and a doc", a.Name, p.Name)
-			}
-			flags[p.Flag] = true
 		}
 	}
 	for _, c := range spec.Types {
@@ -59,12 +48,9 @@ func TestVmActionsAreCommands(t *testing.T) {
 			t.Errorf("command %s of %s is no action of the catalog", c, TopicVmCommands)
 		}
 	}
-	if got := VmActionNames(); len(got) != len(VmActions) || !slices.IsSorted(got) {
-		t.Errorf("VmActionNames() = %v", got)
-	}
 }
 
-func TestNewCommand(t *testing.T) {
+func TestNewVmCommand(t *testing.T) {
 	c := VmCommand{CommandID: "c1", VmID: "vm1", Account: "acme", Origin: OriginAPI, IssuedAt: 7}
 	off := Offering{ID: "off-2", Name: "medium", CPU: 2, MemoryMB: 2048}
 	tests := []struct {
@@ -85,11 +71,11 @@ func TestNewCommand(t *testing.T) {
 		{"reboot", map[string]any{"hard": nil}, nil, `parameter "hard" is <nil>`},
 	}
 	for _, tt := range tests {
-		a, ok := VmActionByName(tt.action)
+		a, ok := actions.ByName(tt.action)
 		if !ok {
 			t.Fatalf("no action %s", tt.action)
 		}
-		got, err := a.NewCommand(c, tt.args)
+		got, err := NewVmCommand(a, c, tt.args)
 		switch {
 		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
 			t.Errorf("%s %v: error %v, want %q", tt.action, tt.args, err, tt.err)
@@ -99,16 +85,13 @@ func TestNewCommand(t *testing.T) {
 			t.Errorf("%s %v = %#v, want %#v", tt.action, tt.args, got, tt.want)
 		}
 	}
-	if _, ok := VmActionByName("deploy"); ok {
-		t.Errorf("deploy is an action")
-	}
 }
 
 // Every action builds a command that encodes.
 func TestEveryActionEncodes(t *testing.T) {
 	c := VmCommand{CommandID: "c1", VmID: "vm1", Account: "acme", Origin: OriginAPI}
-	for _, a := range VmActions {
-		v, err := a.NewCommand(c, nil)
+	for _, a := range actions.Catalog {
+		v, err := NewVmCommand(a, c, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", a.Name, err)
 		}

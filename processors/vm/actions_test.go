@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/vmplane/vmplane/schemas"
+	"github.com/vmplane/vmplane/schemas/actions"
 )
 
 func TestAllowedActions(t *testing.T) {
@@ -107,7 +108,7 @@ func TestTableNamesCommands(t *testing.T) {
 // API takes has a row under the same name, allowed somewhere, keeping the
 // command's parameters, and every row a caller may send is in the catalog.
 func TestTableMatchesTheCatalog(t *testing.T) {
-	for _, c := range schemas.VmActions {
+	for _, c := range actions.Catalog {
 		a, ok := actionByName[c.Command]
 		if !ok {
 			t.Errorf("catalog action %s has no row", c.Name)
@@ -133,7 +134,7 @@ func TestTableMatchesTheCatalog(t *testing.T) {
 		}
 	}
 	for _, a := range actionTable {
-		_, ok := schemas.VmActionByName(Snake(a.name))
+		_, ok := actions.ByName(Snake(a.name))
 		if api := len(a.allowed) > 0 || a.always; api != ok {
 			t.Errorf("row %s: allowed somewhere %v, in the catalog %v", a.name, api, ok)
 		}
