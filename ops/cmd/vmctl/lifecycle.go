@@ -11,75 +11,85 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/vmplane/vmplane/schemas/actions"
 )
 
-// lifecycleCommands are the per-action VM commands (vmctl vm reboot ID
-// --wait, vmctl vm migrate ID --host h2, ...) and the alert list. Each
-// posts {"action": ..., parameters} to /v1/vms/{id}/actions.
-var lifecycleCommands = map[string]command{
-	"vm reboot":         vmLifecycle("reboot", flagBool("hard", "hard", "reset instead of a guest reboot")),
-	"vm pause":          vmLifecycle("pause"),
-	"vm unpause":        vmLifecycle("unpause"),
-	"vm suspend":        vmLifecycle("suspend"),
-	"vm resume":         vmLifecycle("resume"),
-	"vm rescue":         vmLifecycle("rescue", flagString("image", "image", "rescue image; empty for the default")),
-	"vm unrescue":       vmLifecycle("unrescue"),
-	"vm rebuild":        vmLifecycle("rebuild", flagString("image", "image", "image to rebuild from; empty for the VM's own")),
-	"vm snapshot":       vmLifecycle("snapshot", flagString("name", "snapshot_name", "snapshot name")),
-	"vm migrate":        vmLifecycle("migrate", flagString("host", "host_id", "destination host; empty lets placement choose")),
-	"vm resize":         vmLifecycle("resize", required(flagString("offering", "offering", "new offering, name or id"))),
-	"vm confirm-resize": vmLifecycle("confirm_resize"),
-	"vm revert-resize":  vmLifecycle("revert_resize"),
-	"vm terminate":      vmLifecycle("terminate"),
-	"alert list":        alertList,
+// lifecycleCommands are the VM actions of the catalog as commands
+// (vmctl vm reboot ID --hard --wait, vmctl vm migrate ID --host h2, ...),
+// each with a flag per parameter, and the alert list. An action posts
+// {"action": ..., parameters} to /v1/vms/{id}/actions.
+var lifecycleCommands = func() map[string]command {
+	cmds := map[string]command{"alert list": alertList}
+	for _, a := range actions.Catalog {
+		cmds["vm "+actionVerb(a)] = vmLifecycle(a)
+	}
+	return cmds
+}()
+
+// actionVerb is the word of an action on the command line: confirm-resize
+// for confirm_resize.
+func actionVerb(a actions.Action) string { return strings.ReplaceAll(a.Name, "_", "-") }
+
+// actionUsage lists the action commands for the usage text: those without
+// parameters on one line, each other one on its own with its flags.
+func actionUsage() string {
+	var plain []string
+	var b strings.Builder
+	for _, a := range actions.Catalog {
+		if len(a.Params) == 0 {
+			plain = append(plain, actionVerb(a))
+			continue
+		}
+		fmt.Fprintf(&b, "  vm %s ID", actionVerb(a))
+		for _, p := range a.Params {
+			f := "--" + p.Flag
+			if p.Kind != actions.KindBool {
+				f += " " + strings.ToUpper(p.Flag)
+			}
+			if !p.Required {
+				f = "[" + f + "]"
+			}
+			b.WriteString(" " + f)
+		}
+		b.WriteString(" [--wait]\n")
+	}
+	return "  vm " + strings.Join(plain, "|") + " ID [--wait]\n" + b.String()
 }
 
-// actionParam is one flag of an action and the request field it fills.
-type actionParam struct {
-	define   func(fs *flag.FlagSet) func() (any, bool)
-	field    string
-	flagName string
-	required bool
-}
-
-func flagBool(name, field, usage string) actionParam {
-	return actionParam{field: field, flagName: name, define: func(fs *flag.FlagSet) func() (any, bool) {
-		v := fs.Bool(name, false, usage)
+// paramFlag defines the flag of an action parameter on fs and returns what
+// reads it: the value for the request, and whether to send it.
+func paramFlag(fs *flag.FlagSet, p actions.Param) func() (any, bool) {
+	if p.Kind == actions.KindBool {
+		v := fs.Bool(p.Flag, false, p.Doc)
 		return func() (any, bool) { return *v, *v }
-	}}
+	}
+	v := fs.String(p.Flag, "", p.Doc)
+	return func() (any, bool) { return *v, *v != "" }
 }
 
-func flagString(name, field, usage string) actionParam {
-	return actionParam{field: field, flagName: name, define: func(fs *flag.FlagSet) func() (any, bool) {
-		v := fs.String(name, "", usage)
-		return func() (any, bool) { return *v, *v != "" }
-	}}
-}
-
-func required(p actionParam) actionParam { p.required = true; return p }
-
-func vmLifecycle(action string, params ...actionParam) command {
-	return func(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
-		values := make([]func() (any, bool), len(params))
-		for i, p := range params {
-			values[i] = p.define(fs)
+func vmLifecycle(a actions.Action) command {
+	return func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+		values := make([]func() (any, bool), len(a.Params))
+		for i, p := range a.Params {
+			values[i] = paramFlag(fs, p)
 		}
 		wait := waitFlags(fs)
-		pos, err := a.setup(fs, args, getenv, "ID")
+		pos, err := c.setup(fs, args, getenv, "ID")
 		if err != nil {
 			return err
 		}
-		body := map[string]any{"action": action}
-		for i, p := range params {
+		body := map[string]any{"action": a.Name}
+		for i, p := range a.Params {
 			v, set := values[i]()
-			if !set && p.required {
-				return fmt.Errorf("%w: %s needs --%s", errUsage, action, p.flagName)
+			if !set && p.Required {
+				return fmt.Errorf("%w: %s needs --%s", errUsage, a.Name, p.Flag)
 			}
 			if set {
-				body[p.field] = v
+				body[p.Name] = v
 			}
 		}
-		return a.submit(ctx, http.MethodPost, "/v1/vms/"+url.PathEscape(pos[0])+"/actions", body, wait)
+		return c.submit(ctx, http.MethodPost, "/v1/vms/"+url.PathEscape(pos[0])+"/actions", body, wait)
 	}
 }
 

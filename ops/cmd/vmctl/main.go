@@ -21,20 +21,16 @@ func main() {
 	os.Exit(code)
 }
 
-const usage = `usage: vmctl [--api URL] [--key KEY] [--output table|json] COMMAND
+// usage lists the commands; the VM actions' come from their catalog.
+var usage = `usage: vmctl [--api URL] [--key KEY] [--output table|json] COMMAND
 
 commands:
   vm deploy --name N --offering O [--ha] [--affinity-group G] [--wait]
   vm get ID
   vm list
-  vm stop ID [--force] [--wait]
-  vm start ID [--wait]
   vm delete ID [--wait]
   vm action ID ACTION [--wait]
-  vm reboot|pause|unpause|suspend|resume|unrescue|terminate ID [--wait]
-  vm reboot ID --hard; vm rescue|rebuild ID [--image I]; vm snapshot ID [--name N]
-  vm migrate ID [--host H]; vm resize ID --offering O; vm confirm-resize|revert-resize ID
-  vm history ID [--at RFC3339|DURATION-AGO]
+` + actionUsage() + `  vm history ID [--at RFC3339|DURATION-AGO]
   journal query "<SQL>"   (admin; read-only, see docs/analytics.md)
   alert list [--vm ID]
   job get ID [--steps]

@@ -20,10 +20,8 @@ func init() {
 		"vm deploy":     vmDeploy,
 		"vm get":        vmGet,
 		"vm list":       vmList,
-		"vm stop":       vmActionCmd("stop"),
-		"vm start":      vmActionCmd("start"),
 		"vm delete":     vmDelete,
-		"vm action":     vmActionCmd(""),
+		"vm action":     vmAction,
 		"job get":       jobGet,
 		"job wait":      jobWait,
 		"offering list": offeringList,
@@ -101,32 +99,16 @@ func nonNilRaw(r []json.RawMessage) []json.RawMessage {
 	return r
 }
 
-// vmActionCmd makes "vm stop", "vm start" (fixed action) and "vm action"
-// (action as the second argument).
-func vmActionCmd(action string) command {
-	return func(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
-		var force *bool
-		if action == "stop" {
-			force = fs.Bool("force", false, "power off at once instead of a guest shutdown")
-		}
-		wait := waitFlags(fs)
-		want := []string{"ID"}
-		if action == "" {
-			want = append(want, "ACTION")
-		}
-		pos, err := a.setup(fs, args, getenv, want...)
-		if err != nil {
-			return err
-		}
-		body := map[string]any{"action": action}
-		if action == "" {
-			body["action"] = pos[1]
-		}
-		if force != nil && *force {
-			body["force"] = true
-		}
-		return a.submit(ctx, http.MethodPost, "/v1/vms/"+url.PathEscape(pos[0])+"/actions", body, wait)
+// vmAction is vm action ID ACTION: any action by its API name, without
+// parameters (the action's own command takes its flags).
+func vmAction(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	wait := waitFlags(fs)
+	pos, err := a.setup(fs, args, getenv, "ID", "ACTION")
+	if err != nil {
+		return err
 	}
+	body := map[string]any{"action": pos[1]}
+	return a.submit(ctx, http.MethodPost, "/v1/vms/"+url.PathEscape(pos[0])+"/actions", body, wait)
 }
 
 func vmDelete(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
