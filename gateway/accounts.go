@@ -10,6 +10,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
@@ -19,38 +20,16 @@ import (
 // written to accounts.v1 as a hash only; the key itself is in the response
 // to its creation and nowhere else.
 
-// Account is the JSON of an account.
-type Account struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	CreatedAt time.Time `json:"created_at,omitzero"`
-}
-
-// APIKey is the JSON of an API key. Key is set only in the answer to its
-// creation. A retry of that creation with the same Idempotency-Key answers
-// the same key without Key, and Note says why: the key is shown once and
-// kept nowhere, so a client that lost it revokes the key and issues another.
-type APIKey struct {
-	ID        string     `json:"id"`
-	Account   string     `json:"account"`
-	Role      string     `json:"role"`
-	ExpiresAt *time.Time `json:"expires_at"`
-	Revoked   bool       `json:"revoked"`
-	CreatedAt time.Time  `json:"created_at,omitzero"`
-	Key       string     `json:"key,omitempty"`
-	Note      string     `json:"note,omitempty"`
-}
-
 // secretShownOnce is the Note of a replayed key creation.
 const secretShownOnce = "replayed answer (Idempotency-Key): the key itself is shown only in the first answer and is not kept; if it was lost, revoke this key and issue another"
 
 // withoutSecret is what the idempotency store keeps of the answer to a
 // key's creation: the key's id and attributes, never the key.
 func withoutSecret(body []byte) []byte {
-	var k APIKey
+	var k api.APIKey
 	if err := json.Unmarshal(body, &k); err != nil {
 		// Not the answer this route writes: keep nothing of it.
-		return mustJSON(APIKey{Note: secretShownOnce})
+		return mustJSON(api.APIKey{Note: secretShownOnce})
 	}
 	k.Key, k.Note = "", secretShownOnce
 	return mustJSON(k)
@@ -59,20 +38,6 @@ func withoutSecret(body []byte) []byte {
 // minKeyLife is the shortest life a key may be issued with: one that ends
 // before a client can use it is a mistake.
 const minKeyLife = time.Minute
-
-// AccountRequest is the body of POST /v1/accounts.
-type AccountRequest struct {
-	ID   string `json:"id"`
-	Name string `json:"name,omitempty"`
-}
-
-// KeyRequest is the body of POST /v1/accounts/{id}/keys: the role (user
-// unless said) and an optional expiry, as a duration from now or a time.
-type KeyRequest struct {
-	Role      string `json:"role,omitempty"`
-	ExpiresIn string `json:"expires_in,omitempty"`
-	ExpiresAt string `json:"expires_at,omitempty"`
-}
 
 // projectionWait bounds how long account writes wait to be readable, so
 // that a key works on the request after the one that issued it.
@@ -93,8 +58,8 @@ func fieldError(field, format string, args ...any) *apiError {
 }
 
 // parseAccount decodes and validates a POST /v1/accounts body.
-func parseAccount(body []byte) (AccountRequest, error) {
-	var req AccountRequest
+func parseAccount(body []byte) (api.AccountRequest, error) {
+	var req api.AccountRequest
 	if err := decodeStrict(body, &req); err != nil {
 		return req, err
 	}
@@ -112,7 +77,7 @@ func parseAccount(body []byte) (AccountRequest, error) {
 
 // parseKey decodes and validates a POST /v1/accounts/{id}/keys body.
 func parseKey(body []byte, now time.Time) (role string, expires *time.Time, err error) {
-	var req KeyRequest
+	var req api.KeyRequest
 	if len(body) > 0 {
 		if err := decodeStrict(body, &req); err != nil {
 			return "", nil, err
@@ -173,7 +138,7 @@ func (s *Server) createAccount(w http.ResponseWriter, r *http.Request) error {
 		Value: &schemas.AccountCreated{AccountID: req.ID, Name: req.Name, At: now.UnixMilli()}}); err != nil {
 		return err
 	}
-	out := Account{ID: req.ID, Name: req.Name, CreatedAt: now}
+	out := api.Account{ID: req.ID, Name: req.Name, CreatedAt: now}
 	w.Header().Set("Location", "/v1/accounts/"+req.ID)
 	status := http.StatusCreated
 	if !s.awaitProjection(ctx, func(ctx context.Context) bool { _, err := ar.Account(ctx, req.ID); return err == nil }) {
@@ -198,9 +163,9 @@ func (s *Server) listAccounts(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("list accounts: %w", err)
 	}
 	rows, next := cutPage(page, rows, func(a readmodel.Account) string { return a.ID })
-	out := List[Account]{Items: make([]Account, len(rows)), Next: next}
+	out := api.List[api.Account]{Items: make([]api.Account, len(rows)), Next: next}
 	for i, a := range rows {
-		out.Items[i] = Account{ID: a.ID, Name: a.Name, CreatedAt: a.CreatedAt.UTC()}
+		out.Items[i] = api.Account{ID: a.ID, Name: a.Name, CreatedAt: a.CreatedAt.UTC()}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -212,7 +177,7 @@ func (s *Server) getAccount(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, Account{ID: a.ID, Name: a.Name, CreatedAt: a.CreatedAt.UTC()})
+	writeJSON(w, http.StatusOK, api.Account{ID: a.ID, Name: a.Name, CreatedAt: a.CreatedAt.UTC()})
 	return nil
 }
 
@@ -270,7 +235,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
 	s.keys.forget(keyID)
 	w.Header().Set("Location", "/v1/accounts/"+acct.ID+"/keys/"+keyID)
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, status, APIKey{ID: keyID, Account: acct.ID, Role: role, ExpiresAt: expires, CreatedAt: now, Key: key})
+	writeJSON(w, status, api.APIKey{ID: keyID, Account: acct.ID, Role: role, ExpiresAt: expires, CreatedAt: now, Key: key})
 	return nil
 }
 
@@ -292,9 +257,9 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("list keys of %s: %w", acct.ID, err)
 	}
 	rows, next := cutPage(page, rows, func(k readmodel.APIKeyInfo) string { return k.KeyID })
-	out := List[APIKey]{Items: make([]APIKey, len(rows)), Next: next}
+	out := api.List[api.APIKey]{Items: make([]api.APIKey, len(rows)), Next: next}
 	for i, k := range rows {
-		out.Items[i] = APIKey{ID: k.KeyID, Account: k.AccountID, Role: k.Role, ExpiresAt: utcPtr(k.ExpiresAt), Revoked: k.Revoked, CreatedAt: k.CreatedAt.UTC()}
+		out.Items[i] = api.APIKey{ID: k.KeyID, Account: k.AccountID, Role: k.Role, ExpiresAt: utcPtr(k.ExpiresAt), Revoked: k.Revoked, CreatedAt: k.CreatedAt.UTC()}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -307,7 +272,7 @@ func (s *Server) getKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, APIKey{ID: k.KeyID, Account: k.AccountID, Role: k.Role, ExpiresAt: utcPtr(k.ExpiresAt), Revoked: k.Revoked})
+	writeJSON(w, http.StatusOK, api.APIKey{ID: k.KeyID, Account: k.AccountID, Role: k.Role, ExpiresAt: utcPtr(k.ExpiresAt), Revoked: k.Revoked})
 	return nil
 }
 

@@ -12,36 +12,14 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
 
-// ActionRequest is the body of POST /v1/vms/{id}/actions: the action name
-// and the parameters some actions take.
-type ActionRequest struct {
-	Action       string  `json:"action"`
-	Force        *bool   `json:"force,omitempty"`
-	Hard         *bool   `json:"hard,omitempty"`
-	HostID       *string `json:"host_id,omitempty"`
-	Image        *string `json:"image,omitempty"`
-	SnapshotName *string `json:"snapshot_name,omitempty"`
-	Offering     *string `json:"offering,omitempty"`
-}
-
-// set lists the parameters present in the request, by JSON name.
-func (a ActionRequest) set() []string {
-	var out []string
-	for name, present := range map[string]bool{
-		"force": a.Force != nil, "hard": a.Hard != nil, "host_id": a.HostID != nil,
-		"image": a.Image != nil, "snapshot_name": a.SnapshotName != nil, "offering": a.Offering != nil,
-	} {
-		if present {
-			out = append(out, name)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
+// ActionRequest is api.ActionRequest, the body of POST /v1/vms/{id}/actions,
+// under the name the action table's rows give it.
+type ActionRequest = api.ActionRequest
 
 // actionSpec is one action of DESIGN §5.2: its command type and the
 // parameters it takes. build gets the resolved offering for resize.
@@ -164,7 +142,7 @@ func validateAction(req ActionRequest) (actionSpec, error) {
 		e.Details = map[string]any{"field": "action", "actions": ActionNames()}
 		return actionSpec{}, e
 	}
-	for _, p := range req.set() {
+	for _, p := range req.Params() {
 		if !slices.Contains(spec.params, p) {
 			e := errorf(http.StatusUnprocessableEntity, codeValidation, "field %q does not apply to action %q", p, req.Action)
 			e.Details = map[string]any{"field": p}
@@ -182,10 +160,10 @@ func validateAction(req ActionRequest) (actionSpec, error) {
 // actionIssuer checks the VM (visible to the caller, action allowed by the
 // read model) and builds the command.
 func (s *Server) actionIssuer(vmID string, req ActionRequest, spec actionSpec) issueFunc {
-	return func(ctx context.Context, commandID string, now time.Time) (schemas.Record, Job, error) {
+	return func(ctx context.Context, commandID string, now time.Time) (schemas.Record, api.Job, error) {
 		vm, err := s.visibleVM(ctx, vmID)
 		if err != nil {
-			return schemas.Record{}, Job{}, err
+			return schemas.Record{}, api.Job{}, err
 		}
 		// An empty list means the read model has not heard of the VM's
 		// state yet: let the processor decide.
@@ -193,12 +171,12 @@ func (s *Server) actionIssuer(vmID string, req ActionRequest, spec actionSpec) i
 			e := errorf(http.StatusConflict, codeInvalidState, "action %q is not allowed while VM %s is %s%s",
 				req.Action, vm.ID, vm.VmState, inTask(vm.TaskState))
 			e.Details = map[string]any{"allowed_actions": vm.AllowedActions, "vm_state": vm.VmState, "task_state": vm.TaskState}
-			return schemas.Record{}, Job{}, e
+			return schemas.Record{}, api.Job{}, e
 		}
 		var off schemas.Offering
 		if req.Offering != nil {
 			if off, err = s.offering(ctx, *req.Offering); err != nil {
-				return schemas.Record{}, Job{}, err
+				return schemas.Record{}, api.Job{}, err
 			}
 		}
 		v := spec.build(vmCommand(commandID, vm.ID, vm.Account, now), req, off)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/gateway"
 	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
@@ -44,7 +45,7 @@ func TestEveryActionMapsToItsCommand(t *testing.T) {
 		}
 		rec := e.do("POST", "/v1/vms/vm-new/actions", e.alice, body)
 		wantStatus(t, rec, http.StatusAccepted)
-		job := decode[gateway.Job](t, rec)
+		job := decode[api.Job](t, rec)
 		recs := e.pub.Records()
 		r := recs[len(recs)-1]
 		if got := schemas.TypeName(r.Value); got != want[name] || job.Type != want[name] {
@@ -99,7 +100,7 @@ func TestActionRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := e.do("POST", "/v1/vms/vm-a1/actions", e.alice, tc.body)
 			wantStatus(t, rec, tc.status)
-			eb := decode[errBody](t, rec)
+			eb := decode[api.ErrorResponse](t, rec)
 			if eb.Error.Code != tc.code {
 				t.Fatalf("code %q, want %q", eb.Error.Code, tc.code)
 			}
@@ -124,7 +125,7 @@ func TestDeleteIsTerminate(t *testing.T) {
 	e := newEnv(t, gateway.Config{})
 	rec := e.do("DELETE", "/v1/vms/vm-a1", e.alice, nil)
 	wantStatus(t, rec, http.StatusAccepted)
-	job := decode[gateway.Job](t, rec)
+	job := decode[api.Job](t, rec)
 	if _, ok := e.pub.Records()[0].Value.(*schemas.Terminate); !ok || job.Type != "Terminate" {
 		t.Fatalf("published %T, job %+v", e.pub.Records()[0].Value, job)
 	}
@@ -135,7 +136,7 @@ func TestPublishFailureIs503(t *testing.T) {
 	e.pub.Err = errors.New("broker down")
 	rec := e.do("POST", "/v1/vms/vm-a1/actions", e.alice, `{"action":"stop"}`, "Idempotency-Key", "k1")
 	wantStatus(t, rec, http.StatusServiceUnavailable)
-	if eb := decode[errBody](t, rec); eb.Error.Code != "unavailable" {
+	if eb := decode[api.ErrorResponse](t, rec); eb.Error.Code != "unavailable" {
 		t.Fatalf("code %q", eb.Error.Code)
 	}
 	// The failed attempt must not pin the key: the retry does the work.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/gateway"
 	"github.com/vmplane/vmplane/readmodel"
 )
@@ -49,7 +50,7 @@ func TestAuthentication(t *testing.T) {
 			rec := e.do("GET", "/v1/vms/vm-a1", "", nil, "Authorization", tc.header)
 			wantStatus(t, rec, tc.status)
 			if tc.status == http.StatusUnauthorized {
-				if got := decode[errBody](t, rec).Error.Code; got != "unauthorized" {
+				if got := decode[api.ErrorResponse](t, rec).Error.Code; got != "unauthorized" {
 					t.Fatalf("code %q, want unauthorized", got)
 				}
 				if got := rec.Header().Get("WWW-Authenticate"); !strings.HasPrefix(got, "Bearer") {
@@ -99,8 +100,8 @@ func TestListVMsIsScopedAndPaged(t *testing.T) {
 	e.rm.PutVM(readmodel.VM{ID: "vm-a3", Account: "acct-a"})
 
 	type list struct {
-		Items []gateway.VM `json:"items"`
-		Next  string       `json:"next"`
+		Items []api.VM `json:"items"`
+		Next  string   `json:"next"`
 	}
 	var ids []string
 	next := ""
@@ -155,7 +156,7 @@ func TestUnauthenticatedTrafficIsLimited(t *testing.T) {
 	}
 	rec := from("198.51.100.7:3000", "")
 	wantStatus(t, rec, http.StatusTooManyRequests)
-	if rec.Header().Get("Retry-After") != "2" || decode[errBody](t, rec).Error.Code != "rate_limited" {
+	if rec.Header().Get("Retry-After") != "2" || decode[api.ErrorResponse](t, rec).Error.Code != "rate_limited" {
 		t.Fatalf("429 without Retry-After 2: %v %s", rec.Header(), rec.Body.String())
 	}
 	reads = e.rm.KeyReads()

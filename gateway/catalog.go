@@ -3,6 +3,8 @@ package gateway
 import (
 	"fmt"
 	"net/http"
+
+	"github.com/vmplane/vmplane/api"
 )
 
 // listOfferings is GET /v1/offerings (any role): the catalog is small, so
@@ -12,7 +14,7 @@ func (s *Server) listOfferings(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("list offerings: %w", err)
 	}
-	out := List[Offering]{Items: make([]Offering, len(rows))}
+	out := api.List[api.Offering]{Items: make([]api.Offering, len(rows))}
 	for i, o := range rows {
 		out.Items[i] = offeringJSON(o)
 	}

@@ -6,13 +6,14 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/schemas"
 )
 
 // issueFunc validates a request and builds its command record and the job
 // the command will become, given the command id. It returns an *apiError
 // for a request that cannot be accepted.
-type issueFunc func(ctx context.Context, commandID string, now time.Time) (schemas.Record, Job, error)
+type issueFunc func(ctx context.Context, commandID string, now time.Time) (schemas.Record, api.Job, error)
 
 // submit runs the common path of every command-issuing request:
 // validation, publish, and the 202 with the job. The Idempotency-Key is
@@ -28,11 +29,11 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, _ []byte, issue 
 	return nil
 }
 
-func (s *Server) issue(ctx context.Context, issue issueFunc) (Job, error) {
+func (s *Server) issue(ctx context.Context, issue issueFunc) (api.Job, error) {
 	commandID := s.newID()
 	rec, job, err := issue(ctx, commandID, s.now().UTC())
 	if err != nil {
-		return Job{}, err
+		return api.Job{}, err
 	}
 	if rec.Headers == nil {
 		rec.Headers = map[string]string{}
@@ -41,10 +42,10 @@ func (s *Server) issue(ctx context.Context, issue issueFunc) (Job, error) {
 	if err := s.pub.Publish(ctx, rec); err != nil {
 		var ae *apiError
 		if errors.As(err, &ae) {
-			return Job{}, err
+			return api.Job{}, err
 		}
 		s.log.Error("publish command", "request_id", requestID(ctx), "command_id", commandID, "err", err)
-		return Job{}, errorf(http.StatusServiceUnavailable, codeUnavailable, "the command could not be written to the log; retry (request %s)", requestID(ctx))
+		return api.Job{}, errorf(http.StatusServiceUnavailable, codeUnavailable, "the command could not be written to the log; retry (request %s)", requestID(ctx))
 	}
 	return job, nil
 }
@@ -57,15 +58,15 @@ func vmCommand(commandID, vmID, account string, now time.Time) schemas.VmCommand
 
 // pendingJob is the job a command becomes, as known before the processor
 // has seen it.
-func pendingJob(commandID, vmID, typ string, now time.Time) Job {
-	return Job{ID: commandID, VmID: vmID, Type: typ, State: JobPending, CreatedAt: now}
+func pendingJob(commandID, vmID, typ string, now time.Time) api.Job {
+	return api.Job{ID: commandID, VmID: vmID, Type: typ, State: api.JobPending, CreatedAt: now}
 }
 
 func commandRecord(vmID string, v any) schemas.Record {
 	return schemas.Record{Topic: schemas.TopicVmCommands, Key: vmID, Value: v}
 }
 
-func writeAccepted(w http.ResponseWriter, job Job) {
+func writeAccepted(w http.ResponseWriter, job api.Job) {
 	w.Header().Set("Location", "/v1/jobs/"+job.ID)
 	writeJSON(w, http.StatusAccepted, job)
 }

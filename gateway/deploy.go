@@ -7,18 +7,10 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
-
-// DeployRequest is the body of POST /v1/vms. Offering is a name or an id;
-// HA unset means the offering's default.
-type DeployRequest struct {
-	Name          string `json:"name"`
-	Offering      string `json:"offering"`
-	HA            *bool  `json:"ha,omitempty"`
-	AffinityGroup string `json:"affinity_group,omitempty"`
-}
 
 const maxNameLen = 63
 
@@ -39,10 +31,10 @@ func validName(s string) bool {
 
 // parseDeploy decodes and validates a deploy body. It is pure so that the
 // fuzz test can drive it.
-func parseDeploy(body []byte) (DeployRequest, error) {
-	var req DeployRequest
+func parseDeploy(body []byte) (api.DeployRequest, error) {
+	var req api.DeployRequest
 	if err := decodeStrict(body, &req); err != nil {
-		return DeployRequest{}, err
+		return api.DeployRequest{}, err
 	}
 	field := func(name, format string, args ...any) error {
 		e := errorf(http.StatusUnprocessableEntity, codeValidation, format, args...)
@@ -50,16 +42,16 @@ func parseDeploy(body []byte) (DeployRequest, error) {
 		return e
 	}
 	if !validName(req.Name) {
-		return DeployRequest{}, field("name", "field \"name\" must be 1 to %d characters of a-z, 0-9 and -", maxNameLen)
+		return api.DeployRequest{}, field("name", "field \"name\" must be 1 to %d characters of a-z, 0-9 and -", maxNameLen)
 	}
 	if req.Offering == "" {
-		return DeployRequest{}, field("offering", "field \"offering\" is required (an offering name or id)")
+		return api.DeployRequest{}, field("offering", "field \"offering\" is required (an offering name or id)")
 	}
 	if len(req.Offering) > 255 {
-		return DeployRequest{}, field("offering", "field \"offering\" is longer than 255 characters")
+		return api.DeployRequest{}, field("offering", "field \"offering\" is longer than 255 characters")
 	}
 	if req.AffinityGroup != "" && !validName(req.AffinityGroup) {
-		return DeployRequest{}, field("affinity_group", "field \"affinity_group\" must be 1 to %d characters of a-z, 0-9 and -", maxNameLen)
+		return api.DeployRequest{}, field("affinity_group", "field \"affinity_group\" must be 1 to %d characters of a-z, 0-9 and -", maxNameLen)
 	}
 	return req, nil
 }
@@ -75,10 +67,10 @@ func (s *Server) deployVM(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	account := principalOf(r.Context()).Account
-	return s.submit(w, r, body, func(ctx context.Context, commandID string, now time.Time) (schemas.Record, Job, error) {
+	return s.submit(w, r, body, func(ctx context.Context, commandID string, now time.Time) (schemas.Record, api.Job, error) {
 		off, err := s.offering(ctx, req.Offering)
 		if err != nil {
-			return schemas.Record{}, Job{}, err
+			return schemas.Record{}, api.Job{}, err
 		}
 		ha := off.HA
 		if req.HA != nil {

@@ -94,14 +94,6 @@ func (e *env) do(method, path, key string, body any, hdr ...string) *httptest.Re
 	return rec
 }
 
-type errBody struct {
-	Error struct {
-		Code    string         `json:"code"`
-		Message string         `json:"message"`
-		Details map[string]any `json:"details"`
-	} `json:"error"`
-}
-
 func decode[T any](t *testing.T, rec *httptest.ResponseRecorder) T {
 	t.Helper()
 	var v T

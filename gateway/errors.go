@@ -6,18 +6,19 @@ import (
 	"net/http"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/vmplane/vmplane/api"
 )
 
-// apiError is the one error shape of the API:
-// {"error": {"code", "message", "details"}}. Handlers return it; the
-// response writer renders it.
+// apiError is an error answer: its status and what writeError renders as
+// api.Error, the one error shape of the API. Handlers return it.
 type apiError struct {
-	Status  int            `json:"-"`
-	Code    string         `json:"code"`
-	Message string         `json:"message"`
-	Details map[string]any `json:"details,omitempty"`
+	Status  int
+	Code    string
+	Message string
+	Details map[string]any
 	// RetryAfter, when positive, is sent as the Retry-After header (s).
-	RetryAfter int `json:"-"`
+	RetryAfter int
 }
 
 func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
@@ -68,8 +69,7 @@ const (
 )
 
 func writeError(w http.ResponseWriter, e *apiError) {
-	out := *e
-	out.Message = clip(out.Message, maxErrorMessage)
+	out := api.Error{Code: e.Code, Message: clip(e.Message, maxErrorMessage)}
 	if len(e.Details) > 0 {
 		out.Details = make(map[string]any, len(e.Details))
 		for k, v := range e.Details {
@@ -79,10 +79,10 @@ func writeError(w http.ResponseWriter, e *apiError) {
 			out.Details[clip(k, maxErrorDetail)] = v
 		}
 	}
-	if out.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(out.RetryAfter))
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
-	writeJSON(w, out.Status, map[string]*apiError{"error": &out})
+	writeJSON(w, e.Status, api.ErrorResponse{Error: &out})
 }
 
 // clip cuts s to at most n bytes, at a character boundary, marking the cut.

@@ -10,20 +10,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/schemas"
 )
 
-// Event is one record of vm.events.v1 as the streams send it. ID is
-// "partition:offset": a client resumes with it as Last-Event-ID.
+// Event is one record of vm.events.v1 as the streams send it (api.Event)
+// and what the fanout needs to route it. An event made by EventOf has its
+// Data only in its rendering.
 type Event struct {
-	ID      string `json:"id"`
-	Type    string `json:"type"`
-	VmID    string `json:"vm_id"`
+	api.Event
 	Account string `json:"-"`
-	JobID   string `json:"job_id,omitempty"`
-	// Data are the record's fields by their Avro names; an event made by
-	// EventOf has them only in its rendering.
-	Data map[string]any `json:"data"`
 
 	partition int32
 	offset    int64
@@ -95,9 +91,11 @@ func NewFanout(log *slog.Logger, ringSize int) *Fanout {
 // the streams filter on, and leaves the rest to the rendering.
 func eventOf(rec schemas.Record) Event {
 	return Event{
-		ID:   strconv.Itoa(int(rec.Partition)) + ":" + strconv.FormatInt(rec.Offset, 10),
-		Type: schemas.TypeName(rec.Value), VmID: rec.Key,
-		Account: stringField(rec.Value, "account"), JobID: stringField(rec.Value, "job_id"),
+		Event: api.Event{
+			ID:   strconv.Itoa(int(rec.Partition)) + ":" + strconv.FormatInt(rec.Offset, 10),
+			Type: schemas.TypeName(rec.Value), VmID: rec.Key, JobID: stringField(rec.Value, "job_id"),
+		},
+		Account:   stringField(rec.Value, "account"),
 		partition: rec.Partition, offset: rec.Offset,
 		body: &body{value: rec.Value},
 	}
@@ -352,7 +350,7 @@ func (e Event) marshal() []byte {
 }
 
 func (e Event) render() []byte {
-	b, err := json.Marshal(e)
+	b, err := json.Marshal(e.Event)
 	if err != nil {
 		// Every field is a string, number, bool or slice of them.
 		return []byte(`{"id":"` + e.ID + `","type":"` + e.Type + `"}`)

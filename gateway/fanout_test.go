@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"strconv"
 	"testing"
+
+	"github.com/vmplane/vmplane/api"
 )
 
 // A stream that keeps up never overflows, however many events pass; one
@@ -11,7 +13,7 @@ import (
 func TestSubscriptionQueue(t *testing.T) {
 	f := NewFanout(slog.New(slog.DiscardHandler), 16)
 	ev := func(i int) Event {
-		return Event{ID: "0:" + strconv.Itoa(i), Type: "JobStepped", VmID: "vm1", Account: "acme", partition: 0, offset: int64(i)}
+		return Event{Event: api.Event{ID: "0:" + strconv.Itoa(i), Type: "JobStepped", VmID: "vm1"}, Account: "acme", partition: 0, offset: int64(i)}
 	}
 	all := func(Event) bool { return true }
 

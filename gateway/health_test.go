@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/gateway"
 	"github.com/vmplane/vmplane/readmodel"
 )
@@ -22,7 +23,7 @@ func TestHealthAndReadiness(t *testing.T) {
 	e.rm.SetReady(errors.New("db down"))
 	rec := e.do("GET", "/readyz", "", nil)
 	wantStatus(t, rec, http.StatusServiceUnavailable)
-	if eb := decode[errBody](t, rec); eb.Error.Code != "unavailable" {
+	if eb := decode[api.ErrorResponse](t, rec); eb.Error.Code != "unavailable" {
 		t.Fatalf("readyz error %s", rec.Body.String())
 	}
 	wantStatus(t, e.do("GET", "/healthz", "", nil), http.StatusOK)
@@ -42,12 +43,12 @@ func TestRequestID(t *testing.T) {
 
 func TestHostsAndOfferings(t *testing.T) {
 	e := newEnv(t, gateway.Config{})
-	type hosts struct{ Items []gateway.Host }
+	type hosts struct{ Items []api.Host }
 	h := decode[hosts](t, e.do("GET", "/v1/hosts", e.admin, nil))
 	if len(h.Items) != 1 || h.Items[0].ID != "host-1" || h.Items[0].CPU != 32 || h.Items[0].UsedMemoryMB != 1024 || h.Items[0].LastPingAt != nil {
 		t.Fatalf("hosts = %+v", h)
 	}
-	type offerings struct{ Items []gateway.Offering }
+	type offerings struct{ Items []api.Offering }
 	o := decode[offerings](t, e.do("GET", "/v1/offerings", e.alice, nil))
 	if len(o.Items) != 2 || o.Items[0].Name != "ha-medium" || !o.Items[0].HA || o.Items[1].HostTags[0] != "ssd" {
 		t.Fatalf("offerings = %+v", o)

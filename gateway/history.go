@@ -11,6 +11,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/projectors/journal"
 	"github.com/vmplane/vmplane/readmodel"
 )
@@ -26,51 +27,6 @@ type History interface {
 	// journal's database), within limits; a refusal the analyst can act on
 	// is a *journal.QueryError.
 	Query(ctx context.Context, sql string, maxRows int) (journal.Table, error)
-}
-
-// VmHistoryEvent is one event of GET /v1/vms/{id}/history.
-type VmHistoryEvent struct {
-	At         time.Time `json:"at"`
-	Type       string    `json:"type"`
-	JobID      string    `json:"job_id,omitempty"`
-	VmState    string    `json:"vm_state,omitempty"`
-	TaskState  string    `json:"task_state,omitempty"`
-	PowerState string    `json:"power_state,omitempty"`
-	HostID     string    `json:"host_id,omitempty"`
-	Reason     string    `json:"reason,omitempty"`
-}
-
-// VmAsOf is GET /v1/vms/{id}/history?at=: the VM as it was at an instant.
-type VmAsOf struct {
-	At    time.Time `json:"at"`
-	Since time.Time `json:"since"`
-	VM    VM        `json:"vm"`
-	// PendingJob is the job in flight at the instant, if any.
-	PendingJob  string `json:"pending_job,omitempty"`
-	PendingJobs int32  `json:"pending_jobs"`
-	PowerHost   string `json:"power_host,omitempty"`
-	Reason      string `json:"reason,omitempty"`
-}
-
-// JournalLine is one line of a job's journal as ClickHouse keeps it: the
-// fields of JobStep plus what the accepted and end lines carry.
-type JournalLine struct {
-	Seq       int32     `json:"seq"`
-	Kind      string    `json:"kind"`
-	TaskState string    `json:"task_state"`
-	Step      string    `json:"step"`
-	Text      string    `json:"text"`
-	Reason    string    `json:"reason,omitempty"`
-	VmState   string    `json:"vm_state,omitempty"`
-	HostID    string    `json:"host_id,omitempty"`
-	At        time.Time `json:"at"`
-}
-
-// QueryResult is the answer of POST /v1/journal/query.
-type QueryResult struct {
-	Columns   []string   `json:"columns"`
-	Rows      [][]string `json:"rows"`
-	Truncated bool       `json:"truncated"`
 }
 
 // maxQueryRows bounds what one analyst query sends back.
@@ -141,9 +97,9 @@ func (s *Server) vmHistory(w http.ResponseWriter, r *http.Request) error {
 	if !known && (len(events) == 0 || !p.admin() && !eventsOwnedBy(events, p.Account)) {
 		return notFound("VM", id)
 	}
-	out := List[VmHistoryEvent]{Items: make([]VmHistoryEvent, len(events))}
+	out := api.List[api.VmHistoryEvent]{Items: make([]api.VmHistoryEvent, len(events))}
 	for i, e := range events {
-		out.Items[i] = VmHistoryEvent{At: e.At, Type: e.Type, JobID: e.JobID, VmState: e.VmState, TaskState: e.TaskState,
+		out.Items[i] = api.VmHistoryEvent{At: e.At, Type: e.Type, JobID: e.JobID, VmState: e.VmState, TaskState: e.TaskState,
 			PowerState: e.PowerState, HostID: e.HostID, Reason: e.Reason}
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -161,11 +117,11 @@ func eventsOwnedBy(events []journal.VmEvent, account string) bool {
 	return false
 }
 
-func asOfJSON(s journal.VmSnapshot) VmAsOf {
+func asOfJSON(s journal.VmSnapshot) api.VmAsOf {
 	v := s.State
-	return VmAsOf{
+	return api.VmAsOf{
 		At: s.At, Since: s.Since, PendingJob: s.PendingJob, PendingJobs: v.PendingJobs, PowerHost: v.PowerHost, Reason: v.Reason,
-		VM: VM{
+		VM: api.VM{
 			ID: v.VmID, Name: v.Name, Account: v.Account, Offering: v.Offering.Name,
 			VmState: v.VmState, TaskState: v.TaskState, PowerState: v.PowerState, LegacyState: v.LegacyState,
 			HostID: v.HostID, AllowedActions: nonNil(v.AllowedActions), HA: v.HA,
@@ -192,9 +148,9 @@ func (s *Server) jobJournalAnywhere(w http.ResponseWriter, r *http.Request) erro
 	if len(entries) == 0 || !principalOf(ctx).owns(entries[0].Account) {
 		return notFound("job", id)
 	}
-	out := List[JournalLine]{Items: make([]JournalLine, len(entries))}
+	out := api.List[api.JournalLine]{Items: make([]api.JournalLine, len(entries))}
 	for i, e := range entries {
-		out.Items[i] = JournalLine{Seq: int32(e.Seq), Kind: e.Kind, TaskState: e.TaskState, Step: e.Step, Text: e.Text,
+		out.Items[i] = api.JournalLine{Seq: int32(e.Seq), Kind: e.Kind, TaskState: e.TaskState, Step: e.Step, Text: e.Text,
 			Reason: e.Reason, VmState: e.VmState, HostID: hostOfObj(e.Obj), At: e.At}
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -220,9 +176,7 @@ func (s *Server) journalQuery(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req struct {
-		SQL string `json:"sql"`
-	}
+	var req api.QueryRequest
 	if err := decodeStrict(body, &req); err != nil {
 		return err
 	}
@@ -235,7 +189,7 @@ func (s *Server) journalQuery(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return s.queryError(r.Context(), err)
 	}
-	writeJSON(w, http.StatusOK, QueryResult{Columns: t.Columns, Rows: t.Rows, Truncated: t.Truncated})
+	writeJSON(w, http.StatusOK, api.QueryResult{Columns: t.Columns, Rows: t.Rows, Truncated: t.Truncated})
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/gateway"
 	"github.com/vmplane/vmplane/internal/chserver"
 	"github.com/vmplane/vmplane/internal/kafka"
@@ -89,7 +90,7 @@ func TestVmHistoryRoutes(t *testing.T) {
 	e := historyEnv(t)
 
 	rec := e.do(http.MethodGet, "/v1/vms/vm-a1/history", e.alice, nil)
-	var hist gateway.List[gateway.VmHistoryEvent]
+	var hist api.List[api.VmHistoryEvent]
 	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &hist) != nil || len(hist.Items) != 3 ||
 		hist.Items[2].VmState != "Stopped" || hist.Items[2].Reason != "Stopped by job-stop" || hist.Items[1].JobID != "job-stop" {
 		t.Fatalf("history: %d %s", rec.Code, rec.Body)
@@ -97,7 +98,7 @@ func TestVmHistoryRoutes(t *testing.T) {
 
 	// Before the stop job: Active on host-1, nothing pending.
 	rec = e.do(http.MethodGet, "/v1/vms/vm-a1/history?at="+t0.Add(30*time.Second).Format(time.RFC3339), e.alice, nil)
-	var asOf gateway.VmAsOf
+	var asOf api.VmAsOf
 	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &asOf) != nil || asOf.VM.VmState != "Active" ||
 		asOf.VM.HostID != "host-1" || asOf.PendingJob != "" || asOf.VM.PowerState != "PowerOn" {
 		t.Fatalf("at +30s: %d %s", rec.Code, rec.Body)
@@ -127,15 +128,15 @@ func TestVmHistoryRoutes(t *testing.T) {
 		}
 	}
 	rec = e.do(http.MethodGet, "/v1/jobs/job-old/journal", e.admin, nil)
-	var lines gateway.List[gateway.JournalLine]
+	var lines api.List[api.JournalLine]
 	if json.Unmarshal(rec.Body.Bytes(), &lines) != nil || len(lines.Items) != 2 || lines.Items[1].Kind != "succeeded" {
 		t.Errorf("journal of job-old: %s", rec.Body)
 	}
 
 	// Analysts' queries: admin only, read-only.
-	q := func(key, sql string) (int, gateway.QueryResult) {
+	q := func(key, sql string) (int, api.QueryResult) {
 		rec := e.do(http.MethodPost, "/v1/journal/query", key, map[string]string{"sql": sql})
-		var r gateway.QueryResult
+		var r api.QueryResult
 		_ = json.Unmarshal(rec.Body.Bytes(), &r)
 		return rec.Code, r
 	}
@@ -200,9 +201,7 @@ func TestJournalQueryBounds(t *testing.T) {
 		t0 := time.Now()
 		rec := c.e.do(http.MethodPost, "/v1/journal/query", c.e.admin, map[string]string{"sql": c.sql})
 		took := time.Since(t0)
-		var body struct {
-			Error struct{ Code, Message string }
-		}
+		var body api.ErrorResponse
 		_ = json.Unmarshal(rec.Body.Bytes(), &body)
 		if rec.Code != c.code || body.Error.Code != c.errCode || !strings.Contains(body.Error.Message, c.says) || took > c.within {
 			t.Errorf("%s: %d %s after %v, want %d %s saying %q within %v", c.name, rec.Code, rec.Body, took, c.code, c.errCode, c.says, c.within)

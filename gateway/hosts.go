@@ -6,80 +6,13 @@ import (
 	"net/http"
 	"slices"
 	"sort"
-	"time"
 
 	"github.com/gorilla/mux"
 
+	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
-
-// Host is the JSON of a host.
-type Host struct {
-	ID            string     `json:"id"`
-	Name          string     `json:"name"`
-	ZoneID        string     `json:"zone_id"`
-	PodID         string     `json:"pod_id"`
-	ClusterID     string     `json:"cluster_id"`
-	Hypervisor    string     `json:"hypervisor"`
-	Status        string     `json:"status"`
-	ResourceState string     `json:"resource_state"`
-	Reservable    bool       `json:"reservable"`
-	CPU           int32      `json:"cpu"`
-	MemoryMB      int64      `json:"memory_mb"`
-	UsedCPU       int32      `json:"used_cpu"`
-	UsedMemoryMB  int64      `json:"used_memory_mb"`
-	Tags          []string   `json:"tags"`
-	VMCount       int        `json:"vm_count"`
-	LastPingAt    *time.Time `json:"last_ping_at"`
-	UpdatedAt     time.Time  `json:"updated_at"`
-}
-
-// HostDetail is GET /v1/hosts/{id}: the host, its planner reservation and
-// the VMs placement has allocated on it.
-type HostDetail struct {
-	Host
-	Reservation *HostReservation `json:"reservation"`
-	Allocations []HostAllocation `json:"allocations"`
-}
-
-// HostReservation is a host's planner reservation (CloudStack's
-// op_host_planner_reservation); null when the host is not reserved.
-type HostReservation struct {
-	Planner       string `json:"planner"`
-	ResourceUsage string `json:"resource_usage"`
-	Account       string `json:"account,omitempty"`
-}
-
-// HostAllocation is one VM's claim on a host.
-type HostAllocation struct {
-	VmID     string    `json:"vm_id"`
-	Account  string    `json:"account"`
-	CPU      int32     `json:"cpu"`
-	MemoryMB int64     `json:"memory_mb"`
-	At       time.Time `json:"at"`
-}
-
-// HostActionRequest is the body of POST /v1/hosts/{id}/actions.
-type HostActionRequest struct {
-	Action string `json:"action"`
-}
-
-// HostCommandAccepted answers a host action: the command is in the log,
-// and the host processor applies it in order with the host's other inputs.
-// Host commands are no VM jobs; GET /v1/hosts/{id} shows the outcome
-// (resource_state), and the host's status on host.status.v1 carries the
-// command id of the change.
-type HostCommandAccepted struct {
-	CommandID  string    `json:"command_id"`
-	HostID     string    `json:"host_id"`
-	Action     string    `json:"action"`
-	Command    string    `json:"command"`
-	AcceptedAt time.Time `json:"accepted_at"`
-	// Host is the host as the read model shows it when the command was
-	// accepted, before the command is applied.
-	Host Host `json:"host"`
-}
 
 // hostActions maps the API's action names to host.commands.v1 commands.
 var hostActions = map[string]func(schemas.HostCommand) any{
@@ -110,7 +43,7 @@ func (s *Server) listHosts(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("list hosts: %w", err)
 	}
 	rows, next := cutPage(page, rows, func(h readmodel.Host) string { return h.ID })
-	out := List[Host]{Items: make([]Host, len(rows)), Next: next}
+	out := api.List[api.Host]{Items: make([]api.Host, len(rows)), Next: next}
 	for i, h := range rows {
 		out.Items[i] = hostJSON(h)
 	}
@@ -124,17 +57,17 @@ func (s *Server) getHost(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := HostDetail{Host: hostJSON(h), Allocations: []HostAllocation{}}
+	out := api.HostDetail{Host: hostJSON(h), Allocations: []api.HostAllocation{}}
 	if cr := s.capacityReader(); cr != nil {
 		p, err := cr.HostPlacement(r.Context(), h.ID)
 		if err != nil {
 			return fmt.Errorf("placement of host %s: %w", h.ID, err)
 		}
 		if p.Planner != "" {
-			out.Reservation = &HostReservation{Planner: p.Planner, ResourceUsage: p.ResourceUsage, Account: p.ReservedFor}
+			out.Reservation = &api.HostReservation{Planner: p.Planner, ResourceUsage: p.ResourceUsage, Account: p.ReservedFor}
 		}
 		for _, a := range p.Allocations {
-			out.Allocations = append(out.Allocations, HostAllocation{VmID: a.VmID, Account: a.Account, CPU: a.CPU, MemoryMB: a.MemoryMB, At: a.At.UTC()})
+			out.Allocations = append(out.Allocations, api.HostAllocation{VmID: a.VmID, Account: a.Account, CPU: a.CPU, MemoryMB: a.MemoryMB, At: a.At.UTC()})
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -150,7 +83,7 @@ func (s *Server) hostAction(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req HostActionRequest
+	var req api.HostActionRequest
 	if err := decodeStrict(body, &req); err != nil {
 		return err
 	}
@@ -177,7 +110,7 @@ func (s *Server) hostAction(w http.ResponseWriter, r *http.Request) error {
 		return errorf(http.StatusServiceUnavailable, codeUnavailable, "the command could not be written to the log; retry (request %s)", requestID(r.Context()))
 	}
 	w.Header().Set("Location", "/v1/hosts/"+h.ID)
-	writeJSON(w, http.StatusAccepted, HostCommandAccepted{CommandID: cmd.CommandID, HostID: h.ID, Action: req.Action,
+	writeJSON(w, http.StatusAccepted, api.HostCommandAccepted{CommandID: cmd.CommandID, HostID: h.ID, Action: req.Action,
 		Command: schemas.TypeName(value), AcceptedAt: now, Host: hostJSON(h)})
 	return nil
 }
@@ -203,8 +136,8 @@ func (s *Server) capacityReader() CapacityReader {
 	return cr
 }
 
-func hostJSON(h readmodel.Host) Host {
-	out := Host{
+func hostJSON(h readmodel.Host) api.Host {
+	out := api.Host{
 		ID: h.ID, Name: h.Name, ZoneID: h.ZoneID, PodID: h.PodID, ClusterID: h.ClusterID,
 		Hypervisor: h.Hypervisor, Status: h.Status, ResourceState: h.ResourceState, Reservable: h.Reservable,
 		CPU: h.CPU, MemoryMB: h.MemoryMB, UsedCPU: h.UsedCPU, UsedMemoryMB: h.UsedMemoryMB,

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/gateway"
 	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
@@ -31,14 +32,14 @@ func TestGetHost(t *testing.T) {
 
 	rec := e.do(http.MethodGet, "/v1/hosts/host-1", e.admin, nil)
 	wantStatus(t, rec, http.StatusOK)
-	h := decode[gateway.HostDetail](t, rec)
+	h := decode[api.HostDetail](t, rec)
 	if h.ID != "host-1" || h.Status != "Up" || h.CPU != 32 || h.UsedCPU != 1 || h.Reservation == nil ||
 		h.Reservation.Planner != "FirstFitPlanner" || len(h.Allocations) != 1 || h.Allocations[0].VmID != "vm-a1" {
 		t.Fatalf("host-1: %+v", h)
 	}
 	rec = e.do(http.MethodGet, "/v1/hosts/host-2", e.admin, nil)
 	wantStatus(t, rec, http.StatusOK)
-	h = decode[gateway.HostDetail](t, rec)
+	h = decode[api.HostDetail](t, rec)
 	if h.Reservation != nil || h.Allocations == nil || len(h.Allocations) != 0 || h.Reservable || len(h.Tags) != 1 {
 		t.Fatalf("host-2 (no reservation, no VMs): %+v", h)
 	}
@@ -56,9 +57,9 @@ func TestHostActions(t *testing.T) {
 		"cancel_maintenance": "CancelMaintenance", "remove": "RemoveHost",
 	}
 	for action, command := range want {
-		rec := e.do(http.MethodPost, "/v1/hosts/host-1/actions", e.admin, gateway.HostActionRequest{Action: action})
+		rec := e.do(http.MethodPost, "/v1/hosts/host-1/actions", e.admin, api.HostActionRequest{Action: action})
 		wantStatus(t, rec, http.StatusAccepted)
-		got := decode[gateway.HostCommandAccepted](t, rec)
+		got := decode[api.HostCommandAccepted](t, rec)
 		if got.Action != action || got.Command != command || got.HostID != "host-1" || got.CommandID == "" || got.Host.Status != "Up" {
 			t.Fatalf("%s: %+v", action, got)
 		}
@@ -79,11 +80,11 @@ func TestHostActions(t *testing.T) {
 		body            any
 		status          int
 	}{
-		{"user", "/v1/hosts/host-1/actions", e.alice, gateway.HostActionRequest{Action: "disable"}, http.StatusForbidden},
-		{"unknown host", "/v1/hosts/nope/actions", e.admin, gateway.HostActionRequest{Action: "disable"}, http.StatusNotFound},
-		{"unknown action", "/v1/hosts/host-1/actions", e.admin, gateway.HostActionRequest{Action: "reboot"}, http.StatusUnprocessableEntity},
+		{"user", "/v1/hosts/host-1/actions", e.alice, api.HostActionRequest{Action: "disable"}, http.StatusForbidden},
+		{"unknown host", "/v1/hosts/nope/actions", e.admin, api.HostActionRequest{Action: "disable"}, http.StatusNotFound},
+		{"unknown action", "/v1/hosts/host-1/actions", e.admin, api.HostActionRequest{Action: "reboot"}, http.StatusUnprocessableEntity},
 		{"unknown field", "/v1/hosts/host-1/actions", e.admin, `{"action":"disable","force":true}`, http.StatusUnprocessableEntity},
-		{"removed host", "/v1/hosts/host-gone/actions", e.admin, gateway.HostActionRequest{Action: "enable"}, http.StatusConflict},
+		{"removed host", "/v1/hosts/host-gone/actions", e.admin, api.HostActionRequest{Action: "enable"}, http.StatusConflict},
 	}
 	for _, c := range cases {
 		rec := e.do(http.MethodPost, c.path, c.key, c.body)
@@ -96,5 +97,5 @@ func TestHostActions(t *testing.T) {
 	}
 
 	e.pub.Err = errors.New("broker down")
-	wantStatus(t, e.do(http.MethodPost, "/v1/hosts/host-1/actions", e.admin, gateway.HostActionRequest{Action: "disable"}), http.StatusServiceUnavailable)
+	wantStatus(t, e.do(http.MethodPost, "/v1/hosts/host-1/actions", e.admin, api.HostActionRequest{Action: "disable"}), http.StatusServiceUnavailable)
 }

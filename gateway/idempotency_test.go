@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/gateway"
 	"github.com/vmplane/vmplane/gateway/gatewaytest"
 	"github.com/vmplane/vmplane/readmodel"
@@ -16,11 +17,11 @@ func TestIdempotencyKey(t *testing.T) {
 	deploy := `{"name":"web-9","offering":"small"}`
 	first := e.do("POST", "/v1/vms", e.alice, deploy, "Idempotency-Key", "k-1")
 	wantStatus(t, first, http.StatusAccepted)
-	j1 := decode[gateway.Job](t, first)
+	j1 := decode[api.Job](t, first)
 
 	again := e.do("POST", "/v1/vms", e.alice, deploy, "Idempotency-Key", "k-1")
 	wantStatus(t, again, http.StatusAccepted)
-	if j2 := decode[gateway.Job](t, again); !equalJSON(t, j2, j1) || again.Header().Get("Location") != "/v1/jobs/"+j1.ID {
+	if j2 := decode[api.Job](t, again); !equalJSON(t, j2, j1) || again.Header().Get("Location") != "/v1/jobs/"+j1.ID {
 		t.Fatalf("retry answered %+v, first %+v", j2, j1)
 	}
 	if n := len(e.pub.Records()); n != 1 {
@@ -29,7 +30,7 @@ func TestIdempotencyKey(t *testing.T) {
 
 	other := e.do("POST", "/v1/vms", e.alice, `{"name":"web-10","offering":"small"}`, "Idempotency-Key", "k-1")
 	wantStatus(t, other, http.StatusUnprocessableEntity)
-	if code := decode[errBody](t, other).Error.Code; code != "idempotency_key_reused" {
+	if code := decode[api.ErrorResponse](t, other).Error.Code; code != "idempotency_key_reused" {
 		t.Fatalf("code %q", code)
 	}
 
@@ -37,13 +38,13 @@ func TestIdempotencyKey(t *testing.T) {
 	// the k-1 of another key of alice's account.
 	bob := e.do("POST", "/v1/vms", e.bob, deploy, "Idempotency-Key", "k-1")
 	wantStatus(t, bob, http.StatusAccepted)
-	if decode[gateway.Job](t, bob).ID == j1.ID {
+	if decode[api.Job](t, bob).ID == j1.ID {
 		t.Fatal("bob got alice's job")
 	}
 	alice2 := e.addKey("acct-a", gateway.RoleUser)
 	mate := e.do("POST", "/v1/vms", alice2, deploy, "Idempotency-Key", "k-1")
 	wantStatus(t, mate, http.StatusAccepted)
-	if mate.Header().Get("Idempotent-Replayed") != "" || decode[gateway.Job](t, mate).ID == j1.ID {
+	if mate.Header().Get("Idempotent-Replayed") != "" || decode[api.Job](t, mate).ID == j1.ID {
 		t.Fatal("another key of alice's account got her stored answer")
 	}
 	// Without a key the same body is a new command.
@@ -68,7 +69,7 @@ func TestIdempotentReplayOfAKeyCreation(t *testing.T) {
 	const body = `{"role":"admin"}`
 	first := e.do("POST", "/v1/accounts/beta/keys", e.admin, body, "Idempotency-Key", "k-beta")
 	wantStatus(t, first, http.StatusCreated)
-	issued := decode[gateway.APIKey](t, first)
+	issued := decode[api.APIKey](t, first)
 	if issued.Key == "" || issued.Note != "" {
 		t.Fatalf("first answer %+v", issued)
 	}
@@ -81,7 +82,7 @@ func TestIdempotentReplayOfAKeyCreation(t *testing.T) {
 
 	again := e.do("POST", "/v1/accounts/beta/keys", e.admin, body, "Idempotency-Key", "k-beta")
 	wantStatus(t, again, http.StatusCreated)
-	replayed := decode[gateway.APIKey](t, again)
+	replayed := decode[api.APIKey](t, again)
 	if again.Header().Get("Idempotent-Replayed") != "true" || replayed.ID != issued.ID || replayed.Role != "admin" ||
 		replayed.Key != "" || !strings.Contains(replayed.Note, "shown only") {
 		t.Fatalf("replay %+v, first %+v", replayed, issued)
@@ -116,7 +117,7 @@ func TestIdempotencyKeyBytes(t *testing.T) {
 	for _, key := range []string{"a\x00b", "tab\there", "\x7f", "caf\xc3\xa9", "\xff\xfe", "line\nbreak", strings.Repeat("k", 256)} {
 		rec := e.do("POST", "/v1/vms", e.alice, `{"name":"web-9","offering":"small"}`, "Idempotency-Key", key)
 		wantStatus(t, rec, http.StatusUnprocessableEntity)
-		if b := decode[errBody](t, rec).Error; b.Details["header"] != "Idempotency-Key" || b.Code != "validation_failed" {
+		if b := decode[api.ErrorResponse](t, rec).Error; b.Details["header"] != "Idempotency-Key" || b.Code != "validation_failed" {
 			t.Fatalf("key %q: %+v", key, b)
 		}
 	}
@@ -135,7 +136,7 @@ func TestIdempotentRetryAfterStateChange(t *testing.T) {
 	e.rm.PutVM(readmodel.VM{ID: "vm-a1", Account: "acct-a", VmState: "Stopped", AllowedActions: []string{"start", "terminate"}})
 	again := e.do("POST", "/v1/vms/vm-a1/actions", e.alice, `{"action":"stop"}`, "Idempotency-Key", "stop-1")
 	wantStatus(t, again, http.StatusAccepted)
-	if decode[gateway.Job](t, again).ID != decode[gateway.Job](t, first).ID {
+	if decode[api.Job](t, again).ID != decode[api.Job](t, first).ID {
 		t.Fatal("retry got a new job")
 	}
 	wantStatus(t, e.do("POST", "/v1/vms/vm-a1/actions", e.alice, `{"action":"stop"}`), http.StatusConflict)
@@ -149,7 +150,7 @@ func TestIdempotencyConcurrentRetries(t *testing.T) {
 		wg.Go(func() {
 			rec := e.do("POST", "/v1/vms", e.alice, `{"name":"x","offering":"small"}`, "Idempotency-Key", "same")
 			if rec.Code == http.StatusAccepted {
-				ids[i] = decode[gateway.Job](t, rec).ID
+				ids[i] = decode[api.Job](t, rec).ID
 			}
 		})
 	}

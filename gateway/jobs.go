@@ -13,6 +13,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/readmodel"
 )
 
@@ -61,7 +62,7 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return fmt.Errorf("read steps of job %s: %w", id, err)
 		}
-		out.Steps = make([]JobStep, len(steps))
+		out.Steps = make([]api.JobStep, len(steps))
 		for i, st := range steps {
 			out.Steps[i] = stepJSON(st)
 		}
@@ -178,7 +179,7 @@ func (s *Server) waitJob(ctx context.Context, id string, wait time.Duration, aft
 		switch {
 		case err == nil && !p.owns(job.Account):
 			return readmodel.Job{}, notFound("job", id)
-		case err == nil && (Finished(job.State) || !time.Now().Before(deadline)):
+		case err == nil && (api.Finished(job.State) || !time.Now().Before(deadline)):
 			return job, nil
 		case err == nil && afterStep >= 0:
 			steps, err := s.rm.JobSteps(ctx, id)

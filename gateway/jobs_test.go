@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/gateway"
 	"github.com/vmplane/vmplane/readmodel"
 )
@@ -25,7 +26,7 @@ func TestWaitReturnsWhenJobFinishes(t *testing.T) {
 	e := newEnv(t, gateway.Config{})
 	rec := e.do("POST", "/v1/vms/vm-a1/actions", e.alice, `{"action":"reboot"}`)
 	wantStatus(t, rec, http.StatusAccepted)
-	id := decode[gateway.Job](t, rec).ID
+	id := decode[api.Job](t, rec).ID
 
 	// Play the processor and projector: the job appears, steps, ends.
 	go func() {
@@ -40,7 +41,7 @@ func TestWaitReturnsWhenJobFinishes(t *testing.T) {
 	rec = e.do("GET", "/v1/jobs/"+id+"?wait=10s&steps=1", e.alice, nil)
 	took := time.Since(start)
 	wantStatus(t, rec, http.StatusOK)
-	job := decode[gateway.Job](t, rec)
+	job := decode[api.Job](t, rec)
 	if job.State != "succeeded" || job.FinishedAt == nil || len(job.Steps) != 1 || job.Steps[0].Text != "RebootVm sent to host-1" {
 		t.Fatalf("job = %+v", job)
 	}
@@ -58,7 +59,7 @@ func TestWaitEndsWithJobUnfinished(t *testing.T) {
 	if d := time.Since(start); d < 250*time.Millisecond {
 		t.Fatalf("returned after %v", d)
 	}
-	if job := decode[gateway.Job](t, rec); job.State != "running" || job.Steps != nil {
+	if job := decode[api.Job](t, rec); job.State != "running" || job.Steps != nil {
 		t.Fatalf("job = %+v", job)
 	}
 	for _, bad := range []string{"soon", "-1s"} {
@@ -72,7 +73,7 @@ func TestWaitAfterStepAnswersOnProgress(t *testing.T) {
 	e.rm.AddStep(readmodel.JobStep{JobID: "job-p", Seq: 1, TaskState: "Scheduling", Text: "PlaceVm", At: t0})
 	// A step above 0 exists: answer at once.
 	start := time.Now()
-	job := decode[gateway.Job](t, e.do("GET", "/v1/jobs/job-p?wait=10s&steps=1&after_step=0", e.alice, nil))
+	job := decode[api.Job](t, e.do("GET", "/v1/jobs/job-p?wait=10s&steps=1&after_step=0", e.alice, nil))
 	if time.Since(start) > time.Second || len(job.Steps) != 1 {
 		t.Fatalf("after_step=0 took %v, job %+v", time.Since(start), job)
 	}
@@ -82,7 +83,7 @@ func TestWaitAfterStepAnswersOnProgress(t *testing.T) {
 		e.rm.AddStep(readmodel.JobStep{JobID: "job-p", Seq: 2, TaskState: "Spawning", Text: "StartVm sent to host-1", At: t0})
 	}()
 	start = time.Now()
-	job = decode[gateway.Job](t, e.do("GET", "/v1/jobs/job-p?wait=10s&steps=1&after_step=1", e.alice, nil))
+	job = decode[api.Job](t, e.do("GET", "/v1/jobs/job-p?wait=10s&steps=1&after_step=1", e.alice, nil))
 	if took := time.Since(start); took < 150*time.Millisecond || took > 2*time.Second || len(job.Steps) != 2 || job.State != "running" {
 		t.Fatalf("after_step=1 took %v, job %+v", took, job)
 	}
@@ -147,7 +148,7 @@ func TestWaitWakesOnJobChange(t *testing.T) {
 		woke <- w.wake("job-w")
 	}()
 	start := time.Now()
-	job := decode[gateway.Job](t, e.do("GET", "/v1/jobs/job-w?wait=30s", e.alice, nil))
+	job := decode[api.Job](t, e.do("GET", "/v1/jobs/job-w?wait=30s", e.alice, nil))
 	if ok := <-woke; !ok {
 		t.Fatal("the long-poll never watched the job")
 	}
@@ -170,7 +171,7 @@ func TestWaitWakesOnJobChange(t *testing.T) {
 	ended := readmodel.Job{ID: "job-h", VmID: "vm-a1", Account: "acct-a", State: "failed", Reason: "AgentError", CreatedAt: t0, FinishedAt: &t0}
 	told := make(chan bool, 1)
 	go func() { told <- w.tell("job-h", &ended) }()
-	job = decode[gateway.Job](t, e.do("GET", "/v1/jobs/job-h?wait=30s", e.alice, nil))
+	job = decode[api.Job](t, e.do("GET", "/v1/jobs/job-h?wait=30s", e.alice, nil))
 	if !<-told || job.State != "failed" || job.Reason != "AgentError" {
 		t.Fatalf("answered %+v; want the handed-over row", job)
 	}
@@ -209,7 +210,7 @@ func TestWaitParameter(t *testing.T) {
 			continue
 		}
 		wantStatus(t, rec, http.StatusUnprocessableEntity)
-		if msg := decode[errBody](t, rec).Error.Message; !strings.Contains(msg, tc.message) {
+		if msg := decode[api.ErrorResponse](t, rec).Error.Message; !strings.Contains(msg, tc.message) {
 			t.Errorf("%s: %q, want %q", tc.query, msg, tc.message)
 		}
 	}

@@ -2,116 +2,18 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
-	"reflect"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
 
+	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
-
-// Lease is the API's lease (DESIGN §10): Blazar's lease with its
-// reservations and the healing flags.
-type Lease struct {
-	ID           string             `json:"id"`
-	Name         string             `json:"name"`
-	ZoneID       string             `json:"zone_id"`
-	Project      string             `json:"project"`
-	Status       string             `json:"status"`
-	Degraded     bool               `json:"degraded"`
-	Start        time.Time          `json:"start"`
-	End          time.Time          `json:"end"`
-	Reason       string             `json:"reason,omitempty"`
-	Reservations []LeaseReservation `json:"reservations"`
-	CreatedAt    time.Time          `json:"created_at,omitzero"`
-	UpdatedAt    time.Time          `json:"updated_at,omitzero"`
-}
-
-// LeaseReservation is one host reservation of a lease.
-type LeaseReservation struct {
-	ID               string            `json:"id,omitempty"`
-	Status           string            `json:"status"`
-	MinHosts         int32             `json:"min_hosts"`
-	MaxHosts         int32             `json:"max_hosts"`
-	HostProperties   map[string]string `json:"host_properties"`
-	Hosts            []string          `json:"hosts"`
-	MissingResources bool              `json:"missing_resources"`
-	ResourcesChanged bool              `json:"resources_changed"`
-}
-
-// LeaseEvent is one notification of GET /v1/leases/{id}/events.
-type LeaseEvent struct {
-	Seq       string    `json:"seq"`
-	Event     string    `json:"event"`
-	Status    string    `json:"status,omitempty"`
-	Degraded  bool      `json:"degraded"`
-	HostID    string    `json:"host_id,omitempty"`
-	Detail    string    `json:"detail,omitempty"`
-	CommandID string    `json:"command_id,omitempty"`
-	At        time.Time `json:"at"`
-}
-
-// ReservationRequest asks for hosts: a count range and properties.
-type ReservationRequest struct {
-	MinHosts       HostCount         `json:"min_hosts"`
-	MaxHosts       HostCount         `json:"max_hosts"`
-	HostProperties map[string]string `json:"host_properties,omitempty"`
-}
-
-// HostCount is a host count of a request. It takes any JSON number, so a
-// count the range check refuses gets the range check's message: a count
-// past int32 fails decoding as an int32 with "must be a number, not number
-// 5000000000", which is wrong, and loses the reservation's index. A count
-// with a fraction or past int32 reads as badCount, which no range holds.
-type HostCount int32
-
-// badCount is a HostCount that is no whole number of hosts.
-const badCount HostCount = -1
-
-// UnmarshalJSON reads a JSON number; anything else is a type error that
-// names the field, as for any other field.
-func (c *HostCount) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		return nil
-	}
-	var n json.Number
-	if b[0] == '"' || json.Unmarshal(b, &n) != nil {
-		return &json.UnmarshalTypeError{Value: jsonValueKind(b[0]), Type: reflect.TypeFor[int32]()}
-	}
-	*c = badCount
-	// 3, 3.0 and 3e0 are all three hosts.
-	if f, err := strconv.ParseFloat(n.String(), 64); err == nil && f == math.Trunc(f) && math.Abs(f) <= math.MaxInt32 {
-		*c = HostCount(f)
-	}
-	return nil
-}
-
-// LeaseRequest is the body of POST /v1/leases. Start is "now" (or empty)
-// or an RFC 3339 time; Project is for admins leasing for an account.
-type LeaseRequest struct {
-	Name         string               `json:"name"`
-	ZoneID       string               `json:"zone_id,omitempty"`
-	Project      string               `json:"project,omitempty"`
-	Start        string               `json:"start,omitempty"`
-	End          string               `json:"end"`
-	Reservations []ReservationRequest `json:"reservations"`
-}
-
-// LeaseUpdate is the body of PUT /v1/leases/{id}: any of the dates and the
-// host counts (one entry per reservation, in order).
-type LeaseUpdate struct {
-	Start        string               `json:"start,omitempty"`
-	End          string               `json:"end,omitempty"`
-	Reservations []ReservationRequest `json:"reservations,omitempty"`
-}
 
 const (
 	maxReservations = 16
@@ -139,21 +41,7 @@ func parseWhen(field, v string, now time.Time) (time.Time, error) {
 	return at, nil
 }
 
-// jsonValueKind names a JSON value by its first byte, as encoding/json's
-// type errors do.
-func jsonValueKind(first byte) string {
-	switch first {
-	case '"':
-		return "string"
-	case '{':
-		return "object"
-	case '[':
-		return "array"
-	}
-	return "bool"
-}
-
-func reservationSpecs(rs []ReservationRequest) ([]schemas.ReservationSpec, error) {
+func reservationSpecs(rs []api.ReservationRequest) ([]schemas.ReservationSpec, error) {
 	if len(rs) > maxReservations {
 		return nil, invalid("reservations", "at most %d reservations", maxReservations)
 	}
@@ -205,12 +93,12 @@ func (s *Server) visibleLease(ctx context.Context, id string) (readmodel.Lease, 
 	return l, nil
 }
 
-func leaseJSON(l readmodel.Lease) Lease {
-	out := Lease{ID: l.ID, Name: l.Name, ZoneID: l.ZoneID, Project: l.Project, Status: l.Status, Degraded: l.Degraded,
+func leaseJSON(l readmodel.Lease) api.Lease {
+	out := api.Lease{ID: l.ID, Name: l.Name, ZoneID: l.ZoneID, Project: l.Project, Status: l.Status, Degraded: l.Degraded,
 		Start: l.Start.UTC(), End: l.End.UTC(), Reason: l.Reason, CreatedAt: l.CreatedAt.UTC(), UpdatedAt: l.UpdatedAt.UTC(),
-		Reservations: make([]LeaseReservation, len(l.Reservations))}
+		Reservations: make([]api.LeaseReservation, len(l.Reservations))}
 	for i, r := range l.Reservations {
-		out.Reservations[i] = LeaseReservation{ID: r.ID, Status: r.Status, MinHosts: r.MinHosts, MaxHosts: r.MaxHosts,
+		out.Reservations[i] = api.LeaseReservation{ID: r.ID, Status: r.Status, MinHosts: r.MinHosts, MaxHosts: r.MaxHosts,
 			HostProperties: nonNilMap(r.HostProperties), Hosts: nonNil(r.Hosts), MissingResources: r.MissingResources,
 			ResourcesChanged: r.ResourcesChanged}
 	}
@@ -234,7 +122,7 @@ func (s *Server) publishLease(ctx context.Context, zone, commandID string, v any
 	return nil
 }
 
-func writeLeaseAccepted(w http.ResponseWriter, l Lease) {
+func writeLeaseAccepted(w http.ResponseWriter, l api.Lease) {
 	w.Header().Set("Location", "/v1/leases/"+l.ID)
 	writeJSON(w, http.StatusAccepted, l)
 }
@@ -249,7 +137,7 @@ func (s *Server) createLease(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req LeaseRequest
+	var req api.LeaseRequest
 	if err := decodeStrict(body, &req); err != nil {
 		return err
 	}
@@ -302,10 +190,10 @@ func (s *Server) createLease(w http.ResponseWriter, r *http.Request) error {
 	if err := s.publishLease(r.Context(), zone, commandID, cmd); err != nil {
 		return err
 	}
-	out := Lease{ID: id, Name: req.Name, ZoneID: zone, Project: project, Status: "PENDING", Start: start, End: end,
-		CreatedAt: now, Reservations: make([]LeaseReservation, len(specs))}
+	out := api.Lease{ID: id, Name: req.Name, ZoneID: zone, Project: project, Status: "PENDING", Start: start, End: end,
+		CreatedAt: now, Reservations: make([]api.LeaseReservation, len(specs))}
 	for i, sp := range specs {
-		out.Reservations[i] = LeaseReservation{Status: "pending", MinHosts: sp.MinHosts, MaxHosts: sp.MaxHosts,
+		out.Reservations[i] = api.LeaseReservation{Status: "pending", MinHosts: sp.MinHosts, MaxHosts: sp.MaxHosts,
 			HostProperties: nonNilMap(sp.HostProperties), Hosts: []string{}}
 	}
 	writeLeaseAccepted(w, out)
@@ -335,7 +223,7 @@ func (s *Server) listLeases(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("list leases: %w", err)
 	}
 	rows, next := cutPage(page, rows, func(l readmodel.Lease) string { return l.ID })
-	out := List[Lease]{Items: make([]Lease, len(rows)), Next: next}
+	out := api.List[api.Lease]{Items: make([]api.Lease, len(rows)), Next: next}
 	for i, l := range rows {
 		out.Items[i] = leaseJSON(l)
 	}
@@ -366,7 +254,7 @@ func (s *Server) updateLease(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req LeaseUpdate
+	var req api.LeaseUpdate
 	if err := decodeStrict(body, &req); err != nil {
 		return err
 	}
@@ -449,9 +337,9 @@ func (s *Server) leaseEvents(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("lease events %s: %w", l.ID, err)
 	}
 	rows, next := cutPage(page, rows, func(e readmodel.LeaseEvent) string { return e.Seq })
-	out := List[LeaseEvent]{Items: make([]LeaseEvent, len(rows)), Next: next}
+	out := api.List[api.LeaseEvent]{Items: make([]api.LeaseEvent, len(rows)), Next: next}
 	for i, e := range rows {
-		out.Items[i] = LeaseEvent{Seq: e.Seq, Event: e.Event, Status: e.Status, Degraded: e.Degraded, HostID: e.HostID,
+		out.Items[i] = api.LeaseEvent{Seq: e.Seq, Event: e.Event, Status: e.Status, Degraded: e.Degraded, HostID: e.HostID,
 			Detail: e.Detail, CommandID: e.CommandID, At: e.At.UTC()}
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/gateway"
 	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
@@ -38,7 +39,7 @@ func TestCreateLeaseValidation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := e.do(http.MethodPost, "/v1/leases", tc.key, tc.body)
 			wantStatus(t, rec, http.StatusUnprocessableEntity)
-			if b := decode[errBody](t, rec); b.Error.Details["field"] != tc.field || b.Error.Message == "" {
+			if b := decode[api.ErrorResponse](t, rec); b.Error.Details["field"] != tc.field || b.Error.Message == "" {
 				t.Fatalf("error %+v, want field %s", b.Error, tc.field)
 			}
 		})
@@ -50,7 +51,7 @@ func TestCreateLeaseValidation(t *testing.T) {
 	rec := e.do(http.MethodPost, "/v1/leases", e.alice, map[string]any{"name": "lab", "start": "now", "end": future,
 		"reservations": []map[string]any{{"min_hosts": 2, "host_properties": map[string]string{"gpu": "yes"}}}})
 	wantStatus(t, rec, http.StatusAccepted)
-	l := decode[gateway.Lease](t, rec)
+	l := decode[api.Lease](t, rec)
 	if rec.Header().Get("Location") != "/v1/leases/"+l.ID || l.Project != "acct-a" || l.Status != "PENDING" {
 		t.Fatalf("accepted %+v at %s", l, rec.Header().Get("Location"))
 	}
@@ -72,7 +73,7 @@ func TestCreateLeaseValidation(t *testing.T) {
 	// the command says an admin asked.
 	rec = e.do(http.MethodPost, "/v1/leases", e.admin, map[string]any{"name": "lab", "project": "acct-b", "end": future, "reservations": one})
 	wantStatus(t, rec, http.StatusAccepted)
-	if l := decode[gateway.Lease](t, rec); l.Project != "acct-b" {
+	if l := decode[api.Lease](t, rec); l.Project != "acct-b" {
 		t.Fatalf("admin's lease for acct-b: project %s", l.Project)
 	}
 	if c, ok := e.pub.Records()[1].Value.(*schemas.CreateLease); !ok || !c.Admin || c.Project != "acct-b" {
@@ -110,7 +111,7 @@ func TestLeaseHostCountMessages(t *testing.T) {
 			body := `{"name": "lab", "end": "` + future + `", "reservations": [{"min_hosts": 1}, ` + tc.res + `]}`
 			rec := e.do(http.MethodPost, "/v1/leases", e.alice, body)
 			wantStatus(t, rec, http.StatusUnprocessableEntity)
-			if b := decode[errBody](t, rec); b.Error.Details["field"] != tc.field || b.Error.Message != tc.msg {
+			if b := decode[api.ErrorResponse](t, rec); b.Error.Details["field"] != tc.field || b.Error.Message != tc.msg {
 				t.Fatalf("error %+v, want %s: %s", b.Error, tc.field, tc.msg)
 			}
 		})
@@ -121,13 +122,13 @@ func TestLeaseHostCountMessages(t *testing.T) {
 	// A whole number in any JSON form is a count.
 	rec := e.do(http.MethodPost, "/v1/leases", e.alice, `{"name": "lab", "end": "`+future+`", "reservations": [{"min_hosts": 2.0, "max_hosts": 3e0}]}`)
 	wantStatus(t, rec, http.StatusAccepted)
-	if l := decode[gateway.Lease](t, rec); l.Reservations[0].MinHosts != 2 || l.Reservations[0].MaxHosts != 3 {
+	if l := decode[api.Lease](t, rec); l.Reservations[0].MinHosts != 2 || l.Reservations[0].MaxHosts != 3 {
 		t.Fatalf("2.0..3e0: %+v", l.Reservations)
 	}
 	// null is a count left out: max_hosts takes min_hosts.
 	rec = e.do(http.MethodPost, "/v1/leases", e.alice, `{"name": "lab", "end": "`+future+`", "reservations": [{"min_hosts": 3, "max_hosts": null}]}`)
 	wantStatus(t, rec, http.StatusAccepted)
-	if l := decode[gateway.Lease](t, rec); l.Reservations[0].MaxHosts != 3 {
+	if l := decode[api.Lease](t, rec); l.Reservations[0].MaxHosts != 3 {
 		t.Fatalf("max_hosts null: %+v", l.Reservations)
 	}
 }

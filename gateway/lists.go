@@ -4,23 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/gorilla/mux"
 
+	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/readmodel"
 )
-
-// Alert is the JSON of an alert.
-type Alert struct {
-	ID      string    `json:"id"`
-	Kind    string    `json:"kind"`
-	VmID    string    `json:"vm_id,omitempty"`
-	HostID  string    `json:"host_id,omitempty"`
-	JobID   string    `json:"job_id,omitempty"`
-	Message string    `json:"message"`
-	At      time.Time `json:"at"`
-}
 
 // listJobs is GET /v1/jobs[?vm=][&state=]: the caller's jobs (every job for
 // an admin), by id.
@@ -35,7 +24,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("list jobs: %w", err)
 	}
 	rows, next := cutPage(page, rows, func(j readmodel.Job) string { return j.ID })
-	out := List[Job]{Items: make([]Job, len(rows)), Next: next}
+	out := api.List[api.Job]{Items: make([]api.Job, len(rows)), Next: next}
 	for i, j := range rows {
 		out.Items[i] = jobJSON(j)
 	}
@@ -58,7 +47,7 @@ func (s *Server) jobJournal(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("read steps of job %s: %w", id, err)
 	}
-	out := List[JobStep]{Items: make([]JobStep, len(steps))}
+	out := api.List[api.JobStep]{Items: make([]api.JobStep, len(steps))}
 	for i, st := range steps {
 		out.Items[i] = stepJSON(st)
 	}
@@ -78,9 +67,9 @@ func (s *Server) listAlerts(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("list alerts: %w", err)
 	}
 	rows, next := cutPage(page, rows, func(a readmodel.Alert) string { return a.ID })
-	out := List[Alert]{Items: make([]Alert, len(rows)), Next: next}
+	out := api.List[api.Alert]{Items: make([]api.Alert, len(rows)), Next: next}
 	for i, a := range rows {
-		out.Items[i] = Alert{ID: a.ID, Kind: a.Kind, VmID: a.VmID, HostID: a.HostID, JobID: a.JobID, Message: a.Message, At: a.At.UTC()}
+		out.Items[i] = api.Alert{ID: a.ID, Kind: a.Kind, VmID: a.VmID, HostID: a.HostID, JobID: a.JobID, Message: a.Message, At: a.At.UTC()}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/gateway"
 	"github.com/vmplane/vmplane/readmodel"
 )
@@ -44,7 +45,7 @@ func TestListFilters(t *testing.T) {
 			t.Errorf("%s as %s: %d items, want %d", c.path, c.key, n, c.want)
 		}
 	}
-	steps := decode[list[gateway.JobStep]](t, e.do("GET", "/v1/jobs/job-a2/journal", e.alice, nil)).Items
+	steps := decode[list[api.JobStep]](t, e.do("GET", "/v1/jobs/job-a2/journal", e.alice, nil)).Items
 	if steps[0].Step != "reboot" || steps[1].Step != "wait" {
 		t.Fatalf("journal out of order: %+v", steps)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/gateway"
 	"github.com/vmplane/vmplane/gateway/gatewaytest"
 	"github.com/vmplane/vmplane/readmodel"
@@ -195,7 +196,7 @@ func TestUserCannotLearnOthersVM(t *testing.T) {
 	if missing.Code != 404 || other.Code != 404 {
 		t.Fatalf("missing %d, other's %d", missing.Code, other.Code)
 	}
-	m, o := decode[errBody](t, missing).Error, decode[errBody](t, other).Error
+	m, o := decode[api.ErrorResponse](t, missing).Error, decode[api.ErrorResponse](t, other).Error
 	if m.Code != o.Code || strings.ReplaceAll(m.Message, "vm-zz", "X") != strings.ReplaceAll(o.Message, "vm-b1", "X") {
 		t.Fatalf("answers differ: %+v vs %+v", m, o)
 	}
@@ -262,12 +263,12 @@ func TestAccountsAndKeys(t *testing.T) {
 	wantStatus(t, e.do("POST", "/v1/accounts", e.admin, `{"id":"acme"}`), http.StatusConflict)
 	bad := e.do("POST", "/v1/accounts", e.admin, `{"id":"Acme Corp"}`)
 	wantStatus(t, bad, http.StatusUnprocessableEntity)
-	if f := decode[errBody](t, bad).Error.Details["field"]; f != "id" {
+	if f := decode[api.ErrorResponse](t, bad).Error.Details["field"]; f != "id" {
 		t.Fatalf("field %v", f)
 	}
 	unknown := e.do("POST", "/v1/accounts", e.admin, `{"id":"x","nmae":"typo"}`)
 	wantStatus(t, unknown, http.StatusUnprocessableEntity)
-	if !strings.Contains(decode[errBody](t, unknown).Error.Message, `"nmae"`) {
+	if !strings.Contains(decode[api.ErrorResponse](t, unknown).Error.Message, `"nmae"`) {
 		t.Fatalf("unknown field not named: %s", unknown.Body.String())
 	}
 
@@ -276,7 +277,7 @@ func TestAccountsAndKeys(t *testing.T) {
 		`{"expires_at":"` + time.Now().Add(30*time.Second).UTC().Format(time.RFC3339) + `"}`} {
 		short := e.do("POST", "/v1/accounts/acme/keys", e.admin, body)
 		wantStatus(t, short, http.StatusUnprocessableEntity)
-		if msg := decode[errBody](t, short).Error.Message; !strings.Contains(msg, "at least 1m0s") {
+		if msg := decode[api.ErrorResponse](t, short).Error.Message; !strings.Contains(msg, "at least 1m0s") {
 			t.Fatalf("%s: %q", body, msg)
 		}
 	}
@@ -284,7 +285,7 @@ func TestAccountsAndKeys(t *testing.T) {
 
 	rec = e.do("POST", "/v1/accounts/acme/keys", e.admin, `{"role":"user","expires_in":"720h"}`)
 	wantStatus(t, rec, http.StatusCreated)
-	k := decode[gateway.APIKey](t, rec)
+	k := decode[api.APIKey](t, rec)
 	if k.Key == "" || k.ExpiresAt == nil || k.Role != "user" || rec.Header().Get("Cache-Control") != "no-store" {
 		t.Fatalf("key answer %+v", k)
 	}

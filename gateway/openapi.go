@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vmplane/vmplane/api"
 )
 
 // The OpenAPI 3.1 document of the API, served at /v1/openapi.json. It is
@@ -29,40 +31,40 @@ type apiOp struct {
 }
 
 var apiOps = []apiOp{
-	{method: "POST", path: "/vms", summary: "Deploy a VM", body: DeployRequest{}, status: 202, resp: Job{}},
-	{method: "GET", path: "/vms", summary: "List VMs", query: []string{"limit", "cursor", "state", "host"}, status: 200, resp: List[VM]{}},
-	{method: "GET", path: "/vms/{id}", summary: "Get a VM (ETag, If-None-Match)", status: 200, resp: VM{}},
-	{method: "DELETE", path: "/vms/{id}", summary: "Terminate a VM", status: 202, resp: Job{}},
-	{method: "POST", path: "/vms/{id}/actions", summary: "Act on a VM (start, stop, ...)", body: ActionRequest{}, status: 202, resp: Job{}},
+	{method: "POST", path: "/vms", summary: "Deploy a VM", body: api.DeployRequest{}, status: 202, resp: api.Job{}},
+	{method: "GET", path: "/vms", summary: "List VMs", query: []string{"limit", "cursor", "state", "host"}, status: 200, resp: api.List[api.VM]{}},
+	{method: "GET", path: "/vms/{id}", summary: "Get a VM (ETag, If-None-Match)", status: 200, resp: api.VM{}},
+	{method: "DELETE", path: "/vms/{id}", summary: "Terminate a VM", status: 202, resp: api.Job{}},
+	{method: "POST", path: "/vms/{id}/actions", summary: "Act on a VM (start, stop, ...)", body: api.ActionRequest{}, status: 202, resp: api.Job{}},
 	{method: "GET", path: "/vms/{id}/history", summary: "A VM's event history", query: []string{"limit", "cursor", "at"}, status: 200},
-	{method: "GET", path: "/jobs", summary: "List jobs", query: []string{"limit", "cursor", "vm", "state"}, status: 200, resp: List[Job]{}},
-	{method: "GET", path: "/jobs/{id}", summary: "Get a job; wait long-polls", query: []string{"wait", "steps", "after_step"}, status: 200, resp: Job{}},
+	{method: "GET", path: "/jobs", summary: "List jobs", query: []string{"limit", "cursor", "vm", "state"}, status: 200, resp: api.List[api.Job]{}},
+	{method: "GET", path: "/jobs/{id}", summary: "Get a job; wait long-polls", query: []string{"wait", "steps", "after_step"}, status: 200, resp: api.Job{}},
 	{method: "GET", path: "/jobs/{id}/journal", summary: "A job's journal", status: 200},
 	{method: "GET", path: "/jobs/{id}/events", summary: "A job's events as Server-Sent Events (Last-Event-ID resumes)", status: 200, stream: true},
 	{method: "GET", path: "/events", summary: "VM and job events as Server-Sent Events (Last-Event-ID resumes)", query: []string{"vm"}, status: 200, stream: true},
-	{method: "POST", path: "/journal/query", summary: "Query the journal (analysts)", admin: true, status: 200, resp: QueryResult{}},
-	{method: "GET", path: "/alerts", summary: "List alerts", query: []string{"limit", "cursor", "vm"}, status: 200, resp: List[Alert]{}},
-	{method: "GET", path: "/hosts", summary: "List hosts", admin: true, query: []string{"limit", "cursor"}, status: 200, resp: List[Host]{}},
-	{method: "GET", path: "/hosts/{id}", summary: "Get a host", admin: true, status: 200, resp: Host{}},
-	{method: "POST", path: "/hosts/{id}/actions", summary: "Act on a host (enable, disable, maintenance, ...)", admin: true, body: HostActionRequest{}, status: 202},
-	{method: "GET", path: "/offerings", summary: "List offerings", status: 200, resp: List[Offering]{}},
-	{method: "GET", path: "/offerings/{id}", summary: "Get an offering (by id or name)", status: 200, resp: Offering{}},
-	{method: "POST", path: "/offerings", summary: "Create an offering (its id is off-<name>)", admin: true, body: OfferingRequest{}, status: 201, resp: Offering{}},
-	{method: "GET", path: "/planners", summary: "List deployment planners", status: 200, resp: List[Planner]{}},
-	{method: "GET", path: "/zones/{id}/capacity", summary: "A zone's capacity", admin: true, status: 200, resp: ZoneCapacity{}},
-	{method: "POST", path: "/accounts", summary: "Create an account", admin: true, body: AccountRequest{}, status: 201, resp: Account{}},
-	{method: "GET", path: "/accounts", summary: "List accounts", admin: true, query: []string{"limit", "cursor"}, status: 200, resp: List[Account]{}},
-	{method: "GET", path: "/accounts/{id}", summary: "Get an account (a user: its own)", status: 200, resp: Account{}},
-	{method: "POST", path: "/accounts/{id}/keys", summary: "Issue an API key; the key is shown once: a retry with the same Idempotency-Key answers the key's id and a note, never the key", admin: true, body: KeyRequest{}, status: 201, resp: APIKey{}},
-	{method: "GET", path: "/accounts/{id}/keys", summary: "List an account's API keys (never the keys)", query: []string{"limit", "cursor"}, status: 200, resp: List[APIKey]{}},
-	{method: "GET", path: "/accounts/{id}/keys/{key}", summary: "Get an API key (never the key)", status: 200, resp: APIKey{}},
+	{method: "POST", path: "/journal/query", summary: "Query the journal (analysts)", admin: true, status: 200, resp: api.QueryResult{}},
+	{method: "GET", path: "/alerts", summary: "List alerts", query: []string{"limit", "cursor", "vm"}, status: 200, resp: api.List[api.Alert]{}},
+	{method: "GET", path: "/hosts", summary: "List hosts", admin: true, query: []string{"limit", "cursor"}, status: 200, resp: api.List[api.Host]{}},
+	{method: "GET", path: "/hosts/{id}", summary: "Get a host", admin: true, status: 200, resp: api.Host{}},
+	{method: "POST", path: "/hosts/{id}/actions", summary: "Act on a host (enable, disable, maintenance, ...)", admin: true, body: api.HostActionRequest{}, status: 202},
+	{method: "GET", path: "/offerings", summary: "List offerings", status: 200, resp: api.List[api.Offering]{}},
+	{method: "GET", path: "/offerings/{id}", summary: "Get an offering (by id or name)", status: 200, resp: api.Offering{}},
+	{method: "POST", path: "/offerings", summary: "Create an offering (its id is off-<name>)", admin: true, body: api.OfferingRequest{}, status: 201, resp: api.Offering{}},
+	{method: "GET", path: "/planners", summary: "List deployment planners", status: 200, resp: api.List[api.Planner]{}},
+	{method: "GET", path: "/zones/{id}/capacity", summary: "A zone's capacity", admin: true, status: 200, resp: api.ZoneCapacity{}},
+	{method: "POST", path: "/accounts", summary: "Create an account", admin: true, body: api.AccountRequest{}, status: 201, resp: api.Account{}},
+	{method: "GET", path: "/accounts", summary: "List accounts", admin: true, query: []string{"limit", "cursor"}, status: 200, resp: api.List[api.Account]{}},
+	{method: "GET", path: "/accounts/{id}", summary: "Get an account (a user: its own)", status: 200, resp: api.Account{}},
+	{method: "POST", path: "/accounts/{id}/keys", summary: "Issue an API key; the key is shown once: a retry with the same Idempotency-Key answers the key's id and a note, never the key", admin: true, body: api.KeyRequest{}, status: 201, resp: api.APIKey{}},
+	{method: "GET", path: "/accounts/{id}/keys", summary: "List an account's API keys (never the keys)", query: []string{"limit", "cursor"}, status: 200, resp: api.List[api.APIKey]{}},
+	{method: "GET", path: "/accounts/{id}/keys/{key}", summary: "Get an API key (never the key)", status: 200, resp: api.APIKey{}},
 	{method: "DELETE", path: "/accounts/{id}/keys/{key}", summary: "Revoke an API key", admin: true, status: 204},
-	{method: "POST", path: "/leases", summary: "Create a lease", body: LeaseRequest{}, status: 202, resp: Lease{}},
-	{method: "GET", path: "/leases", summary: "List leases", query: []string{"limit", "cursor"}, status: 200, resp: List[Lease]{}},
-	{method: "GET", path: "/leases/{id}", summary: "Get a lease", status: 200, resp: Lease{}},
-	{method: "PUT", path: "/leases/{id}", summary: "Update a lease", body: LeaseUpdate{}, status: 202, resp: Lease{}},
+	{method: "POST", path: "/leases", summary: "Create a lease", body: api.LeaseRequest{}, status: 202, resp: api.Lease{}},
+	{method: "GET", path: "/leases", summary: "List leases", query: []string{"limit", "cursor"}, status: 200, resp: api.List[api.Lease]{}},
+	{method: "GET", path: "/leases/{id}", summary: "Get a lease", status: 200, resp: api.Lease{}},
+	{method: "PUT", path: "/leases/{id}", summary: "Update a lease", body: api.LeaseUpdate{}, status: 202, resp: api.Lease{}},
 	{method: "DELETE", path: "/leases/{id}", summary: "Delete a lease", status: 202},
-	{method: "GET", path: "/leases/{id}/events", summary: "A lease's events", status: 200, resp: List[LeaseEvent]{}},
+	{method: "GET", path: "/leases/{id}/events", summary: "A lease's events", status: 200, resp: api.List[api.LeaseEvent]{}},
 }
 
 // idempotencyDoc describes the Idempotency-Key header.

@@ -8,55 +8,13 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
 
-// OfferingRequest is the body of POST /v1/offerings.
-type OfferingRequest struct {
-	Name              string   `json:"name"`
-	CPU               int32    `json:"cpu"`
-	MemoryMB          int64    `json:"memory_mb"`
-	HA                bool     `json:"ha"`
-	DeploymentPlanner string   `json:"deployment_planner,omitempty"`
-	PlannerMode       string   `json:"planner_mode,omitempty"`
-	HostTags          []string `json:"host_tags,omitempty"`
-}
-
-// Planner is one entry of GET /v1/planners (listDeploymentPlanners).
-type Planner struct {
-	Name          string `json:"name"`
-	ResourceUsage string `json:"resource_usage"`
-	Description   string `json:"description"`
-	Default       bool   `json:"default"`
-}
-
-// ZoneCapacity is GET /v1/zones/{id}/capacity: per cluster and in total,
-// capacity with over-commit, used (allocated), and free on reservable hosts.
-type ZoneCapacity struct {
-	ZoneID   string            `json:"zone_id"`
-	Total    ClusterCapacity   `json:"total"`
-	Clusters []ClusterCapacity `json:"clusters"`
-}
-
-// ClusterCapacity is one cluster's line of ZoneCapacity.
-type ClusterCapacity struct {
-	PodID           string `json:"pod_id,omitempty"`
-	ClusterID       string `json:"cluster_id,omitempty"`
-	Hosts           int    `json:"hosts"`
-	ReservableHosts int    `json:"reservable_hosts"`
-	ReservedHosts   int    `json:"reserved_hosts"`
-	DedicatedHosts  int    `json:"dedicated_hosts"`
-	CPU             int64  `json:"cpu"`
-	UsedCPU         int64  `json:"used_cpu"`
-	FreeCPU         int64  `json:"free_cpu"`
-	MemoryMB        int64  `json:"memory_mb"`
-	UsedMemoryMB    int64  `json:"used_memory_mb"`
-	FreeMemoryMB    int64  `json:"free_memory_mb"`
-}
-
 // validateOffering checks a create request; the error names the field.
-func validateOffering(req OfferingRequest) error {
+func validateOffering(req api.OfferingRequest) error {
 	bad := func(field, format string, args ...any) error {
 		e := errorf(http.StatusUnprocessableEntity, codeValidation, format, args...)
 		e.Details = map[string]any{"field": field}
@@ -97,7 +55,7 @@ func (s *Server) createOffering(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req OfferingRequest
+	var req api.OfferingRequest
 	if err := decodeStrict(body, &req); err != nil {
 		return err
 	}
@@ -120,7 +78,7 @@ func (s *Server) createOffering(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.Header().Set("Location", "/v1/offerings/"+o.ID)
-	writeJSON(w, http.StatusCreated, Offering{ID: o.ID, Name: o.Name, CPU: o.CPU, MemoryMB: o.MemoryMB, HA: o.HA,
+	writeJSON(w, http.StatusCreated, api.Offering{ID: o.ID, Name: o.Name, CPU: o.CPU, MemoryMB: o.MemoryMB, HA: o.HA,
 		DeploymentPlanner: o.DeploymentPlanner, PlannerMode: o.PlannerMode, HostTags: nonNil(o.HostTags)})
 	return nil
 }
@@ -145,9 +103,9 @@ func (s *Server) getOffering(w http.ResponseWriter, r *http.Request) error {
 
 // listPlanners is GET /v1/planners (any role).
 func (s *Server) listPlanners(w http.ResponseWriter, _ *http.Request) error {
-	out := List[Planner]{Items: make([]Planner, len(schemas.Planners))}
+	out := api.List[api.Planner]{Items: make([]api.Planner, len(schemas.Planners))}
 	for i, p := range schemas.Planners {
-		out.Items[i] = Planner{Name: p.Name, ResourceUsage: p.ResourceUsage, Description: p.Description,
+		out.Items[i] = api.Planner{Name: p.Name, ResourceUsage: p.ResourceUsage, Description: p.Description,
 			Default: p.Name == schemas.DefaultPlanner}
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -171,10 +129,10 @@ func (s *Server) zoneCapacity(w http.ResponseWriter, r *http.Request) error {
 	if len(rows) == 0 {
 		return notFound("zone", zone)
 	}
-	out := ZoneCapacity{ZoneID: zone, Clusters: make([]ClusterCapacity, len(rows))}
+	out := api.ZoneCapacity{ZoneID: zone, Clusters: make([]api.ClusterCapacity, len(rows))}
 	t := &out.Total
 	for i, c := range rows {
-		cc := ClusterCapacity{PodID: c.PodID, ClusterID: c.ClusterID, Hosts: c.Hosts, ReservableHosts: c.ReservableHosts,
+		cc := api.ClusterCapacity{PodID: c.PodID, ClusterID: c.ClusterID, Hosts: c.Hosts, ReservableHosts: c.ReservableHosts,
 			ReservedHosts: c.ReservedHosts, DedicatedHosts: c.Dedicated, CPU: c.CPU, UsedCPU: c.UsedCPU, FreeCPU: c.FreeCPU,
 			MemoryMB: c.MemoryMB, UsedMemoryMB: c.UsedMemoryMB, FreeMemoryMB: c.FreeMemoryMB}
 		out.Clusters[i] = cc

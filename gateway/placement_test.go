@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/gateway"
 	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
@@ -35,7 +36,7 @@ func TestCreateOffering(t *testing.T) {
 			rec := e.do(http.MethodPost, "/v1/offerings", tt.key(e), tt.body)
 			wantStatus(t, rec, tt.status)
 			if tt.field != "" {
-				if b := decode[errBody](t, rec); b.Error.Details["field"] != tt.field {
+				if b := decode[api.ErrorResponse](t, rec); b.Error.Details["field"] != tt.field {
 					t.Fatalf("error names %v, want %s", b.Error.Details, tt.field)
 				}
 			}
@@ -46,7 +47,7 @@ func TestCreateOffering(t *testing.T) {
 				}
 				return
 			}
-			o := decode[gateway.Offering](t, rec)
+			o := decode[api.Offering](t, rec)
 			if len(recs) != 1 || recs[0].Topic != schemas.TopicCatalog || recs[0].Key != o.ID {
 				t.Fatalf("want one catalog.v1 record keyed %s, got %+v", o.ID, recs)
 			}
@@ -86,7 +87,7 @@ func TestRacingOfferingCreates(t *testing.T) {
 	wantStatus(t, e.do(http.MethodPost, "/v1/offerings", e.admin, map[string]any{"name": "racy", "cpu": 1, "memory_mb": 512}), http.StatusConflict)
 	got := e.do(http.MethodGet, "/v1/offerings/racy", e.alice, nil)
 	wantStatus(t, got, http.StatusOK)
-	if o := decode[gateway.Offering](t, got); o.ID != "off-racy" {
+	if o := decode[api.Offering](t, got); o.ID != "off-racy" {
 		t.Fatalf("GET by name: %+v", o)
 	}
 	wantStatus(t, e.do(http.MethodGet, "/v1/offerings/off-racy", e.alice, nil), http.StatusOK)
@@ -97,7 +98,7 @@ func TestListPlanners(t *testing.T) {
 	e := newEnv(t, gateway.Config{})
 	rec := e.do(http.MethodGet, "/v1/planners", e.alice, nil)
 	wantStatus(t, rec, http.StatusOK)
-	l := decode[gateway.List[gateway.Planner]](t, rec)
+	l := decode[api.List[api.Planner]](t, rec)
 	if len(l.Items) != len(schemas.Planners) {
 		t.Fatalf("planners %+v", l.Items)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/gateway"
 	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
@@ -141,7 +142,7 @@ func TestRateLimit(t *testing.T) {
 	if ra := rec.Header().Get("Retry-After"); ra != "2" {
 		t.Fatalf("Retry-After %q, want 2", ra)
 	}
-	if code := decode[errBody](t, rec).Error.Code; code != "rate_limited" {
+	if code := decode[api.ErrorResponse](t, rec).Error.Code; code != "rate_limited" {
 		t.Fatalf("code %q", code)
 	}
 	wantStatus(t, e.do("GET", "/v1/vms", e.bob, nil), 200)
@@ -155,7 +156,7 @@ func TestIdempotencyEveryMutation(t *testing.T) {
 	wantStatus(t, first, http.StatusCreated)
 	again := e.do("POST", "/v1/accounts/acct-a/keys", e.admin, `{}`, "Idempotency-Key", "key-1")
 	wantStatus(t, again, http.StatusCreated)
-	if decode[gateway.APIKey](t, again).ID != decode[gateway.APIKey](t, first).ID || again.Header().Get("Idempotent-Replayed") != "true" {
+	if decode[api.APIKey](t, again).ID != decode[api.APIKey](t, first).ID || again.Header().Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("replay %s, first %s", again.Body.String(), first.Body.String())
 	}
 	wantStatus(t, e.do("POST", "/v1/accounts/acct-a/keys", e.admin, `{"role":"admin"}`, "Idempotency-Key", "key-1"), http.StatusUnprocessableEntity)
@@ -194,7 +195,7 @@ func FuzzPathParams(f *testing.F) {
 				t.Fatalf("%s %s showed another account: %s", method, path, rec.Body.String())
 			}
 			if rec.Code >= 400 && rec.Code != 404 && rec.Code != 405 {
-				if decode[errBody](t, rec).Error.Code == "" {
+				if decode[api.ErrorResponse](t, rec).Error.Code == "" {
 					t.Fatalf("%s %s: %d without the error shape", method, path, rec.Code)
 				}
 			}
@@ -411,7 +412,7 @@ func TestStreamSlots(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		refused = e.do("GET", "/v1/jobs/job-run?wait=1ms", e.alice, nil)
 	}
-	if refused.Header().Get("Retry-After") == "" || decode[errBody](t, refused).Error.Code != "rate_limited" {
+	if refused.Header().Get("Retry-After") == "" || decode[api.ErrorResponse](t, refused).Error.Code != "rate_limited" {
 		t.Fatalf("429 without Retry-After: %v %s", refused.Header(), refused.Body.String())
 	}
 	wantStatus(t, e.do("GET", "/v1/jobs/job-a1", e.alice, nil), http.StatusOK) // no wait, no slot

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/readmodel"
 )
 
@@ -23,7 +24,7 @@ func (s *Server) listVMs(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("list vms: %w", err)
 	}
 	rows, next := cutPage(page, rows, func(v readmodel.VM) string { return v.ID })
-	out := List[VM]{Items: make([]VM, len(rows)), Next: next}
+	out := api.List[api.VM]{Items: make([]api.VM, len(rows)), Next: next}
 	for i, v := range rows {
 		out.Items[i] = vmJSON(v)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/gateway"
 	"github.com/vmplane/vmplane/schemas"
 )
@@ -14,7 +15,7 @@ func TestDeployPublishesAndAnswers202(t *testing.T) {
 	rec := e.do("POST", "/v1/vms", e.alice, map[string]any{"name": "web-2", "offering": "small", "affinity_group": "web"})
 	wantStatus(t, rec, http.StatusAccepted)
 
-	job := decode[gateway.Job](t, rec)
+	job := decode[api.Job](t, rec)
 	if rec.Header().Get("Location") != "/v1/jobs/"+job.ID {
 		t.Fatalf("Location %q, job id %q", rec.Header().Get("Location"), job.ID)
 	}
@@ -95,7 +96,7 @@ func TestDeployValidation(t *testing.T) {
 			}
 			rec := e.do("POST", "/v1/vms", e.alice, tc.body, hdr...)
 			wantStatus(t, rec, tc.status)
-			eb := decode[errBody](t, rec)
+			eb := decode[api.ErrorResponse](t, rec)
 			if eb.Error.Code == "" || eb.Error.Message == "" {
 				t.Fatalf("error shape missing code/message: %s", rec.Body.String())
 			}
@@ -116,7 +117,7 @@ func TestGetVMWithETag(t *testing.T) {
 	if got := rec.Header().Get("ETag"); got != `"42"` {
 		t.Fatalf("ETag %q, want \"42\"", got)
 	}
-	vm := decode[gateway.VM](t, rec)
+	vm := decode[api.VM](t, rec)
 	if vm.ID != "vm-a1" || vm.VmState != "Active" || vm.HostID != "host-1" || vm.Epoch != 3 || vm.CPU != 1 || vm.ZoneID != "zone-1" || len(vm.AllowedActions) != len(activeActions) {
 		t.Fatalf("vm = %+v", vm)
 	}

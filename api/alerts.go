@@ -1,0 +1,14 @@
+package api
+
+import "time"
+
+// Alert is the JSON of an alert.
+type Alert struct {
+	ID      string    `json:"id"`
+	Kind    string    `json:"kind"`
+	VmID    string    `json:"vm_id,omitempty"`
+	HostID  string    `json:"host_id,omitempty"`
+	JobID   string    `json:"job_id,omitempty"`
+	Message string    `json:"message"`
+	At      time.Time `json:"at"`
+}

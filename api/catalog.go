@@ -1,0 +1,32 @@
+package api
+
+// Offering is the JSON of a service offering.
+type Offering struct {
+	ID                string   `json:"id"`
+	Name              string   `json:"name"`
+	CPU               int32    `json:"cpu"`
+	MemoryMB          int64    `json:"memory_mb"`
+	HA                bool     `json:"ha"`
+	DeploymentPlanner string   `json:"deployment_planner"`
+	PlannerMode       string   `json:"planner_mode,omitempty"`
+	HostTags          []string `json:"host_tags"`
+}
+
+// OfferingRequest is the body of POST /v1/offerings.
+type OfferingRequest struct {
+	Name              string   `json:"name"`
+	CPU               int32    `json:"cpu"`
+	MemoryMB          int64    `json:"memory_mb"`
+	HA                bool     `json:"ha"`
+	DeploymentPlanner string   `json:"deployment_planner,omitempty"`
+	PlannerMode       string   `json:"planner_mode,omitempty"`
+	HostTags          []string `json:"host_tags,omitempty"`
+}
+
+// Planner is one entry of GET /v1/planners (listDeploymentPlanners).
+type Planner struct {
+	Name          string `json:"name"`
+	ResourceUsage string `json:"resource_usage"`
+	Description   string `json:"description"`
+	Default       bool   `json:"default"`
+}

@@ -1,0 +1,13 @@
+// Package api owns the wire types of vmplane's REST API (docs/design.md
+// §10): the resources and lists it answers with, the requests it takes, the
+// events its streams carry and the shape of its errors, as JSON. The
+// gateway renders them from its read-model rows; vmctl, and any other Go
+// client, decodes them. The OpenAPI document the gateway serves is made
+// from these types, and a test of the gateway holds the document to what
+// its routes answer.
+//
+// The JSON field names are the contract: a field is added, never renamed.
+// The package does no I/O and imports no other package of vmplane — not
+// the gateway, vmctl, readmodel or a projector — only the standard
+// library, so that a client gets the types without the server.
+package api

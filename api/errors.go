@@ -1,0 +1,18 @@
+package api
+
+// ErrorResponse is every error answer of the API:
+// {"error": {"code", "message", "details"}}. A client that decodes an
+// answer without "error" (a proxy's page, say) finds Error nil.
+type ErrorResponse struct {
+	Error *Error `json:"error"`
+}
+
+// Error is what went wrong. Code names the condition, so that a client
+// branches on it without parsing Message; Details, when present, name the
+// field at fault and what would have been accepted (allowed_actions,
+// allowed values, the methods of a route).
+type Error struct {
+	Code    string         `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details,omitempty"`
+}

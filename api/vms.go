@@ -1,0 +1,65 @@
+package api
+
+import (
+	"sort"
+	"time"
+)
+
+// VM is the JSON of a VM.
+type VM struct {
+	ID             string    `json:"id"`
+	Name           string    `json:"name"`
+	Account        string    `json:"account"`
+	Offering       string    `json:"offering"`
+	VmState        string    `json:"vm_state"`
+	TaskState      string    `json:"task_state"`
+	PowerState     string    `json:"power_state"`
+	LegacyState    string    `json:"legacy_state"`
+	HostID         string    `json:"host_id"`
+	AllowedActions []string  `json:"allowed_actions"`
+	HA             bool      `json:"ha"`
+	CreatedAt      time.Time `json:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
+	CPU            int32     `json:"cpu"`
+	MemoryMB       int64     `json:"memory_mb"`
+	ZoneID         string    `json:"zone_id"`
+	Epoch          int64     `json:"epoch"`
+	JobID          string    `json:"job_id,omitempty"`
+}
+
+// DeployRequest is the body of POST /v1/vms. Offering is a name or an id;
+// HA unset means the offering's default.
+type DeployRequest struct {
+	Name          string `json:"name"`
+	Offering      string `json:"offering"`
+	HA            *bool  `json:"ha,omitempty"`
+	AffinityGroup string `json:"affinity_group,omitempty"`
+}
+
+// ActionRequest is the body of POST /v1/vms/{id}/actions: the action name
+// and the parameters some actions take. The answer is the Job the action
+// became.
+type ActionRequest struct {
+	Action       string  `json:"action"`
+	Force        *bool   `json:"force,omitempty"`
+	Hard         *bool   `json:"hard,omitempty"`
+	HostID       *string `json:"host_id,omitempty"`
+	Image        *string `json:"image,omitempty"`
+	SnapshotName *string `json:"snapshot_name,omitempty"`
+	Offering     *string `json:"offering,omitempty"`
+}
+
+// Params lists the parameters present in the request, by JSON name.
+func (a ActionRequest) Params() []string {
+	var out []string
+	for name, present := range map[string]bool{
+		"force": a.Force != nil, "hard": a.Hard != nil, "host_id": a.HostID != nil,
+		"image": a.Image != nil, "snapshot_name": a.SnapshotName != nil, "offering": a.Offering != nil,
+	} {
+		if present {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
