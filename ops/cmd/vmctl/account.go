@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/vmplane/vmplane/api"
 )
 
 // accountCommands administer accounts and API keys (admin key needed,
@@ -18,21 +20,6 @@ var accountCommands = map[string]command{
 	"key create":     keyCreate,
 	"key list":       keyList,
 	"key revoke":     keyRevoke,
-}
-
-type account struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
-type apiKey struct {
-	ID        string     `json:"id"`
-	Account   string     `json:"account"`
-	Role      string     `json:"role"`
-	ExpiresAt *time.Time `json:"expires_at"`
-	Revoked   bool       `json:"revoked"`
-	Key       string     `json:"key"`
 }
 
 // accountCreate: vmctl account create <id> [--name N].
@@ -49,7 +36,7 @@ func accountCreate(ctx context.Context, a *cli, fs *flag.FlagSet, args []string,
 		return err
 	}
 	return a.emit(raw, func(w io.Writer) error {
-		acc, err := decodeRaw[account](raw)
+		acc, err := decodeRaw[api.Account](raw)
 		if err != nil {
 			return err
 		}
@@ -62,7 +49,7 @@ func accountList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, g
 	if _, err := a.setup(fs, args, getenv); err != nil {
 		return err
 	}
-	return listAll(ctx, a, "/v1/accounts", func(w io.Writer, rows []account) error {
+	return listAll(ctx, a, "/v1/accounts", func(w io.Writer, rows []api.Account) error {
 		fmt.Fprintln(w, "ID\tNAME\tCREATED")
 		for _, r := range rows {
 			fmt.Fprintf(w, "%s\t%s\t%s\n", r.ID, r.Name, r.CreatedAt.Format(time.RFC3339))
@@ -91,7 +78,7 @@ func keyCreate(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, get
 		return err
 	}
 	return a.emit(raw, func(w io.Writer) error {
-		k, err := decodeRaw[apiKey](raw)
+		k, err := decodeRaw[api.APIKey](raw)
 		if err != nil {
 			return err
 		}
@@ -106,7 +93,7 @@ func keyList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, geten
 	if err != nil {
 		return err
 	}
-	return listAll(ctx, a, "/v1/accounts/"+pos[0]+"/keys", func(w io.Writer, rows []apiKey) error {
+	return listAll(ctx, a, "/v1/accounts/"+pos[0]+"/keys", func(w io.Writer, rows []api.APIKey) error {
 		fmt.Fprintln(w, "ID\tROLE\tEXPIRES\tREVOKED")
 		for _, k := range rows {
 			exp := "never"

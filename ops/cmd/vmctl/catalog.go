@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+
+	"github.com/vmplane/vmplane/api"
 )
 
 func offeringList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
@@ -19,7 +21,7 @@ func offeringList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, 
 	if err := a.c.call(ctx, http.MethodGet, "/v1/offerings", nil, nil, &raw); err != nil {
 		return err
 	}
-	page, err := decodeRaw[list[json.RawMessage]](raw)
+	page, err := decodeRaw[api.List[json.RawMessage]](raw)
 	if err != nil {
 		return err
 	}
@@ -27,7 +29,7 @@ func offeringList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, 
 	return a.emit(items, func(w io.Writer) error {
 		fmt.Fprintln(w, "ID\tNAME\tCPU\tMEMORY MiB\tHA")
 		for _, r := range page.Items {
-			o, err := decodeRaw[offering](r)
+			o, err := decodeRaw[api.Offering](r)
 			if err != nil {
 				return err
 			}

@@ -11,7 +11,8 @@ import (
 	"net/url"
 	"sort"
 	"strings"
-	"time"
+
+	"github.com/vmplane/vmplane/api"
 )
 
 // client speaks the vmplane REST API.
@@ -27,17 +28,15 @@ func newClient(base, key string) *client {
 	return &client{base: strings.TrimRight(base, "/"), key: key, http: &http.Client{}}
 }
 
-// apiError is the API's error shape, with the HTTP status.
+// apiError is an error answer: its HTTP status and the API's error.
 type apiError struct {
-	Status  int            `json:"-"`
-	Code    string         `json:"code"`
-	Message string         `json:"message"`
-	Details map[string]any `json:"details"`
+	Status int
+	Body   api.Error
 }
 
 func (e *apiError) Error() string {
-	msg := fmt.Sprintf("%s (HTTP %d %s)", e.Message, e.Status, e.Code)
-	if allowed, ok := e.Details["allowed_actions"].([]any); ok {
+	msg := fmt.Sprintf("%s (HTTP %d %s)", e.Body.Message, e.Status, e.Body.Code)
+	if allowed, ok := e.Body.Details["allowed_actions"].([]any); ok {
 		names := make([]string, len(allowed))
 		for i, a := range allowed {
 			names[i] = fmt.Sprint(a)
@@ -94,12 +93,11 @@ func (c *client) call(ctx context.Context, method, path string, query url.Values
 		return fmt.Errorf("%s %s: read answer: %w", method, path, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		var eb struct{ Error *apiError }
+		var eb api.ErrorResponse
 		if json.Unmarshal(raw, &eb) != nil || eb.Error == nil {
-			return &apiError{Status: resp.StatusCode, Code: "http_error", Message: strings.TrimSpace(firstLine(string(raw), resp.Status))}
+			return &apiError{Status: resp.StatusCode, Body: api.Error{Code: "http_error", Message: strings.TrimSpace(firstLine(string(raw), resp.Status))}}
 		}
-		eb.Error.Status = resp.StatusCode
-		return eb.Error
+		return &apiError{Status: resp.StatusCode, Body: *eb.Error}
 	}
 	if out == nil {
 		return nil
@@ -118,75 +116,12 @@ func firstLine(s, fallback string) string {
 	return s
 }
 
-// The API's resources, as much of them as vmctl shows.
-
-type vm struct {
-	ID             string    `json:"id"`
-	Name           string    `json:"name"`
-	Account        string    `json:"account"`
-	Offering       string    `json:"offering"`
-	VmState        string    `json:"vm_state"`
-	TaskState      string    `json:"task_state"`
-	PowerState     string    `json:"power_state"`
-	LegacyState    string    `json:"legacy_state"`
-	HostID         string    `json:"host_id"`
-	AllowedActions []string  `json:"allowed_actions"`
-	HA             bool      `json:"ha"`
-	CPU            int32     `json:"cpu"`
-	MemoryMB       int64     `json:"memory_mb"`
-	ZoneID         string    `json:"zone_id"`
-	CreatedAt      time.Time `json:"created_at"`
-	UpdatedAt      time.Time `json:"updated_at"`
-}
-
-type job struct {
-	ID         string     `json:"id"`
-	VmID       string     `json:"vm_id"`
-	Type       string     `json:"type"`
-	State      string     `json:"state"`
-	Reason     string     `json:"reason"`
-	Detail     string     `json:"detail"`
-	TaskState  string     `json:"task_state"`
-	CreatedAt  time.Time  `json:"created_at"`
-	FinishedAt *time.Time `json:"finished_at"`
-	Steps      []jobStep  `json:"steps"`
-}
-
-func (j job) finished() bool {
-	switch j.State {
-	case "succeeded", "failed", "cancelled", "rejected":
-		return true
-	}
-	return false
-}
-
-type jobStep struct {
-	Seq       int32     `json:"seq"`
-	TaskState string    `json:"task_state"`
-	Step      string    `json:"step"`
-	Text      string    `json:"text"`
-	At        time.Time `json:"at"`
-}
-
-type offering struct {
-	ID       string `json:"id"`
-	Name     string `json:"name"`
-	CPU      int32  `json:"cpu"`
-	MemoryMB int64  `json:"memory_mb"`
-	HA       bool   `json:"ha"`
-}
-
-type list[T any] struct {
-	Items []T    `json:"items"`
-	Next  string `json:"next"`
-}
-
 // all follows the next cursors of a list endpoint.
 func all[T any](ctx context.Context, c *client, path string) ([]T, error) {
 	var out []T
 	q := url.Values{"limit": {"500"}}
 	for {
-		var page list[T]
+		var page api.List[T]
 		if err := c.call(ctx, http.MethodGet, path, q, nil, &page); err != nil {
 			return nil, err
 		}

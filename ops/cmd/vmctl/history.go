@@ -10,32 +10,14 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/vmplane/vmplane/api"
 )
 
 // historyCommands read the history the journal keeps in ClickHouse.
 var historyCommands = map[string]command{
 	"vm history":    vmHistory,
 	"journal query": journalQuery,
-}
-
-type vmEvent struct {
-	At         time.Time `json:"at"`
-	Type       string    `json:"type"`
-	JobID      string    `json:"job_id"`
-	VmState    string    `json:"vm_state"`
-	TaskState  string    `json:"task_state"`
-	PowerState string    `json:"power_state"`
-	HostID     string    `json:"host_id"`
-	Reason     string    `json:"reason"`
-}
-
-type vmAsOf struct {
-	At          time.Time `json:"at"`
-	Since       time.Time `json:"since"`
-	VM          vm        `json:"vm"`
-	PendingJob  string    `json:"pending_job"`
-	PendingJobs int32     `json:"pending_jobs"`
-	Reason      string    `json:"reason"`
 }
 
 // vmHistory is `vmctl vm history ID [--at T]`: every event of the VM, or
@@ -50,7 +32,7 @@ func vmHistory(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, get
 	defer cancel()
 	path := "/v1/vms/" + url.PathEscape(pos[0]) + "/history"
 	if *at == "" {
-		var out list[json.RawMessage]
+		var out api.List[json.RawMessage]
 		if err := a.c.call(ctx, http.MethodGet, path, nil, nil, &out); err != nil {
 			return err
 		}
@@ -58,7 +40,7 @@ func vmHistory(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, get
 		return a.emit(raw, func(w io.Writer) error {
 			fmt.Fprintln(w, "AT\tEVENT\tJOB\tVM STATE\tTASK\tPOWER\tHOST\tREASON")
 			for _, r := range out.Items {
-				e, err := decodeRaw[vmEvent](r)
+				e, err := decodeRaw[api.VmHistoryEvent](r)
 				if err != nil {
 					return err
 				}
@@ -76,7 +58,7 @@ func vmHistory(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, get
 	if err := a.c.call(ctx, http.MethodGet, path, url.Values{"at": {t.Format(time.RFC3339Nano)}}, nil, &raw); err != nil {
 		return err
 	}
-	s, err := decodeRaw[vmAsOf](raw)
+	s, err := decodeRaw[api.VmAsOf](raw)
 	if err != nil {
 		return err
 	}
@@ -107,12 +89,6 @@ func instant(v string, now time.Time) (time.Time, error) {
 	return now.Add(-d), nil
 }
 
-type queryResult struct {
-	Columns   []string   `json:"columns"`
-	Rows      [][]string `json:"rows"`
-	Truncated bool       `json:"truncated"`
-}
-
 // journalQuery is `vmctl journal query "<SQL>"`: the gateway runs it as
 // ClickHouse's read-only analyst user (admin key needed) and it prints a
 // table.
@@ -127,7 +103,7 @@ func journalQuery(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, 
 	if err := a.c.call(ctx, http.MethodPost, "/v1/journal/query", nil, map[string]string{"sql": pos[0]}, &raw); err != nil {
 		return err
 	}
-	res, err := decodeRaw[queryResult](raw)
+	res, err := decodeRaw[api.QueryResult](raw)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/vmplane/vmplane/api"
 )
 
 // hostCommands are the admin's host commands: list and inspect hosts, and
@@ -25,36 +27,6 @@ var hostCommands = map[string]command{
 	"host remove":             hostActionCmd("remove"),
 }
 
-type host struct {
-	ID            string     `json:"id"`
-	Name          string     `json:"name"`
-	ZoneID        string     `json:"zone_id"`
-	PodID         string     `json:"pod_id"`
-	ClusterID     string     `json:"cluster_id"`
-	Hypervisor    string     `json:"hypervisor"`
-	Status        string     `json:"status"`
-	ResourceState string     `json:"resource_state"`
-	Reservable    bool       `json:"reservable"`
-	CPU           int32      `json:"cpu"`
-	MemoryMB      int64      `json:"memory_mb"`
-	UsedCPU       int32      `json:"used_cpu"`
-	UsedMemoryMB  int64      `json:"used_memory_mb"`
-	Tags          []string   `json:"tags"`
-	VMCount       int        `json:"vm_count"`
-	LastPingAt    *time.Time `json:"last_ping_at"`
-	Reservation   *struct {
-		Planner       string `json:"planner"`
-		ResourceUsage string `json:"resource_usage"`
-		Account       string `json:"account"`
-	} `json:"reservation"`
-	Allocations []struct {
-		VmID     string `json:"vm_id"`
-		Account  string `json:"account"`
-		CPU      int32  `json:"cpu"`
-		MemoryMB int64  `json:"memory_mb"`
-	} `json:"allocations"`
-}
-
 func hostList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
 	if _, err := a.setup(fs, args, getenv); err != nil {
 		return err
@@ -62,7 +34,7 @@ func hostList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, gete
 	return listAll(ctx, a, "/v1/hosts", func(w io.Writer, hosts []json.RawMessage) error {
 		fmt.Fprintln(w, "ID\tNAME\tZONE\tCLUSTER\tSTATUS\tRESOURCE\tCPU\tMEMORY MiB\tLAST PING\tVMS\tHYPERVISOR\tRESERVABLE")
 		for _, r := range hosts {
-			h, err := decodeRaw[host](r)
+			h, err := decodeRaw[api.Host](r)
 			if err != nil {
 				return err
 			}
@@ -91,16 +63,16 @@ func hostGet(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, geten
 	})
 }
 
-func (a *cli) getHost(ctx context.Context, id string) (json.RawMessage, host, error) {
+func (a *cli) getHost(ctx context.Context, id string) (json.RawMessage, api.HostDetail, error) {
 	var raw json.RawMessage
 	if err := a.c.call(ctx, http.MethodGet, "/v1/hosts/"+url.PathEscape(id), nil, nil, &raw); err != nil {
-		return nil, host{}, err
+		return nil, api.HostDetail{}, err
 	}
-	h, err := decodeRaw[host](raw)
+	h, err := decodeRaw[api.HostDetail](raw)
 	return raw, h, err
 }
 
-func printHost(w io.Writer, h host) {
+func printHost(w io.Writer, h api.HostDetail) {
 	fmt.Fprintf(w, "id:\t%s\n", h.ID)
 	fmt.Fprintf(w, "name:\t%s\n", h.Name)
 	fmt.Fprintf(w, "where:\tzone %s, pod %s, cluster %s\n", h.ZoneID, orDash(h.PodID), orDash(h.ClusterID))
@@ -125,12 +97,12 @@ func printHost(w io.Writer, h host) {
 
 // hostDone says, per action, when a host has taken it: --wait polls the
 // host until done says so; ok false means the action ended in failure.
-var hostDone = map[string]func(h host) (done, ok bool){
-	"enable":             func(h host) (bool, bool) { return h.ResourceState == "Enabled", true },
-	"disable":            func(h host) (bool, bool) { return h.ResourceState == "Disabled", true },
-	"cancel_maintenance": func(h host) (bool, bool) { return h.ResourceState == "Enabled", true },
-	"remove":             func(h host) (bool, bool) { return h.Status == "Removed", true },
-	"prepare_for_maintenance": func(h host) (bool, bool) {
+var hostDone = map[string]func(h api.Host) (done, ok bool){
+	"enable":             func(h api.Host) (bool, bool) { return h.ResourceState == "Enabled", true },
+	"disable":            func(h api.Host) (bool, bool) { return h.ResourceState == "Disabled", true },
+	"cancel_maintenance": func(h api.Host) (bool, bool) { return h.ResourceState == "Enabled", true },
+	"remove":             func(h api.Host) (bool, bool) { return h.Status == "Removed", true },
+	"prepare_for_maintenance": func(h api.Host) (bool, bool) {
 		return slices.Contains([]string{"Maintenance", "ErrorInMaintenance"}, h.ResourceState), h.ResourceState == "Maintenance"
 	},
 }
@@ -154,12 +126,9 @@ func hostActionCmd(action string) command {
 		}
 		if !*wait {
 			return a.emit(raw, func(w io.Writer) error {
-				var acc struct {
-					CommandID string `json:"command_id"`
-					Command   string `json:"command"`
-				}
-				if err := json.Unmarshal(raw, &acc); err != nil {
-					return fmt.Errorf("decode answer: %w", err)
+				acc, err := decodeRaw[api.HostCommandAccepted](raw)
+				if err != nil {
+					return err
 				}
 				fmt.Fprintf(w, "%s of host %s accepted (command %s)\n", acc.Command, id, acc.CommandID)
 				return nil
@@ -177,7 +146,7 @@ func hostActionCmd(action string) command {
 				fmt.Fprintf(a.stdout, "host %s: %s, %s\n", id, h.Status, h.ResourceState)
 				last = now
 			}
-			if done, ok := hostDone[action](h); done {
+			if done, ok := hostDone[action](h.Host); done {
 				if a.output == "json" {
 					if err := a.emit(raw, nil); err != nil {
 						return err

@@ -10,11 +10,13 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/vmplane/vmplane/api"
 )
 
 // jobFailed is the error of a job that ended other than succeeded; the
 // final line printed already explains it.
-type jobFailed struct{ j job }
+type jobFailed struct{ j api.Job }
 
 func (e *jobFailed) Error() string { return fmt.Sprintf("job %s %s", e.j.ID, e.j.State) }
 
@@ -35,7 +37,7 @@ func jobGet(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv
 		return err
 	}
 	return a.emit(raw, func(w io.Writer) error {
-		j, err := decodeRaw[job](raw)
+		j, err := decodeRaw[api.Job](raw)
 		if err == nil {
 			printJob(w, j)
 		}
@@ -99,12 +101,12 @@ func (a *cli) pollJob(ctx context.Context, w *watch, timeout time.Duration) erro
 		pcancel()
 		switch {
 		case err == nil:
-			j, err := decodeRaw[job](raw)
+			j, err := decodeRaw[api.Job](raw)
 			if err != nil {
 				return err
 			}
 			w.job(j)
-			if j.finished() {
+			if api.Finished(j.State) {
 				w.done()
 				return a.finalLine(j, raw, time.Since(w.start))
 			}
@@ -136,7 +138,7 @@ func deadlineOf(ctx context.Context) time.Time {
 
 // finalLine prints the outcome; a job that did not succeed is an error
 // (exit code 1).
-func (a *cli) finalLine(j job, raw json.RawMessage, waited time.Duration) error {
+func (a *cli) finalLine(j api.Job, raw json.RawMessage, waited time.Duration) error {
 	took := waited
 	if j.FinishedAt != nil && !j.CreatedAt.IsZero() {
 		took = j.FinishedAt.Sub(j.CreatedAt)
@@ -155,7 +157,7 @@ func (a *cli) finalLine(j job, raw json.RawMessage, waited time.Duration) error 
 		}
 		fmt.Fprintln(a.stdout, line)
 	}
-	if j.State != "succeeded" {
+	if j.State != api.JobSucceeded {
 		return &jobFailed{j}
 	}
 	return nil

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vmplane/vmplane/api"
 )
 
 // leaseCommands are the host reservation commands of issue 6.
@@ -21,40 +23,6 @@ var leaseCommands = map[string]command{
 	"lease update": leaseUpdate,
 	"lease delete": leaseDelete,
 	"lease events": leaseEventsCmd,
-}
-
-type leaseReservation struct {
-	ID               string            `json:"id"`
-	Status           string            `json:"status"`
-	MinHosts         int32             `json:"min_hosts"`
-	MaxHosts         int32             `json:"max_hosts"`
-	HostProperties   map[string]string `json:"host_properties"`
-	Hosts            []string          `json:"hosts"`
-	MissingResources bool              `json:"missing_resources"`
-	ResourcesChanged bool              `json:"resources_changed"`
-}
-
-type lease struct {
-	ID           string             `json:"id"`
-	Name         string             `json:"name"`
-	ZoneID       string             `json:"zone_id"`
-	Project      string             `json:"project"`
-	Status       string             `json:"status"`
-	Degraded     bool               `json:"degraded"`
-	Start        time.Time          `json:"start"`
-	End          time.Time          `json:"end"`
-	Reason       string             `json:"reason"`
-	Reservations []leaseReservation `json:"reservations"`
-}
-
-type leaseEvent struct {
-	Seq      string    `json:"seq"`
-	Event    string    `json:"event"`
-	Status   string    `json:"status"`
-	Degraded bool      `json:"degraded"`
-	HostID   string    `json:"host_id"`
-	Detail   string    `json:"detail"`
-	At       time.Time `json:"at"`
 }
 
 // when turns "now", an RFC 3339 time or a duration from now ("2h") into
@@ -186,7 +154,7 @@ func (a *cli) leaseCall(ctx context.Context, method, path string, body any, verb
 		return err
 	}
 	return a.emit(raw, func(w io.Writer) error {
-		l, err := decodeRaw[lease](raw)
+		l, err := decodeRaw[api.Lease](raw)
 		if err != nil {
 			return err
 		}
@@ -207,7 +175,7 @@ func leaseGet(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, gete
 		return err
 	}
 	return a.emit(raw, func(w io.Writer) error {
-		l, err := decodeRaw[lease](raw)
+		l, err := decodeRaw[api.Lease](raw)
 		if err != nil {
 			return err
 		}
@@ -234,7 +202,7 @@ func leaseList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, get
 	if _, err := a.setup(fs, args, getenv); err != nil {
 		return err
 	}
-	return listAll(ctx, a, "/v1/leases", func(w io.Writer, ls []lease) error {
+	return listAll(ctx, a, "/v1/leases", func(w io.Writer, ls []api.Lease) error {
 		fmt.Fprintln(w, "ID\tNAME\tPROJECT\tSTATUS\tDEGRADED\tSTART\tEND\tHOSTS")
 		for _, l := range ls {
 			var hosts []string
@@ -253,7 +221,7 @@ func leaseEventsCmd(ctx context.Context, a *cli, fs *flag.FlagSet, args []string
 	if err != nil {
 		return err
 	}
-	return listAll(ctx, a, "/v1/leases/"+url.PathEscape(pos[0])+"/events", func(w io.Writer, es []leaseEvent) error {
+	return listAll(ctx, a, "/v1/leases/"+url.PathEscape(pos[0])+"/events", func(w io.Writer, es []api.LeaseEvent) error {
 		fmt.Fprintln(w, "AT\tEVENT\tSTATUS\tDEGRADED\tDETAIL")
 		for _, e := range es {
 			fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s\n", e.At.Format(time.RFC3339), e.Event, orDash(e.Status), e.Degraded, orDash(e.Detail))

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/schemas/actions"
 )
 
@@ -93,16 +94,6 @@ func vmLifecycle(a actions.Action) command {
 	}
 }
 
-type alert struct {
-	ID      string    `json:"id"`
-	Kind    string    `json:"kind"`
-	VmID    string    `json:"vm_id"`
-	HostID  string    `json:"host_id"`
-	JobID   string    `json:"job_id"`
-	Message string    `json:"message"`
-	At      time.Time `json:"at"`
-}
-
 // alertList is vmctl alert list [--vm ID].
 func alertList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
 	vmID := fs.String("vm", "", "only the alerts of this VM")
@@ -119,9 +110,7 @@ func alertList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, get
 	if err := a.c.call(cctx, http.MethodGet, "/v1/alerts", q, nil, &raw); err != nil {
 		return err
 	}
-	var l struct {
-		Items []alert `json:"items"`
-	}
+	var l api.List[api.Alert]
 	if err := json.Unmarshal(raw, &l); err != nil {
 		return fmt.Errorf("decode alerts: %w", err)
 	}

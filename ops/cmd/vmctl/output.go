@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/vmplane/vmplane/api"
 )
 
 // emit prints raw (the API's JSON) indented in json mode, or calls table.
@@ -50,7 +52,7 @@ func ago(t *time.Time) string {
 	return time.Since(*t).Round(time.Second).String() + " ago"
 }
 
-func printVM(w io.Writer, v vm) {
+func printVM(w io.Writer, v api.VM) {
 	fmt.Fprintf(w, "id:\t%s\n", v.ID)
 	fmt.Fprintf(w, "name:\t%s\n", v.Name)
 	fmt.Fprintf(w, "account:\t%s\n", v.Account)
@@ -65,14 +67,14 @@ func printVM(w io.Writer, v vm) {
 	fmt.Fprintf(w, "updated:\t%s\n", v.UpdatedAt.Format(time.RFC3339))
 }
 
-func stateOf(v vm) string {
+func stateOf(v api.VM) string {
 	if v.TaskState == "" {
 		return orDash(v.VmState)
 	}
 	return v.VmState + " (" + v.TaskState + ")"
 }
 
-func printJob(w io.Writer, j job) {
+func printJob(w io.Writer, j api.Job) {
 	fmt.Fprintf(w, "id:\t%s\n", j.ID)
 	fmt.Fprintf(w, "vm:\t%s\n", j.VmID)
 	fmt.Fprintf(w, "type:\t%s\n", j.Type)
@@ -93,7 +95,7 @@ func printJob(w io.Writer, j job) {
 }
 
 // stepLine is how a job step reads in vmctl: "  [3] Spawning: StartVm sent to host-2".
-func stepLine(s jobStep) string {
+func stepLine(s api.JobStep) string {
 	text := s.Text
 	if text == "" {
 		text = s.Step

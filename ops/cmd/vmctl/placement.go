@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/vmplane/vmplane/api"
 )
 
 // placementCommands are the catalog and capacity commands of issue 5.
@@ -45,7 +47,7 @@ func offeringCreate(ctx context.Context, a *cli, fs *flag.FlagSet, args []string
 		return err
 	}
 	return a.emit(raw, func(w io.Writer) error {
-		o, err := decodeRaw[offering](raw)
+		o, err := decodeRaw[api.Offering](raw)
 		if err != nil {
 			return err
 		}
@@ -54,20 +56,13 @@ func offeringCreate(ctx context.Context, a *cli, fs *flag.FlagSet, args []string
 	})
 }
 
-type planner struct {
-	Name          string `json:"name"`
-	ResourceUsage string `json:"resource_usage"`
-	Description   string `json:"description"`
-	Default       bool   `json:"default"`
-}
-
 func plannerList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
 	if _, err := a.setup(fs, args, getenv); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	var page list[planner]
+	var page api.List[api.Planner]
 	if err := a.c.call(ctx, http.MethodGet, "/v1/planners", nil, nil, &page); err != nil {
 		return err
 	}
@@ -85,21 +80,6 @@ func plannerList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, g
 	})
 }
 
-type clusterCapacity struct {
-	PodID        string `json:"pod_id"`
-	ClusterID    string `json:"cluster_id"`
-	Hosts        int    `json:"hosts"`
-	Reservable   int    `json:"reservable_hosts"`
-	Reserved     int    `json:"reserved_hosts"`
-	Dedicated    int    `json:"dedicated_hosts"`
-	CPU          int64  `json:"cpu"`
-	UsedCPU      int64  `json:"used_cpu"`
-	FreeCPU      int64  `json:"free_cpu"`
-	MemoryMB     int64  `json:"memory_mb"`
-	UsedMemoryMB int64  `json:"used_memory_mb"`
-	FreeMemoryMB int64  `json:"free_memory_mb"`
-}
-
 func zoneCapacity(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
 	pos, err := a.setup(fs, args, getenv, "ZONE")
 	if err != nil {
@@ -112,17 +92,14 @@ func zoneCapacity(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, 
 		return err
 	}
 	return a.emit(raw, func(w io.Writer) error {
-		zc, err := decodeRaw[struct {
-			Total    clusterCapacity   `json:"total"`
-			Clusters []clusterCapacity `json:"clusters"`
-		}](raw)
+		zc, err := decodeRaw[api.ZoneCapacity](raw)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintln(w, "POD\tCLUSTER\tHOSTS\tRESERVED\tCPU USED/CAP\tCPU FREE\tMEM USED/CAP MiB\tMEM FREE MiB")
-		line := func(c clusterCapacity) {
+		line := func(c api.ClusterCapacity) {
 			fmt.Fprintf(w, "%s\t%s\t%d/%d\t%d (%d dedicated)\t%d/%d\t%d\t%d/%d\t%d\n", orDash(c.PodID), orDash(c.ClusterID),
-				c.Reservable, c.Hosts, c.Reserved, c.Dedicated, c.UsedCPU, c.CPU, c.FreeCPU, c.UsedMemoryMB, c.MemoryMB, c.FreeMemoryMB)
+				c.ReservableHosts, c.Hosts, c.ReservedHosts, c.DedicatedHosts, c.UsedCPU, c.CPU, c.FreeCPU, c.UsedMemoryMB, c.MemoryMB, c.FreeMemoryMB)
 		}
 		for _, c := range zc.Clusters {
 			line(c)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/vmplane/vmplane/api"
 )
 
 // watch is what vmctl shows of one job while it waits for it: each new
@@ -20,10 +22,10 @@ type watch struct {
 	tty     bool // redraw a status line
 	id      string
 	start   time.Time
-	printed int32 // highest step seq printed
-	last    job   // the job as last seen
-	seen    bool  // last holds the job
-	drawn   bool  // a status line is on screen
+	printed int32   // highest step seq printed
+	last    api.Job // the job as last seen
+	seen    bool    // last holds the job
+	drawn   bool    // a status line is on screen
 	stop    chan struct{}
 	stopped sync.Once
 }
@@ -66,7 +68,7 @@ func (w *watch) done() {
 
 // job takes a snapshot of the job (from the stream or a poll) and prints
 // the steps not printed yet.
-func (w *watch) job(j job) {
+func (w *watch) job(j api.Job) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.last, w.seen = j, true
@@ -77,7 +79,7 @@ func (w *watch) job(j job) {
 }
 
 // step prints s unless a step at or after it was printed already.
-func (w *watch) step(s jobStep) {
+func (w *watch) step(s api.JobStep) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.stepLocked(s)
@@ -87,7 +89,7 @@ func (w *watch) step(s jobStep) {
 	w.draw()
 }
 
-func (w *watch) stepLocked(s jobStep) {
+func (w *watch) stepLocked(s api.JobStep) {
 	if s.Seq <= w.printed {
 		return
 	}
@@ -117,7 +119,7 @@ func (w *watch) after() int32 {
 	return w.printed
 }
 
-func (w *watch) lastJob() (job, bool) {
+func (w *watch) lastJob() (api.Job, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.last, w.seen

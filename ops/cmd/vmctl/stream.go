@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/vmplane/vmplane/api"
 )
 
 // streamIdle is how long a job stream may stay silent before it is taken
@@ -108,37 +110,30 @@ func readSSE(r interface{ Read([]byte) (int, error) }, alive func(), each func(s
 	return sc.Err()
 }
 
-// streamedEvent is a vm.events.v1 record as the gateway streams it.
-type streamedEvent struct {
-	Type  string         `json:"type"`
-	JobID string         `json:"job_id"`
-	Data  map[string]any `json:"data"`
-}
-
 // onEvent shows one event of the job's stream and says whether the stream
 // is over for vmctl.
 func (w *watch) onEvent(e sseEvent) (streamEnd, bool) {
 	switch e.name {
 	case "job":
-		var j job
+		var j api.Job
 		if err := json.Unmarshal([]byte(e.data), &j); err != nil {
 			return streamBroken, true
 		}
 		w.job(j)
-		if j.finished() {
+		if api.Finished(j.State) {
 			return streamJobEnded, true
 		}
 		return streamBroken, false
 	case "gap", "overflow", "error":
 		return streamBroken, true
 	}
-	var ev streamedEvent
+	var ev api.Event
 	if err := json.Unmarshal([]byte(e.data), &ev); err != nil {
 		return streamBroken, true
 	}
 	switch ev.Type {
 	case "JobStepped":
-		w.step(jobStep{
+		w.step(api.JobStep{
 			Seq: int32(num(ev.Data["seq"])), TaskState: str(ev.Data["task_state"]),
 			Step: str(ev.Data["step"]), Text: str(ev.Data["text"]),
 			At: time.UnixMilli(int64(num(ev.Data["at"]))),

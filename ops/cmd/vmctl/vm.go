@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/vmplane/vmplane/api"
 )
 
 type command func(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error
@@ -67,7 +69,7 @@ func vmGet(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv 
 		return err
 	}
 	return a.emit(raw, func(w io.Writer) error {
-		v, err := decodeRaw[vm](raw)
+		v, err := decodeRaw[api.VM](raw)
 		if err == nil {
 			printVM(w, v)
 		}
@@ -82,7 +84,7 @@ func vmList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv
 	return listAll(ctx, a, "/v1/vms", func(w io.Writer, vms []json.RawMessage) error {
 		fmt.Fprintln(w, "ID\tNAME\tSTATE\tPOWER\tHOST\tOFFERING\tACCOUNT")
 		for _, r := range vms {
-			v, err := decodeRaw[vm](r)
+			v, err := decodeRaw[api.VM](r)
 			if err != nil {
 				return err
 			}
@@ -141,7 +143,7 @@ func (a *cli) submit(ctx context.Context, method, path string, body any, w waitO
 	if err := a.c.call(cctx, method, path, nil, body, &raw); err != nil {
 		return err
 	}
-	j, err := decodeRaw[job](raw)
+	j, err := decodeRaw[api.Job](raw)
 	if err != nil {
 		return err
 	}
