@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/gateway"
 	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
+	"github.com/vmplane/vmplane/schemas/actions"
 )
 
 func equalJSON(t *testing.T, a, b any) bool {
@@ -144,5 +147,75 @@ func TestPublishFailureIs503(t *testing.T) {
 	wantStatus(t, e.do("POST", "/v1/vms/vm-a1/actions", e.alice, `{"action":"stop"}`, "Idempotency-Key", "k1"), http.StatusAccepted)
 	if n := len(e.pub.Records()); n != 1 {
 		t.Fatalf("%d records, want 1", n)
+	}
+}
+
+// api.ActionRequest carries every parameter of the catalog, as a pointer field
+// of its JSON name and kind, and nothing else: the gateway reads the
+// parameters from it by name.
+func TestActionRequestCarriesTheCatalog(t *testing.T) {
+	kindType := map[string]reflect.Type{
+		actions.KindBool: reflect.TypeFor[*bool](), actions.KindString: reflect.TypeFor[*string](), actions.KindOffering: reflect.TypeFor[*string](),
+	}
+	fields := map[string]reflect.Type{}
+	rt := reflect.TypeFor[api.ActionRequest]()
+	for i := range rt.NumField() {
+		name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+		fields[name] = rt.Field(i).Type
+	}
+	params := map[string]bool{"action": true}
+	for _, a := range actions.Catalog {
+		for _, p := range a.Params {
+			params[p.Name] = true
+			if fields[p.Name] != kindType[p.Kind] {
+				t.Errorf("action %s: field %s of the request is %v, want %v", a.Name, p.Name, fields[p.Name], kindType[p.Kind])
+			}
+		}
+	}
+	for name := range fields {
+		if !params[name] {
+			t.Errorf("field %s of the request is no parameter of any action", name)
+		}
+	}
+}
+
+// Every parameter of every action reaches its field of the command.
+func TestEveryParameterReachesItsCommand(t *testing.T) {
+	e := newEnv(t, gateway.Config{})
+	e.rm.PutVM(readmodel.VM{ID: "vm-new", Account: "acct-a"})
+	for _, a := range actions.Catalog {
+		body := map[string]any{"action": a.Name}
+		want := map[string]any{}
+		for _, p := range a.Params {
+			switch p.Kind {
+			case actions.KindBool:
+				body[p.Name], want[p.Name] = true, true
+			case actions.KindOffering:
+				body[p.Name], want[p.Name] = "ha-medium", "off-ha"
+			default:
+				body[p.Name], want[p.Name] = "x-"+p.Name, "x-"+p.Name
+			}
+		}
+		wantStatus(t, e.do("POST", "/v1/vms/vm-new/actions", e.alice, body), http.StatusAccepted)
+		recs := e.pub.Records()
+		v := reflect.ValueOf(recs[len(recs)-1].Value).Elem()
+		for i := range v.NumField() {
+			name := v.Type().Field(i).Tag.Get("avro")
+			w, ok := want[name]
+			if !ok {
+				continue
+			}
+			got := v.Field(i).Interface()
+			if o, ok := got.(schemas.Offering); ok {
+				got = o.ID
+			}
+			if got != w {
+				t.Errorf("%s: %s = %v, want %v", a.Name, name, got, w)
+			}
+			delete(want, name)
+		}
+		if len(want) != 0 {
+			t.Errorf("%s: %s has no field for %v", a.Name, v.Type().Name(), want)
+		}
 	}
 }
