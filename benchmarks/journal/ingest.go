@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vmplane/vmplane/internal/kafka"
-	"github.com/vmplane/vmplane/processors/runtime"
+	"github.com/vmplane/vmplane/internal/memory"
 	pj "github.com/vmplane/vmplane/projectors/journal"
 	"github.com/vmplane/vmplane/schemas"
 )
@@ -117,7 +117,7 @@ func ingestOnce(ctx context.Context, s *server, l *log, run int, lg *slog.Logger
 	}
 	// The collector as `vmplane projector` sets it by default
 	// (--gc-percent); the embedded broker in this process gets it too.
-	defer debug.SetGCPercent(debug.SetGCPercent(runtime.RecommendedGCPercent))
+	defer debug.SetGCPercent(debug.SetGCPercent(memory.RecommendedGCPercent))
 	pctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	start := time.Now()

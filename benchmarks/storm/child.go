@@ -16,6 +16,7 @@ import (
 
 	"github.com/vmplane/vmplane/benchmarks/harness"
 	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/internal/memory"
 	"github.com/vmplane/vmplane/processors/runtime"
 	"github.com/vmplane/vmplane/processors/vm"
 	"github.com/vmplane/vmplane/schemas"
@@ -248,11 +249,11 @@ func (c *child) stop() {
 }
 
 // childGC is the collector setting of a child: `vmplane processor`'s
-// default (runtime.RecommendedGCPercent, no memory limit), or
+// default (memory.RecommendedGCPercent, no memory limit), or
 // VMPLANE_GC_PERCENT and VMPLANE_MEMORY_LIMIT as that command reads them,
 // to measure others.
-func childGC() (runtime.GC, error) {
-	gc := runtime.GC{Percent: runtime.RecommendedGCPercent}
+func childGC() (memory.GC, error) {
+	gc := memory.GC{Percent: memory.RecommendedGCPercent}
 	if v := os.Getenv("VMPLANE_GC_PERCENT"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -260,7 +261,7 @@ func childGC() (runtime.GC, error) {
 		}
 		gc.Percent = n
 	}
-	limit, err := runtime.ParseBytes(os.Getenv("VMPLANE_MEMORY_LIMIT"))
+	limit, err := memory.ParseBytes(os.Getenv("VMPLANE_MEMORY_LIMIT"))
 	if err != nil {
 		return gc, fmt.Errorf("VMPLANE_MEMORY_LIMIT: %w", err)
 	}

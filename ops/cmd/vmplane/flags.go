@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/vmplane/vmplane/internal/kafka"
-	"github.com/vmplane/vmplane/processors/runtime"
+	"github.com/vmplane/vmplane/internal/memory"
 )
 
 // flags is a FlagSet whose defaults come from environment variables.
@@ -97,7 +97,7 @@ func (f flags) settings() *time.Duration {
 }
 
 // gcFlags tune the Go collector of a processor or projector process
-// (runtime.GC): a processor's heap is mostly long-lived states, which a
+// (memory.GC): a processor's heap is mostly long-lived states, which a
 // collection re-marks every time, a projector's the batch in hand;
 // benchmarks/README.md has the measurements behind the default.
 type gcFlags struct {
@@ -106,7 +106,7 @@ type gcFlags struct {
 }
 
 func (f flags) gc() gcFlags {
-	def := runtime.RecommendedGCPercent
+	def := memory.RecommendedGCPercent
 	if os.Getenv("GOGC") != "" {
 		def = 0 // the operator's GOGC stands unless the flag is given
 	}
@@ -118,10 +118,10 @@ func (f flags) gc() gcFlags {
 
 // apply sets the collector as the flags say.
 func (g gcFlags) apply() error {
-	limit, err := runtime.ParseBytes(*g.limit)
+	limit, err := memory.ParseBytes(*g.limit)
 	if err != nil {
 		return fmt.Errorf("--memory-limit: %w", err)
 	}
-	runtime.GC{Percent: *g.percent, MemoryLimit: limit}.Apply()
+	memory.GC{Percent: *g.percent, MemoryLimit: limit}.Apply()
 	return nil
 }

@@ -1,4 +1,8 @@
-package runtime
+// Package memory holds the process-wide settings of the Go collector: its
+// percentage and the soft memory limit, which every processor and projector
+// process sets once at start from its flags. They are the process's, not a
+// processor's: this package owns nothing else and keeps no state.
+package memory
 
 import (
 	"fmt"
