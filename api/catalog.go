@@ -12,12 +12,12 @@ type Offering struct {
 	HostTags          []string `json:"host_tags"`
 }
 
-// OfferingRequest is the body of POST /v1/offerings.
+// OfferingRequest is the body of POST /v1/offerings; HA left out is false.
 type OfferingRequest struct {
 	Name              string   `json:"name"`
 	CPU               int32    `json:"cpu"`
 	MemoryMB          int64    `json:"memory_mb"`
-	HA                bool     `json:"ha"`
+	HA                bool     `json:"ha,omitempty"`
 	DeploymentPlanner string   `json:"deployment_planner,omitempty"`
 	PlannerMode       string   `json:"planner_mode,omitempty"`
 	HostTags          []string `json:"host_tags,omitempty"`

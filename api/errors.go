@@ -1,10 +1,11 @@
 package api
 
 // ErrorResponse is every error answer of the API:
-// {"error": {"code", "message", "details"}}. A client that decodes an
-// answer without "error" (a proxy's page, say) finds Error nil.
+// {"error": {"code", "message", "details"}}. Every error has a code: an
+// answer that decodes without one (a proxy's page, say) is none of the
+// API's.
 type ErrorResponse struct {
-	Error *Error `json:"error"`
+	Error Error `json:"error"`
 }
 
 // Error is what went wrong. Code names the condition, so that a client

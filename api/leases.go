@@ -68,10 +68,11 @@ type LeaseUpdate struct {
 	Reservations []ReservationRequest `json:"reservations,omitempty"`
 }
 
-// ReservationRequest asks for hosts: a count range and properties.
+// ReservationRequest asks for hosts: a count range and properties. MaxHosts
+// left out is MinHosts.
 type ReservationRequest struct {
 	MinHosts       HostCount         `json:"min_hosts"`
-	MaxHosts       HostCount         `json:"max_hosts"`
+	MaxHosts       HostCount         `json:"max_hosts,omitempty"`
 	HostProperties map[string]string `json:"host_properties,omitempty"`
 }
 

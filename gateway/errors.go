@@ -82,7 +82,7 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
-	writeJSON(w, e.Status, api.ErrorResponse{Error: &out})
+	writeJSON(w, e.Status, api.ErrorResponse{Error: out})
 }
 
 // clip cuts s to at most n bytes, at a character boundary, marking the cut.

@@ -13,10 +13,13 @@ import (
 )
 
 // The OpenAPI 3.1 document of the API, served at /v1/openapi.json. It is
-// generated from the table below and the Go types of requests and
-// responses; TestOpenAPIMatchesRoutes walks the router and fails when a
-// route is missing from the table or the table names a route that does not
-// exist. A new route adds its line here.
+// generated from the table below and the types of package api that the
+// routes decode and answer, by their json tags; TestOpenAPIMatchesRoutes
+// walks the router and fails when a route is missing from the table or the
+// table names a route that does not exist, TestOpenAPISchemasAreTheWire
+// holds each schema to what encoding/json writes of its type, and
+// TestOpenAPIDescribesEveryAnswer holds each route's documented schemas to
+// what the route takes and answers. A new route adds its line here.
 
 // apiOp documents one route.
 type apiOp struct {
@@ -27,6 +30,7 @@ type apiOp struct {
 	body         any      // request body type (a zero value), nil for none
 	status       int      // success status
 	resp         any      // success response type, nil for none
+	alt          any      // the success response's other type, when the route has two
 	stream       bool     // text/event-stream
 }
 
@@ -36,17 +40,19 @@ var apiOps = []apiOp{
 	{method: "GET", path: "/vms/{id}", summary: "Get a VM (ETag, If-None-Match)", status: 200, resp: api.VM{}},
 	{method: "DELETE", path: "/vms/{id}", summary: "Terminate a VM", status: 202, resp: api.Job{}},
 	{method: "POST", path: "/vms/{id}/actions", summary: "Act on a VM (start, stop, ...)", body: api.ActionRequest{}, status: 202, resp: api.Job{}},
-	{method: "GET", path: "/vms/{id}/history", summary: "A VM's event history", query: []string{"limit", "cursor", "at"}, status: 200},
+	{method: "GET", path: "/vms/{id}/history", summary: "A VM's event history; with at, the VM as it was then", query: []string{"limit", "cursor", "at"}, status: 200,
+		resp: api.List[api.VmHistoryEvent]{}, alt: api.VmAsOf{}},
 	{method: "GET", path: "/jobs", summary: "List jobs", query: []string{"limit", "cursor", "vm", "state"}, status: 200, resp: api.List[api.Job]{}},
 	{method: "GET", path: "/jobs/{id}", summary: "Get a job; wait long-polls", query: []string{"wait", "steps", "after_step"}, status: 200, resp: api.Job{}},
-	{method: "GET", path: "/jobs/{id}/journal", summary: "A job's journal", status: 200},
+	{method: "GET", path: "/jobs/{id}/journal", summary: "A job's journal: its steps while the read model has the job, the journal's lines after", status: 200,
+		resp: api.List[api.JobStep]{}, alt: api.List[api.JournalLine]{}},
 	{method: "GET", path: "/jobs/{id}/events", summary: "A job's events as Server-Sent Events (Last-Event-ID resumes)", status: 200, stream: true},
 	{method: "GET", path: "/events", summary: "VM and job events as Server-Sent Events (Last-Event-ID resumes)", query: []string{"vm"}, status: 200, stream: true},
-	{method: "POST", path: "/journal/query", summary: "Query the journal (analysts)", admin: true, status: 200, resp: api.QueryResult{}},
+	{method: "POST", path: "/journal/query", summary: "Query the journal (analysts)", admin: true, body: api.QueryRequest{}, status: 200, resp: api.QueryResult{}},
 	{method: "GET", path: "/alerts", summary: "List alerts", query: []string{"limit", "cursor", "vm"}, status: 200, resp: api.List[api.Alert]{}},
 	{method: "GET", path: "/hosts", summary: "List hosts", admin: true, query: []string{"limit", "cursor"}, status: 200, resp: api.List[api.Host]{}},
-	{method: "GET", path: "/hosts/{id}", summary: "Get a host", admin: true, status: 200, resp: api.Host{}},
-	{method: "POST", path: "/hosts/{id}/actions", summary: "Act on a host (enable, disable, maintenance, ...)", admin: true, body: api.HostActionRequest{}, status: 202},
+	{method: "GET", path: "/hosts/{id}", summary: "Get a host, its reservation and allocations", admin: true, status: 200, resp: api.HostDetail{}},
+	{method: "POST", path: "/hosts/{id}/actions", summary: "Act on a host (enable, disable, maintenance, ...)", admin: true, body: api.HostActionRequest{}, status: 202, resp: api.HostCommandAccepted{}},
 	{method: "GET", path: "/offerings", summary: "List offerings", status: 200, resp: api.List[api.Offering]{}},
 	{method: "GET", path: "/offerings/{id}", summary: "Get an offering (by id or name)", status: 200, resp: api.Offering{}},
 	{method: "POST", path: "/offerings", summary: "Create an offering (its id is off-<name>)", admin: true, body: api.OfferingRequest{}, status: 201, resp: api.Offering{}},
@@ -63,7 +69,7 @@ var apiOps = []apiOp{
 	{method: "GET", path: "/leases", summary: "List leases", query: []string{"limit", "cursor"}, status: 200, resp: api.List[api.Lease]{}},
 	{method: "GET", path: "/leases/{id}", summary: "Get a lease", status: 200, resp: api.Lease{}},
 	{method: "PUT", path: "/leases/{id}", summary: "Update a lease", body: api.LeaseUpdate{}, status: 202, resp: api.Lease{}},
-	{method: "DELETE", path: "/leases/{id}", summary: "Delete a lease", status: 202},
+	{method: "DELETE", path: "/leases/{id}", summary: "Delete a lease", status: 202, resp: api.Lease{}},
 	{method: "GET", path: "/leases/{id}/events", summary: "A lease's events", status: 200, resp: api.List[api.LeaseEvent]{}},
 }
 
@@ -88,14 +94,11 @@ var pathParam = regexp.MustCompile(`\{([a-z_]+)\}`)
 
 // openAPI builds the document.
 func openAPI() map[string]any {
-	schemas := map[string]any{
-		"Error": obj(map[string]any{"error": obj(map[string]any{
-			"code": str(), "message": str(), "details": map[string]any{"type": "object"},
-		}, "code", "message")}, "error"),
-	}
+	schemas := map[string]any{}
+	errSchema := schemaOf(reflect.TypeFor[api.ErrorResponse](), schemas)
 	paths := map[string]any{}
 	errResp := func(desc string) map[string]any {
-		return map[string]any{"description": desc, "content": map[string]any{"application/json": map[string]any{"schema": ref("Error")}}}
+		return map[string]any{"description": desc, "content": map[string]any{"application/json": map[string]any{"schema": errSchema}}}
 	}
 	for _, op := range apiOps {
 		item, _ := paths["/v1"+op.path].(map[string]any)
@@ -123,7 +126,11 @@ func openAPI() map[string]any {
 		case op.stream:
 			ok["content"] = map[string]any{"text/event-stream": map[string]any{"schema": str()}}
 		case op.resp != nil:
-			ok["content"] = map[string]any{"application/json": map[string]any{"schema": schemaOf(reflect.TypeOf(op.resp), schemas)}}
+			schema := schemaOf(reflect.TypeOf(op.resp), schemas)
+			if op.alt != nil {
+				schema = map[string]any{"oneOf": []any{schema, schemaOf(reflect.TypeOf(op.alt), schemas)}}
+			}
+			ok["content"] = map[string]any{"application/json": map[string]any{"schema": schema}}
 		}
 		responses := map[string]any{
 			itoa(op.status): ok,
@@ -216,17 +223,38 @@ func schemaOf(t reflect.Type, comps map[string]any) map[string]any {
 		comps[name] = map[string]any{} // breaks recursion
 	}
 	props := map[string]any{}
-	var required []string
+	required := fieldsOf(t, comps, props)
+	o := obj(props, required...)
+	if name == "" {
+		return o
+	}
+	comps[name] = o
+	return ref(name)
+}
+
+// fieldsOf adds the JSON fields of struct t to props, as encoding/json
+// writes them: an embedded struct without a name in its tag lends its
+// fields (HostDetail is a Host and more). It returns the names of the
+// fields always written.
+func fieldsOf(t reflect.Type, comps map[string]any, props map[string]any) (required []string) {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
 		tag := f.Tag.Get("json")
 		if tag == "-" {
 			continue
 		}
 		jname, opts, _ := strings.Cut(tag, ",")
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if f.Anonymous && jname == "" && ft.Kind() == reflect.Struct {
+			required = append(required, fieldsOf(ft, comps, props)...)
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
 		if jname == "" {
 			jname = f.Name
 		}
@@ -235,12 +263,7 @@ func schemaOf(t reflect.Type, comps map[string]any) map[string]any {
 			required = append(required, jname)
 		}
 	}
-	o := obj(props, required...)
-	if name == "" {
-		return o
-	}
-	comps[name] = o
-	return ref(name)
+	return required
 }
 
 // openAPIDoc is GET /v1/openapi.json (no key needed).

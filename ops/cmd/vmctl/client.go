@@ -94,10 +94,10 @@ func (c *client) call(ctx context.Context, method, path string, query url.Values
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		var eb api.ErrorResponse
-		if json.Unmarshal(raw, &eb) != nil || eb.Error == nil {
+		if json.Unmarshal(raw, &eb) != nil || eb.Error.Code == "" {
 			return &apiError{Status: resp.StatusCode, Body: api.Error{Code: "http_error", Message: strings.TrimSpace(firstLine(string(raw), resp.Status))}}
 		}
-		return &apiError{Status: resp.StatusCode, Body: *eb.Error}
+		return &apiError{Status: resp.StatusCode, Body: eb.Error}
 	}
 	if out == nil {
 		return nil
