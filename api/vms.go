@@ -1,9 +1,6 @@
 package api
 
-import (
-	"sort"
-	"time"
-)
+import "time"
 
 // VM is the JSON of a VM.
 type VM struct {
@@ -47,19 +44,4 @@ type ActionRequest struct {
 	Image        *string `json:"image,omitempty"`
 	SnapshotName *string `json:"snapshot_name,omitempty"`
 	Offering     *string `json:"offering,omitempty"`
-}
-
-// Params lists the parameters present in the request, by JSON name.
-func (a ActionRequest) Params() []string {
-	var out []string
-	for name, present := range map[string]bool{
-		"force": a.Force != nil, "hard": a.Hard != nil, "host_id": a.HostID != nil,
-		"image": a.Image != nil, "snapshot_name": a.SnapshotName != nil, "offering": a.Offering != nil,
-	} {
-		if present {
-			out = append(out, name)
-		}
-	}
-	sort.Strings(out)
-	return out
 }
