@@ -10,8 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/processors/engine"
 	pl "github.com/vmplane/vmplane/processors/placement"
-	"github.com/vmplane/vmplane/processors/runtime"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -46,11 +46,11 @@ func benchRuntime(b *testing.B, hosts int) {
 	if err := kafka.EnsureTopics(ctx, cl, schemas.Topics, 1); err != nil {
 		b.Fatal(err)
 	}
-	p, err := runtime.New(runtime.Config{
+	p, err := engine.New(engine.Config{
 		Name: "bench-placement", Kafka: kcfg, InstanceID: "bench",
 		Inputs: []string{schemas.TopicPlacementRequests}, Changelog: schemas.TopicPlacementState,
 		Logger: slog.New(slog.DiscardHandler),
-	}, runtime.Machine[*schemas.ZoneRecord](pl.New(pl.DefaultConfig())))
+	}, engine.Machine[*schemas.ZoneRecord](pl.New(pl.DefaultConfig())))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/vmplane/vmplane/benchmarks/harness"
 	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/internal/memory"
-	"github.com/vmplane/vmplane/processors/runtime"
+	"github.com/vmplane/vmplane/processors/engine"
 	"github.com/vmplane/vmplane/processors/vm"
 	"github.com/vmplane/vmplane/schemas"
 )
@@ -66,7 +66,7 @@ type childProcessor interface {
 	Run(ctx context.Context) error
 	Ready() bool
 	Assigned() int
-	Stats() *runtime.Stats
+	Stats() *engine.Stats
 }
 
 // RunChild runs a child role until ctx ends. It prints one line
@@ -86,16 +86,16 @@ func RunChild(ctx context.Context, role string, brokers []string) error {
 	case ChildVM:
 		// The wiring of ops/roles (KindVM), repeated so that the benchmark
 		// builds while the roles' other dependencies are being edited.
-		vp, err := runtime.New(runtime.Config{Name: "processor-vm", Kafka: kcfg, InstanceID: "bench", Logger: log,
+		vp, err := engine.New(engine.Config{Name: "processor-vm", Kafka: kcfg, InstanceID: "bench", Logger: log,
 			Inputs:    []string{schemas.TopicVmCommands, schemas.TopicVmPower, schemas.TopicVmAnswers, schemas.TopicVmSignals},
-			Changelog: schemas.TopicVmState}, runtime.Machine[*schemas.VmRecord](vm.New(vm.DefaultConfig())))
+			Changelog: schemas.TopicVmState}, engine.Machine[*schemas.VmRecord](vm.New(vm.DefaultConfig())))
 		if err != nil {
 			return err
 		}
 		p = vp
 	case ChildNull:
-		np, err := runtime.New(runtime.Config{Name: nullName, Inputs: []string{topicNullIn}, Changelog: topicNullState,
-			Kafka: kcfg, InstanceID: "bench", Logger: log, SkipDecode: true}, runtime.Machine[*schemas.VmRecord](nullMachine{}))
+		np, err := engine.New(engine.Config{Name: nullName, Inputs: []string{topicNullIn}, Changelog: topicNullState,
+			Kafka: kcfg, InstanceID: "bench", Logger: log, SkipDecode: true}, engine.Machine[*schemas.VmRecord](nullMachine{}))
 		if err != nil {
 			return err
 		}

@@ -19,7 +19,7 @@ import (
 	"github.com/vmplane/vmplane/gateway"
 	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/ops/roles"
-	"github.com/vmplane/vmplane/processors/runtime"
+	"github.com/vmplane/vmplane/processors/engine"
 	"github.com/vmplane/vmplane/producers/agent"
 	"github.com/vmplane/vmplane/schemas"
 )
@@ -152,7 +152,7 @@ func RunLatency(ctx context.Context, ls LatencySize, pgBase string, log *slog.Lo
 		return s, err
 	}
 	run("projector", proj)
-	vmp, err := roles.NewProcessor(roles.KindVM, o, roles.Settings{PingInterval: time.Minute}, runtime.SystemClock{})
+	vmp, err := roles.NewProcessor(roles.KindVM, o, roles.Settings{PingInterval: time.Minute}, engine.SystemClock{})
 	if err != nil {
 		return s, err
 	}
@@ -243,8 +243,8 @@ func (e *env) seedAdmin(ctx context.Context) (string, error) {
 func (e *env) hop(ctx context.Context, rate int, d time.Duration, log *slog.Logger) ([]time.Duration, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	hp, err := runtime.New(runtime.Config{Name: "bench-hop", Inputs: []string{topicHopIn}, Changelog: topicHopState,
-		Kafka: e.kcfg, InstanceID: "bench", Logger: log, SkipDecode: true}, runtime.Machine[*schemas.VmRecord](hopMachine{}))
+	hp, err := engine.New(engine.Config{Name: "bench-hop", Inputs: []string{topicHopIn}, Changelog: topicHopState,
+		Kafka: e.kcfg, InstanceID: "bench", Logger: log, SkipDecode: true}, engine.Machine[*schemas.VmRecord](hopMachine{}))
 	if err != nil {
 		return nil, err
 	}

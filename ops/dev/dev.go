@@ -26,7 +26,7 @@ import (
 	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/internal/pgserver"
 	"github.com/vmplane/vmplane/ops/roles"
-	"github.com/vmplane/vmplane/processors/runtime"
+	"github.com/vmplane/vmplane/processors/engine"
 	"github.com/vmplane/vmplane/projectors/postgres"
 	"github.com/vmplane/vmplane/schemas"
 )
@@ -185,7 +185,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	o := roles.Options{Kafka: s.kcfg, InstanceID: "dev", Logger: s.log}
 	settings := roles.Settings{PingInterval: cfg.PingInterval}
 	for _, kind := range roles.ProcessorKinds {
-		p, err := roles.NewProcessor(kind, as(o, kafka.PrincipalProcessor), settings, runtime.SystemClock{})
+		p, err := roles.NewProcessor(kind, as(o, kafka.PrincipalProcessor), settings, engine.SystemClock{})
 		if err != nil {
 			return nil, err
 		}

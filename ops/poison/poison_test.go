@@ -15,7 +15,7 @@ import (
 
 	"github.com/vmplane/vmplane/internal/testkit"
 	"github.com/vmplane/vmplane/ops/roles"
-	"github.com/vmplane/vmplane/processors/runtime"
+	"github.com/vmplane/vmplane/processors/engine"
 	"github.com/vmplane/vmplane/projectors/journal"
 	"github.com/vmplane/vmplane/projectors/postgres"
 	"github.com/vmplane/vmplane/schemas"
@@ -126,7 +126,7 @@ func startWorld(f *testing.F) *world {
 	opts := roles.Options{Kafka: kcfg, Logger: logger}
 	var procs []roles.Processor
 	for _, kind := range roles.ProcessorKinds {
-		p, err := roles.NewProcessor(kind, opts, roles.Settings{}, runtime.SystemClock{})
+		p, err := roles.NewProcessor(kind, opts, roles.Settings{}, engine.SystemClock{})
 		if err != nil {
 			f.Fatal(err)
 		}

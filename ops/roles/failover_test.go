@@ -12,7 +12,7 @@ import (
 
 	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/internal/testkit"
-	"github.com/vmplane/vmplane/processors/runtime"
+	"github.com/vmplane/vmplane/processors/engine"
 	"github.com/vmplane/vmplane/producers/agent"
 	"github.com/vmplane/vmplane/producers/agent/driver/sim"
 	"github.com/vmplane/vmplane/schemas"
@@ -33,7 +33,7 @@ func TestDeploySurvivesVMProcessorKill(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	o := Options{Kafka: kcfg, InstanceID: "a", Logger: log}
 	set := Settings{PingInterval: time.Second}
-	startProcessors(t, o, set, runtime.SystemClock{}, KindPlacement, KindHost)
+	startProcessors(t, o, set, engine.SystemClock{}, KindPlacement, KindHost)
 	// The agent takes 3 s to start a VM: time to kill the VM processor.
 	d, err := sim.New(sim.Config{Layout: sim.Layout{Prefix: "h", Zone: "zone-1", Pods: 1, ClustersPerPod: 2, HostsPerCluster: 2, CPU: 16, MemoryMB: 65536},
 		Latency: sim.Durations{Start: 3 * time.Second}})
@@ -43,7 +43,7 @@ func TestDeploySurvivesVMProcessorKill(t *testing.T) {
 	go agent.New(agent.Config{ID: "test", Kafka: kcfg, PingInterval: time.Second, Logger: log}, d).Run(ctx)
 
 	vmCtx, kill := context.WithCancel(ctx)
-	vmA, err := NewProcessor(KindVM, Options{Kafka: kcfg, InstanceID: "a", Logger: log}, set, runtime.SystemClock{})
+	vmA, err := NewProcessor(KindVM, Options{Kafka: kcfg, InstanceID: "a", Logger: log}, set, engine.SystemClock{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestDeploySurvivesVMProcessorKill(t *testing.T) {
 	kill()
 	<-doneA
 
-	vmB, err := NewProcessor(KindVM, Options{Kafka: kcfg, InstanceID: "b", Logger: log}, set, runtime.SystemClock{})
+	vmB, err := NewProcessor(KindVM, Options{Kafka: kcfg, InstanceID: "b", Logger: log}, set, engine.SystemClock{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vmplane/vmplane/internal/kafka"
-	"github.com/vmplane/vmplane/processors/runtime"
+	"github.com/vmplane/vmplane/processors/engine"
 )
 
 // client is a plain Kafka client for a test, closed when it ends.
@@ -21,7 +21,7 @@ func client(t *testing.T, kcfg kafka.Config) *kgo.Client {
 }
 
 // startProcessors runs processors of the given kinds until the test ends.
-func startProcessors(t *testing.T, o Options, set Settings, clock runtime.Clock, kinds ...string) {
+func startProcessors(t *testing.T, o Options, set Settings, clock engine.Clock, kinds ...string) {
 	t.Helper()
 	for _, kind := range kinds {
 		p, err := NewProcessor(kind, o, set, clock)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/vmplane/vmplane/internal/testkit"
-	"github.com/vmplane/vmplane/processors/runtime"
+	"github.com/vmplane/vmplane/processors/engine"
 	"github.com/vmplane/vmplane/producers/agent"
 	"github.com/vmplane/vmplane/producers/agent/driver/sim"
 	"github.com/vmplane/vmplane/schemas"
@@ -40,7 +40,7 @@ func TestLeaseHostCrashHealsAndHA(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	o := Options{Kafka: kcfg, InstanceID: "a", Logger: log}
 	set := Settings{PingInterval: time.Second}
-	startProcessors(t, o, set, runtime.SystemClock{}, ProcessorKinds...)
+	startProcessors(t, o, set, engine.SystemClock{}, ProcessorKinds...)
 	const zone = "zone-1"
 	d, err := sim.New(sim.Config{Layout: sim.Layout{Prefix: "h", Zone: zone, Pods: 1, ClustersPerPod: 1, HostsPerCluster: 4, CPU: 16, MemoryMB: 8192}})
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/internal/testkit"
-	"github.com/vmplane/vmplane/processors/runtime"
+	"github.com/vmplane/vmplane/processors/engine"
 	"github.com/vmplane/vmplane/producers/agent"
 	"github.com/vmplane/vmplane/producers/agent/driver/sim"
 	"github.com/vmplane/vmplane/schemas"
@@ -45,7 +45,7 @@ func newLifecycle(t *testing.T) *lifecycle {
 	// An hour between report rounds: the only power reports are those the
 	// agent sends on a command and those the test sends.
 	set := Settings{PingInterval: time.Hour}
-	startProcessors(t, o, set, runtime.SystemClock{}, ProcessorKinds...)
+	startProcessors(t, o, set, engine.SystemClock{}, ProcessorKinds...)
 	proj, err := NewPostgresProjector(o, dsn)
 	if err != nil {
 		t.Fatal(err)

@@ -8,8 +8,8 @@ import (
 
 	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/internal/testkit"
+	"github.com/vmplane/vmplane/processors/engine"
 	"github.com/vmplane/vmplane/processors/placement"
-	"github.com/vmplane/vmplane/processors/runtime"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -28,9 +28,9 @@ func TestTwoPlannersOneZone(t *testing.T) {
 	cl := client(t, kcfg)
 	pcfg := placement.DefaultConfig()
 	pcfg.HostReservationReleasePeriod = 2 * time.Second
-	p, err := runtime.New(runtime.Config{Name: "processor-placement", Kafka: kcfg, InstanceID: "a",
+	p, err := engine.New(engine.Config{Name: "processor-placement", Kafka: kcfg, InstanceID: "a",
 		Inputs: []string{schemas.TopicPlacementRequests}, Changelog: schemas.TopicPlacementState,
-		Logger: slog.New(slog.DiscardHandler)}, runtime.Machine[*schemas.ZoneRecord](placement.New(pcfg)))
+		Logger: slog.New(slog.DiscardHandler)}, engine.Machine[*schemas.ZoneRecord](placement.New(pcfg)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/vmplane/vmplane/processors/engine"
 	"github.com/vmplane/vmplane/processors/host"
 	"github.com/vmplane/vmplane/processors/lease"
 	"github.com/vmplane/vmplane/processors/placement"
-	"github.com/vmplane/vmplane/processors/runtime"
 	"github.com/vmplane/vmplane/processors/vm"
 	"github.com/vmplane/vmplane/schemas"
 )
@@ -36,13 +36,13 @@ type Processor interface {
 }
 
 // NewProcessor returns the processor of a kind.
-func NewProcessor(kind string, o Options, s Settings, clock runtime.Clock) (Processor, error) {
-	cfg := runtime.Config{Name: "processor-" + kind, Kafka: o.Kafka, InstanceID: o.InstanceID, Clock: clock, Logger: o.Logger}
+func NewProcessor(kind string, o Options, s Settings, clock engine.Clock) (Processor, error) {
+	cfg := engine.Config{Name: "processor-" + kind, Kafka: o.Kafka, InstanceID: o.InstanceID, Clock: clock, Logger: o.Logger}
 	switch kind {
 	case KindVM:
 		cfg.Inputs = []string{schemas.TopicVmCommands, schemas.TopicVmPower, schemas.TopicVmAnswers, schemas.TopicVmSignals}
 		cfg.Changelog = schemas.TopicVmState
-		return runtime.New(cfg, runtime.Machine[*schemas.VmRecord](vm.New(vm.DefaultConfig())))
+		return engine.New(cfg, engine.Machine[*schemas.VmRecord](vm.New(vm.DefaultConfig())))
 	case KindHost:
 		cfg.Inputs = []string{schemas.TopicHostEvents, schemas.TopicHostCommands}
 		cfg.Changelog = schemas.TopicHostState
@@ -51,15 +51,15 @@ func NewProcessor(kind string, o Options, s Settings, clock runtime.Clock) (Proc
 			// Timeout and grace follow the interval (DESIGN §13).
 			hc.PingInterval, hc.PingTimeout, hc.MissingGrace = s.PingInterval, 0, 0
 		}
-		return runtime.New(cfg, runtime.Machine[*schemas.HostRecord](host.New(hc)))
+		return engine.New(cfg, engine.Machine[*schemas.HostRecord](host.New(hc)))
 	case KindHostRelay:
 		cfg.Inputs = []string{schemas.TopicVmEvents}
 		cfg.Changelog = schemas.TopicHostRelay
-		return runtime.New(cfg, runtime.Machine[*schemas.HostRecord](host.Relay{}))
+		return engine.New(cfg, engine.Machine[*schemas.HostRecord](host.Relay{}))
 	case KindPlacement:
 		cfg.Inputs = []string{schemas.TopicPlacementRequests}
 		cfg.Changelog = schemas.TopicPlacementState
-		return runtime.New(cfg, runtime.Machine[*schemas.ZoneRecord](placement.New(placement.DefaultConfig())))
+		return engine.New(cfg, engine.Machine[*schemas.ZoneRecord](placement.New(placement.DefaultConfig())))
 	case KindLease:
 		// placement.events.v1 is zone-keyed like lease.commands.v1: it tells
 		// the lease processor which VM runs where, and when a stopped VM
@@ -74,7 +74,7 @@ func NewProcessor(kind string, o Options, s Settings, clock runtime.Clock) (Proc
 			return nil, fmt.Errorf("lease policy: %w", err)
 		}
 		lc.Policy = p
-		return runtime.New(cfg, runtime.Machine[*schemas.LeaseZoneRecord](lease.New(lc)))
+		return engine.New(cfg, engine.Machine[*schemas.LeaseZoneRecord](lease.New(lc)))
 	}
 	return nil, fmt.Errorf("unknown processor kind %q (want vm, host, host-relay, placement or lease)", kind)
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/internal/testkit"
 	"github.com/vmplane/vmplane/ops/roles"
-	"github.com/vmplane/vmplane/processors/runtime"
+	"github.com/vmplane/vmplane/processors/engine"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -226,7 +226,7 @@ func dlqBroker(t *testing.T) (kafka.Config, *kgo.Client) {
 // startVM runs a VM processor until the returned stop.
 func startVM(t *testing.T, cfg kafka.Config) (stop func()) {
 	p, err := roles.NewProcessor(roles.KindVM, roles.Options{Kafka: cfg, InstanceID: "a", Logger: slog.New(slog.DiscardHandler)},
-		roles.Settings{}, runtime.SystemClock{})
+		roles.Settings{}, engine.SystemClock{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/ops/dev"
 	"github.com/vmplane/vmplane/ops/roles"
-	"github.com/vmplane/vmplane/processors/runtime"
+	"github.com/vmplane/vmplane/processors/engine"
 	"github.com/vmplane/vmplane/projectors/postgres"
 	"github.com/vmplane/vmplane/schemas"
 )
@@ -101,7 +101,7 @@ func runProcessor(ctx context.Context, args []string, log *slog.Logger) error {
 	if err := gc.apply(); err != nil {
 		return err
 	}
-	p, err := roles.NewProcessor(*kind, roles.Options{Kafka: k.config(), InstanceID: *inst, Logger: log}, roles.Settings{PingInterval: *ping}, runtime.SystemClock{})
+	p, err := roles.NewProcessor(*kind, roles.Options{Kafka: k.config(), InstanceID: *inst, Logger: log}, roles.Settings{PingInterval: *ping}, engine.SystemClock{})
 	if err != nil {
 		return err
 	}

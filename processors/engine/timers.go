@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 // timerHeap orders keys by wake time (Unix nanoseconds). The key's slot in
 // the store holds its one live wake time; entries whose time no longer

@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 // telemetryHooks are the default Hooks: a span per stepped record, a child
 // of the span its traceparent names, whose context the outputs carry on (so
-// a job is one trace through every processor), and the runtime's metrics.
+// a job is one trace through every processor), and the engine's metrics.
 type telemetryHooks struct {
 	name, group string
 	// processed caches the processed counter of each topic: the loop

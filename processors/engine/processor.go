@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 import (
 	"context"
@@ -41,7 +41,7 @@ type Config struct {
 	SessionTimeout time.Duration
 	Logger         *slog.Logger
 	// SkipDecode hands records to Step undecoded (Value nil, key and
-	// position set) and restores no state: the runtime's own cost (polling,
+	// position set) and restores no state: the engine's own cost (polling,
 	// transactions, changelog writes, offset commits) with a null machine,
 	// the limit `make bench` compares the real processors with. Never set
 	// it for a real machine.
@@ -103,7 +103,7 @@ type Stats struct {
 // New returns a processor of m.
 func New[S any](cfg Config, m Machine[S]) (*Processor[S], error) {
 	if cfg.Name == "" || len(cfg.Inputs) == 0 || cfg.Changelog == "" {
-		return nil, errors.New("runtime: Name, Inputs and Changelog are required")
+		return nil, errors.New("engine: Name, Inputs and Changelog are required")
 	}
 	if cfg.InstanceID == "" {
 		h, _ := os.Hostname()

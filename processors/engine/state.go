@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 // store holds the state of every key the processor owns, one map per input
 // partition. A key lives in one map only, with everything the loop needs

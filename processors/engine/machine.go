@@ -1,13 +1,4 @@
-// Package runtime drives a pure state machine exactly once over Kafka:
-// consume its input topics, Step each record against the state of its key,
-// and produce the outputs, the changed state (to a compacted changelog) and
-// the consumed offsets in one Kafka transaction. It restores state from the
-// changelog when partitions are assigned, fires timers kept in state from an
-// injected clock, and sends undecodable records to dlq.v1.
-//
-// runtime knows nothing about VMs, hosts or zones: the deciding lives in the
-// machines (processors/vm, host, placement, lease), which never import it.
-package runtime
+package engine
 
 import (
 	"time"
@@ -31,7 +22,7 @@ type Machine[S any] interface {
 	Wake(s S) time.Time
 }
 
-// Clock is the runtime's source of time; tests inject a fake one.
+// Clock is the engine's source of time; tests inject a fake one.
 type Clock interface{ Now() time.Time }
 
 // SystemClock is the wall clock.
