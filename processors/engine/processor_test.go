@@ -141,6 +141,21 @@ func readEvents(t *testing.T, cfg kafka.Config, want int) []schemas.Record {
 	return out
 }
 
+// pollCommitted returns what one read_committed poll of topic from its
+// start returns within d.
+func pollCommitted(t *testing.T, cfg kafka.Config, topic string, within time.Duration) []*kgo.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(cfg.Opts(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), within)
+	defer cancel()
+	return cl.PollFetches(ctx).Records()
+}
+
 // checkCounts asserts each key's counts are exactly 1..each, once each.
 func checkCounts(t *testing.T, evs []schemas.Record, keys, each int) {
 	t.Helper()
@@ -262,15 +277,7 @@ func TestGarbageGoesToDLQ(t *testing.T) {
 	runProcessor(t, t.Context(), cfg, "a", &fakeClock{t: time.Unix(1_700_000_000, 0)})
 	checkCounts(t, readEvents(t, cfg, 2), 1, 2)
 
-	dl, err := kgo.NewClient(cfg.Opts(kgo.ConsumeTopics(schemas.TopicDLQ), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dl.Close()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	fs := dl.PollFetches(ctx)
-	rs := fs.Records()
+	rs := pollCommitted(t, cfg, schemas.TopicDLQ, 10*time.Second)
 	if len(rs) != 1 || string(rs[0].Value) != "garbage bytes" {
 		t.Fatalf("dlq: %d records", len(rs))
 	}
@@ -374,15 +381,7 @@ func TestFailedRecordAbortsTheBatch(t *testing.T) {
 	if n := p.Stats().Commits.Load(); n != 0 {
 		t.Fatalf("%d transactions committed", n)
 	}
-	ev, err := kgo.NewClient(cfg.Opts(kgo.ConsumeTopics(schemas.TopicVmEvents), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ev.Close()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-	defer cancel()
-	if n := len(ev.PollFetches(ctx).Records()); n != 0 {
+	if n := len(pollCommitted(t, cfg, schemas.TopicVmEvents, time.Second)); n != 0 {
 		t.Fatalf("%d outputs of a batch with a failed record committed, want 0", n)
 	}
 }
