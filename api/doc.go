@@ -7,7 +7,8 @@
 // its routes answer.
 //
 // The JSON field names are the contract: a field is added, never renamed.
-// The package does no I/O and imports no other package of vmplane — not
-// the gateway, vmctl, readmodel or a projector — only the standard
-// library, so that a client gets the types without the server.
+// The package does no I/O. It imports the standard library and, should the
+// API share a constant of the contract, schemas; never the gateway, vmctl,
+// readmodel or a projector, so that a client gets the types without the
+// server (ops/check-imports.sh holds this).
 package api

@@ -84,6 +84,15 @@ while IFS='|' read -r pkg deps imports testimports; do
 			fi
 		done
 	fi
+	# (g) api holds the REST API's wire types for the gateway and its clients alike: the
+	# standard library and, for a constant of the contract, schemas; nothing else.
+	if under "$pkg" api; then
+		for imp in $imports; do
+			if nonstd "$imp" && ! under "$imp" schemas && ! under "$imp" api; then
+				violations+=("$pkg imports $imp: api imports only the standard library and schemas")
+			fi
+		done
+	fi
 done <<<"$listing"
 
 if ((${#violations[@]} > 0)); then
