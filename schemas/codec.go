@@ -332,12 +332,24 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 // DecodeAt decodes b and, on failure, says where the record was. It never
 // panics, whatever the bytes.
 func (c *Codec) DecodeAt(ctx context.Context, topic string, partition int32, offset int64, b []byte) (v any, err error) {
+	return c.decodeAt(ctx, topic, partition, offset, b, false)
+}
+
+// DecodeStateAt is DecodeAt without the strings' rules, for a processor's
+// own changelog: the state it wrote itself, which may hold strings an
+// older vmplane accepted (a NUL in a job's parameters, before the rules).
+// Refusing them would stop the processor for good at every restore.
+func (c *Codec) DecodeStateAt(ctx context.Context, topic string, partition int32, offset int64, b []byte) (v any, err error) {
+	return c.decodeAt(ctx, topic, partition, offset, b, true)
+}
+
+func (c *Codec) decodeAt(ctx context.Context, topic string, partition int32, offset int64, b []byte, lax bool) (v any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			v, err = nil, &DecodeError{topic, partition, offset, fmt.Errorf("panic: %v", r)}
 		}
 	}()
-	v, err = c.Decode(ctx, b)
+	v, err = c.decode(ctx, b, lax)
 	if err != nil {
 		return nil, &DecodeError{topic, partition, offset, err}
 	}

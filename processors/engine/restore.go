@@ -99,7 +99,7 @@ func (p *Processor[S]) load(ctx context.Context, r *kgo.Record) error {
 		p.st.remove(r.Partition, key)
 		return nil
 	}
-	v, err := p.codec.DecodeAt(ctx, r.Topic, r.Partition, r.Offset, r.Value)
+	v, err := p.codec.DecodeStateAt(ctx, r.Topic, r.Partition, r.Offset, r.Value)
 	if err != nil {
 		return err
 	}

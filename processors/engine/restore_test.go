@@ -157,3 +157,38 @@ func TestFencedProcessorStartsAgain(t *testing.T) {
 		t.Fatal("the fenced transaction did not fail: the test fenced nothing")
 	}
 }
+
+// TestRestoreTakesStateWrittenBeforeTheRules: a changelog record holding a
+// string the strings' rules refuse (state an older vmplane wrote: a NUL
+// in a job's parameters) is restored, not refused; refusing it would fail
+// every restore and stop the processor for good.
+func TestRestoreTakesStateWrittenBeforeTheRules(t *testing.T) {
+	_, cfg := startBroker(t)
+	cl, err := kgo.NewClient(cfg.Opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	old := &schemas.VmRecord{VmID: "vm-old", Epoch: 4, Job: &schemas.JobState{JobID: "j1", Params: map[string]string{"host_id": "h\x00x"}}}
+	kr, err := kafka.ToKafka(t.Context(), schemas.NewCodec(nil), schemas.Record{Topic: schemas.TopicVmState, Key: "vm-old", Value: old})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(t.Context(), kr).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := schemas.NewCodec(nil).Decode(t.Context(), kr.Value); err == nil {
+		t.Fatal("the rules accept the old state: the test proves nothing")
+	}
+	p, _ := runProcessor(t, t.Context(), cfg, "a", &fakeClock{t: time.Unix(1_700_000_000, 0)})
+	deadline := time.Now().Add(20 * time.Second)
+	for !p.Ready() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready: %v", p.ReadyErr())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := p.Stats().Restored.Load(); n != 1 {
+		t.Fatalf("restored %d keys, want 1", n)
+	}
+}
