@@ -1,4 +1,4 @@
-// Package gateway owns vmplane's REST API (DESIGN §10): routes under /v1,
+// Package gateway owns vmplane's REST API (docs/design.md §10): routes under /v1,
 // API-key authentication and account scoping, request validation, the
 // idempotency of retried requests, and the translation of a request into a
 // command record on Kafka (vm.commands.v1, keyed by vm_id).

@@ -2,7 +2,7 @@ package schemas
 
 // The over-commit ratios placement applies to a host whose HostStatus
 // reports none (a ratio of 0): CloudStack's cluster defaults for CPU and
-// memory (DESIGN §13). The capacity read model shows capacity with the
+// memory (docs/design.md §13). The capacity read model shows capacity with the
 // same ratios.
 const (
 	DefaultCPUOvercommit = 4.0

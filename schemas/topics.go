@@ -62,7 +62,7 @@ var vmCommandTypes = []string{"Deploy", "Start", "Stop", "Reboot", "Pause", "Unp
 var agentCommandTypes = []string{"StartVm", "StopVm", "DestroyVm", "RebootVm", "PauseVm", "UnpauseVm",
 	"SuspendVm", "ResumeVm", "RescueVm", "UnrescueVm", "RebuildVm", "SnapshotVm", "MigrateVm", "CheckHost", "FenceHost", "AgentRejected"}
 
-// Topics is the topic table of DESIGN §3 plus the processors' changelogs.
+// Topics is the topic table of docs/design.md §3 plus the processors' changelogs.
 var Topics = []TopicSpec{
 	{TopicVmCommands, KeyVM, false, vmCommandTypes, "VM lifecycle commands."},
 	{TopicVmPower, KeyVM, false, []string{"PowerReport"}, "Raw power reports from agents."},

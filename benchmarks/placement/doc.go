@@ -10,6 +10,6 @@
 // vm.signals.v1: decoding, stepping, encoding the zone's changelog record
 // and the Kafka transactions included.
 //
-// Both report ns/decision and decisions/s; the target (DESIGN §12 and
+// Both report ns/decision and decisions/s; the target (docs/design.md §12 and
 // issue 5) is 5,000 decisions/s at 10,000 hosts for FirstFitPlanner.
 package placement

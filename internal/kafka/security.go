@@ -48,7 +48,7 @@ func (t TLS) tlsOpt() (kgo.Opt, error) {
 }
 
 // Principals of a secured cluster: one SASL user per role. Their ACLs are
-// the least each role needs (DESIGN §3's writers and readers of each topic).
+// the least each role needs (docs/design.md §3's writers and readers of each topic).
 const (
 	PrincipalAdmin     = "vmplane-admin" // superuser: topic creation, seeding
 	PrincipalGateway   = "vmplane-gateway"

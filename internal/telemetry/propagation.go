@@ -8,7 +8,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// w3c is the only propagation format on the wire: DESIGN §3 names the
+// w3c is the only propagation format on the wire: docs/design.md §3 names the
 // `traceparent` header, so it does not follow the global propagator.
 var w3c = propagation.TraceContext{}
 

@@ -48,7 +48,7 @@ func NewProcessor(kind string, o Options, s Settings, clock engine.Clock) (Proce
 		cfg.Changelog = schemas.TopicHostState
 		hc := host.DefaultConfig()
 		if s.PingInterval > 0 {
-			// Timeout and grace follow the interval (DESIGN §13).
+			// Timeout and grace follow the interval (docs/design.md §13).
 			hc.PingInterval, hc.PingTimeout, hc.MissingGrace = s.PingInterval, 0, 0
 		}
 		return engine.New(cfg, engine.Machine[*schemas.HostRecord](host.New(hc)))

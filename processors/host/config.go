@@ -2,7 +2,7 @@ package host
 
 import "time"
 
-// Config holds the host settings (DESIGN §13).
+// Config holds the host settings (docs/design.md §13).
 type Config struct {
 	// AutoRegister lets an agent's first AgentConnected register its host;
 	// without it, unknown hosts are refused.
@@ -24,7 +24,7 @@ type Config struct {
 	TickSlack time.Duration
 	// VmForget is how long a VM already reported missing is remembered.
 	VmForget time.Duration
-	// Investigators are asked in order when a ping is missed (DESIGN §6):
+	// Investigators are asked in order when a ping is missed (docs/design.md §6):
 	// InvestigatorNeighbour, InvestigatorVmActivity, InvestigatorFence.
 	// Empty means all three in that order.
 	Investigators []string
@@ -40,7 +40,7 @@ type Config struct {
 	StatusRefresh time.Duration
 }
 
-// DefaultConfig returns the defaults of DESIGN §13.
+// DefaultConfig returns the defaults of docs/design.md §13.
 func DefaultConfig() Config {
 	return Config{
 		AutoRegister: true,

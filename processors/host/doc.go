@@ -1,4 +1,4 @@
-// Package host is the AgentManager of DESIGN §6: a pure state machine over
+// Package host is the AgentManager of docs/design.md §6: a pure state machine over
 // one *schemas.HostRecord per host_id. It owns a host's registration, its
 // agent status (Up, Disconnected, Down, Alert, Removed, …) and admin
 // resource state (Enabled, Disabled, PrepareForMaintenance, Maintenance,

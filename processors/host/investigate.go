@@ -10,7 +10,7 @@ import (
 )
 
 // Investigators, asked in Config.Investigators order when a host misses its
-// ping (DESIGN §6).
+// ping (docs/design.md §6).
 const (
 	// InvestigatorNeighbour asks an agent of another host of the cluster
 	// whether it can reach the host. Reachable is Up; unreachable is only

@@ -9,7 +9,7 @@ import (
 	"github.com/vmplane/vmplane/schemas"
 )
 
-// Agent statuses (the agent FSM of DESIGN §6).
+// Agent statuses (the agent FSM of docs/design.md §6).
 const (
 	StatusCreating     = "Creating"
 	StatusConnecting   = "Connecting"
@@ -22,7 +22,7 @@ const (
 	StatusRebalancing  = "Rebalancing"
 )
 
-// Resource states (the admin intent FSM of DESIGN §6).
+// Resource states (the admin intent FSM of docs/design.md §6).
 const (
 	ResourceCreating              = "Creating"
 	ResourceEnabled               = "Enabled"

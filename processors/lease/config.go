@@ -19,7 +19,7 @@ type Monitor struct {
 	PollInterval time.Duration
 }
 
-// Config holds the lease settings (DESIGN §13). Start from DefaultConfig:
+// Config holds the lease settings (docs/design.md §13). Start from DefaultConfig:
 // the monitor switches are on there.
 type Config struct {
 	// Monitor applies to every zone not listed in Zones.
@@ -118,7 +118,7 @@ func (p Policy) quota(account string) int64 {
 	return p.HostHours
 }
 
-// DefaultConfig returns the defaults of DESIGN §13.
+// DefaultConfig returns the defaults of docs/design.md §13.
 func DefaultConfig() Config {
 	return Config{
 		Monitor:       Monitor{Push: true, Poll: true, PollInterval: 60 * time.Second},

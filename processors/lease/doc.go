@@ -1,4 +1,4 @@
-// Package lease is the lease processor of DESIGN §8 (OpenStack Blazar's host
+// Package lease is the lease processor of docs/design.md §8 (OpenStack Blazar's host
 // reservations, resource monitoring and lease healing): a pure state machine
 // over one *schemas.LeaseZoneRecord per zone_id. It owns, per zone, the
 // leases and their reservations, the host calendar (which hosts each lease
@@ -68,7 +68,7 @@
 // Monitoring: push (each HostStatus) and polling (Tick every
 // lease.monitor.poll.interval, per zone, against the status table), both on
 // by default. Healing (heal.go) covers leases active or starting within
-// healing.window and does exactly the four cases of DESIGN §8: a failed host
+// healing.window and does exactly the four cases of docs/design.md §8: a failed host
 // is removed from its reservation and replaced when another is free; the
 // flags degraded and missing_resources clear only on a successful update
 // that gets the requested capacity, resources_changed never clears and

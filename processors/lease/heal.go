@@ -69,7 +69,7 @@ func (t *tx) inWindow(l *schemas.LeaseRecord) bool {
 
 // healLease takes every host of l that is not reservable out of its
 // reservation and looks for a replacement over the rest of the lease's
-// window. These are exactly the four cases of DESIGN §8:
+// window. These are exactly the four cases of docs/design.md §8:
 //
 //	not started, replacement  → swap, flags unchanged            (1-1)
 //	not started, none         → degraded, missing_resources      (1-2)

@@ -42,7 +42,7 @@ func TestCalendarProperties(t *testing.T) {
 }
 
 // placementView applies a copy the way processors/placement does (its
-// contract, DESIGN §8): hosts of active reservations while the lease is
+// contract, docs/design.md §8): hosts of active reservations while the lease is
 // ACTIVE or UPDATING are held for it; every other host of the lease is freed.
 func placementView(view map[string]string, l *schemas.LeaseStatusChanged) {
 	held := map[string]bool{}

@@ -2,7 +2,7 @@ package lease
 
 import "fmt"
 
-// Lease statuses (DESIGN §8), plus DELETED: the last notification of a
+// Lease statuses (docs/design.md §8), plus DELETED: the last notification of a
 // deleted lease.
 const (
 	Pending     = "PENDING"

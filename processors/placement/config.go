@@ -6,7 +6,7 @@ import (
 	"github.com/vmplane/vmplane/schemas"
 )
 
-// Config holds the placement settings (DESIGN §13).
+// Config holds the placement settings (docs/design.md §13).
 type Config struct {
 	// DefaultPlanner is vm.deployment.planner, used when an offering names none.
 	DefaultPlanner string
@@ -21,7 +21,7 @@ type Config struct {
 	DecidedMemory int
 }
 
-// DefaultConfig returns the defaults of DESIGN §13.
+// DefaultConfig returns the defaults of docs/design.md §13.
 func DefaultConfig() Config {
 	return Config{
 		DefaultPlanner:               FirstFitName,

@@ -1,4 +1,4 @@
-// Package placement is the zone's capacity serializer (DESIGN §7): a pure
+// Package placement is the zone's capacity serializer (docs/design.md §7): a pure
 // state machine over one *schemas.ZoneRecord per zone_id that owns the
 // ledger of host capacity (with over-commit), the allocations of VMs to
 // hosts and the planners' host reservations. Because one partition owner

@@ -10,7 +10,7 @@ import (
 var leaseHolds = []string{"ACTIVE", "UPDATING"}
 
 // applyLease records which hosts an active lease dedicates to its project
-// (Blazar's dedication, DESIGN §8): such hosts take VMs of that project
+// (Blazar's dedication, docs/design.md §8): such hosts take VMs of that project
 // only. Hosts the lease no longer holds (swapped by healing, or the lease
 // ended) are freed. VMs already running on a host are not moved.
 func (m *Machine) applyLease(z *schemas.ZoneRecord, l *schemas.LeaseStatusChanged) {

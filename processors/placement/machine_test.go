@@ -6,7 +6,7 @@ import (
 	"github.com/vmplane/vmplane/schemas"
 )
 
-// stateMachine mirrors processors/runtime.Machine, which this package must
+// stateMachine mirrors processors/engine.Machine, which this package must
 // satisfy without importing it.
 type stateMachine[S any] interface {
 	Step(s S, in schemas.Record, now time.Time) (S, []schemas.Record)

@@ -45,7 +45,7 @@ type action struct {
 	// in JobState.Params; ",omitempty" leaves out an empty string.
 	params []string
 	// allowed is the action's place in the allowed list of each
-	// stationary state that allows it with no job in flight (DESIGN §5.2).
+	// stationary state that allows it with no job in flight (docs/design.md §5.2).
 	allowed places
 	// always: allowed in every state, with a job in flight too, and last
 	// in every list.

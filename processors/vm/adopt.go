@@ -7,7 +7,7 @@ import (
 	"github.com/vmplane/vmplane/schemas"
 )
 
-// Capacity follows facts (DESIGN §5.4). A VM that vmplane did not start or
+// Capacity follows facts (docs/design.md §5.4). A VM that vmplane did not start or
 // move — a report finds a Stopped VM running, a VM running on another host,
 // a migration landing on a third host — uses capacity where it runs. The
 // processor then sends PlaceVm{adopt, host_id}: placement claims on exactly

@@ -2,7 +2,7 @@ package vm
 
 import "time"
 
-// Config holds the VM processor's settings (DESIGN §13). A zero field takes
+// Config holds the VM processor's settings (docs/design.md §13). A zero field takes
 // its default, so a partly filled Config works.
 type Config struct {
 	// JobTimeout is vm.job.timeout: a job still running this long after it
@@ -29,7 +29,7 @@ type Config struct {
 	ResendAfter time.Duration
 }
 
-// DefaultConfig returns the defaults of DESIGN §13.
+// DefaultConfig returns the defaults of docs/design.md §13.
 func DefaultConfig() Config {
 	return Config{
 		JobTimeout:            600 * time.Second,

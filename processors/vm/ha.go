@@ -9,7 +9,7 @@ import (
 	"github.com/vmplane/vmplane/schemas"
 )
 
-// HA restart (DESIGN §5.5): an HA VM that was Active and is found off (a
+// HA restart (docs/design.md §5.5): an HA VM that was Active and is found off (a
 // report, a fenced host, a missing report) is started again by an internal
 // job, elsewhere when its host is down. A failed attempt is retried after a
 // backoff that doubles from haBackoff; after HAMaxRetries attempts the VM

@@ -6,7 +6,7 @@ import (
 	"github.com/vmplane/vmplane/schemas"
 )
 
-// HostDown (a fenced host, DESIGN §5.4). With no job waiting on the host it
+// HostDown (a fenced host, docs/design.md §5.4). With no job waiting on the host it
 // is a PowerOff report from it for the VM that was there. A job waiting on
 // the host (an agent command sent to it, or a migration from or to it)
 // cannot go on: it fails at once with reason HostDown instead of running to

@@ -1,4 +1,4 @@
-// Package vm is the VM processor's pure state machine (DESIGN §5): one
+// Package vm is the VM processor's pure state machine (docs/design.md §5): one
 // *schemas.VmRecord per vm_id holding the VM's three state axes, its job in
 // flight with what that job waits for, the FIFO of queued commands and the
 // per-host power report sequence. It turns VM commands, agent answers, power

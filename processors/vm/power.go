@@ -6,7 +6,7 @@ import (
 	"github.com/vmplane/vmplane/schemas"
 )
 
-// Power reports (DESIGN §5.4). Agents report raw power state only. A report
+// Power reports (docs/design.md §5.4). Agents report raw power state only. A report
 // wakes the job in flight, or, with no job, is a fact the VM follows (with
 // an alert when it contradicts the VM, and a claim of its capacity where it
 // now runs, adopt.go). Same-state reports past PowerStateUpdateLimit produce

@@ -8,7 +8,7 @@ import (
 	"github.com/vmplane/vmplane/schemas"
 )
 
-// Stationary VM states (vm_state, DESIGN §5.1). Expunged is final: the
+// Stationary VM states (vm_state, docs/design.md §5.1). Expunged is final: the
 // state is then deleted.
 const (
 	StateBuilding  = "Building"

@@ -8,7 +8,7 @@ import (
 
 // backoff is the jittered exponential backoff of the agent's retries, for
 // franz-go and for its own loops. The jitter spreads a reconnect storm of
-// many agents after a broker outage (DESIGN §6, storm control).
+// many agents after a broker outage (docs/design.md §6, storm control).
 func backoff(attempt int) time.Duration {
 	const (
 		base = 250 * time.Millisecond

@@ -16,7 +16,7 @@ import (
 )
 
 // hostCommands are the admin's host commands: list and inspect hosts, and
-// the admin actions of the host processor (DESIGN §6).
+// the admin actions of the host processor (docs/design.md §6).
 var hostCommands = map[string]command{
 	"host list":               hostList,
 	"host get":                hostGet,
