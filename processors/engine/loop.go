@@ -101,6 +101,9 @@ type txn struct {
 	// produced keeps the first error of the batch's records. A failed
 	// record leaves the transaction nothing to do but abort, so franz-go
 	// fails the records still buffered at once rather than sending them.
+	// Its WaitGroup costs an atomic add and done per record, about 2 % of
+	// a loop's CPU profile, what the hand-written mutex saved by
+	// committing a batch that had lost a record.
 	produced *kgo.FirstErrPromise
 	// slab and recs are the changelog buffer and records (changelog),
 	// handed back to the processor once End has finished every record.
