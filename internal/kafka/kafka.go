@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -104,8 +105,32 @@ func (c Config) Codec() (*schemas.Codec, error) {
 	return schemas.NewCodec(cl), nil
 }
 
+// StateMaxBytes bounds a record of a compacted topic (a processor's state
+// of one key, a host's status): a zone's placement state holds every host
+// and allocation of the zone, over a megabyte (Kafka's default) from about
+// a thousand hosts. A record over the limit would abort every transaction
+// that writes it and stop the processor.
+const StateMaxBytes = 64 << 20
+
+// raiseMaxMessage sets a topic created before StateMaxBytes to it.
+func raiseMaxMessage(ctx context.Context, adm *kadm.Client, topic string) error {
+	v := strconv.Itoa(StateMaxBytes)
+	resp, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "max.message.bytes", Value: &v}}, topic)
+	if err == nil {
+		var r kadm.AlterConfigsResponse
+		if r, err = resp.On(topic, nil); err == nil {
+			err = r.Err
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("topic %s: max.message.bytes: %w", topic, err)
+	}
+	return nil
+}
+
 // EnsureTopics creates the missing topics of the table with kadm. Existing
-// topics are left as they are, but a partition count that breaks the
+// topics are left as they are (a compacted one has its max.message.bytes
+// raised to StateMaxBytes), but a partition count that breaks the
 // co-partitioning rule is an error.
 func EnsureTopics(ctx context.Context, cl *kgo.Client, topics []schemas.TopicSpec, replication int16) error {
 	adm := kadm.NewClient(cl)
@@ -123,11 +148,17 @@ func EnsureTopics(ctx context.Context, cl *kgo.Client, topics []schemas.TopicSpe
 			if got := int32(len(d.Partitions)); got != want {
 				return fmt.Errorf("topic %s has %d partitions, the topic table says %d (co-partitioning)", t.Name, got, want)
 			}
+			if t.Compacted {
+				if err := raiseMaxMessage(ctx, adm, t.Name); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		cfg := map[string]*string{}
 		if t.Compacted {
 			cfg["cleanup.policy"] = kadm.StringPtr("compact")
+			cfg["max.message.bytes"] = kadm.StringPtr(strconv.Itoa(StateMaxBytes))
 		}
 		resp, err := adm.CreateTopic(ctx, want, replication, cfg, t.Name)
 		if err == nil {

@@ -245,6 +245,9 @@ func (p *Processor[S]) session(ctx context.Context) error {
 		kgo.SessionTimeout(p.cfg.SessionTimeout),
 		kgo.HeartbeatInterval(p.cfg.SessionTimeout/5),
 		kgo.RecordPartitioner(kafka.Partitioner(p.cfg.Changelog)),
+		// A state record is one key's whole state: a zone of thousands of
+		// hosts is over a megabyte, the client's and the broker's default.
+		kgo.ProducerBatchMaxBytes(kafka.StateMaxBytes),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
 			p.onAssigned(m)
 		}),
