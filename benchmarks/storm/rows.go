@@ -44,7 +44,7 @@ func Rows(sz Size, samples []Sample, err error) []harness.Row {
 			LimitName: "null Step, same runtime", Limit: col(func(s Sample) float64 { return rate(s.NullStep) }),
 			Target: &harness.Target{AtLeast: true, Value: 0.25, OfLimit: true},
 			How: "N / (sim agent's start → VM processor (child process, real runtime, transactions) has committed all N reports). " +
-				"Limit: the same N encoded records produced into a bench topic consumed by the same runtime with runtime.Config.SkipDecode and a machine that decides nothing (one changelog tombstone per key and transaction, no decoding, no encoding): N / (first produce → all committed)."},
+				"Limit: the same N encoded records produced into a bench topic consumed by the same engine with engine.Config.SkipDecode and a machine that decides nothing (one changelog tombstone per key and transaction, no decoding, no encoding): N / (first produce → all committed)."},
 		{Scenario: scen, Figure: "Postgres row writes (vms)", Unit: "rows",
 			Value:     col(func(s Sample) float64 { return float64(s.StormWrites["vms"]) }),
 			LimitName: "VMs whose state changed", Limit: col(func(s Sample) float64 { return float64(s.Changed) }),
