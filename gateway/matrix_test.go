@@ -304,3 +304,28 @@ func TestAccountsAndKeys(t *testing.T) {
 	wantStatus(t, e.do("DELETE", "/v1/accounts/acme/keys/"+k.ID, e.admin, nil), http.StatusNoContent)
 	wantStatus(t, e.do("GET", "/v1/accounts/acme", k.Key, nil), http.StatusUnauthorized)
 }
+
+// TestOpenAPIKeepsItsComponentNames: Error is the error envelope, as in
+// every document before package api, so that clients generated from an
+// earlier document still read errors.
+func TestOpenAPIKeepsItsComponentNames(t *testing.T) {
+	e := newEnv(t, gateway.Config{})
+	rec := e.do("GET", "/v1/openapi.json", "", nil)
+	wantStatus(t, rec, 200)
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]any `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := doc.Components.Schemas["Error"].Properties["error"]; !ok {
+		t.Fatalf("components.schemas.Error is not the envelope: %+v", doc.Components.Schemas["Error"])
+	}
+	if _, ok := doc.Components.Schemas["ErrorResponse"]; ok {
+		t.Fatal("the envelope is also named ErrorResponse")
+	}
+}

@@ -212,7 +212,7 @@ func schemaOf(t reflect.Type, comps map[string]any) map[string]any {
 	default:
 		return map[string]any{}
 	}
-	name := t.Name()
+	name := componentName(t)
 	if i := strings.IndexByte(name, '['); i >= 0 {
 		name = name[:i] + "Of" + name[strings.LastIndexByte(name, '.')+1:len(name)-1]
 	}
@@ -230,6 +230,21 @@ func schemaOf(t reflect.Type, comps map[string]any) map[string]any {
 	}
 	comps[name] = o
 	return ref(name)
+}
+
+// componentNames keeps the document's names where a Go type's name differs
+// from what the document has always called it: clients generated from an
+// earlier document refer to the error envelope as Error.
+var componentNames = map[reflect.Type]string{
+	reflect.TypeFor[api.ErrorResponse](): "Error",
+	reflect.TypeFor[api.Error]():         "ErrorBody",
+}
+
+func componentName(t reflect.Type) string {
+	if n, ok := componentNames[t]; ok {
+		return n
+	}
+	return t.Name()
 }
 
 // fieldsOf adds the JSON fields of struct t to props, as encoding/json

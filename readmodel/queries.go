@@ -81,16 +81,6 @@ func (r *Reader) VM(ctx context.Context, id string) (VM, error) {
 	return v, one("vm "+id, err)
 }
 
-// VMs lists VMs by id after p.After; account "" lists every account.
-func (r *Reader) VMs(ctx context.Context, account string, p Page) ([]VM, error) {
-	rows, err := r.pool.Query(ctx, `SELECT `+vmColumnsSQL+` FROM vms
-		WHERE id > $1 AND ($2 = '' OR account = $2) ORDER BY id LIMIT $3`, p.After, account, limitOf(p))
-	if err != nil {
-		return nil, fmt.Errorf("list vms: %w", err)
-	}
-	return collect(rows, scanVM, "list vms")
-}
-
 const jobColumnsSQL = `id, vm_id, account, type, state, reason, detail, task_state, origin, allowed_actions,
 	created_at, updated_at, finished_at`
 

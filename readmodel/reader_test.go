@@ -93,12 +93,12 @@ func TestReaderAccountFilterAndPages(t *testing.T) {
 		{"", Page{After: "vm-4"}, nil},
 	}
 	for _, tt := range tests {
-		got, err := r.VMs(ctx, tt.account, tt.page)
+		got, err := r.FilterVMs(ctx, VMFilter{Account: tt.account}, tt.page)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Equal(ids(got), tt.want) {
-			t.Errorf("VMs(%q, %+v) = %v, want %v", tt.account, tt.page, ids(got), tt.want)
+			t.Errorf("FilterVMs(%q, %+v) = %v, want %v", tt.account, tt.page, ids(got), tt.want)
 		}
 	}
 	if vm, err := r.VM(ctx, "vm-3"); err != nil || vm.Account != "other" || !slices.Equal(vm.AllowedActions, []string{"stop"}) {

@@ -7,7 +7,7 @@
 // projector into a fresh database. Beside each figure it measures its
 // limit in the same run: the same encoded records produced and consumed
 // raw through kfake, and the same records through the runtime with a null
-// machine (runtime.Config.SkipDecode).
+// machine (engine.Config.SkipDecode).
 //
 // It never judges a figure (the harness does) and never edits the code it
 // measures.

@@ -60,7 +60,7 @@ func Rows(sz Size, samples []Sample, err error) []harness.Row {
 		{Scenario: "state size", Figure: "VM processor heap per VM", Unit: "B/VM",
 			Value:  col(func(s Sample) float64 { return float64(s.HeapBytes) / n }),
 			Target: &harness.Target{Value: 1024},
-			How:    size + ": in the VM processor child, runtime.GC() then runtime.ReadMemStats HeapAlloc once every partition is restored and Ready, minus the same taken after runtime.New and before Run (before restore), divided by N. Includes the runtime's per-partition maps and timer heaps, not the client's buffers freed by then."},
+			How:    size + ": in the VM processor child, runtime.GC() then runtime.ReadMemStats HeapAlloc once every partition is restored and Ready, minus the same taken after engine.New and before Run (before restore), divided by N. Includes the runtime's per-partition maps and timer heaps, not the client's buffers freed by then."},
 		{Scenario: "steady state", Figure: "VM processor CPU", Unit: "% of a core",
 			Value:  col(func(s Sample) float64 { return s.SteadyCPU * 100 }),
 			Target: &harness.Target{Value: 25},

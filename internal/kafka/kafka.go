@@ -74,7 +74,7 @@ func (c Config) Opts(extra ...kgo.Opt) []kgo.Opt {
 		// A group member killed without leaving holds its partitions until
 		// its session times out: 10 s rather than franz-go's 45 s, so that
 		// a role restarted after a crash consumes again within seconds.
-		// Processors set their own (runtime.Config.SessionTimeout).
+		// Processors set their own (engine.Config.SessionTimeout).
 		kgo.SessionTimeout(10 * time.Second),
 		kgo.HeartbeatInterval(2 * time.Second),
 	}

@@ -25,7 +25,7 @@ import (
 	"github.com/vmplane/vmplane/schemas"
 )
 
-// Machine is the VM state machine. It satisfies runtime.Machine for
+// Machine is the VM state machine. It satisfies engine.Machine for
 // *schemas.VmRecord. It is not safe for concurrent use: it belongs to one
 // runtime, which steps it from its poll loop (reportseq.go says why).
 type Machine struct {

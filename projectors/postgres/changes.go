@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"reflect"
 	"strings"
 	"time"
 
@@ -200,8 +199,8 @@ func (c *changes) add(r schemas.Record) bool {
 	case *schemas.ApiKeyRevoked:
 		c.stmts = append(c.stmts, stmt{sqlAPIKeyRevoke, []any{v.KeyID, r.Offset}})
 	default:
-		if cmd, ok := vmCommandOf(r.Value); ok {
-			c.command(cmd, schemas.TypeName(r.Value), ts)
+		if cmd, ok := r.Value.(schemas.VmCommandRecord); ok {
+			c.command(*cmd.Common(), schemas.TypeName(r.Value), ts)
 			return true
 		}
 		return false
@@ -272,21 +271,6 @@ func (c *changes) command(cmd schemas.VmCommand, typ string, ts time.Time) {
 	c.newJobs[cmd.CommandID] = &jobChange{ID: cmd.CommandID, VmID: cmd.VmID, Account: cmd.Account, Type: typ,
 		Origin: cmd.Origin, State: "pending", CreatedAt: at, UpdatedAt: at, version: -1}
 	c.newIDs = append(c.newIDs, cmd.CommandID)
-}
-
-// vmCommandOf returns the common fields of a vm.commands.v1 record: every
-// command type embeds schemas.VmCommand, so new commands need no change here.
-func vmCommandOf(v any) (schemas.VmCommand, bool) {
-	rv := reflect.ValueOf(v)
-	if rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Elem().Kind() != reflect.Struct {
-		return schemas.VmCommand{}, false
-	}
-	f := rv.Elem().FieldByName("VmCommand")
-	if !f.IsValid() {
-		return schemas.VmCommand{}, false
-	}
-	cmd, ok := f.Interface().(schemas.VmCommand)
-	return cmd, ok
 }
 
 func nonNil(s []string) []string {
