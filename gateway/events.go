@@ -9,6 +9,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/readmodel"
 )
 
@@ -95,7 +96,7 @@ func (s *Server) streamJob(w http.ResponseWriter, r *http.Request) error {
 		for _, st := range steps {
 			out.Steps = append(out.Steps, stepJSON(st))
 		}
-		return out, Finished(job.State), nil
+		return out, api.Finished(job.State), nil
 	}
 	return s.stream(w, r, filter, first, func(e Event) bool { return e.final() })
 }

@@ -8,22 +8,6 @@ import (
 // The JSON resources of docs/design.md §10 are the types of package api;
 // the functions below render the read model's rows as them.
 
-// Names of package api that packages outside the gateway still take from
-// here (benchmarks/storm, ops/roles' lease test, gateway/integration); new
-// code imports api.
-type (
-	Job         = api.Job
-	Lease       = api.Lease
-	LeaseEvent  = api.LeaseEvent
-	List[T any] = api.List[T]
-)
-
-// JobSucceeded is api.JobSucceeded, for the same packages.
-const JobSucceeded = api.JobSucceeded
-
-// Finished is api.Finished, for the same packages.
-func Finished(state string) bool { return api.Finished(state) }
-
 func nonNil(s []string) []string {
 	if s == nil {
 		return []string{}

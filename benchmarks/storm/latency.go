@@ -16,6 +16,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/gateway"
 	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/ops/roles"
@@ -403,19 +404,19 @@ func (c *apiClient) openLoop(ctx context.Context, rate int, d time.Duration, vm 
 // action reboots vm and waits until the read model has the job succeeded;
 // it returns the job's id.
 func (c *apiClient) action(ctx context.Context, vm string) (string, error) {
-	var job gateway.Job
+	var job api.Job
 	code, err := c.do(ctx, http.MethodPost, "/v1/vms/"+vm+"/actions", map[string]any{"action": "reboot"}, &job)
 	if err != nil || code != http.StatusAccepted {
 		return "", fmt.Errorf("reboot %s: status %d: %v", vm, code, err)
 	}
-	var j gateway.Job
+	var j api.Job
 	code, err = c.do(ctx, http.MethodGet, "/v1/jobs/"+job.ID+"?wait=60s", nil, &j)
 	switch {
 	case err != nil:
 		return "", fmt.Errorf("job %s: %w", job.ID, err)
-	case code != http.StatusOK || !gateway.Finished(j.State):
+	case code != http.StatusOK || !api.Finished(j.State):
 		return "", fmt.Errorf("job %s of %s: status %d, state %q after a minute", job.ID, vm, code, j.State)
-	case j.State != gateway.JobSucceeded:
+	case j.State != api.JobSucceeded:
 		return "", fmt.Errorf("job %s of %s: %s (%s)", job.ID, vm, j.State, j.Reason)
 	}
 	return job.ID, nil

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/gateway"
 	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/projectors/postgres"
@@ -163,12 +164,12 @@ func TestDeployThroughKafkaAndPostgres(t *testing.T) {
 	if code != http.StatusAccepted {
 		t.Fatalf("deploy: %d %s", code, body)
 	}
-	var accepted gateway.Job
+	var accepted api.Job
 	if err := json.Unmarshal(body, &accepted); err != nil {
 		t.Fatal(err)
 	}
 
-	var job gateway.Job
+	var job api.Job
 	eventually("the job projected from the command", func() bool {
 		code, body := call("GET", "/v1/jobs/"+accepted.ID, alice, "")
 		return code == 200 && json.Unmarshal(body, &job) == nil

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/gateway"
 	"github.com/vmplane/vmplane/internal/testkit"
 	"github.com/vmplane/vmplane/projectors/postgres"
@@ -79,7 +80,7 @@ func TestLeaseThroughTheStack(t *testing.T) {
 		produce(t, cl, schemas.Record{Topic: schemas.TopicAccounts, Key: acct,
 			Value: &schemas.ApiKeyIssued{KeyID: id, AccountID: acct, Role: gateway.RoleUser, Hash: hash}})
 	}
-	api := func(method, path, acct string, body any) (int, []byte) {
+	call := func(method, path, acct string, body any) (int, []byte) {
 		t.Helper()
 		var rd io.Reader
 		if body != nil {
@@ -97,13 +98,13 @@ func TestLeaseThroughTheStack(t *testing.T) {
 		out, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, out
 	}
-	getLease := func(id string) (gateway.Lease, int) {
-		code, body := api(http.MethodGet, "/v1/leases/"+id, "acme", nil)
-		var l gateway.Lease
+	getLease := func(id string) (api.Lease, int) {
+		code, body := call(http.MethodGet, "/v1/leases/"+id, "acme", nil)
+		var l api.Lease
 		_ = json.Unmarshal(body, &l)
 		return l, code
 	}
-	waitLease := func(id, what string, ok func(gateway.Lease) bool) gateway.Lease {
+	waitLease := func(id, what string, ok func(api.Lease) bool) api.Lease {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)
 		for {
@@ -130,7 +131,7 @@ func TestLeaseThroughTheStack(t *testing.T) {
 	}
 	// Wait for the API key to be projected.
 	deadline := time.Now().Add(30 * time.Second)
-	for code, _ := api(http.MethodGet, "/v1/leases", "acme", nil); code != http.StatusOK; code, _ = api(http.MethodGet, "/v1/leases", "acme", nil) {
+	for code, _ := call(http.MethodGet, "/v1/leases", "acme", nil); code != http.StatusOK; code, _ = call(http.MethodGet, "/v1/leases", "acme", nil) {
 		if time.Now().After(deadline) {
 			t.Fatalf("gateway never accepted the key: %d", code)
 		}
@@ -138,18 +139,18 @@ func TestLeaseThroughTheStack(t *testing.T) {
 	}
 
 	end := clock.Now().Add(time.Hour).UTC().Format(time.RFC3339)
-	code, body := api(http.MethodPost, "/v1/leases", "acme", map[string]any{"name": "lab", "start": "now", "end": end,
+	code, body := call(http.MethodPost, "/v1/leases", "acme", map[string]any{"name": "lab", "start": "now", "end": end,
 		"reservations": []map[string]any{{"min_hosts": 2, "max_hosts": 2}}})
 	if code != http.StatusAccepted {
 		t.Fatalf("create: %d %s", code, body)
 	}
-	var created gateway.Lease
+	var created api.Lease
 	_ = json.Unmarshal(body, &created)
-	l := waitLease(created.ID, "ACTIVE", func(l gateway.Lease) bool { return l.Status == "ACTIVE" })
+	l := waitLease(created.ID, "ACTIVE", func(l api.Lease) bool { return l.Status == "ACTIVE" })
 	if hosts := l.Reservations[0].Hosts; !slices.Equal(hosts, []string{"h1", "h2"}) {
 		t.Fatalf("active lease on %v, want h1,h2", hosts)
 	}
-	if code, _ := api(http.MethodGet, "/v1/leases/"+created.ID, "bolt", nil); code != http.StatusNotFound {
+	if code, _ := call(http.MethodGet, "/v1/leases/"+created.ID, "bolt", nil); code != http.StatusNotFound {
 		t.Fatalf("bolt reading acme's lease: %d, want 404", code)
 	}
 
@@ -176,7 +177,7 @@ func TestLeaseThroughTheStack(t *testing.T) {
 	// h1 is disabled: the lease heals (case 2-1) and acme's VM is migrated
 	// to the replacement.
 	hostStatus("h1", "Up", "Disabled")
-	l = waitLease(created.ID, "healed", func(l gateway.Lease) bool { return l.Degraded })
+	l = waitLease(created.ID, "healed", func(l api.Lease) bool { return l.Degraded })
 	r := l.Reservations[0]
 	if !r.ResourcesChanged || r.MissingResources || slices.Contains(r.Hosts, "h1") || len(r.Hosts) != 2 {
 		t.Fatalf("healed reservation %+v", r)
@@ -186,8 +187,8 @@ func TestLeaseThroughTheStack(t *testing.T) {
 		m, ok := rec.Value.(*schemas.Migrate)
 		return ok && m.VmID == "vm-a1" && m.HostID == repl && m.Origin == schemas.OriginInternal
 	})
-	_, evBody := api(http.MethodGet, "/v1/leases/"+created.ID+"/events", "acme", nil)
-	var events gateway.List[gateway.LeaseEvent]
+	_, evBody := call(http.MethodGet, "/v1/leases/"+created.ID+"/events", "acme", nil)
+	var events api.List[api.LeaseEvent]
 	_ = json.Unmarshal(evBody, &events)
 	var names []string
 	for _, e := range events.Items {
@@ -209,10 +210,10 @@ func TestLeaseThroughTheStack(t *testing.T) {
 		s, ok := rec.Value.(*schemas.Stop)
 		return ok && s.VmID == "vm-a2" && s.CommandID == "lease-"+created.ID+"-end-vm-a2"
 	})
-	waitLease(created.ID, "TERMINATING", func(l gateway.Lease) bool { return l.Status == "TERMINATING" })
+	waitLease(created.ID, "TERMINATING", func(l api.Lease) bool { return l.Status == "TERMINATING" })
 	produce(t, cl, schemas.Record{Topic: schemas.TopicPlacementRequests, Key: zone,
 		Value: &schemas.ReleaseVm{RequestID: "x-a2", VmID: "vm-a2", ZoneID: zone}})
-	l = waitLease(created.ID, "TERMINATED", func(l gateway.Lease) bool { return l.Status == "TERMINATED" })
+	l = waitLease(created.ID, "TERMINATED", func(l api.Lease) bool { return l.Status == "TERMINATED" })
 	if l.Reservations[0].Status != "deleted" {
 		t.Fatalf("ended reservation %+v", l.Reservations[0])
 	}
