@@ -52,6 +52,19 @@ func NewVmCommand(a actions.Action, c VmCommand, args map[string]any) (VmCommand
 	return cmd, nil
 }
 
+// AvroField returns the field of struct value v whose Avro name is name,
+// an embedded struct's fields included.
+func AvroField(v reflect.Value, name string) (reflect.Value, bool) {
+	if v.Kind() != reflect.Struct {
+		return reflect.Value{}, false
+	}
+	f, ok := fieldByAvroName(v.Type(), name)
+	if !ok {
+		return reflect.Value{}, false
+	}
+	return v.FieldByIndex(f.index), true
+}
+
 func fieldByAvroName(t reflect.Type, name string) (field, bool) {
 	for _, f := range fieldsOf(t) {
 		if f.name == name {

@@ -187,7 +187,7 @@ func (a *action) jobParams(v any) map[string]string {
 	rv := reflect.Indirect(reflect.ValueOf(v))
 	for _, p := range a.params {
 		name, omitEmpty := strings.CutSuffix(p, ",omitempty")
-		f, ok := avroField(rv, name)
+		f, ok := schemas.AvroField(rv, name)
 		if !ok {
 			continue
 		}
@@ -213,19 +213,6 @@ func (a *action) jobParams(v any) map[string]string {
 		out[name] = s
 	}
 	return out
-}
-
-// avroField returns the field of struct value v whose avro tag is name.
-func avroField(v reflect.Value, name string) (reflect.Value, bool) {
-	if v.Kind() != reflect.Struct {
-		return reflect.Value{}, false
-	}
-	for i := range v.NumField() {
-		if v.Type().Field(i).Tag.Get("avro") == name {
-			return v.Field(i), true
-		}
-	}
-	return reflect.Value{}, false
 }
 
 // Allowed returns the actions a VM in vmState with taskState allows, as
