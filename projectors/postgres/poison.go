@@ -46,9 +46,12 @@ func dataError(err error) bool {
 func (p *Projector) writeBisecting(ctx context.Context, batch []decoded, known map[topicPartition]int64) (map[topicPartition]int64, error) {
 	var committed map[topicPartition]int64
 	var refused error
+	// Rows are what the database may refuse: a batch of dead letters only
+	// (offsets, no rows) that is refused is retried like any failure.
+	rows := len(batch) > 1 || batch[0].ok
 	err := p.retry(ctx, "apply batch", func() error {
 		next, err := p.write(ctx, batch, known)
-		if dataError(err) {
+		if rows && dataError(err) {
 			refused = err
 			return nil
 		}
@@ -78,14 +81,8 @@ func (p *Projector) writeBisecting(ctx context.Context, batch []decoded, known m
 const applyRefused = "apply to postgres: "
 
 // poisoned dead-letters the record d that the database refused alone and
-// commits its offset without its rows. A record already without rows that
-// is still refused is not the record's doing: it is left to the retry.
+// commits its offset without its rows.
 func (p *Projector) poisoned(ctx context.Context, d *decoded, refused error, known map[topicPartition]int64) (map[topicPartition]int64, error) {
-	if !d.ok {
-		return nil, p.retry(ctx, "commit the offset of a dead letter", func() error {
-			return fmt.Errorf("the database refuses the offset alone: %w", refused)
-		})
-	}
 	kr := d.kr
 	p.log.Warn("dead letter: the read model refuses the record", "topic", kr.Topic, "partition", kr.Partition, "offset", kr.Offset, "err", refused)
 	dl := kafka.DeadLetter(kr, fmt.Errorf("%s%w", applyRefused, refused), p.cfg.Group)
