@@ -10,6 +10,17 @@ type AgentCommand struct {
 	IssuedAt  int64  `avro:"issued_at" doc:"Unix milliseconds."`
 }
 
+// AgentCommandRecord is a pointer to any command of agent.commands.v1.
+type AgentCommandRecord interface {
+	// Command returns the fields every agent command shares.
+	Command() *AgentCommand
+}
+
+// Command returns c itself. Every agent command embeds AgentCommand and so
+// has it, which lets a reader reach the shared fields of any command
+// without a switch over the command types.
+func (c *AgentCommand) Command() *AgentCommand { return c }
+
 // StartVm defines (if needed) and powers on a VM on the host.
 type StartVm struct {
 	AgentCommand

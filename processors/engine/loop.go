@@ -199,7 +199,7 @@ func (p *Processor[S]) tick(tx *txn, now time.Time) error {
 func (p *Processor[S]) emit(tx *txn, outs []schemas.Record, from map[string]string) error {
 	for _, o := range outs {
 		if o.Headers == nil {
-			o.Headers = carryHeaders(from)
+			o.Headers = CarryHeaders(from)
 		}
 		kr, err := kafka.ToKafka(tx.ctx, p.codec, o)
 		if err != nil {
@@ -345,8 +345,10 @@ func (p *Processor[S]) decode(ctx context.Context, kr *kgo.Record) (schemas.Reco
 	return kafka.FromKafka(ctx, p.codec, kr)
 }
 
-// carryHeaders keeps the headers that follow a job from record to record.
-func carryHeaders(h map[string]string) map[string]string {
+// CarryHeaders keeps the headers that follow a job from record to record
+// (trace, command id): an output without headers of its own gets these
+// from its input.
+func CarryHeaders(h map[string]string) map[string]string {
 	var out map[string]string
 	for _, k := range []string{"traceparent", "command_id"} {
 		if v, ok := h[k]; ok {

@@ -377,7 +377,7 @@ func (p *Processor[S]) setState(part int32, key string, old slot[S], s S) {
 		sl.setBatch(p.batch)
 		p.touched = append(p.touched, touchedKey{key: key, part: part, had: old.has()})
 	}
-	if isNil(s) {
+	if NoState(s) {
 		var zero S
 		sl.s, sl.wake = zero, 0
 		sl.setHas(false)
@@ -472,8 +472,9 @@ func (p *Processor[S]) applyAssignments(ctx context.Context, restorer *kgo.Clien
 	return nil
 }
 
-// isNil reports whether a state value is "no state".
-func isNil[S any](s S) bool {
+// NoState reports whether a state value is "no state": a nil pointer, map,
+// slice or interface, which a machine returns to delete its key.
+func NoState[S any](s S) bool {
 	v := reflect.ValueOf(s)
 	if !v.IsValid() {
 		return true

@@ -52,7 +52,7 @@ func (h *telemetryHooks) OnStepped(ctx context.Context, in schemas.Record, outs 
 	if span.SpanContext().IsValid() {
 		for i := range outs {
 			if outs[i].Headers == nil {
-				outs[i].Headers = carryHeaders(in.Headers)
+				outs[i].Headers = CarryHeaders(in.Headers)
 			}
 			if outs[i].Headers == nil {
 				outs[i].Headers = map[string]string{}

@@ -71,3 +71,20 @@ func (d *Driver) control(id string, f func(*host)) (err error) {
 	h.mu.Unlock()
 	return nil
 }
+
+// Guests returns the power state of every VM defined on a host, whatever
+// the host's condition: the truth a crashed or partitioned host hides from
+// its agent, for tests and the simulation to check against.
+func (d *Driver) Guests(hostID string) map[string]string {
+	h, ok := d.hosts[hostID]
+	if !ok {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make(map[string]string, len(h.vms))
+	for _, v := range h.vms {
+		out[v.id] = powerNames[v.power]
+	}
+	return out
+}

@@ -1,0 +1,420 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/vmplane/vmplane/producers/agent"
+	drv "github.com/vmplane/vmplane/producers/agent/driver/sim"
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// simAgent speaks the agent protocol of producers/agent (docs/agents.md)
+// for some hosts of the shared simulated hypervisor, one step at a time:
+// it announces its hosts, reports every VM and pings each round, reports a
+// change at once, executes each command id once and answers a repeat with
+// the first answer, and answers investigations for hosts of its clusters.
+// What it produces goes into an outbox, one queue per partition, which the
+// world delivers late, twice, or in another order across partitions; a
+// crash loses the outbox, its position and, unless it keeps an answers
+// file, its answers.
+type simAgent struct {
+	id    string
+	hosts []agent.HostInfo
+	drv   *drv.Driver
+	// durable: the agent keeps its answers in a file, which outlives a
+	// crash; else a restart relies on the driver's idempotence alone.
+	durable bool
+
+	running   bool
+	seq       map[string]int64
+	connected map[string]bool
+	rejected  map[string]bool
+	answers   map[string]schemas.Record // by command id: what was answered
+	disk      map[string]schemas.Record // the answers file
+	pos       map[int32]int64           // next offset of agent.commands.v1
+	outbox    map[tp][]schemas.Record
+	nextRound int64 // Unix ms of the next report round
+}
+
+func (a *simAgent) group() string { return "vmplane-agent-" + a.id }
+
+func (a *simAgent) serves(host string) (agent.HostInfo, bool) {
+	for _, h := range a.hosts {
+		if h.ID == host {
+			return h, true
+		}
+	}
+	return agent.HostInfo{}, false
+}
+
+// start runs the agent process: the report sequence starts above any it
+// used before (it is based on the clock), the position is the group's
+// committed offset, and the first round announces every host at once.
+func (a *simAgent) start(w *world) {
+	a.running = true
+	a.seq, a.connected, a.rejected = map[string]int64{}, map[string]bool{}, map[string]bool{}
+	for _, h := range a.hosts {
+		a.seq[h.ID] = w.ms() * 1000
+	}
+	a.answers = map[string]schemas.Record{}
+	if a.durable {
+		for k, v := range a.disk {
+			a.answers[k] = v
+		}
+	}
+	a.pos = map[int32]int64{}
+	for part := range w.log.partitions(schemas.TopicAgentCommands) {
+		a.pos[part] = w.log.committed(a.group(), tp{schemas.TopicAgentCommands, part})
+	}
+	a.outbox = map[tp][]schemas.Record{}
+	a.nextRound = w.ms()
+}
+
+// crash ends the process without a word: nothing unsent goes out.
+func (a *simAgent) crash() {
+	a.running = false
+	a.outbox = nil
+}
+
+// stop ends the process cleanly: AgentDisconnected for every announced
+// host, and the positions committed.
+func (a *simAgent) stop(w *world) {
+	for _, h := range a.hosts {
+		if a.connected[h.ID] && !a.rejected[h.ID] {
+			a.send(w, schemas.Record{Topic: schemas.TopicHostEvents, Key: h.ID, Value: &schemas.AgentDisconnected{
+				HostID: h.ID, Reason: "agent stopping", At: w.ms()}})
+		}
+	}
+	a.commit(w)
+	a.flushAll(w)
+	a.running = false
+}
+
+func (a *simAgent) commit(w *world) {
+	offs := map[tp]int64{}
+	for part, o := range a.pos {
+		offs[tp{schemas.TopicAgentCommands, part}] = o
+	}
+	w.log.commitOffsets(a.group(), offs)
+}
+
+func (a *simAgent) nextSeq(host string) int64 {
+	a.seq[host]++
+	return a.seq[host]
+}
+
+// send queues a record for its partition.
+func (a *simAgent) send(w *world, r schemas.Record) {
+	at := tp{r.Topic, w.log.partitionOf(r.Topic, r.Key)}
+	a.outbox[at] = append(a.outbox[at], r)
+}
+
+// pendingOut lists the partitions with queued records, sorted.
+func (a *simAgent) pendingOut() []tp {
+	var out []tp
+	for p, q := range a.outbox {
+		if len(q) > 0 {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(x, y tp) int {
+		if x.topic != y.topic {
+			if x.topic < y.topic {
+				return -1
+			}
+			return 1
+		}
+		return int(x.part - y.part)
+	})
+	return out
+}
+
+// deliver sends the head of one partition's queue; dup sends it twice, as
+// a producer retrying after a lost acknowledgement may.
+func (a *simAgent) deliver(w *world, at tp, dup bool) {
+	q := a.outbox[at]
+	r := q[0]
+	a.outbox[at] = q[1:]
+	w.produce(r)
+	if dup {
+		w.trace("%s duplicates %s", a.id, schemas.TypeName(r.Value))
+		w.produce(r)
+	}
+}
+
+func (a *simAgent) flushAll(w *world) {
+	for _, at := range a.pendingOut() {
+		for len(a.outbox[at]) > 0 {
+			a.deliver(w, at, false)
+		}
+	}
+}
+
+// round reports every host it can reach: AgentConnected for a host not
+// announced yet, a PowerReport per VM and an AgentPing, under one new
+// report sequence. A host it cannot reach is skipped and announced again
+// once back.
+func (a *simAgent) round(w *world) {
+	at := w.ms()
+	for _, h := range a.hosts {
+		if a.rejected[h.ID] {
+			continue
+		}
+		seq := a.nextSeq(h.ID)
+		states, err := a.drv.PowerStates(h.ID)
+		if err != nil {
+			a.connected[h.ID] = false
+			continue
+		}
+		ids := sortedKeys(states)
+		if !a.connected[h.ID] {
+			a.send(w, schemas.Record{Topic: schemas.TopicHostEvents, Key: h.ID, Value: &schemas.AgentConnected{
+				HostID: h.ID, Name: h.Name, AgentID: a.id, ZoneID: h.Zone, PodID: h.Pod, ClusterID: h.Cluster,
+				Hypervisor: h.Hypervisor, CPU: h.CPU, MemoryMB: h.MemoryMB, Tags: orEmpty(h.Tags),
+				Properties: orEmptyMap(h.Properties), VmIDs: ids, At: at}})
+		}
+		for _, vm := range ids {
+			a.send(w, schemas.Record{Topic: schemas.TopicVmPower, Key: vm, Value: &schemas.PowerReport{
+				VmID: vm, HostID: h.ID, PowerState: states[vm], ReportSeq: seq, ReportedAt: at}})
+		}
+		a.send(w, schemas.Record{Topic: schemas.TopicHostEvents, Key: h.ID, Value: &schemas.AgentPing{
+			HostID: h.ID, ReportSeq: seq, VmIDs: ids, At: at}})
+		a.connected[h.ID] = true
+	}
+}
+
+// changes reports the VMs whose power the driver saw change on its own.
+func (a *simAgent) changes(w *world, cs []agent.Change) {
+	for _, c := range cs {
+		if _, ok := a.serves(c.HostID); !ok || a.rejected[c.HostID] || !a.connected[c.HostID] {
+			continue
+		}
+		a.reportVM(w, c.HostID, c.VmID)
+	}
+}
+
+func (a *simAgent) reportVM(w *world, host, vm string) {
+	seq := a.nextSeq(host)
+	states, err := a.drv.PowerStates(host)
+	if err != nil {
+		return
+	}
+	state, ok := states[vm]
+	if !ok {
+		state = schemas.PowerOff
+	}
+	at := w.ms()
+	a.send(w, schemas.Record{Topic: schemas.TopicVmPower, Key: vm, Value: &schemas.PowerReport{
+		VmID: vm, HostID: host, PowerState: state, ReportSeq: seq, ReportedAt: at}})
+	a.send(w, schemas.Record{Topic: schemas.TopicHostEvents, Key: host, Value: &schemas.AgentPing{
+		HostID: host, ReportSeq: seq, VmIDs: sortedKeys(states), At: at}})
+}
+
+// poll reads up to max commands and carries out those for its hosts.
+func (a *simAgent) poll(w *world, max int) bool {
+	did := false
+	for part := range w.log.partitions(schemas.TopicAgentCommands) {
+		at := tp{schemas.TopicAgentCommands, part}
+		for max > 0 && a.pos[part] < w.log.end(at) {
+			e, _ := w.log.read(at, a.pos[part])
+			a.pos[part]++
+			max--
+			did = true
+			a.handle(w, e)
+		}
+	}
+	return did
+}
+
+func (a *simAgent) handle(w *world, e entry) {
+	v, err := schemas.Unmarshal(e.value)
+	if err != nil {
+		return // skipped and counted, never dead-lettered by an agent
+	}
+	c, ok := v.(schemas.AgentCommandRecord)
+	if !ok {
+		return
+	}
+	cmd := c.Command()
+	switch v := v.(type) {
+	case *schemas.CheckHost:
+		a.investigate(w, cmd, v.TargetHostID, v.ClusterID, v.Method, v.VmIDs, false)
+		return
+	case *schemas.FenceHost:
+		a.investigate(w, cmd, v.TargetHostID, v.ClusterID, "", nil, true)
+		return
+	case *schemas.AgentRejected:
+		if _, ok := a.serves(cmd.HostID); ok {
+			a.rejected[cmd.HostID] = true
+		}
+		return
+	}
+	if _, ok := a.serves(cmd.HostID); !ok {
+		return
+	}
+	if prev, ok := a.answers[cmd.CommandID]; ok {
+		a.send(w, prev) // a repeat: the first answer again, nothing runs
+		return
+	}
+	a.execute(w, v, cmd)
+}
+
+// execute carries out one command and answers it, as producers/agent does.
+func (a *simAgent) execute(w *world, v any, cmd *schemas.AgentCommand) {
+	ctx := context.Background()
+	var err error
+	report, where := true, cmd.HostID
+	switch c := v.(type) {
+	case *schemas.StartVm:
+		err = a.drv.Start(ctx, cmd.HostID, agent.VMSpec{ID: c.VmID, Name: c.Name, CPU: c.CPU, MemoryMB: c.MemoryMB})
+	case *schemas.StopVm:
+		err = a.drv.Stop(ctx, cmd.HostID, c.VmID, c.Force)
+	case *schemas.DestroyVm:
+		report = false
+		if err = a.drv.Destroy(ctx, cmd.HostID, c.VmID); errors.Is(err, agent.ErrUnknownVM) {
+			err = nil
+		}
+	case *schemas.RebootVm:
+		err = a.drv.Reboot(ctx, cmd.HostID, c.VmID, c.Hard)
+	case *schemas.PauseVm:
+		err = a.drv.Pause(ctx, cmd.HostID, c.VmID)
+	case *schemas.UnpauseVm:
+		err = a.drv.Unpause(ctx, cmd.HostID, c.VmID)
+	case *schemas.SuspendVm:
+		err = a.drv.Suspend(ctx, cmd.HostID, c.VmID)
+	case *schemas.ResumeVm:
+		err = a.drv.Resume(ctx, cmd.HostID, c.VmID)
+	case *schemas.RescueVm:
+		err = a.drv.Rescue(ctx, cmd.HostID, c.VmID, c.Image)
+	case *schemas.UnrescueVm:
+		err = a.drv.Unrescue(ctx, cmd.HostID, c.VmID)
+	case *schemas.RebuildVm:
+		err = a.drv.Rebuild(ctx, cmd.HostID, c.VmID, c.Image)
+	case *schemas.SnapshotVm:
+		report = false
+		err = a.drv.Snapshot(ctx, cmd.HostID, c.VmID, c.SnapshotName)
+	case *schemas.MigrateVm:
+		if _, ok := a.serves(c.DestHostID); !ok {
+			err = errors.New("destination not served by this agent")
+			break
+		}
+		err = a.drv.Migrate(ctx, cmd.HostID, c.VmID, c.DestHostID, agent.VMSpec{ID: c.VmID, CPU: c.CPU, MemoryMB: c.MemoryMB})
+		where = c.DestHostID
+	default:
+		err = errors.New("unsupported by agent")
+	}
+	if errors.Is(err, agent.ErrHostUnreachable) {
+		return // the agent of an unreachable host cannot answer
+	}
+	seq := a.nextSeq(where)
+	state, serr := a.drv.PowerState(where, cmd.VmID)
+	switch {
+	case errors.Is(serr, agent.ErrUnknownVM):
+		state = schemas.PowerOff
+	case serr != nil:
+		state = schemas.PowerUnknown
+	}
+	at := w.ms()
+	ans := &schemas.AgentAnswer{CommandID: cmd.CommandID, VmID: cmd.VmID, HostID: cmd.HostID, Epoch: cmd.Epoch,
+		CommandType: schemas.TypeName(v), OK: err == nil, PowerState: state, AnsweredAt: at}
+	if err != nil {
+		ans.Error = schemas.CleanText(err.Error())
+	}
+	ar := schemas.Record{Topic: schemas.TopicVmAnswers, Key: cmd.VmID, Value: ans, Headers: map[string]string{"command_id": cmd.CommandID}}
+	a.answers[cmd.CommandID] = ar
+	if a.durable {
+		a.disk[cmd.CommandID] = ar
+	}
+	a.send(w, ar)
+	if err != nil {
+		return
+	}
+	if report && !a.rejected[where] && a.connected[where] {
+		a.send(w, schemas.Record{Topic: schemas.TopicVmPower, Key: cmd.VmID, Value: &schemas.PowerReport{
+			VmID: cmd.VmID, HostID: where, PowerState: state, ReportSeq: seq, ReportedAt: at}})
+	}
+	switch v.(type) {
+	case *schemas.StartVm, *schemas.DestroyVm, *schemas.MigrateVm:
+		a.vmList(w, where, seq, at)
+		if where != cmd.HostID {
+			a.vmList(w, cmd.HostID, a.nextSeq(cmd.HostID), at)
+		}
+	}
+}
+
+func (a *simAgent) vmList(w *world, host string, seq, at int64) {
+	if a.rejected[host] || !a.connected[host] {
+		return
+	}
+	states, err := a.drv.PowerStates(host)
+	if err != nil {
+		return
+	}
+	a.send(w, schemas.Record{Topic: schemas.TopicHostEvents, Key: host, Value: &schemas.AgentPing{
+		HostID: host, ReportSeq: seq, VmIDs: sortedKeys(states), At: at}})
+}
+
+// investigate answers a CheckHost or FenceHost from another live host of
+// the target's cluster that this agent serves; none, and it is not ours.
+func (a *simAgent) investigate(w *world, cmd *schemas.AgentCommand, target, cluster, method string, vms []string, fence bool) {
+	from := ""
+	for _, h := range a.hosts {
+		if h.ID == target || h.Cluster != cluster || !a.connected[h.ID] || a.rejected[h.ID] {
+			continue
+		}
+		if _, err := a.drv.PowerStates(h.ID); err == nil {
+			from = h.ID
+			break
+		}
+	}
+	if from == "" {
+		return
+	}
+	result, detail := "Unknown", ""
+	if fence {
+		if err := a.drv.Fence(context.Background(), from, target); err != nil {
+			detail = "fencing failed: " + err.Error()
+		} else {
+			result, detail = "Down", "fenced from "+from
+			w.trace("%s fences %s", a.id, target)
+		}
+	} else {
+		r, d, err := a.drv.CheckHost(context.Background(), from, target, method, vms)
+		switch {
+		case err != nil:
+			detail = err.Error()
+		case r == "Up":
+			result, detail = "Up", d
+		default:
+			detail = d
+		}
+	}
+	a.send(w, schemas.Record{Topic: schemas.TopicHostEvents, Key: target, Headers: map[string]string{"command_id": cmd.CommandID},
+		Value: &schemas.CheckHostAnswer{CommandID: cmd.CommandID, HostID: from, TargetHostID: target, Result: result,
+			Detail: schemas.CleanText(detail), At: w.ms()}})
+}
+
+func sortedKeys(m map[string]string) []string {
+	ids := make([]string, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func orEmptyMap(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}

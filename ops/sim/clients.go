@@ -1,0 +1,165 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/vmplane/vmplane/schemas"
+	"github.com/vmplane/vmplane/schemas/actions"
+)
+
+// clients ask for anything, allowed or not, as API users and admins do
+// through the gateway: deploys, every VM action, host administration and
+// leases, sometimes twice with the same command id, as a client retrying
+// a request whose answer it lost.
+type clients struct {
+	n        int
+	vms      []string
+	leases   []string
+	sent     []schemas.Record
+	removed  map[string]bool
+	accounts []string
+}
+
+var offerings = []schemas.Offering{
+	{ID: "off-small", Name: "small", CPU: 1, MemoryMB: 1024},
+	{ID: "off-medium", Name: "medium", CPU: 2, MemoryMB: 4096},
+	{ID: "off-large", Name: "large", CPU: 4, MemoryMB: 8192, HA: true},
+}
+
+func newClients(*world) *clients {
+	return &clients{removed: map[string]bool{}, accounts: []string{"acct-a", "acct-b"}}
+}
+
+func (c *clients) id(kind string) string {
+	c.n++
+	return fmt.Sprintf("%s-%d", kind, c.n)
+}
+
+// act sends one request at random.
+func (c *clients) act(w *world) {
+	switch r := w.rng.IntN(100); {
+	case r < 5 && len(c.sent) > 0:
+		rec := c.sent[len(c.sent)-1-w.rng.IntN(min(len(c.sent), 5))]
+		w.trace("client repeats %s %s", schemas.TypeName(rec.Value), rec.Key)
+		w.produce(rec)
+	case r < 25 || len(c.vms) == 0:
+		c.deploy(w)
+	case r < 80:
+		c.action(w)
+	case r < 90:
+		c.hostAdmin(w)
+	default:
+		c.lease(w)
+	}
+}
+
+func (c *clients) send(w *world, r schemas.Record) {
+	w.trace("client sends %s %s", schemas.TypeName(r.Value), r.Key)
+	c.sent = append(c.sent, r)
+	if len(c.sent) > 50 {
+		c.sent = c.sent[25:]
+	}
+	w.produce(r)
+}
+
+func (c *clients) common(w *world, vmID string) schemas.VmCommand {
+	return schemas.VmCommand{CommandID: c.id("cmd"), VmID: vmID, Account: c.accounts[w.rng.IntN(len(c.accounts))],
+		Origin: schemas.OriginAPI, IssuedAt: w.ms()}
+}
+
+func (c *clients) deploy(w *world) {
+	vmID := ""
+	if len(c.vms) > 0 && w.rng.IntN(10) == 0 {
+		vmID = c.vms[w.rng.IntN(len(c.vms))] // one that exists: refused
+	} else {
+		vmID = c.id("vm")
+		c.vms = append(c.vms, vmID)
+	}
+	off := offerings[w.rng.IntN(len(offerings))]
+	d := &schemas.Deploy{VmCommand: c.common(w, vmID), Name: vmID, ZoneID: "z1", Offering: off,
+		HA: off.HA || w.rng.IntN(3) == 0}
+	if w.rng.IntN(4) == 0 {
+		d.AffinityGroup = []string{"anti:web", "aff:db"}[w.rng.IntN(2)]
+	}
+	c.send(w, schemas.Record{Topic: schemas.TopicVmCommands, Key: vmID, Value: d})
+}
+
+func (c *clients) action(w *world) {
+	a := actions.Catalog[w.rng.IntN(len(actions.Catalog))]
+	vmID := c.vms[w.rng.IntN(len(c.vms))]
+	if w.rng.IntN(20) == 0 {
+		vmID = "vm-unknown"
+	}
+	args := map[string]any{}
+	for _, p := range a.Params {
+		switch p.Kind {
+		case actions.KindBool:
+			args[p.Name] = w.rng.IntN(2) == 0
+		case actions.KindOffering:
+			args[p.Name] = offerings[w.rng.IntN(len(offerings))]
+		case actions.KindString:
+			if p.Name == "host_id" {
+				if w.rng.IntN(2) == 0 {
+					args[p.Name] = w.hosts[w.rng.IntN(len(w.hosts))].ID
+				}
+			} else if p.Required || w.rng.IntN(2) == 0 {
+				args[p.Name] = "img-1"
+			}
+		}
+	}
+	cmd, err := schemas.NewVmCommand(a, c.common(w, vmID), args)
+	if err != nil {
+		w.fail("client: %v", err)
+		return
+	}
+	c.send(w, schemas.Record{Topic: schemas.TopicVmCommands, Key: vmID, Value: cmd})
+}
+
+func (c *clients) hostAdmin(w *world) {
+	h := w.hosts[w.rng.IntN(len(w.hosts))].ID
+	hc := schemas.HostCommand{CommandID: c.id("hcmd"), HostID: h, Account: "admin", IssuedAt: w.ms()}
+	var v any
+	switch w.rng.IntN(9) {
+	case 0, 1:
+		v = &schemas.EnableHost{HostCommand: hc}
+	case 2:
+		v = &schemas.DisableHost{HostCommand: hc}
+	case 3, 4:
+		v = &schemas.PrepareForMaintenance{HostCommand: hc}
+	case 5, 6, 7:
+		v = &schemas.CancelMaintenance{HostCommand: hc}
+	default:
+		if w.rng.IntN(4) != 0 {
+			return // removing is rare: a removed host stays gone
+		}
+		v = &schemas.RemoveHost{HostCommand: hc}
+		c.removed[h] = true
+	}
+	c.send(w, schemas.Record{Topic: schemas.TopicHostCommands, Key: h, Value: v})
+}
+
+func (c *clients) lease(w *world) {
+	project := c.accounts[w.rng.IntN(len(c.accounts))]
+	switch r := w.rng.IntN(10); {
+	case r < 6 || len(c.leases) == 0:
+		id := c.id("lease")
+		c.leases = append(c.leases, id)
+		start := w.ms() + int64(w.rng.IntN(120_000))
+		spec := schemas.ReservationSpec{MinHosts: 1, MaxHosts: int32(1 + w.rng.IntN(2)), HostProperties: map[string]string{}}
+		if w.rng.IntN(2) == 0 {
+			spec.HostProperties["gpu"] = "yes"
+		}
+		c.send(w, schemas.Record{Topic: schemas.TopicLeaseCommands, Key: "z1", Value: &schemas.CreateLease{
+			CommandID: c.id("lcmd"), LeaseID: id, ZoneID: "z1", Project: project, Name: id, Start: start,
+			End: start + int64(60_000+w.rng.IntN(600_000)), Reservations: []schemas.ReservationSpec{spec}, IssuedAt: w.ms()}})
+	case r < 8:
+		id := c.leases[w.rng.IntN(len(c.leases))]
+		c.send(w, schemas.Record{Topic: schemas.TopicLeaseCommands, Key: "z1", Value: &schemas.UpdateLease{
+			CommandID: c.id("lcmd"), LeaseID: id, ZoneID: "z1", Project: project, End: w.ms() + int64(w.rng.IntN(600_000)),
+			Reservations: []schemas.ReservationSpec{}, IssuedAt: w.ms()}})
+	default:
+		id := c.leases[w.rng.IntN(len(c.leases))]
+		c.send(w, schemas.Record{Topic: schemas.TopicLeaseCommands, Key: "z1", Value: &schemas.DeleteLease{
+			CommandID: c.id("lcmd"), LeaseID: id, ZoneID: "z1", Project: project, IssuedAt: w.ms()}})
+	}
+}

@@ -1,0 +1,212 @@
+package sim
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// check folds what was committed and holds every safety invariant. The
+// job invariants are checked as the events are folded (views.job).
+func (w *world) check() {
+	w.views.fold(w)
+	if w.err != nil {
+		return
+	}
+	w.oneRunningJob()
+	w.oneGuest()
+	w.taskStates()
+	w.ledger()
+	w.haOnlyForHA()
+}
+
+// oneRunningJob: a VM has at most one job running at a time.
+func (w *world) oneRunningJob() {
+	w.checks["one running job per VM"]++
+	running := map[string]string{}
+	for _, id := range slices.Sorted(maps.Keys(w.views.jobs)) {
+		j := w.views.jobs[id]
+		if !j.running {
+			continue
+		}
+		if other, ok := running[j.vm]; ok {
+			w.fail("VM %s runs two jobs: %s (%s) and %s (%s)", j.vm, other, w.views.jobs[other].jobType, id, j.jobType)
+			return
+		}
+		running[j.vm] = id
+	}
+}
+
+// oneGuest: no VM has a guest running (or paused in memory) on two hosts.
+func (w *world) oneGuest() {
+	w.checks["one guest per VM"]++
+	where := map[string]string{}
+	for _, h := range w.hosts {
+		g := w.drv.Guests(h.ID)
+		for _, id := range slices.Sorted(maps.Keys(g)) {
+			if p := g[id]; p != schemas.PowerOn && p != schemas.PowerPaused {
+				continue
+			}
+			if other, ok := where[id]; ok {
+				w.fail("VM %s has guests running on %s and %s", id, other, h.ID)
+				return
+			}
+			where[id] = h.ID
+		}
+	}
+}
+
+// taskStates: a VM with no job in flight shows no task state, and rests in
+// a stationary state.
+func (w *world) taskStates() {
+	for _, id := range slices.Sorted(maps.Keys(w.views.vms)) {
+		v := w.views.vms[id]
+		w.checks["idle VM has no task state"]++
+		if v.Job == nil && v.TaskState != "" {
+			w.fail("VM %s has no job but task state %q (state %s)", id, v.TaskState, v.VmState)
+			return
+		}
+		if v.Job == nil && !stationary(v.VmState) {
+			w.fail("VM %s has no job but rests in %q", id, v.VmState)
+			return
+		}
+	}
+}
+
+// ledger: every host's used capacity is the sum of its allocations and
+// within its capacity × overcommit; a host an active lease holds carries
+// only the lease project's VMs.
+func (w *world) ledger() {
+	for _, zid := range slices.Sorted(maps.Keys(w.views.zones)) {
+		z := w.views.zones[zid]
+		cpu, mem := map[string]int32{}, map[string]int64{}
+		acct := map[string][]string{}
+		for _, a := range z.Allocations {
+			cpu[a.HostID] += a.CPU
+			mem[a.HostID] += a.MemoryMB
+			acct[a.HostID] = append(acct[a.HostID], a.Account+"/"+a.VmID)
+		}
+		for _, h := range z.Hosts {
+			w.checks["ledger equals allocations"]++
+			if h.UsedCPU != cpu[h.HostID] || h.UsedMemoryMB != mem[h.HostID] {
+				w.fail("host %s: ledger says %d CPU / %d MiB used, its allocations sum to %d / %d (%v)",
+					h.HostID, h.UsedCPU, h.UsedMemoryMB, cpu[h.HostID], mem[h.HostID], acct[h.HostID])
+				return
+			}
+			w.checks["host within capacity"]++
+			if float64(h.UsedCPU) > float64(h.CPU)*max(h.CPUOvercommit, 1) || float64(h.UsedMemoryMB) > float64(h.MemoryMB)*max(h.MemOvercommit, 1) {
+				w.fail("host %s allocated beyond capacity: %d/%d CPU, %d/%d MiB (overcommit %v/%v)",
+					h.HostID, h.UsedCPU, h.CPU, h.UsedMemoryMB, h.MemoryMB, h.CPUOvercommit, h.MemOvercommit)
+				return
+			}
+		}
+		w.leasedHosts(z)
+	}
+}
+
+func (w *world) leasedHosts(z *schemas.ZoneRecord) {
+	for _, h := range z.Hosts {
+		if h.LeaseProject == "" {
+			continue
+		}
+		w.checks["leased host serves its project only"]++
+		for _, a := range z.Allocations {
+			if a.HostID == h.HostID && a.Account != h.LeaseProject {
+				w.fail("host %s is leased to %s (lease %s) but VM %s of %s was placed on it",
+					h.HostID, h.LeaseProject, h.LeaseID, a.VmID, a.Account)
+				return
+			}
+		}
+	}
+}
+
+// haOnlyForHA: an HA restart is only ever started for a VM with HA.
+func (w *world) haOnlyForHA() {
+	for _, ev := range w.views.fresh {
+		a, ok := ev.(*schemas.JobAccepted)
+		if !ok || a.JobType != "HARestart" {
+			continue
+		}
+		w.checks["HA restarts only HA VMs"]++
+		if v, ok := w.views.vms[a.VmID]; ok && !v.HA {
+			w.fail("HA restart %s of VM %s, which has no HA", a.JobID, a.VmID)
+			return
+		}
+	}
+}
+
+// settled holds the liveness invariants once the faults have stopped and
+// the world has had the job timeout and more to settle.
+func (w *world) settled() {
+	w.views.fold(w)
+	for _, id := range slices.Sorted(maps.Keys(w.views.vms)) {
+		v := w.views.vms[id]
+		w.checks["every job ends"]++
+		if v.Job != nil {
+			w.fail("settled, but VM %s still runs job %s (%s, phase %s, since %d)", id, v.Job.JobID, v.Job.JobType, v.Job.Phase, v.Job.StartedAt)
+			return
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(w.views.jobs)) {
+		j := w.views.jobs[id]
+		if j.accepted && len(j.ends) == 0 {
+			w.fail("settled, but job %s (%s of %s) never ended", id, j.jobType, j.vm)
+			return
+		}
+	}
+	for _, h := range w.hosts {
+		w.checks["host status matches the truth"]++
+		r, ok := w.views.hosts[h.ID]
+		got := ""
+		if ok {
+			got = r.Status.Status
+		}
+		// A host an admin asked to remove may be gone, or still Up when
+		// the removal was refused.
+		if got != "Up" && !(w.cl.removed[h.ID] && (got == "Removed" || !ok)) {
+			w.fail("settled, but host %s is %q while it is up and its agent runs", h.ID, got)
+			return
+		}
+	}
+	w.claimsMatchVMs()
+}
+
+// claimsMatchVMs: every claim of capacity belongs to a VM placed on that
+// host, and every running guest to a live VM placed where it runs.
+func (w *world) claimsMatchVMs() {
+	for _, zid := range slices.Sorted(maps.Keys(w.views.zones)) {
+		for _, a := range w.views.zones[zid].Allocations {
+			w.checks["every claim has its VM"]++
+			v, ok := w.views.vms[a.VmID]
+			switch {
+			case !ok:
+				w.fail("settled, but host %s keeps a claim for VM %s, which does not exist", a.HostID, a.VmID)
+			case v.HostID != a.HostID && v.ResizeSourceHost != a.HostID:
+				w.fail("settled, but host %s keeps a claim for VM %s, which is %s on %q", a.HostID, a.VmID, v.VmState, v.HostID)
+			}
+			if w.err != nil {
+				return
+			}
+		}
+	}
+	for _, h := range w.hosts {
+		g := w.drv.Guests(h.ID)
+		for _, id := range slices.Sorted(maps.Keys(g)) {
+			if g[id] != schemas.PowerOn {
+				continue
+			}
+			w.checks["every guest has its VM"]++
+			v, ok := w.views.vms[id]
+			if !ok || v.VmState == "Deleted" || v.HostID != h.ID {
+				state := "gone"
+				if ok {
+					state = fmt.Sprintf("%s on %q", v.VmState, v.HostID)
+				}
+				w.fail("settled, but a guest of VM %s runs on %s, and the VM is %s", id, h.ID, state)
+				return
+			}
+		}
+	}
+}

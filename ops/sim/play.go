@@ -1,0 +1,242 @@
+package sim
+
+import (
+	"time"
+
+	"github.com/vmplane/vmplane/producers/agent"
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// event is one thing that may happen next, with its weight.
+type event struct {
+	weight int
+	name   string
+	do     func()
+}
+
+// play runs the faulty steps, then lets the world settle.
+func (w *world) play() {
+	for ; w.step < w.opts.Steps && w.err == nil; w.step++ {
+		w.next(w.events(true))
+		w.check()
+	}
+	if w.err == nil {
+		w.settle()
+	}
+}
+
+// settle stops the faults: every process runs again, every host is back
+// and reachable, and the world runs without faults until the job timeout
+// and a few ping rounds have passed and nothing is left to deliver.
+func (w *world) settle() {
+	w.calm = true
+	w.trace("faults stop")
+	for _, p := range w.procs {
+		if !p.up() {
+			p.restore(w)
+		}
+	}
+	for _, a := range w.ags {
+		if !a.running {
+			a.start(w)
+		}
+	}
+	for _, h := range w.hosts {
+		_ = w.drv.RecoverHost(h.ID)
+		_ = w.drv.Heal(h.ID)
+	}
+	until := w.now.Add(jobTimeout + 6*pingInterval)
+	for n := 0; n < w.opts.Settle && w.err == nil; n++ {
+		if !w.now.Before(until) && !w.busy() {
+			break
+		}
+		w.next(w.events(false))
+		w.check()
+		w.step++
+	}
+	if w.err == nil {
+		w.settled()
+	}
+}
+
+// busy says whether anything is left to deliver or run now.
+func (w *world) busy() bool {
+	for _, p := range w.procs {
+		if p.pending(w) {
+			return true
+		}
+	}
+	for _, a := range w.ags {
+		if len(a.pendingOut()) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// next picks one event by weight and runs it, then hands the hypervisor's
+// own power changes to the agents.
+func (w *world) next(evs []event) {
+	total := 0
+	for _, e := range evs {
+		total += e.weight
+	}
+	r := w.rng.IntN(total)
+	for _, e := range evs {
+		if r < e.weight {
+			e.do()
+			break
+		}
+		r -= e.weight
+	}
+	w.drainChanges()
+}
+
+func (w *world) drainChanges() {
+	for {
+		select {
+		case c := <-w.drv.Changes():
+			for _, a := range w.ags {
+				if _, ok := a.serves(c.HostID); ok && a.running {
+					a.changes(w, []agent.Change{c})
+				}
+			}
+		default:
+			return
+		}
+	}
+}
+
+// events lists what may happen now; faults only while faulty.
+func (w *world) events(faulty bool) []event {
+	evs := []event{{10, "clock", func() { w.advance(time.Duration(w.rng.IntN(1500)) * time.Millisecond) }}}
+	for _, p := range w.procs {
+		if p.pending(w) {
+			evs = append(evs, event{8, "batch", func() {
+				abort := faulty && w.rng.IntN(30) == 0
+				if abort {
+					w.faults["transaction aborts"]++
+				}
+				p.batch(w, 1+w.rng.IntN(8), abort)
+			}})
+		}
+	}
+	for _, a := range w.ags {
+		if !a.running {
+			if faulty {
+				evs = append(evs, event{2, "agent restart", func() { w.trace("%s starts", a.id); a.start(w) }})
+			}
+			continue
+		}
+		evs = append(evs, event{6, "agent poll", func() { a.poll(w, 1+w.rng.IntN(8)) }})
+		if out := a.pendingOut(); len(out) > 0 {
+			evs = append(evs, event{12, "agent delivers", func() {
+				dup := faulty && w.rng.IntN(25) == 0
+				if dup {
+					w.faults["agent record duplicated"]++
+				}
+				a.deliver(w, out[w.rng.IntN(len(out))], dup)
+			}})
+		}
+		evs = append(evs, event{2, "agent commits", func() { a.commit(w) }})
+		if w.ms() >= a.nextRound {
+			evs = append(evs, event{6, "agent round", func() {
+				a.round(w)
+				a.nextRound = w.ms() + pingInterval.Milliseconds()
+			}})
+		}
+	}
+	if !faulty {
+		return evs
+	}
+	evs = append(evs, event{6, "client", func() { w.cl.act(w) }})
+	return append(evs, w.faultEvents()...)
+}
+
+// advance moves the clock forward.
+func (w *world) advance(d time.Duration) { w.now = w.now.Add(d) }
+
+// faultEvents are the faults the seed may choose this step.
+func (w *world) faultEvents() []event {
+	evs := []event{
+		{1, "clock jump", func() {
+			d := time.Duration(30+w.rng.IntN(600)) * time.Second
+			w.faults["clock jumps"]++
+			w.trace("clock jumps %s", d)
+			w.advance(d)
+		}},
+		{1, "processor crash", func() {
+			p := w.procs[w.rng.IntN(len(w.procs))]
+			if p.up() {
+				w.faults["processor crashes"]++
+				w.trace("%s crashes", p.name())
+				p.crash()
+			}
+		}},
+		{1, "agent crash", func() {
+			a := w.ags[w.rng.IntN(len(w.ags))]
+			if a.running {
+				w.faults["agent crashes"]++
+				w.trace("%s crashes (answers kept: %v)", a.id, a.durable)
+				a.crash()
+			}
+		}},
+		{1, "agent stop", func() {
+			a := w.ags[w.rng.IntN(len(w.ags))]
+			if a.running && w.rng.IntN(2) == 0 {
+				w.faults["agent stops"]++
+				w.trace("%s stops", a.id)
+				a.stop(w)
+			}
+		}},
+		{2, "host fault", func() { w.hostFault() }},
+		{1, "out of band", func() { w.outOfBand() }},
+	}
+	for _, p := range w.procs {
+		if !p.up() {
+			evs = append(evs, event{3, "processor restart", func() { w.trace("%s restarts", p.name()); p.restore(w) }})
+		}
+	}
+	return evs
+}
+
+// hostFault crashes, partitions, recovers or heals a host at random; a host
+// that flaps gets several in a row.
+func (w *world) hostFault() {
+	h := w.hosts[w.rng.IntN(len(w.hosts))].ID
+	var err error
+	kind := ""
+	switch w.rng.IntN(4) {
+	case 0:
+		kind, err = "host crashes", w.drv.CrashHost(h)
+	case 1:
+		kind, err = "host partitioned", w.drv.Partition(h)
+	case 2:
+		kind, err = "host recovers", w.drv.RecoverHost(h)
+	default:
+		kind, err = "host heals", w.drv.Heal(h)
+	}
+	if err != nil {
+		w.fail("%s %s: %v", kind, h, err)
+		return
+	}
+	w.faults[kind]++
+	w.trace("%s: %s", h, kind)
+}
+
+// outOfBand changes a guest's power behind the control plane's back: a
+// guest shutting down, an operator pausing it.
+func (w *world) outOfBand() {
+	h := w.hosts[w.rng.IntN(len(w.hosts))].ID
+	g, err := w.drv.PowerStates(h) // a host that is down runs nothing
+	if err != nil || len(g) == 0 {
+		return
+	}
+	ids := sortedKeys(g)
+	vm := ids[w.rng.IntN(len(ids))]
+	state := []string{schemas.PowerOff, schemas.PowerPaused, schemas.PowerOn}[w.rng.IntN(3)]
+	if err := w.drv.OutOfBand(h, vm, state); err == nil {
+		w.faults["out-of-band power changes"]++
+		w.trace("%s on %s goes %s out of band", vm, h, state)
+	}
+}

@@ -1,0 +1,263 @@
+package sim
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/vmplane/vmplane/processors/engine"
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// proc is a simulated processor, whatever its machine.
+type proc interface {
+	name() string
+	// batch runs one poll-and-transaction round: up to max records from
+	// the owned input partitions, then the due timers. It reports whether
+	// there was anything to do; abort throws the transaction away.
+	batch(w *world, max int, abort bool) bool
+	// pending says whether a batch would find records or due timers.
+	pending(w *world) bool
+	// crash loses everything in memory; restore reads the changelog and
+	// the committed offsets again, as a restarted process does.
+	crash()
+	restore(w *world)
+	up() bool
+}
+
+// machineProc drives one machine as processors/engine does: the same
+// inputs, changelog and consumer group, each batch one transaction of
+// outputs, changed states and offsets. Its state is what Step returned,
+// kept in memory between batches, and rebuilt from the changelog after a
+// crash or an aborted transaction, never from anything else.
+type machineProc[S any] struct {
+	group     string
+	m         engine.Machine[S]
+	inputs    []string
+	changelog string
+
+	running bool
+	state   map[string]S
+	part    map[string]int32 // the partition each key's state lives in
+	pos     map[tp]int64     // next offset to read
+}
+
+func newMachineProc[S any](group string, m engine.Machine[S], changelog string, inputs ...string) *machineProc[S] {
+	return &machineProc[S]{group: group, m: m, inputs: inputs, changelog: changelog}
+}
+
+func (p *machineProc[S]) name() string { return p.group }
+func (p *machineProc[S]) up() bool     { return p.running }
+
+func (p *machineProc[S]) crash() {
+	p.running = false
+	p.state, p.part, p.pos = nil, nil, nil
+}
+
+func (p *machineProc[S]) restore(w *world) {
+	p.state, p.part, p.pos = map[string]S{}, map[string]int32{}, map[tp]int64{}
+	for part := range w.log.partitions(p.changelog) {
+		at := tp{p.changelog, part}
+		for o := range w.log.end(at) {
+			e, _ := w.log.read(at, o)
+			if e.value == nil {
+				delete(p.state, e.key)
+				delete(p.part, e.key)
+				continue
+			}
+			s, err := decodeState[S](e.value)
+			if err != nil {
+				w.fail("restore %s: %s/%d@%d: %v", p.group, p.changelog, part, o, err)
+				return
+			}
+			p.state[e.key], p.part[e.key] = s, part
+		}
+	}
+	for _, t := range p.inputs {
+		for part := range w.log.partitions(t) {
+			at := tp{t, part}
+			p.pos[at] = w.log.committed(p.group, at)
+		}
+	}
+	p.running = true
+}
+
+func decodeState[S any](b []byte) (S, error) {
+	var zero S
+	v, err := schemas.Unmarshal(b)
+	if err != nil {
+		return zero, err
+	}
+	s, ok := v.(S)
+	if !ok {
+		return zero, fmt.Errorf("state is %T, want %T", v, zero)
+	}
+	return s, nil
+}
+
+// ready lists the input partitions with a record to read, in a fixed order.
+func (p *machineProc[S]) ready(w *world) []tp {
+	var out []tp
+	for _, t := range p.inputs {
+		for part := range w.log.partitions(t) {
+			at := tp{t, part}
+			if p.pos[at] < w.log.end(at) {
+				out = append(out, at)
+			}
+		}
+	}
+	return out
+}
+
+// due lists the keys whose wake time has come, sorted.
+func (p *machineProc[S]) due(now time.Time) []string {
+	var out []string
+	for k, s := range p.state {
+		if wk := p.m.Wake(s); !wk.IsZero() && !wk.After(now) {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (p *machineProc[S]) pending(w *world) bool {
+	return p.running && (len(p.ready(w)) > 0 || len(p.due(w.now)) > 0)
+}
+
+func (p *machineProc[S]) batch(w *world, max int, abort bool) bool {
+	if !p.running {
+		return false
+	}
+	due := p.due(w.now)
+	ready := p.ready(w)
+	if len(ready) == 0 && len(due) == 0 {
+		return false
+	}
+	tx := &txn{group: p.group, offsets: map[tp]int64{}}
+	touched := map[string]bool{}
+	// Records of different partitions interleave at random, as fetches
+	// do; each partition's come in order.
+	for n := 0; n < max && len(ready) > 0; n++ {
+		i := w.rng.IntN(len(ready))
+		at := ready[i]
+		o := p.pos[at]
+		e, _ := w.log.read(at, o)
+		p.pos[at] = o + 1
+		tx.offsets[at] = o + 1
+		if p.pos[at] >= w.log.end(at) {
+			ready = slices.Delete(ready, i, i+1)
+		}
+		p.step(w, tx, at, o, e, touched)
+	}
+	for _, k := range due {
+		s, ok := p.state[k]
+		if !ok {
+			continue
+		}
+		if wk := p.m.Wake(s); wk.IsZero() || wk.After(w.now) {
+			continue // a step of this batch moved it
+		}
+		ns, outs := p.m.Tick(s, k, w.now)
+		w.trace("%s tick %s → %s", p.group, k, summary(outs))
+		for _, o := range outs {
+			w.detail("out", o.Value)
+		}
+		p.set(k, p.partOf(w, k), ns, touched)
+		p.emit(w, tx, outs, nil)
+	}
+	for _, k := range slices.Sorted(maps.Keys(touched)) {
+		at := tp{p.changelog, p.partOf(w, k)}
+		s, ok := p.state[k]
+		if !ok {
+			tx.records = append(tx.records, txnRecord{at, entry{key: k, at: w.ms()}})
+			delete(p.part, k)
+			continue
+		}
+		b, err := schemas.Marshal(s)
+		if err != nil {
+			w.fail("%s: encode state of %s: %v", p.group, k, err)
+			return true
+		}
+		tx.records = append(tx.records, txnRecord{at, entry{key: k, value: b, at: w.ms()}})
+	}
+	if abort {
+		// The transaction is thrown away: the states in memory ran ahead
+		// of the log, so they are read again, as the engine does.
+		w.trace("%s abort (%d records)", p.group, len(tx.records))
+		p.restore(w)
+		return true
+	}
+	w.log.commit(tx)
+	return true
+}
+
+// step applies one consumed record. A record that does not decode is a
+// dead letter, as in the engine.
+func (p *machineProc[S]) step(w *world, tx *txn, at tp, o int64, e entry, touched map[string]bool) {
+	v, err := schemas.Unmarshal(e.value)
+	if err != nil {
+		w.trace("%s dead letter %s/%d@%d: %v", p.group, at.topic, at.part, o, err)
+		w.deadLetters++
+		return
+	}
+	in := schemas.Record{Topic: at.topic, Key: e.key, Value: v, Headers: e.headers, Partition: at.part, Offset: o, TimestampMs: e.at}
+	s := p.state[e.key]
+	ns, outs := p.m.Step(s, in, w.now)
+	w.trace("%s %s %s → %s", p.group, schemas.TypeName(v), e.key, summary(outs))
+	w.detail("in", v)
+	for _, o := range outs {
+		w.detail("out", o.Value)
+	}
+	if _, had := p.part[e.key]; !had {
+		p.part[e.key] = at.part
+	}
+	p.set(e.key, p.part[e.key], ns, touched)
+	p.emit(w, tx, outs, e.headers)
+}
+
+// partOf is the partition a key's state lives in: where its input came
+// from, or, for a key only a timer touches, where it was restored from.
+func (p *machineProc[S]) partOf(w *world, k string) int32 {
+	if part, ok := p.part[k]; ok {
+		return part
+	}
+	return w.log.partitionOf(p.changelog, k)
+}
+
+// set keeps a key's new state; a nil state deletes it.
+func (p *machineProc[S]) set(k string, part int32, s S, touched map[string]bool) {
+	touched[k] = true
+	if engine.NoState(s) {
+		delete(p.state, k)
+		return
+	}
+	p.state[k] = s
+	p.part[k] = part
+}
+
+// emit adds a Step's outputs to the transaction, with the headers that
+// follow a job carried over from the input, as the engine does.
+func (p *machineProc[S]) emit(w *world, tx *txn, outs []schemas.Record, from map[string]string) {
+	for _, o := range outs {
+		h := o.Headers
+		if h == nil {
+			h = engine.CarryHeaders(from)
+		}
+		b, err := schemas.Marshal(o.Value)
+		if err != nil {
+			w.fail("%s: output %T does not encode: %v", p.group, o.Value, err)
+			return
+		}
+		if _, ok := schemas.TopicByName(o.Topic); !ok {
+			w.fail("%s: output to unknown topic %q", p.group, o.Topic)
+			return
+		}
+		part := o.Partition
+		if o.Topic != p.changelog {
+			part = w.log.partitionOf(o.Topic, o.Key)
+		}
+		tx.records = append(tx.records, txnRecord{tp{o.Topic, part}, entry{key: o.Key, value: b, headers: h, at: w.ms()}})
+	}
+}

@@ -1,0 +1,199 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/vmplane/vmplane/producers/agent"
+	drv "github.com/vmplane/vmplane/producers/agent/driver/sim"
+	"github.com/vmplane/vmplane/processors/engine"
+	"github.com/vmplane/vmplane/processors/host"
+	"github.com/vmplane/vmplane/processors/lease"
+	"github.com/vmplane/vmplane/processors/placement"
+	"github.com/vmplane/vmplane/processors/vm"
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// Options shape a run.
+type Options struct {
+	Seed uint64
+	// Steps is how many steps run with faults (default 1200); then the
+	// faults stop and the world settles (Settle, default 4000 steps at
+	// most, and at least the job timeout of simulated time).
+	Steps  int
+	Settle int
+	// Trace, when set, receives every step as it happens.
+	Trace io.Writer
+}
+
+// Result says what a run did.
+type Result struct {
+	Seed  uint64
+	Steps int
+	// Err is the first invariant broken, with the recent history; nil
+	// when the run held.
+	Err error
+	// Checks counts how often each invariant was checked.
+	Checks map[string]int
+	// Faults counts the faults injected, by kind.
+	Faults map[string]int
+	// Jobs counts the jobs that ended, by outcome.
+	Jobs map[string]int
+}
+
+// The simulated settings: the defaults of docs/design.md §13 scaled down,
+// so that a few thousand steps cover pings, timeouts and HA.
+const (
+	pingInterval = 10 * time.Second
+	jobTimeout   = 120 * time.Second
+	resendAfter  = 10 * time.Second
+)
+
+// world is one run: the log, the processors, the hosts and their agents,
+// the clients, the clock and the random source.
+type world struct {
+	opts  Options
+	rng   *rand.Rand
+	now   time.Time
+	step  int
+	calm  bool
+	log   *memLog
+	procs []proc
+	drv   *drv.Driver
+	hosts []agent.HostInfo
+	ags   []*simAgent
+	cl    *clients
+	views *views
+
+	ring        []string
+	err         error
+	deadLetters int
+	checks      map[string]int
+	faults      map[string]int
+}
+
+// Run plays one seed and checks the invariants after every step.
+func Run(o Options) Result {
+	if o.Steps <= 0 {
+		o.Steps = 1200
+	}
+	if o.Settle <= 0 {
+		o.Settle = 4000
+	}
+	w := newWorld(o)
+	w.play()
+	return Result{Seed: o.Seed, Steps: w.step, Err: w.err, Checks: w.checks, Faults: w.faults, Jobs: w.views.outcomes}
+}
+
+func newWorld(o Options) *world {
+	w := &world{opts: o, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x5eed)), now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		log: newMemLog(), checks: map[string]int{}, faults: map[string]int{}}
+	vc := vm.DefaultConfig()
+	vc.JobTimeout, vc.ResendAfter = jobTimeout, resendAfter
+	hc := host.DefaultConfig()
+	hc.PingInterval, hc.PingTimeout, hc.MissingGrace, hc.RestartGrace, hc.TickSlack, hc.AlertWait = pingInterval, 0, 0, 3*pingInterval, 0, 6*pingInterval
+	pc := placement.DefaultConfig()
+	pc.HostReservationReleasePeriod = 60 * time.Second
+	w.procs = []proc{
+		newMachineProc("processor-placement", engine.Machine[*schemas.ZoneRecord](placement.New(pc)), schemas.TopicPlacementState, schemas.TopicPlacementRequests),
+		newMachineProc("processor-lease", engine.Machine[*schemas.LeaseZoneRecord](lease.New(lease.DefaultConfig())), schemas.TopicLeaseState, schemas.TopicLeaseCommands, schemas.TopicPlacementEvents),
+		newMachineProc("processor-host", engine.Machine[*schemas.HostRecord](host.New(hc)), schemas.TopicHostState, schemas.TopicHostEvents, schemas.TopicHostCommands),
+		newMachineProc("processor-host-relay", engine.Machine[*schemas.HostRecord](host.Relay{}), schemas.TopicHostRelay, schemas.TopicVmEvents),
+		newMachineProc("processor-vm", engine.Machine[*schemas.VmRecord](vm.New(vc)), schemas.TopicVmState, schemas.TopicVmCommands, schemas.TopicVmPower, schemas.TopicVmAnswers, schemas.TopicVmSignals),
+	}
+	for _, p := range w.procs {
+		p.restore(w)
+	}
+	w.hosts = layout()
+	d, err := drv.New(drv.Config{Hosts: w.hosts, ChangeBuffer: 1 << 16})
+	if err != nil {
+		panic(err)
+	}
+	w.drv = d
+	for i, c := range []string{"c1", "c2"} {
+		a := &simAgent{id: fmt.Sprintf("agent-%d", i+1), drv: d, durable: w.rng.IntN(2) == 0, disk: map[string]schemas.Record{}}
+		for _, h := range w.hosts {
+			if h.Cluster == c {
+				a.hosts = append(a.hosts, h)
+			}
+		}
+		a.start(w)
+		w.ags = append(w.ags, a)
+	}
+	w.cl = newClients(w)
+	w.views = newViews()
+	return w
+}
+
+// layout is the zone: two clusters of three hosts, the second with a
+// property leases ask for.
+func layout() []agent.HostInfo {
+	var out []agent.HostInfo
+	for i := 1; i <= 6; i++ {
+		c, props := "c1", map[string]string{}
+		if i > 3 {
+			c, props = "c2", map[string]string{"gpu": "yes"}
+		}
+		id := fmt.Sprintf("h%d", i)
+		out = append(out, agent.HostInfo{ID: id, Name: id, Zone: "z1", Pod: "p1", Cluster: c, Hypervisor: "sim",
+			CPU: 8, MemoryMB: 16384, Tags: []string{}, Properties: props})
+	}
+	return out
+}
+
+func (w *world) ms() int64 { return w.now.UnixMilli() }
+
+// produce appends a record produced outside a transaction (an agent, a
+// client through the gateway).
+func (w *world) produce(r schemas.Record) {
+	b, err := schemas.Marshal(r.Value)
+	if err != nil {
+		w.fail("produce %T: %v", r.Value, err)
+		return
+	}
+	w.log.appendOne(tp{r.Topic, w.log.partitionOf(r.Topic, r.Key)}, entry{key: r.Key, value: b, headers: r.Headers, at: w.ms()})
+}
+
+// trace keeps a line of the recent history, and writes it when tracing.
+func (w *world) trace(format string, args ...any) {
+	line := fmt.Sprintf("%6d %s ", w.step, w.now.Format("15:04:05.000")) + fmt.Sprintf(format, args...)
+	if w.opts.Trace != nil {
+		fmt.Fprintln(w.opts.Trace, line)
+	}
+	w.ring = append(w.ring, line)
+	if len(w.ring) > 400 {
+		w.ring = w.ring[len(w.ring)-300:]
+	}
+}
+
+// detail writes a record in full when tracing.
+func (w *world) detail(what string, v any) {
+	if w.opts.Trace != nil {
+		fmt.Fprintf(w.opts.Trace, "         %s %T %+v\n", what, v, v)
+	}
+}
+
+// fail records the first broken invariant with the history that led to it.
+func (w *world) fail(format string, args ...any) {
+	if w.err != nil {
+		return
+	}
+	msg := fmt.Sprintf(format, args...)
+	w.err = fmt.Errorf("seed %d, step %d (%s): %s\nreplay: go test ./ops/sim -run TestSeed -seed %d -v\nrecent history:\n%s",
+		w.opts.Seed, w.step, w.now.Format(time.RFC3339Nano), msg, w.opts.Seed, strings.Join(w.ring, "\n"))
+}
+
+// summary prints a machine's outputs in a few words.
+func summary(outs []schemas.Record) string {
+	if len(outs) == 0 {
+		return "-"
+	}
+	parts := make([]string, 0, len(outs))
+	for _, o := range outs {
+		parts = append(parts, schemas.TypeName(o.Value)+"("+o.Key+")")
+	}
+	return strings.Join(parts, " ")
+}
