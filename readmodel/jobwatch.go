@@ -143,9 +143,9 @@ func (w *JobWatch) notified(channel, payload string) {
 		var named struct {
 			ID string `json:"id"`
 		}
-		json.Unmarshal([]byte(payload), &named)
+		idErr := json.Unmarshal([]byte(payload), &named)
 		w.log.Warn("ended job's row not understood: its watchers read it again", "job", named.ID, "err", err, "bytes", len(payload))
-		if named.ID == "" {
+		if idErr != nil || named.ID == "" {
 			w.wakeAllLocked()
 			return
 		}

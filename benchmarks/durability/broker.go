@@ -59,8 +59,8 @@ func startBroker(m mode, varDir string) (b *kafka.Broker, stop func(), err error
 		b, err = kafka.StartBroker(addr, "", kfake.DataDir(dir))
 	}
 	if err != nil {
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir) // best effort: a scratch directory under var/
 		return nil, nil, fmt.Errorf("%s broker: %w", m, err)
 	}
-	return b, func() { b.Close(); os.RemoveAll(dir) }, nil
+	return b, func() { b.Close(); _ = os.RemoveAll(dir) }, nil
 }

@@ -234,12 +234,21 @@ func diskSyncs(varDir string, n int) ([]time.Duration, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }() // best effort: a scratch directory under var/
 	f, err := os.OpenFile(filepath.Join(dir, "appends"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	took, err := syncedAppends(f, n)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		return nil, cerr
+	}
+	return took, err
+}
+
+// syncedAppends times n appends of recordBytes to f, each followed by
+// fsync.
+func syncedAppends(f *os.File, n int) ([]time.Duration, error) {
 	buf := make([]byte, recordBytes)
 	took := make([]time.Duration, 0, n)
 	for range n {

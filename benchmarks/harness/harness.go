@@ -136,7 +136,9 @@ func Print(w io.Writer, rows []Row) {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Scenario, r.Figure, fig, lim, ratio, tgt, res)
 	}
-	tw.Flush()
+	// Like the Fprintf calls: a table for a terminal, where an error has
+	// nowhere to go.
+	_ = tw.Flush()
 	fmt.Fprintln(w, "\nhow each figure was measured:")
 	for _, r := range rows {
 		fmt.Fprintf(w, "- %s / %s: %s\n", r.Scenario, r.Figure, r.How)

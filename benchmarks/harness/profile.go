@@ -7,9 +7,9 @@ import (
 )
 
 // CPUProfile starts a CPU profile of this process into path and returns
-// what stops it; an empty path profiles nothing. Scenarios take the path
-// from VMPLANE_BENCH_CPUPROFILE.
-func CPUProfile(path string) (stop func(), err error) {
+// what stops it, which logs a profile it could not finish; an empty path
+// profiles nothing. Scenarios take the path from VMPLANE_BENCH_CPUPROFILE.
+func CPUProfile(path string, log *slog.Logger) (stop func(), err error) {
 	if path == "" {
 		return func() {}, nil
 	}
@@ -18,10 +18,15 @@ func CPUProfile(path string) (stop func(), err error) {
 		return nil, err
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
+		_ = f.Close() // nothing written; the start's error is the one to report
 		return nil, err
 	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			log.Error("cpu profile", "err", err)
+		}
+	}, nil
 }
 
 // HeapProfile writes this process's heap profile into path (nothing for
@@ -36,8 +41,11 @@ func HeapProfile(path string, log *slog.Logger) {
 		log.Error("heap profile", "err", err)
 		return
 	}
-	defer f.Close()
-	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+	err = pprof.Lookup("heap").WriteTo(f, 0)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		log.Error("heap profile", "err", err)
 	}
 }

@@ -3,6 +3,7 @@ package journal
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -129,8 +130,8 @@ func ingestOnce(ctx context.Context, s *server, l *log, run int, lg *slog.Logger
 			return out, fmt.Errorf("projector stopped before the last commit: %v", err)
 		case <-ctx.Done():
 			cancel()
-			<-done
-			return out, ctx.Err()
+			// Run returns nil when cancelled: anything else failed first.
+			return out, errors.Join(ctx.Err(), <-done)
 		case <-time.After(5 * time.Millisecond):
 		}
 	}

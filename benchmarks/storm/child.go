@@ -133,7 +133,7 @@ func RunChild(ctx context.Context, role string, brokers []string) error {
 		}
 	}()
 	if role == ChildVM {
-		stop, err := harness.CPUProfile(os.Getenv("VMPLANE_BENCH_CPUPROFILE"))
+		stop, err := harness.CPUProfile(os.Getenv("VMPLANE_BENCH_CPUPROFILE"), log)
 		if err != nil {
 			return err
 		}
@@ -142,16 +142,7 @@ func RunChild(ctx context.Context, role string, brokers []string) error {
 	if path := os.Getenv("VMPLANE_BENCH_MEMPROFILE"); path != "" && role == ChildVM {
 		// The heap at the end of the child: the state of every VM plus
 		// whatever the last batches left.
-		defer func() {
-			f, err := os.Create(path)
-			if err != nil {
-				log.Warn("heap profile", "err", err)
-				return
-			}
-			defer f.Close()
-			goruntime.GC()
-			_ = pprof.Lookup("heap").WriteTo(f, 0)
-		}()
+		defer writeHeapProfile(path, log)
 	}
 	return p.Run(ctx)
 }
@@ -276,9 +267,12 @@ func writeHeapProfile(path string, log *slog.Logger) {
 		log.Warn("heap profile", "err", err)
 		return
 	}
-	defer f.Close()
 	goruntime.GC()
-	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+	err = pprof.Lookup("heap").WriteTo(f, 0)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		log.Warn("heap profile", "err", err)
 	}
 }

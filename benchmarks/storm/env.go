@@ -183,6 +183,7 @@ func (e *env) endOffsets(ctx context.Context, topic string) (kadm.ListedOffsets,
 type projector struct {
 	cancel context.CancelFunc
 	done   chan error
+	log    *slog.Logger
 }
 
 // startProjector runs the Postgres projector and waits until its group is
@@ -193,7 +194,7 @@ func (e *env) startProjector(ctx context.Context) (*projector, error) {
 		return nil, err
 	}
 	pctx, cancel := context.WithCancel(ctx)
-	pr := &projector{cancel: cancel, done: make(chan error, 1)}
+	pr := &projector{cancel: cancel, done: make(chan error, 1), log: e.log}
 	go func() { pr.done <- p.Run(pctx) }()
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
@@ -218,7 +219,10 @@ func (e *env) startProjector(ctx context.Context) (*projector, error) {
 // flushes their statistics to pg_stat_user_tables.
 func (p *projector) stop() {
 	p.cancel()
-	<-p.done
+	// Run returns nil when cancelled: anything else failed first.
+	if err := <-p.done; err != nil {
+		p.log.Warn("projector", "err", err)
+	}
 }
 
 // countWrites installs, in the fresh bench database, statement-level

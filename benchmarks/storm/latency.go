@@ -251,7 +251,13 @@ func (e *env) hop(ctx context.Context, rate int, d time.Duration, log *slog.Logg
 	}
 	done := make(chan error, 1)
 	go func() { done <- hp.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		// Run returns nil when cancelled: anything else failed first.
+		if err := <-done; err != nil {
+			log.Warn("hop processor", "err", err)
+		}
+	}()
 	for !hp.Ready() || hp.Assigned() < int(schemas.Partitions[schemas.KeyVM]) {
 		if err := sleep(ctx, 10*time.Millisecond); err != nil {
 			return nil, err

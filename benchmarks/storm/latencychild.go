@@ -39,11 +39,11 @@ func RunLatencyChild(ctx context.Context, arg string) error {
 	if err := json.Unmarshal([]byte(arg), &a); err != nil {
 		return fmt.Errorf("latency child arguments %q: %w", arg, err)
 	}
-	stop, err := harness.CPUProfile(os.Getenv("VMPLANE_BENCH_CPUPROFILE"))
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	stop, err := harness.CPUProfile(os.Getenv("VMPLANE_BENCH_CPUPROFILE"), log)
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	s, err := RunLatency(ctx, a.Size, a.PGBase, log)
 	stop()
 	harness.HeapProfile(os.Getenv("VMPLANE_BENCH_MEMPROFILE"), log)

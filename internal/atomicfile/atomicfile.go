@@ -29,7 +29,7 @@ func Write(path string, data []byte) error {
 		err = os.Rename(tmp, path)
 	}
 	if err != nil {
-		os.Remove(tmp)
+		_ = os.Remove(tmp) // best effort: the next Write truncates it anyway
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := SyncDir(filepath.Dir(path)); err != nil {

@@ -155,7 +155,9 @@ func Ensure(ctx context.Context, addr, varDir string, log *slog.Logger, opts ...
 	if err != nil {
 		return Server{}, err
 	}
-	defer logOut.Close()
+	// The server writes through its own copy of the descriptor; ours
+	// writes nothing.
+	defer func() { _ = logOut.Close() }()
 	cmd := exec.Command(bin, append(args, "--config-file="+cfg.configPath())...)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = logOut, logOut

@@ -19,18 +19,19 @@ func Lock(ctx context.Context, path string) (unlock func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("open lock %s: %w", path, err)
 	}
+	// Nothing is written to the lock file: closing it only drops the lock.
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
-			return func() { f.Close() }, nil
+			return func() { _ = f.Close() }, nil
 		}
 		if err != syscall.EWOULDBLOCK && err != syscall.EINTR {
-			f.Close()
+			_ = f.Close()
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
 		select {
 		case <-ctx.Done():
-			f.Close()
+			_ = f.Close()
 			return nil, fmt.Errorf("lock %s: %w", path, ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}

@@ -332,8 +332,10 @@ func (c *cluster) init(ctx context.Context, superuser string, log *slog.Logger) 
 	if err != nil {
 		return err
 	}
-	defer conf.Close()
 	_, err = conf.WriteString("\ninclude_if_exists = 'vmplane.conf'\n")
+	if cerr := conf.Close(); err == nil {
+		err = cerr
+	}
 	return err
 }
 

@@ -68,7 +68,7 @@ func joinUsers(varDir string) error {
 	}
 	// Blocks only while a reaper is stopping servers.
 	if err := flock(f, syscall.LOCK_SH); err != nil {
-		f.Close()
+		_ = f.Close() // a lock file: nothing written
 		return errorf("lock %s: %w", f.Name(), err)
 	}
 	users.f = f
@@ -131,7 +131,8 @@ func reap(varDir string, grace, poll time.Duration, log *slog.Logger) {
 		log.Error("reaper", "err", err)
 		return
 	}
-	defer self.Close()
+	// Lock files, nothing written: closing them only drops the locks.
+	defer func() { _ = self.Close() }()
 	if flock(self, syscall.LOCK_EX|syscall.LOCK_NB) != nil {
 		return // another reaper watches
 	}
@@ -140,7 +141,7 @@ func reap(varDir string, grace, poll time.Duration, log *slog.Logger) {
 		log.Error("reaper", "err", err)
 		return
 	}
-	defer u.Close()
+	defer func() { _ = u.Close() }()
 
 	var idleSince time.Time
 	for {

@@ -348,7 +348,9 @@ func (s *Stack) Stop() {
 	cancel()
 	s.pg.Stop()
 	if s.qemuDir != "" && !strings.HasPrefix(s.qemuDir, s.cfg.VarDir) {
-		os.RemoveAll(s.qemuDir)
+		if err := os.RemoveAll(s.qemuDir); err != nil {
+			s.log.Warn("removing the qemu guests' directory", "dir", s.qemuDir, "err", err)
+		}
 	}
 }
 

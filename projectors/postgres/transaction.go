@@ -129,7 +129,9 @@ func (p *Projector) writeLocked(ctx context.Context, conn *pgx.Conn, batch []dec
 		WHERE "group" = $1 AND (topic, "partition") IN (SELECT * FROM unnest($2::text[], $3::int[]))
 		FOR UPDATE`, p.cfg.Group, topics, parts)
 	br := conn.SendBatch(ctx, lock)
-	defer br.Close()
+	// For the early returns, which report the batch's error already; the
+	// way through closes it below and checks what that says.
+	defer func() { _ = br.Close() }()
 	if _, err := br.Exec(); err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
 	}

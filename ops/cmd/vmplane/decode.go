@@ -23,7 +23,9 @@ import (
 func runDecode(ctx context.Context, args []string, _ *slog.Logger) error {
 	f := newFlags("decode")
 	registry := f.str("schema-registry", "VMPLANE_SCHEMA_REGISTRY", "", "Schema Registry URL, for Confluent-framed values")
-	f.Parse(args)
+	if err := f.Parse(args); err != nil {
+		return err
+	}
 	codec, err := kafka.Config{RegistryURL: *registry}.Codec()
 	if err != nil {
 		return err

@@ -44,7 +44,9 @@ func runDLQ(ctx context.Context, args []string, log *slog.Logger) error {
 	}
 	f := newFlags("dlq " + args[0])
 	k := f.kafka()
-	f.Parse(args[1:])
+	if err := f.Parse(args[1:]); err != nil {
+		return err
+	}
 	cfg := k.config()
 	switch args[0] {
 	case "list":

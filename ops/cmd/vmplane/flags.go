@@ -36,7 +36,11 @@ func (f flags) dur(name, env string, def time.Duration, help string) *time.Durat
 
 func (f flags) num(name, env string, def int, help string) *int {
 	if v := os.Getenv(env); v != "" {
-		fmt.Sscan(v, &def)
+		// Like dur: a value that does not read as a number keeps def.
+		var n int
+		if _, err := fmt.Sscan(v, &n); err == nil {
+			def = n
+		}
 	}
 	return f.Int(name, def, fmt.Sprintf("%s (env %s)", help, env))
 }

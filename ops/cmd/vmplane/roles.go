@@ -32,7 +32,9 @@ func runDev(ctx context.Context, args []string, log *slog.Logger) error {
 	qemuHosts := f.num("qemu-hosts", "VMPLANE_QEMU_HOSTS", 0, "hosts whose VMs are real QEMU guests, served by a second agent (offering qemu-small)")
 	simControl := f.str("sim-control", "VMPLANE_SIM_CONTROL", "127.0.0.1:8081", "loopback address of the sim driver's control API (empty: off)")
 	secure := f.Bool("secure", os.Getenv("VMPLANE_DEV_SECURE") == "true", "run the broker with SASL/SCRAM and ACLs, one principal per role (env VMPLANE_DEV_SECURE)")
-	f.Parse(args)
+	if err := f.Parse(args); err != nil {
+		return err
+	}
 	abs, err := filepath.Abs(*varDir)
 	if err != nil {
 		return err
@@ -62,7 +64,9 @@ func runBroker(ctx context.Context, args []string, log *slog.Logger) error {
 	replication := f.replication()
 	sync := f.Bool("sync-writes", os.Getenv("VMPLANE_KAFKA_SYNC_WRITES") != "false",
 		"fsync every produce before answering it, so an acknowledged record survives a power loss (env VMPLANE_KAFKA_SYNC_WRITES=false turns it off)")
-	f.Parse(args)
+	if err := f.Parse(args); err != nil {
+		return err
+	}
 	rf, err := replicationOf(*replication)
 	if err != nil {
 		return err
@@ -97,7 +101,9 @@ func runProcessor(ctx context.Context, args []string, log *slog.Logger) error {
 	inst := f.instance()
 	ping := f.settings()
 	gc := f.gc()
-	f.Parse(args)
+	if err := f.Parse(args); err != nil {
+		return err
+	}
 	if err := gc.apply(); err != nil {
 		return err
 	}
@@ -122,7 +128,9 @@ func runProjector(ctx context.Context, args []string, log *slog.Logger) error {
 	ch := f.str("clickhouse", "VMPLANE_CH_ADDR", "127.0.0.1:9000", "ClickHouse native address")
 	chdb := f.str("clickhouse-db", "VMPLANE_CH_DATABASE", "vmplane", "ClickHouse database")
 	gc := f.gc()
-	f.Parse(args)
+	if err := f.Parse(args); err != nil {
+		return err
+	}
 	if err := gc.apply(); err != nil {
 		return err
 	}
@@ -160,7 +168,9 @@ func runGateway(ctx context.Context, args []string, log *slog.Logger) error {
 	rate := f.num("rate", "VMPLANE_RATE", 200, "requests per second of each API key (burst twice that; -1: no limit)")
 	anon := f.num("anon-rate", "VMPLANE_ANON_RATE", 20, "refused (401) requests per second of each client address before it gets 429 (burst 100); raise it behind a proxy")
 	streams := f.num("max-streams", "VMPLANE_MAX_STREAMS", 16, "event streams and long-polls one API key may hold open (-1: no limit)")
-	f.Parse(args)
+	if err := f.Parse(args); err != nil {
+		return err
+	}
 	if err := postgres.Migrate(ctx, *dsn); err != nil {
 		return err
 	}
@@ -193,7 +203,9 @@ func runAgent(ctx context.Context, args []string, log *slog.Logger) error {
 	clusters := f.num("clusters", "VMPLANE_SIM_CLUSTERS", 2, "clusters the simulated hosts are spread over (qemu hosts form one cluster)")
 	stateDir := f.str("state-dir", "VMPLANE_QEMU_DIR", "", "what outlives the agent, with its answers to commands: qemu: the guests' disks and QMP sockets and pid files, required, kept across restarts (keep it short); sim: the simulated hosts' VMs (default: memory only)")
 	simControl := f.str("sim-control", "VMPLANE_SIM_CONTROL", "", "sim: listen address of the simulator's control API (crash a host, pause a VM behind vmplane's back); loopback only; empty: off")
-	f.Parse(args)
+	if err := f.Parse(args); err != nil {
+		return err
+	}
 	o := roles.Options{Kafka: k.config(), InstanceID: *inst, Logger: log}
 	switch *driver {
 	case "sim":
@@ -245,7 +257,9 @@ func runRebuild(ctx context.Context, args []string, log *slog.Logger) error {
 	target := f.str("target", "VMPLANE_REBUILD_TARGET", "postgres", "what to rebuild: postgres")
 	k := f.kafka()
 	dsn := f.str("pg-dsn", "VMPLANE_PG_DSN", "postgres://postgres@127.0.0.1:5432/vmplane?sslmode=disable", "Postgres database of the read models")
-	f.Parse(args)
+	if err := f.Parse(args); err != nil {
+		return err
+	}
 	if *target != "postgres" {
 		return fmt.Errorf("rebuild --target %q: only postgres is supported (the journal absorbs a replay: reset its group instead)", *target)
 	}

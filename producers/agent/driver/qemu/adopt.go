@@ -115,7 +115,8 @@ func (d *Driver) reconcile(ctx context.Context, g *guest) error {
 	procs := d.found(ctx, g, tracked)
 	if len(procs) > 1 {
 		for _, p := range procs {
-			p.execute(ctx, "migrate_cancel", nil)
+			// A process that migrates nothing refuses; that is fine.
+			_, _ = p.execute(ctx, "migrate_cancel", nil)
 		}
 		settle(ctx, procs)
 	}
@@ -139,8 +140,9 @@ func (d *Driver) reconcile(ctx context.Context, g *guest) error {
 		return err
 	}
 	if suspended && !g.suspended {
-		// Spent once the record no longer says suspended.
-		os.Remove(filepath.Join(g.dir, "state.bin"))
+		// Spent once the record no longer says suspended. Best effort: a
+		// next Suspend writes it anew.
+		_ = os.Remove(filepath.Join(g.dir, "state.bin"))
 	}
 	return nil
 }
@@ -187,7 +189,7 @@ func (d *Driver) dropOthers(ctx context.Context, g *guest, procs []*process, kep
 			p.release()
 		default:
 			d.cfg.Logger.Warn("qemu: quitting what a migration left", "vm", g.id, "host", p.host, "pid", p.pid, "status", p.getStatus())
-			d.quit(ctx, p)
+			d.quitLeftover(ctx, p)
 		}
 	}
 }
@@ -203,7 +205,7 @@ func (d *Driver) suspendedFound(ctx context.Context, g *guest, p *process) *proc
 	// Suspend had saved the memory and not quit yet, or Resume had not
 	// let it run yet: state.bin holds the guest.
 	d.cfg.Logger.Warn("qemu: quitting a suspended vm's process", "vm", g.id, "host", p.host, "pid", p.pid, "status", p.getStatus())
-	d.quit(ctx, p)
+	d.quitLeftover(ctx, p)
 	return nil
 }
 

@@ -119,10 +119,10 @@ func (d *Driver) killStrays(ctx context.Context, host string) (int, error) {
 		// that took the pid in between.
 		if p, err := os.FindProcess(pid); err == nil {
 			if isGuest(pid, path) {
-				p.Kill()
+				_ = p.Kill() // fails only when it is gone already
 				found = append(found, stray{pid, path})
 			}
-			p.Release()
+			_ = p.Release() // frees the pidfd
 		}
 	}
 	for _, s := range found {

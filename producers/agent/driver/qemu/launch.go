@@ -36,7 +36,8 @@ func (d *Driver) launch(ctx context.Context, g *guest, host, incoming string, so
 	}
 	pidfile := pidPath(g.dir, host)
 	for _, stale := range []string{ctl, ext, pidfile} {
-		os.Remove(stale)
+		// Best effort: one that stays makes QEMU fail, and says so.
+		_ = os.Remove(stale)
 	}
 	args := []string{
 		"-nodefaults", "-nographic", "-no-user-config",
@@ -72,7 +73,11 @@ func (d *Driver) launch(ctx context.Context, g *guest, host, incoming string, so
 	// QEMU's messages until it is ready; a daemon writes nothing after.
 	cmd.Stdout, cmd.Stderr = logf, logf
 	err = cmd.Run()
-	logf.Close()
+	// QEMU wrote through its own descriptor, and the log is for
+	// diagnosis only: a failed close is worth a line, not a failed start.
+	if cerr := logf.Close(); cerr != nil {
+		d.cfg.Logger.Warn("qemu: start log not closed", "path", logPath, "err", cerr)
+	}
 	if err != nil {
 		return fmt.Errorf("run %s: %w: %s", d.cfg.Binary, err, tail(logPath))
 	}

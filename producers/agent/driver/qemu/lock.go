@@ -18,6 +18,7 @@ import (
 func lockVM(ctx context.Context, dir string) (unlock func(), err error) {
 	path := filepath.Join(dir, "lock")
 	wait := time.Millisecond
+	// Nothing is written to the lock file: closing it only drops the lock.
 	for {
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
@@ -29,12 +30,12 @@ func lockVM(ctx context.Context, dir string) (unlock func(), err error) {
 			// holds the lock: a lock taken on that removed file guards
 			// nothing, so take the one now at the path.
 			if held, now := stat(f), statPath(path); held != nil && now != nil && os.SameFile(held, now) {
-				return func() { f.Close() }, nil
+				return func() { _ = f.Close() }, nil
 			}
-			f.Close()
+			_ = f.Close()
 			continue
 		}
-		f.Close()
+		_ = f.Close()
 		if !errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, fmt.Errorf("lock %s: %w", dir, err)
 		}

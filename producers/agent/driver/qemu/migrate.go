@@ -47,12 +47,14 @@ func (d *Driver) Migrate(ctx context.Context, srcHostID, vmID, dstHostID string,
 	}
 	in := d.procOf(dst)
 	if err := migrateTo(ctx, src, uri); err != nil {
-		d.quit(ctx, in)
+		d.quitLeftover(ctx, in)
 		return fmt.Errorf("migrate vm %s to %s: %w", vmID, dstHostID, err)
 	}
 	if err := waitIncoming(ctx, in); err != nil {
-		d.quit(ctx, in)
-		src.execute(ctx, "cont", nil)
+		d.quitLeftover(ctx, in)
+		// Best effort: a source that does not run on is for the next
+		// report to show.
+		_, _ = src.execute(ctx, "cont", nil)
 		return fmt.Errorf("migrate vm %s to %s: %w", vmID, dstHostID, err)
 	}
 	in.refresh(ctx, "")
@@ -64,7 +66,7 @@ func (d *Driver) Migrate(ctx context.Context, srcHostID, vmID, dstHostID string,
 	d.mu.Lock()
 	d.vms[vmID] = dst
 	d.mu.Unlock()
-	d.quit(ctx, src)
+	d.quitLeftover(ctx, src) // what a finished migration leaves holds no guest
 	d.signal(srcHostID, vmID)
 	return nil
 }
@@ -83,7 +85,10 @@ func migrateTo(ctx context.Context, p *process, uri string) error {
 			Status    string `json:"status"`
 			ErrorDesc string `json:"error-desc"`
 		}
-		json.Unmarshal(ret, &st)
+		if err := json.Unmarshal(ret, &st); err != nil {
+			cancelMigration(p)
+			return fmt.Errorf("query-migrate answer: %w", err)
+		}
 		switch st.Status {
 		case "completed":
 			return nil
@@ -92,11 +97,18 @@ func migrateTo(ctx context.Context, p *process, uri string) error {
 		}
 		select {
 		case <-ctx.Done():
-			p.execute(context.Background(), "migrate_cancel", nil)
+			cancelMigration(p)
 			return ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// cancelMigration stops p's outgoing migration, at any time: the
+// caller fails it. Best effort: one that goes on regardless feeds a
+// destination that is quit, and reconcile cancels what an agent left.
+func cancelMigration(p *process) {
+	_, _ = p.execute(context.Background(), "migrate_cancel", nil)
 }
 
 // waitIncoming waits until a QEMU started with -incoming has loaded the

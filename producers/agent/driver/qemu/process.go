@@ -76,7 +76,7 @@ func (d *Driver) watch(id string, p *process) {
 		c, gone := d.connect(p)
 		if c == nil {
 			if gone {
-				p.handle.Release()
+				_ = p.handle.Release() // frees the pidfd; the process is gone
 				close(p.exited)
 				d.signal(p.host, id)
 			}
@@ -154,7 +154,7 @@ func (d *Driver) follow(id string, p *process, c *Client) {
 
 // drop closes c and waits until its reader has let go of it.
 func drop(c *Client) {
-	c.Close()
+	_ = c.Close()
 	for range c.Events() {
 	}
 }
@@ -230,8 +230,8 @@ func (p *process) waitConnected(ctx context.Context) error {
 	}
 }
 
-// kill ends p at once (SIGKILL).
-func (p *process) kill() { p.handle.Kill() }
+// kill ends p at once (SIGKILL); an error means it is gone already.
+func (p *process) kill() { _ = p.handle.Kill() }
 
 // refreshAfterEvent re-reads the run state after a STOP or RESUME event
 // rather than taking the event's word: the event may be older than the
@@ -263,7 +263,9 @@ func (p *process) queryStatus(ctx context.Context) (string, error) {
 	var st struct {
 		Status string `json:"status"`
 	}
-	json.Unmarshal(ret, &st)
+	if err := json.Unmarshal(ret, &st); err != nil {
+		return "", fmt.Errorf("query-status answer: %w", err)
+	}
 	return st.Status, nil
 }
 
@@ -273,7 +275,7 @@ func (d *Driver) quit(ctx context.Context, p *process) error {
 	if _, err := p.execute(ctx, "quit", nil); err != nil {
 		// The answer may race the exit, and a signal to a process that
 		// is gone does nothing.
-		p.handle.Signal(syscall.SIGTERM)
+		_ = p.handle.Signal(syscall.SIGTERM)
 	}
 	select {
 	case <-p.exited:
@@ -287,5 +289,14 @@ func (d *Driver) quit(ctx context.Context, p *process) error {
 		return nil
 	case <-time.After(5 * time.Second):
 		return fmt.Errorf("qemu pid %d still runs after SIGKILL", p.pid)
+	}
+}
+
+// quitLeftover quits p where no caller waits for the outcome: the
+// operation is failing already, or p holds nothing the VM needs. A QEMU
+// that outlives even SIGKILL is logged for the operator.
+func (d *Driver) quitLeftover(ctx context.Context, p *process) {
+	if err := d.quit(ctx, p); err != nil {
+		d.cfg.Logger.Warn("qemu: process left running", "host", p.host, "pid", p.pid, "pidfile", p.pidfile, "err", err)
 	}
 }

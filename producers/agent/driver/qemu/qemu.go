@@ -82,7 +82,7 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.Accel == "" {
 		cfg.Accel = "tcg"
 		if f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0); err == nil {
-			f.Close()
+			_ = f.Close() // opened to probe, nothing written
 			cfg.Accel = "kvm"
 		}
 	}
@@ -326,7 +326,9 @@ func (d *Driver) Start(ctx context.Context, hostID string, spec agent.VMSpec) er
 		}
 		// A guest that powered off, or what a migration left: it holds
 		// nothing to keep.
-		d.quit(ctx, p)
+		if err := d.quit(ctx, p); err != nil {
+			return fmt.Errorf("start vm %s: %w", spec.ID, err)
+		}
 	}
 	d.mu.Lock()
 	g.host, g.spec = hostID, spec
@@ -434,7 +436,7 @@ func (d *Driver) Stop(ctx context.Context, hostID, vmID string, force bool) erro
 		if err := d.save(g); err != nil {
 			return fmt.Errorf("stop: %w", err)
 		}
-		os.Remove(filepath.Join(g.dir, "state.bin"))
+		_ = os.Remove(filepath.Join(g.dir, "state.bin")) // spent; a next Suspend writes it anew
 		return nil
 	}
 	p := d.procOf(g)
@@ -539,17 +541,19 @@ func (d *Driver) Suspend(ctx context.Context, hostID, vmID string) error {
 	if _, err := p.execute(ctx, "stop", nil); err != nil {
 		return fmt.Errorf("suspend vm %s: %w", vmID, err)
 	}
+	// Best effort, the cont after a failure: a guest left paused shows in
+	// the next report.
 	if err := migrateTo(ctx, p, "exec:cat > "+state); err != nil {
-		p.execute(ctx, "cont", nil)
+		_, _ = p.execute(ctx, "cont", nil)
 		return fmt.Errorf("suspend vm %s: %w", vmID, err)
 	}
 	d.setSuspended(g, true)
 	if err := d.save(g); err != nil {
 		d.setSuspended(g, false)
-		p.execute(ctx, "cont", nil)
+		_, _ = p.execute(ctx, "cont", nil)
 		return fmt.Errorf("suspend vm %s: %w", vmID, err)
 	}
-	d.quit(ctx, p)
+	d.quitLeftover(ctx, p) // the memory is saved: p holds nothing now
 	return nil
 }
 
@@ -587,7 +591,7 @@ func (d *Driver) resume(ctx context.Context, g *guest) error {
 		_, err = p.execute(ctx, "cont", nil)
 	}
 	if err != nil {
-		d.quit(ctx, p)
+		d.quitLeftover(ctx, p)
 		return err
 	}
 	p.refresh(ctx, "")
@@ -595,7 +599,7 @@ func (d *Driver) resume(ctx context.Context, g *guest) error {
 	if err := d.save(g); err != nil {
 		return err
 	}
-	os.Remove(state)
+	_ = os.Remove(state) // spent; a next Suspend writes it anew
 	return nil
 }
 
@@ -636,7 +640,7 @@ func (d *Driver) restart(ctx context.Context, hostID, vmID string, change func(*
 	}
 	if d.isSuspended(g) {
 		d.setSuspended(g, false)
-		os.Remove(filepath.Join(g.dir, "state.bin"))
+		_ = os.Remove(filepath.Join(g.dir, "state.bin")) // spent; a next Suspend writes it anew
 	}
 	if err := change(g); err != nil {
 		return err
@@ -662,7 +666,9 @@ func (d *Driver) Snapshot(ctx context.Context, hostID, vmID, name string) error 
 		return fmt.Errorf("snapshot vm %s: %w", vmID, err)
 	}
 	var msg string
-	json.Unmarshal(ret, &msg)
+	if err := json.Unmarshal(ret, &msg); err != nil {
+		return fmt.Errorf("snapshot vm %s: savevm answer: %w", vmID, err)
+	}
 	if msg != "" {
 		return fmt.Errorf("snapshot vm %s: %s", vmID, msg)
 	}
@@ -724,7 +730,7 @@ func (d *Driver) Close() {
 	defer cancel()
 	var wg sync.WaitGroup
 	for _, p := range procs {
-		wg.Go(func() { d.quit(ctx, p) })
+		wg.Go(func() { d.quitLeftover(ctx, p) })
 	}
 	wg.Wait()
 	d.closeOnce.Do(func() { close(d.done) })

@@ -94,7 +94,8 @@ func dialOnce(ctx context.Context, path string) (*Client, error) {
 		defer close(watched)
 		select {
 		case <-ctx.Done():
-			conn.SetReadDeadline(time.Unix(1, 0))
+			// Fails only on a closed connection, whose read fails anyway.
+			_ = conn.SetReadDeadline(time.Unix(1, 0))
 		case <-stop:
 		}
 	}()
@@ -117,7 +118,7 @@ func dialOnce(ctx context.Context, path string) (*Client, error) {
 	c := &Client{conn: conn, events: make(chan Event, 64), waiting: map[string]chan reply{}, done: make(chan struct{})}
 	go c.read(r)
 	if _, err := c.Execute(ctx, "qmp_capabilities", nil); err != nil {
-		c.Close()
+		_ = c.Close()
 		return nil, err
 	}
 	return c, nil
