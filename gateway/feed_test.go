@@ -318,7 +318,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal(fmt.Sprintf("%s: not within 10 s", what))
+			t.Fatalf("%s: not within 10 s", what)
 		}
 	}
 }

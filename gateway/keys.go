@@ -55,7 +55,7 @@ func ParseAPIKey(key string) (keyID string, ok bool) {
 	}
 	keyID, secret := rest[:keyIDLen], rest[keyIDLen+1:]
 	for _, c := range keyID {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
 			return "", false
 		}
 	}

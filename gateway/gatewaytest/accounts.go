@@ -45,6 +45,7 @@ func (m *ReadModel) ProjectAccounts(rec schemas.Record) {
 	}
 }
 
+// Account returns the account id, or readmodel.ErrNotFound.
 func (m *ReadModel) Account(_ context.Context, id string) (readmodel.Account, error) {
 	if err := TextError(id); err != nil {
 		return readmodel.Account{}, err
@@ -58,6 +59,7 @@ func (m *ReadModel) Account(_ context.Context, id string) (readmodel.Account, er
 	return a, nil
 }
 
+// Accounts lists a page of the accounts, by id.
 func (m *ReadModel) Accounts(_ context.Context, p readmodel.Page) ([]readmodel.Account, error) {
 	if err := TextError(p.After); err != nil {
 		return nil, err
@@ -67,6 +69,7 @@ func (m *ReadModel) Accounts(_ context.Context, p readmodel.Page) ([]readmodel.A
 	return page(m.accounts, p, func(readmodel.Account) bool { return true }), nil
 }
 
+// APIKeys lists a page of an account's keys, by id, without their hashes.
 func (m *ReadModel) APIKeys(_ context.Context, account string, p readmodel.Page) ([]readmodel.APIKeyInfo, error) {
 	if err := TextError(account, p.After); err != nil {
 		return nil, err

@@ -20,6 +20,7 @@ type Idempotency struct {
 
 var _ gateway.IdempotencyStore = (*Idempotency)(nil)
 
+// Claim returns the entry of caller's key, claiming it for fp when there is none.
 func (s *Idempotency) Claim(_ context.Context, caller, key string, fp []byte, now time.Time, _, _ time.Duration) (readmodel.IdempotentRequest, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -34,6 +35,7 @@ func (s *Idempotency) Claim(_ context.Context, caller, key string, fp []byte, no
 	return e, true, nil
 }
 
+// Complete stores the answer of the request that holds the claim token.
 func (s *Idempotency) Complete(_ context.Context, caller, key, token string, status int, location string, body []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -44,6 +46,7 @@ func (s *Idempotency) Complete(_ context.Context, caller, key, token string, sta
 	return nil
 }
 
+// Release drops the claim that token holds while it has no answer yet.
 func (s *Idempotency) Release(_ context.Context, caller, key, token string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -19,6 +19,7 @@ func (m *ReadModel) PutLease(l readmodel.Lease) {
 	m.leases[l.ID] = l
 }
 
+// Lease returns the lease id, or readmodel.ErrNotFound.
 func (m *ReadModel) Lease(_ context.Context, id string) (readmodel.Lease, error) {
 	if err := TextError(id); err != nil {
 		return readmodel.Lease{}, err
@@ -32,6 +33,7 @@ func (m *ReadModel) Lease(_ context.Context, id string) (readmodel.Lease, error)
 	return l, nil
 }
 
+// Leases lists a page of a project's leases (every project's for ""), by id.
 func (m *ReadModel) Leases(_ context.Context, project string, p readmodel.Page) ([]readmodel.Lease, error) {
 	if err := TextError(project, p.After); err != nil {
 		return nil, err

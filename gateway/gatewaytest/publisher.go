@@ -18,6 +18,7 @@ type Recorder struct {
 	OnPublish func(schemas.Record)
 }
 
+// Publish records recs and hands each to OnPublish, or fails with Err.
 func (r *Recorder) Publish(_ context.Context, recs ...schemas.Record) error {
 	r.mu.Lock()
 	if r.Err != nil {

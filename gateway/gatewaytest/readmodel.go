@@ -39,29 +39,36 @@ func NewReadModel() *ReadModel {
 	}
 }
 
+// PutVM stores a VM.
 func (m *ReadModel) PutVM(v readmodel.VM) { m.mu.Lock(); m.vms[v.ID] = v; m.mu.Unlock() }
 
+// PutJob stores a job.
 func (m *ReadModel) PutJob(j readmodel.Job) { m.mu.Lock(); m.jobs[j.ID] = j; m.mu.Unlock() }
 
+// AddStep adds a step to its job's steps.
 func (m *ReadModel) AddStep(s readmodel.JobStep) {
 	m.mu.Lock()
 	m.steps[s.JobID] = append(m.steps[s.JobID], s)
 	m.mu.Unlock()
 }
 
+// PutHost stores a host.
 func (m *ReadModel) PutHost(h readmodel.Host) { m.mu.Lock(); m.hosts[h.ID] = h; m.mu.Unlock() }
 
+// PutOffering stores an offering.
 func (m *ReadModel) PutOffering(o readmodel.Offering) {
 	m.mu.Lock()
 	m.offerings[o.ID] = o
 	m.mu.Unlock()
 }
 
+// PutAPIKey stores an API key.
 func (m *ReadModel) PutAPIKey(k readmodel.APIKey) { m.mu.Lock(); m.keys[k.KeyID] = k; m.mu.Unlock() }
 
 // SetReady makes Ready answer err.
 func (m *ReadModel) SetReady(err error) { m.mu.Lock(); m.readyErr = err; m.mu.Unlock() }
 
+// VM returns the VM id, or readmodel.ErrNotFound.
 func (m *ReadModel) VM(_ context.Context, id string) (readmodel.VM, error) {
 	if err := TextError(id); err != nil {
 		return readmodel.VM{}, err
@@ -109,6 +116,7 @@ func (m *ReadModel) Alerts(_ context.Context, account, vmID string, p readmodel.
 	}), nil
 }
 
+// Job returns the job id, or readmodel.ErrNotFound.
 func (m *ReadModel) Job(_ context.Context, id string) (readmodel.Job, error) {
 	if err := TextError(id); err != nil {
 		return readmodel.Job{}, err
@@ -122,6 +130,7 @@ func (m *ReadModel) Job(_ context.Context, id string) (readmodel.Job, error) {
 	return j, nil
 }
 
+// JobSteps returns a job's steps in their order.
 func (m *ReadModel) JobSteps(_ context.Context, jobID string) ([]readmodel.JobStep, error) {
 	if err := TextError(jobID); err != nil {
 		return nil, err
@@ -133,6 +142,7 @@ func (m *ReadModel) JobSteps(_ context.Context, jobID string) ([]readmodel.JobSt
 	return out, nil
 }
 
+// Jobs lists a page of jobs, narrowed by account, VM and state.
 func (m *ReadModel) Jobs(_ context.Context, account, vmID, state string, p readmodel.Page) ([]readmodel.Job, error) {
 	if err := TextError(account, vmID, state, p.After); err != nil {
 		return nil, err
@@ -144,6 +154,7 @@ func (m *ReadModel) Jobs(_ context.Context, account, vmID, state string, p readm
 	}), nil
 }
 
+// Host returns the host id, or readmodel.ErrNotFound.
 func (m *ReadModel) Host(_ context.Context, id string) (readmodel.Host, error) {
 	if err := TextError(id); err != nil {
 		return readmodel.Host{}, err
@@ -157,6 +168,7 @@ func (m *ReadModel) Host(_ context.Context, id string) (readmodel.Host, error) {
 	return h, nil
 }
 
+// Hosts lists a page of the hosts, by id.
 func (m *ReadModel) Hosts(_ context.Context, p readmodel.Page) ([]readmodel.Host, error) {
 	if err := TextError(p.After); err != nil {
 		return nil, err
@@ -166,6 +178,7 @@ func (m *ReadModel) Hosts(_ context.Context, p readmodel.Page) ([]readmodel.Host
 	return page(m.hosts, p, func(readmodel.Host) bool { return true }), nil
 }
 
+// Offering returns the offering of that id or name, or readmodel.ErrNotFound.
 func (m *ReadModel) Offering(_ context.Context, idOrName string) (readmodel.Offering, error) {
 	if err := TextError(idOrName); err != nil {
 		return readmodel.Offering{}, err
@@ -183,6 +196,7 @@ func (m *ReadModel) Offering(_ context.Context, idOrName string) (readmodel.Offe
 	return readmodel.Offering{}, readmodel.ErrNotFound
 }
 
+// Offerings lists every offering, by id.
 func (m *ReadModel) Offerings(context.Context) ([]readmodel.Offering, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -192,6 +206,7 @@ func (m *ReadModel) Offerings(context.Context) ([]readmodel.Offering, error) {
 // KeyReads says how many times APIKey was called.
 func (m *ReadModel) KeyReads() int { m.mu.Lock(); defer m.mu.Unlock(); return m.keyReads }
 
+// APIKey returns the key keyID, or readmodel.ErrNotFound, and counts the read.
 func (m *ReadModel) APIKey(_ context.Context, keyID string) (readmodel.APIKey, error) {
 	if err := TextError(keyID); err != nil {
 		return readmodel.APIKey{}, err
@@ -206,6 +221,7 @@ func (m *ReadModel) APIKey(_ context.Context, keyID string) (readmodel.APIKey, e
 	return k, nil
 }
 
+// Ready answers what SetReady set.
 func (m *ReadModel) Ready(context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -165,7 +165,7 @@ func EnsureDatabase(ctx context.Context, dsn, name string) (string, error) {
 		_, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
 		var pgErr *pgconn.PgError
 		// duplicate_database: a concurrent caller won the race, which is what we wanted.
-		if err != nil && !(errors.As(err, &pgErr) && pgErr.Code == "42P04") {
+		if err != nil && (!errors.As(err, &pgErr) || pgErr.Code != "42P04") {
 			return "", fmt.Errorf("create database %s: %w", name, err)
 		}
 	}

@@ -84,7 +84,7 @@ func TestTraceparentThroughHeaders(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, a := range p.Attributes {
-		attrs[string(a.Key)] = a.Value.Emit()
+		attrs[string(a.Key)] = a.Value.String()
 	}
 	want := map[string]string{"messaging.system": "kafka", "messaging.operation.type": "process",
 		"messaging.destination.name": "vm.commands.v1", "messaging.consumer.group.name": "g",

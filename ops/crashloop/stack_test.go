@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -71,9 +70,10 @@ func (s *stack) logf(format string, args ...any) {
 // (the processes are under test for crashes, not races, and stay fast).
 func buildVmplane(t *testing.T, dir string) string {
 	t.Helper()
+	// go test puts the go that runs it first on the PATH.
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		t.Fatalf("go build ./ops/cmd/vmplane: %v", err)
 	}
 	out := filepath.Join(dir, "vmplane")
 	cmd := exec.Command(goBin, "build", "-o", out, "github.com/vmplane/vmplane/ops/cmd/vmplane")

@@ -241,7 +241,6 @@ func (p *Processor[S]) session(ctx context.Context) error {
 		kgo.TransactionalID(p.Group()+"-"+p.cfg.InstanceID),
 		kgo.TransactionTimeout(60*time.Second),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.RequireStableFetchOffsets(),
 		kgo.SessionTimeout(p.cfg.SessionTimeout),
 		kgo.HeartbeatInterval(p.cfg.SessionTimeout/5),
 		kgo.RecordPartitioner(kafka.Partitioner(p.cfg.Changelog)),

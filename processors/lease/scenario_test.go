@@ -96,10 +96,10 @@ func (s *player) run(d scenario.Case) []string {
 	case "host":
 		st := &schemas.HostStatus{HostID: a[0], ZoneID: zone, Status: a[1], ResourceState: "Enabled", Properties: map[string]string{}}
 		for _, w := range a[2:] {
-			switch {
-			case w == "disabled":
+			switch w {
+			case "disabled":
 				st.ResourceState = "Disabled"
-			case w == "enabled":
+			case "enabled":
 			default:
 				k, v, _ := strings.Cut(w, "=")
 				st.Properties[k] = v

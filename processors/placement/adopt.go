@@ -7,8 +7,8 @@ import (
 	"github.com/vmplane/vmplane/schemas"
 )
 
-// ReasonUnknownHost: an adopt names a host the ledger does not hold, so
-// there is nothing to claim on.
+// ReasonUnknownHost is the failure of an adopt that names a host the ledger
+// does not hold, so there is nothing to claim on.
 const ReasonUnknownHost = "UnknownHost"
 
 // adopt answers a PlaceVm with Adopt set: the VM already runs on HostID (it

@@ -38,10 +38,10 @@ type QueryLimits struct {
 	MaxBytes int
 }
 
-// DefaultQueryLimits: 35 s, past the analyst profile's 30 s so that the
-// server's own timeout, with its figures, is what an analyst usually sees;
-// 16 MiB of text, about 1,600 bytes for each of the 10,000 rows the gateway
-// returns.
+// DefaultQueryLimits returns 35 s, past the analyst profile's 30 s so that
+// the server's own timeout, with its figures, is what an analyst usually
+// sees, and 16 MiB of text, about 1,600 bytes for each of the 10,000 rows
+// the gateway returns.
 func DefaultQueryLimits() QueryLimits {
 	return QueryLimits{Timeout: 35 * time.Second, MaxBytes: 16 << 20}
 }

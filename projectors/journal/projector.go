@@ -327,7 +327,7 @@ func (p *Projector) flush(ctx, fctx context.Context, cl *kgo.Client, ins insertF
 	}
 	if err != nil {
 		if ctx.Err() == nil {
-			p.log.Info("flush put off for a rebalance", "rows", b.rows.len())
+			p.log.Info("flush put off for a rebalance", "rows", b.len())
 			return errPutOff
 		}
 		return ctx.Err()
@@ -401,7 +401,7 @@ func (p *Projector) due() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	b := &p.pending
-	return b.records > 0 && (b.rows.len() >= p.cfg.BatchRows || time.Since(b.started) >= p.cfg.FlushInterval)
+	return b.records > 0 && (b.len() >= p.cfg.BatchRows || time.Since(b.started) >= p.cfg.FlushInterval)
 }
 
 // untilDue is how long a poll may wait before the batch must be flushed.

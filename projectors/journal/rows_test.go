@@ -104,13 +104,13 @@ func TestBatchDrop(t *testing.T) {
 	b.add(&kgo.Record{Topic: schemas.TopicLeaseEvents, Partition: 0, Offset: 2},
 		recordRows{lease: &leaseRow{Topic: schemas.TopicLeaseEvents, Partition: 0, Offset: 2}})
 	vm := b.next[schemas.TopicVmEvents]
-	if b.rows.len() != 14 || b.records != 9 || vm[3].Offset != 10 || vm[1].Offset != 2 || b.next[schemas.TopicHostStatus][1].Offset != 5 {
-		t.Fatalf("after add: rows %d records %d next %v", b.rows.len(), b.records, b.next)
+	if b.len() != 14 || b.records != 9 || vm[3].Offset != 10 || vm[1].Offset != 2 || b.next[schemas.TopicHostStatus][1].Offset != 5 {
+		t.Fatalf("after add: rows %d records %d next %v", b.len(), b.records, b.next)
 	}
 	// Partition 1 of vm.events.v1 goes; partition 1 of host.status.v1 stays.
 	b.drop(map[string][]int32{schemas.TopicVmEvents: {1, 3}})
-	if b.rows.len() != 10 || len(b.hosts) != 1 || len(b.leases) != 1 {
-		t.Fatalf("rows after drop = %d (hosts %d, leases %d), want 10", b.rows.len(), len(b.hosts), len(b.leases))
+	if b.len() != 10 || len(b.hosts) != 1 || len(b.leases) != 1 {
+		t.Fatalf("rows after drop = %d (hosts %d, leases %d), want 10", b.len(), len(b.hosts), len(b.leases))
 	}
 	for _, r := range b.jobs {
 		if r.Partition == 1 {
@@ -124,7 +124,7 @@ func TestBatchDrop(t *testing.T) {
 		t.Fatal("offset of dropped partition 3 kept")
 	}
 	b.drop(map[string][]int32{schemas.TopicVmEvents: {0, 2}, schemas.TopicHostStatus: {1}, schemas.TopicLeaseEvents: {0}})
-	if b.records != 0 || b.rows.len() != 0 || len(b.next) != 0 {
+	if b.records != 0 || b.len() != 0 || len(b.next) != 0 {
 		t.Fatalf("batch not empty after dropping every partition: %+v", b)
 	}
 }

@@ -75,7 +75,7 @@ func TestInsertSpans(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, a := range append(process.Attributes, batch.Attributes...) {
-		attrs[string(a.Key)] = a.Value.Emit()
+		attrs[string(a.Key)] = a.Value.String()
 	}
 	want := map[string]string{
 		"messaging.consumer.group.name": p.cfg.Group, "messaging.destination.name": schemas.TopicVmEvents,

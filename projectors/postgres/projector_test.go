@@ -210,7 +210,7 @@ func TestProjectorRestartAndReplay(t *testing.T) {
 		t.Fatalf("the first run applied %d of %d records; want a partial run", applied, total)
 	}
 	t.Log("restarting")
-	_, wait = startProjector(t, small, nil)
+	_, _ = startProjector(t, small, nil) // stopped at cleanup, like the replay's
 	waitApplied(t, dsn, "restart", p)
 	t.Log("restarted run caught up")
 	if got := dump(t, dsn); !reflect.DeepEqual(got, want) {
