@@ -157,15 +157,7 @@ func fromNative(n any, v reflect.Value, path string) error {
 		if !ok {
 			return bad()
 		}
-		for _, f := range cachedFields(v.Type()) {
-			fv, ok := m[f.name]
-			if !ok {
-				continue
-			}
-			if err := fromNative(fv, v.FieldByIndex(f.index), joinPath(path, f.name)); err != nil {
-				return err
-			}
-		}
+		return structFromNative(m, v, path)
 	case reflect.Slice:
 		if v.Type().Elem().Kind() == reflect.Uint8 {
 			b, ok := n.([]byte)
@@ -179,33 +171,13 @@ func fromNative(n any, v reflect.Value, path string) error {
 		if !ok {
 			return bad()
 		}
-		if len(a) == 0 {
-			return nil
-		}
-		s := reflect.MakeSlice(v.Type(), len(a), len(a))
-		for i, e := range a {
-			if err := fromNative(e, s.Index(i), fmt.Sprintf("%s[%d]", path, i)); err != nil {
-				return err
-			}
-		}
-		v.Set(s)
+		return sliceFromNative(a, v, path)
 	case reflect.Map:
 		m, ok := n.(map[string]any)
 		if !ok {
 			return bad()
 		}
-		if len(m) == 0 {
-			return nil
-		}
-		out := reflect.MakeMapWithSize(v.Type(), len(m))
-		for k, e := range m {
-			ev := reflect.New(v.Type().Elem()).Elem()
-			if err := fromNative(e, ev, path+"."+k); err != nil {
-				return err
-			}
-			out.SetMapIndex(reflect.ValueOf(k), ev)
-		}
-		v.Set(out)
+		return mapFromNative(m, v, path)
 	case reflect.Pointer:
 		e := reflect.New(v.Type().Elem())
 		if err := fromNative(n, e.Elem(), path); err != nil {
@@ -247,6 +219,55 @@ func fromNative(n any, v reflect.Value, path string) error {
 	default:
 		return bad()
 	}
+	return nil
+}
+
+// structFromNative fills the struct v from a record's fields m; fields
+// that m lacks are left as they are.
+func structFromNative(m map[string]any, v reflect.Value, path string) error {
+	for _, f := range cachedFields(v.Type()) {
+		fv, ok := m[f.name]
+		if !ok {
+			continue
+		}
+		if err := fromNative(fv, v.FieldByIndex(f.index), joinPath(path, f.name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sliceFromNative fills the slice v from an array's items a; an empty
+// array leaves v nil.
+func sliceFromNative(a []any, v reflect.Value, path string) error {
+	if len(a) == 0 {
+		return nil
+	}
+	s := reflect.MakeSlice(v.Type(), len(a), len(a))
+	for i, e := range a {
+		if err := fromNative(e, s.Index(i), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			return err
+		}
+	}
+	v.Set(s)
+	return nil
+}
+
+// mapFromNative fills the map v from a map's entries m; an empty map
+// leaves v nil.
+func mapFromNative(m map[string]any, v reflect.Value, path string) error {
+	if len(m) == 0 {
+		return nil
+	}
+	out := reflect.MakeMapWithSize(v.Type(), len(m))
+	for k, e := range m {
+		ev := reflect.New(v.Type().Elem()).Elem()
+		if err := fromNative(e, ev, path+"."+k); err != nil {
+			return err
+		}
+		out.SetMapIndex(reflect.ValueOf(k), ev)
+	}
+	v.Set(out)
 	return nil
 }
 

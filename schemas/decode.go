@@ -220,45 +220,60 @@ func (r *reader) decode(base unsafe.Pointer, ops []op) {
 			n := r.size()
 			*(*[]byte)(at) = append([]byte(nil), r.take(n)...)
 		case opStrings:
-			s := (*[]string)(at)
-			for n := r.count(); n > 0; n = r.count() {
-				if len(*s) > 0 {
-					r.flush()
-				}
-				start := len(*s)
-				*s = append(make([]string, 0, start+n), *s...)[:start+n]
-				for i := range n {
-					r.str(&(*s)[start+i], o)
-				}
-			}
+			r.strings((*[]string)(at), o)
 		case opLongMap:
-			m := (*map[string]int64)(at)
-			for n := r.count(); n > 0; n = r.count() {
-				if *m == nil {
-					*m = make(map[string]int64, n)
-				}
-				for range n {
-					k := r.string(o.name)
-					(*m)[k] = r.long()
-				}
-			}
+			r.longMap((*map[string]int64)(at), o.name)
 		case opStringMap:
-			m := (*map[string]string)(at)
-			for n := r.count(); n > 0; n = r.count() {
-				if *m == nil {
-					*m = make(map[string]string, n)
-				}
-				for range n {
-					k := r.string(o.name)
-					(*m)[k] = r.string(o.name)
-				}
-			}
+			r.stringMap((*map[string]string)(at), o.name)
 		case opSlice:
 			r.slice(reflect.NewAt(o.p.typ, at).Elem(), o.p.elem)
 		case opMap:
 			r.mapOf(reflect.NewAt(o.p.typ, at).Elem(), o.p.elem, o.name)
 		case opPointer:
 			*(*unsafe.Pointer)(at) = r.pointer(o.p)
+		}
+	}
+}
+
+// strings decodes an array of strings into s. The collections have
+// methods of their own, called once a collection: decode's switch stays
+// one screen, at no cost per value.
+func (r *reader) strings(s *[]string, o *op) {
+	for n := r.count(); n > 0; n = r.count() {
+		if len(*s) > 0 {
+			r.flush()
+		}
+		start := len(*s)
+		*s = append(make([]string, 0, start+n), *s...)[:start+n]
+		for i := range n {
+			r.str(&(*s)[start+i], o)
+		}
+	}
+}
+
+// longMap decodes a map of longs into m; name is the field's, for errors.
+func (r *reader) longMap(m *map[string]int64, name string) {
+	for n := r.count(); n > 0; n = r.count() {
+		if *m == nil {
+			*m = make(map[string]int64, n)
+		}
+		for range n {
+			k := r.string(name)
+			(*m)[k] = r.long()
+		}
+	}
+}
+
+// stringMap decodes a map of strings into m; name is the field's, for
+// errors.
+func (r *reader) stringMap(m *map[string]string, name string) {
+	for n := r.count(); n > 0; n = r.count() {
+		if *m == nil {
+			*m = make(map[string]string, n)
+		}
+		for range n {
+			k := r.string(name)
+			(*m)[k] = r.string(name)
 		}
 	}
 }

@@ -129,86 +129,22 @@ func RunLatency(ctx context.Context, ls LatencySize, pgBase string, log *slog.Lo
 
 	pool := ls.Pool()
 	o := roles.Options{Kafka: e.kcfg, InstanceID: "bench", Logger: log}
-	sa, err := roles.NewSimAgent(o, roles.SimLayout{Prefix: "h", Zone: "z1", Pods: 1, Clusters: 1, Hosts: 20, CPU: 1024, MemoryMB: 4 << 20},
-		roles.Settings{PingInterval: time.Minute})
+	sa, key, err := e.latencyFleet(ctx, o, pool)
 	if err != nil {
 		return s, err
 	}
-	hosts := sa.Driver.Hosts()
-	perHost := (pool + warmups + len(hosts) - 1) / len(hosts)
-	for i := range pool + warmups {
-		if err := sa.Driver.Start(ctx, hosts[i/perHost].ID, agent.VMSpec{ID: vmID(i), CPU: 1, MemoryMB: 512}); err != nil {
-			return s, err
-		}
-	}
-	if _, err := e.seed(ctx, Size{VMs: pool + warmups}, hosts, perHost); err != nil {
-		return s, fmt.Errorf("seed: %w", err)
-	}
-	key, err := e.seedAdmin(ctx)
+	addr, err := e.startRoles(ctx, o, sa, run)
 	if err != nil {
 		return s, err
 	}
-	proj, err := roles.NewPostgresProjector(o, e.dsn)
-	if err != nil {
-		return s, err
-	}
-	run("projector", proj)
-	vmp, err := roles.NewProcessor(roles.KindVM, o, roles.Settings{PingInterval: time.Minute}, engine.SystemClock{})
-	if err != nil {
-		return s, err
-	}
-	run("processor-vm", vmp)
-	run("agent", sa)
-	addr, err := freeAddr()
-	if err != nil {
-		return s, err
-	}
-	gw, err := roles.NewGateway(o, e.dsn, gateway.Config{Addr: addr, RatePerSecond: -1, MaxStreamsPerKey: -1, Logger: log})
-	if err != nil {
-		return s, err
-	}
-	run("gateway", gw)
-	if _, err := e.waitProjected(ctx, schemas.TopicVmEvents, 5*time.Minute); err != nil {
-		return s, err
-	}
-	for !vmp.Ready() {
-		if err := sleep(ctx, 10*time.Millisecond); err != nil {
-			return s, err
-		}
-	}
-
 	c := &apiClient{base: "http://" + addr, key: key, http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512}, Timeout: 30 * time.Second}}
 	if err := c.waitUp(ctx, 30*time.Second); err != nil {
 		return s, err
 	}
-	// Warm-up reboots (not measured): the first actions pay for
-	// connections and prepared statements. They go warmupWave at once, so
-	// that the statements are prepared on every connection of the
-	// gateway's pool and the client holds the HTTP connections a burst
-	// needs; one at a time, they warmed a single connection of each.
-	for w := 0; w < warmups; w += warmupWave {
-		var wg sync.WaitGroup
-		errs := make([]error, warmupWave)
-		for i := range min(warmupWave, warmups-w) {
-			wg.Go(func() { _, errs[i] = c.action(ctx, vmID(pool+w+i)) })
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			return s, fmt.Errorf("warm-up: %w", err)
-		}
+	if err := c.warmUp(ctx, pool); err != nil {
+		return s, err
 	}
-	next := 0
-	dones := map[int][]done{}
-	for _, rate := range ls.Rates {
-		done, failed, err := c.openLoop(ctx, rate, ls.Duration, func() string { next++; return vmID(next % pool) })
-		for _, a := range done {
-			s.Actions[rate] = append(s.Actions[rate], a.took)
-		}
-		dones[rate], s.Failed[rate] = done, failed
-		if err != nil {
-			s.Errs[rate] = err.Error()
-		}
-	}
+	dones := c.measure(ctx, ls, pool, &s)
 	cancel()
 	wg.Wait()
 	rt, err := e.readTimes(context.WithoutCancel(ctx))
@@ -222,6 +158,106 @@ func RunLatency(ctx context.Context, ls LatencySize, pgBase string, log *slog.Lo
 		return s, fmt.Errorf("one hop: %w", err)
 	}
 	return s, nil
+}
+
+// latencyFleet starts the sim agent's VMs, the pool and one for each
+// warm-up, seeds them, and issues the admin key the actions are sent with.
+func (e *env) latencyFleet(ctx context.Context, o roles.Options, pool int) (*roles.SimAgent, string, error) {
+	sa, err := roles.NewSimAgent(o, roles.SimLayout{Prefix: "h", Zone: "z1", Pods: 1, Clusters: 1, Hosts: 20, CPU: 1024, MemoryMB: 4 << 20},
+		roles.Settings{PingInterval: time.Minute})
+	if err != nil {
+		return nil, "", err
+	}
+	hosts := sa.Driver.Hosts()
+	perHost := (pool + warmups + len(hosts) - 1) / len(hosts)
+	for i := range pool + warmups {
+		if err := sa.Driver.Start(ctx, hosts[i/perHost].ID, agent.VMSpec{ID: vmID(i), CPU: 1, MemoryMB: 512}); err != nil {
+			return nil, "", err
+		}
+	}
+	if _, err := e.seed(ctx, Size{VMs: pool + warmups}, hosts, perHost); err != nil {
+		return nil, "", fmt.Errorf("seed: %w", err)
+	}
+	key, err := e.seedAdmin(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	return sa, key, nil
+}
+
+// startRoles runs the projector, the VM processor, the agent sa and the
+// gateway through run, and waits until the seeded VMs are projected and
+// the processor is ready; it returns the gateway's address.
+func (e *env) startRoles(ctx context.Context, o roles.Options, sa *roles.SimAgent, run func(string, roles.Runner)) (string, error) {
+	proj, err := roles.NewPostgresProjector(o, e.dsn)
+	if err != nil {
+		return "", err
+	}
+	run("projector", proj)
+	vmp, err := roles.NewProcessor(roles.KindVM, o, roles.Settings{PingInterval: time.Minute}, engine.SystemClock{})
+	if err != nil {
+		return "", err
+	}
+	run("processor-vm", vmp)
+	run("agent", sa)
+	addr, err := freeAddr()
+	if err != nil {
+		return "", err
+	}
+	gw, err := roles.NewGateway(o, e.dsn, gateway.Config{Addr: addr, RatePerSecond: -1, MaxStreamsPerKey: -1, Logger: o.Logger})
+	if err != nil {
+		return "", err
+	}
+	run("gateway", gw)
+	if _, err := e.waitProjected(ctx, schemas.TopicVmEvents, 5*time.Minute); err != nil {
+		return "", err
+	}
+	for !vmp.Ready() {
+		if err := sleep(ctx, 10*time.Millisecond); err != nil {
+			return "", err
+		}
+	}
+	return addr, nil
+}
+
+// warmUp sends the warm-up reboots (not measured), one VM beyond the pool
+// each: the first actions pay for connections and prepared statements.
+// They go warmupWave at once, so that the statements are prepared on every
+// connection of the gateway's pool and the client holds the HTTP
+// connections a burst needs; one at a time, they warmed a single
+// connection of each.
+func (c *apiClient) warmUp(ctx context.Context, pool int) error {
+	for w := 0; w < warmups; w += warmupWave {
+		var wg sync.WaitGroup
+		errs := make([]error, warmupWave)
+		for i := range min(warmupWave, warmups-w) {
+			wg.Go(func() { _, errs[i] = c.action(ctx, vmID(pool+w+i)) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	return nil
+}
+
+// measure sends reboots of the pool's VMs at each rate of ls in turn, and
+// records in s what each took and how many failed; it returns the actions
+// done at each rate.
+func (c *apiClient) measure(ctx context.Context, ls LatencySize, pool int, s *LatencySample) map[int][]done {
+	next := 0
+	dones := map[int][]done{}
+	for _, rate := range ls.Rates {
+		done, failed, err := c.openLoop(ctx, rate, ls.Duration, func() string { next++; return vmID(next % pool) })
+		for _, a := range done {
+			s.Actions[rate] = append(s.Actions[rate], a.took)
+		}
+		dones[rate], s.Failed[rate] = done, failed
+		if err != nil {
+			s.Errs[rate] = err.Error()
+		}
+	}
+	return dones
 }
 
 // seedAdmin issues an admin API key through accounts.v1; the projector

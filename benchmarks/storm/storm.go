@@ -59,45 +59,14 @@ func Run(ctx context.Context, sz Size, pgBase string, log *slog.Logger) (Sample,
 	}
 	defer e.close()
 
-	drv, err := sim.New(sim.Config{Layout: sim.Layout{Zone: "z1", Pods: 1, ClustersPerPod: max(sz.Hosts/20, 1),
-		HostsPerCluster: min(sz.Hosts, 20), CPU: 1024, MemoryMB: 4 << 20}})
+	drv, hosts, perHost, err := startFleet(ctx, sz)
 	if err != nil {
 		return s, err
-	}
-	hosts := drv.Hosts()
-	perHost := sz.VMs / len(hosts)
-	for i := range sz.VMs {
-		h := hosts[min(i/perHost, len(hosts)-1)]
-		if err := drv.Start(ctx, h.ID, agent.VMSpec{ID: vmID(i), CPU: 1, MemoryMB: 512}); err != nil {
-			return s, err
-		}
 	}
 	if s.Changed, err = e.seed(ctx, sz, hosts, perHost); err != nil {
 		return s, fmt.Errorf("seed: %w", err)
 	}
-
-	// The read model of the seeded VMs, then statistics from here on.
-	p, err := e.startProjector(ctx)
-	if err != nil {
-		return s, err
-	}
-	if _, err := e.waitProjected(ctx, schemas.TopicVmEvents, 10*time.Minute); err != nil {
-		p.stop()
-		return s, err
-	}
-	p.stop()
-	seeded, err := e.rowCount(ctx, "vms")
-	if err != nil {
-		return s, err
-	}
-	if seeded != int64(sz.VMs) {
-		return s, fmt.Errorf("seed: the read model has %d of %d VMs", seeded, sz.VMs)
-	}
-	s.SeedWrites = map[string]int64{"vms": seeded}
-	if err := e.countWrites(ctx); err != nil {
-		return s, err
-	}
-	w0, err := e.tableWrites(ctx)
+	w0, err := e.projectSeed(ctx, &s, sz)
 	if err != nil {
 		return s, err
 	}
@@ -111,30 +80,8 @@ func Run(ctx context.Context, sz Size, pgBase string, log *slog.Logger) (Sample,
 	}
 	defer vmc.stop()
 	s.RestoreMs, s.Restored, s.HeapBytes = vmc.restoreMs, vmc.restored, vmc.heapBytes
-	if p, err = e.startProjector(ctx); err != nil {
+	if s.StormProcessor, s.StormEnd, err = e.storm(ctx, sz, drv, log); err != nil {
 		return s, err
-	}
-
-	// The storm: from the agent's start until the VM processor has
-	// committed every report and the projector has stored the end of
-	// vm.events.v1.
-	group := "vmplane-processor-vm"
-	t0 := time.Now()
-	stopAgent, err := runAgent(ctx, e.kcfg, drv, log)
-	if err != nil {
-		p.stop()
-		return s, err
-	}
-	t1, err := e.waitCommitted(ctx, group, schemas.TopicVmPower, int64(sz.VMs), 10*time.Minute)
-	if err == nil {
-		var t2 time.Time
-		t2, err = e.waitProjected(ctx, schemas.TopicVmEvents, 10*time.Minute)
-		s.StormProcessor, s.StormEnd = t1.Sub(t0), t2.Sub(t0)
-	}
-	stopAgent()
-	p.stop()
-	if err != nil {
-		return s, fmt.Errorf("storm: %w", err)
 	}
 	w1, err := e.tableWrites(ctx)
 	if err != nil {
@@ -145,18 +92,99 @@ func Run(ctx context.Context, sz Size, pgBase string, log *slog.Logger) (Sample,
 	if err := e.steady(ctx, &s, sz, drv, vmc, log); err != nil {
 		return s, fmt.Errorf("steady state: %w", err)
 	}
+	err = e.floors(ctx, &s, sz) // apart: s is read after floors fills it
+	return s, err
+}
 
+// startFleet makes the simulated hosts of sz and starts its VMs on them,
+// perHost to a host (the last one takes what is left).
+func startFleet(ctx context.Context, sz Size) (drv *sim.Driver, hosts []agent.HostInfo, perHost int, err error) {
+	drv, err = sim.New(sim.Config{Layout: sim.Layout{Zone: "z1", Pods: 1, ClustersPerPod: max(sz.Hosts/20, 1),
+		HostsPerCluster: min(sz.Hosts, 20), CPU: 1024, MemoryMB: 4 << 20}})
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	hosts = drv.Hosts()
+	perHost = sz.VMs / len(hosts)
+	for i := range sz.VMs {
+		h := hosts[min(i/perHost, len(hosts)-1)]
+		if err := drv.Start(ctx, h.ID, agent.VMSpec{ID: vmID(i), CPU: 1, MemoryMB: 512}); err != nil {
+			return nil, nil, 0, err
+		}
+	}
+	return drv, hosts, perHost, nil
+}
+
+// projectSeed builds the read model of the seeded VMs, then counts the
+// tables' writes from here on; it returns the counts at that start.
+func (e *env) projectSeed(ctx context.Context, s *Sample, sz Size) (map[string]int64, error) {
+	p, err := e.startProjector(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := e.waitProjected(ctx, schemas.TopicVmEvents, 10*time.Minute); err != nil {
+		p.stop()
+		return nil, err
+	}
+	p.stop()
+	seeded, err := e.rowCount(ctx, "vms")
+	if err != nil {
+		return nil, err
+	}
+	if seeded != int64(sz.VMs) {
+		return nil, fmt.Errorf("seed: the read model has %d of %d VMs", seeded, sz.VMs)
+	}
+	s.SeedWrites = map[string]int64{"vms": seeded}
+	if err := e.countWrites(ctx); err != nil {
+		return nil, err
+	}
+	return e.tableWrites(ctx)
+}
+
+// storm times the storm: from the agent's start until the VM processor has
+// committed every report (processor) and the projector has stored the end
+// of vm.events.v1 (end).
+func (e *env) storm(ctx context.Context, sz Size, drv *sim.Driver, log *slog.Logger) (processor, end time.Duration, err error) {
+	p, err := e.startProjector(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	group := "vmplane-processor-vm"
+	t0 := time.Now()
+	stopAgent, err := runAgent(ctx, e.kcfg, drv, log)
+	if err != nil {
+		p.stop()
+		return 0, 0, err
+	}
+	t1, err := e.waitCommitted(ctx, group, schemas.TopicVmPower, int64(sz.VMs), 10*time.Minute)
+	if err == nil {
+		var t2 time.Time
+		t2, err = e.waitProjected(ctx, schemas.TopicVmEvents, 10*time.Minute)
+		processor, end = t1.Sub(t0), t2.Sub(t0)
+	}
+	stopAgent()
+	p.stop()
+	if err != nil {
+		return processor, end, fmt.Errorf("storm: %w", err)
+	}
+	return processor, end, nil
+}
+
+// floors measures what the figures are held against: a processor step
+// that does nothing, and a raw produce and consume, over the reports of
+// the storm.
+func (e *env) floors(ctx context.Context, s *Sample, sz Size) error {
 	recs, err := e.capture(ctx, sz.VMs)
 	if err != nil {
-		return s, fmt.Errorf("capture reports: %w", err)
+		return fmt.Errorf("capture reports: %w", err)
 	}
 	if s.NullStep, err = e.nullStep(ctx, recs); err != nil {
-		return s, fmt.Errorf("null step: %w", err)
+		return fmt.Errorf("null step: %w", err)
 	}
 	if s.Raw, err = e.raw(ctx, recs); err != nil {
-		return s, fmt.Errorf("raw produce+consume: %w", err)
+		return fmt.Errorf("raw produce+consume: %w", err)
 	}
-	return s, nil
+	return nil
 }
 
 // runAgent starts a sim agent over drv with a ping interval longer than

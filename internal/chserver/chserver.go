@@ -118,97 +118,142 @@ func Ensure(ctx context.Context, addr, varDir string, log *slog.Logger, opts ...
 	if ping(ctx, addr) == nil {
 		return Server{addr: addr}, nil
 	}
-	// One of ours may still be starting, or just slow on a busy machine; give it a while before
-	// deciding it is on another port or wedged, and making room.
+	answers, err := makeRoom(ctx, dir, addr, log)
+	if err != nil {
+		return Server{}, err
+	}
+	if answers {
+		return Server{addr: addr}, nil
+	}
+	return startServer(ctx, layout{Dir: dir, ListenHost: listenHost(host), TCPPort: port, HTTPPort: o.httpPort}, addr, o.detached, log)
+}
+
+// makeRoom deals with what is at addr when nothing answers there, with the
+// lock held: one of ours may still be starting, or just slow on a busy
+// machine, and is given a while (answers is set when it does) before it is
+// taken for wedged and stopped; anything else that holds the port is an
+// error.
+func makeRoom(ctx context.Context, dir, addr string, log *slog.Logger) (answers bool, err error) {
 	if pid := readPID(dir); pid > 0 && isClickHouse(pid) {
 		for range 20 {
 			if ping(ctx, addr) == nil {
-				return Server{addr: addr}, nil
+				return true, nil
 			}
 			if ctx.Err() != nil {
-				return Server{}, ctx.Err()
+				return false, ctx.Err()
 			}
 			time.Sleep(500 * time.Millisecond)
 		}
 		log.Warn("stopping a clickhouse of ours that does not answer", "pid", pid, "addr", addr)
 	}
 	if err := stopPIDFile(ctx, dir); err != nil {
-		return Server{}, err
+		return false, err
 	}
 	if err := ping(ctx, addr); portOpen(addr) {
-		return Server{}, fmt.Errorf("%s is taken by something that does not answer as clickhouse: %v", addr, err)
+		return false, fmt.Errorf("%s is taken by something that does not answer as clickhouse: %v", addr, err)
 	}
+	return false, nil
+}
 
+// startServer writes cfg (an HTTP port of 0 picks one), starts
+// clickhouse-server with it and waits until it answers at addr.
+func startServer(ctx context.Context, cfg layout, addr string, detached bool, log *slog.Logger) (Server, error) {
 	bin, args, err := findBinary()
 	if err != nil {
 		return Server{}, err
 	}
-	if o.httpPort == 0 {
-		o.httpPort = freePort(host, 8123)
+	if cfg.HTTPPort == 0 {
+		cfg.HTTPPort = freePort(cfg.ListenHost, 8123)
 	}
-	cfg := layout{Dir: dir, ListenHost: listenHost(host), TCPPort: port, HTTPPort: o.httpPort}
 	if err := cfg.write(); err != nil {
 		return Server{}, err
 	}
-
-	logOut, err := os.OpenFile(filepath.Join(cfg.logDir(), "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	c, err := spawn(bin, args, cfg, detached)
 	if err != nil {
 		return Server{}, err
+	}
+	if err := c.await(ctx, addr, cfg); err != nil {
+		return Server{}, err
+	}
+	log.Info("started clickhouse", "addr", addr, "http_port", cfg.HTTPPort, "dir", cfg.Dir, "pid", c.cmd.Process.Pid)
+	return Server{addr: addr, stop: c.stop}, nil
+}
+
+// child is a clickhouse-server this process started.
+type child struct {
+	cmd     *exec.Cmd
+	pidFile string
+	exited  chan struct{} // closed once it has exited
+}
+
+// spawn starts clickhouse-server with cfg, its output appended to
+// stdout.log in cfg's log directory, and writes its pid file.
+func spawn(bin string, args []string, cfg layout, detached bool) (*child, error) {
+	logOut, err := os.OpenFile(filepath.Join(cfg.logDir(), "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
 	}
 	// The server writes through its own copy of the descriptor; ours
 	// writes nothing.
 	defer func() { _ = logOut.Close() }()
 	cmd := exec.Command(bin, append(args, "--config-file="+cfg.configPath())...)
-	cmd.Dir = dir
+	cmd.Dir = cfg.Dir
 	cmd.Stdout, cmd.Stderr = logOut, logOut
-	if o.detached {
+	if detached {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	} else {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	}
 	if err := cmd.Start(); err != nil {
-		return Server{}, fmt.Errorf("start %s: %w", bin, err)
+		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
-	pidFile := filepath.Join(dir, "server.pid")
+	pidFile := filepath.Join(cfg.Dir, "server.pid")
 	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
 		_ = cmd.Process.Kill()
-		return Server{}, err
+		return nil, err
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	stop := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(stopTimeout):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		removeIfPID(pidFile, cmd.Process.Pid)
-	}
+	c := &child{cmd: cmd, pidFile: pidFile, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(c.exited) }()
+	return c, nil
+}
 
+// await waits until the server answers at addr; when it exits first it
+// says why, and when it does not answer in startTimeout or ctx ends it is
+// stopped.
+func (c *child) await(ctx context.Context, addr string, cfg layout) error {
 	deadline := time.Now().Add(startTimeout)
 	for {
 		err := ping(ctx, addr)
 		if err == nil {
-			break
+			return nil
 		}
 		select {
-		case <-exited:
-			removeIfPID(pidFile, cmd.Process.Pid)
-			return Server{}, fmt.Errorf("clickhouse-server exited during start (%s): %w\n%s", cmd.ProcessState, err, cfg.logTail())
+		case <-c.exited:
+			removeIfPID(c.pidFile, c.cmd.Process.Pid)
+			return fmt.Errorf("clickhouse-server exited during start (%s): %w\n%s", c.cmd.ProcessState, err, cfg.logTail())
 		case <-ctx.Done():
-			stop()
-			return Server{}, ctx.Err()
+			c.stop()
+			return ctx.Err()
 		case <-time.After(250 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			stop()
-			return Server{}, fmt.Errorf("clickhouse-server does not answer at %s after %v: %w\n%s", addr, startTimeout, err, cfg.logTail())
+			c.stop()
+			return fmt.Errorf("clickhouse-server does not answer at %s after %v: %w\n%s", addr, startTimeout, err, cfg.logTail())
 		}
 	}
-	log.Info("started clickhouse", "addr", addr, "http_port", o.httpPort, "dir", dir, "pid", cmd.Process.Pid)
-	return Server{addr: addr, stop: stop}, nil
+}
+
+// stop ends the server: SIGTERM, then SIGKILL when it lingers past
+// stopTimeout.
+func (c *child) stop() {
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.exited:
+	case <-time.After(stopTimeout):
+		_ = c.cmd.Process.Kill()
+		<-c.exited
+	}
+	removeIfPID(c.pidFile, c.cmd.Process.Pid)
 }
 
 // StopDir stops a server that Ensure started under varDir, in this or any other process, and

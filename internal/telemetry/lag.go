@@ -124,52 +124,78 @@ func ComputeLag(ctx context.Context, adm *kadm.Client, sources []LagSource) []Pa
 // lag reads 1 (kafka-consumer-groups shows the same). For lags up to
 // markerCheck it reads the committed records left and reports their count.
 func ExcludeMarkers(ctx context.Context, cl *kgo.Client, lags []PartitionLag) []PartitionLag {
-	const markerCheck = 64
-	type tp struct {
-		topic string
-		part  int32
-	}
-	from := map[tp]int64{}
-	offsets := map[string]map[int32]kgo.Offset{}
-	for _, l := range lags {
-		if l.Lag <= 0 || l.Lag > markerCheck {
-			continue
-		}
-		k := tp{l.Topic, l.Partition}
-		if _, ok := from[k]; ok {
-			continue // another group on the same partition: read once, from the lowest position
-		}
-		from[k] = -1
-	}
-	if len(from) == 0 || cl == nil {
+	checked, topics := markerPartitions(lags)
+	if len(checked) == 0 || cl == nil {
 		return lags
 	}
-	// The position of each checked partition is its end minus the lag;
-	// the lowest position over groups is where the read starts.
-	ends := map[tp]int64{}
-	adm := kadm.NewClient(cl)
-	var topics []string
-	seen := map[string]bool{}
-	for k := range from {
-		if !seen[k.topic] {
-			seen[k.topic] = true
-			topics = append(topics, k.topic)
-		}
-	}
-	listed, err := adm.ListEndOffsets(ctx, topics...)
+	ends, err := endOffsets(ctx, cl, checked, topics)
 	if err != nil {
 		return lags
 	}
+	records, err := committedOffsets(ctx, cl, readStarts(lags, ends), ends)
+	if err != nil {
+		return lags
+	}
+	return recount(lags, ends, records)
+}
+
+// markerCheck is the largest lag ExcludeMarkers looks into.
+const markerCheck = 64
+
+// topicPartition names a partition.
+type topicPartition struct {
+	topic string
+	part  int32
+}
+
+// mayBeMarkers reports whether l is small enough to be looked into.
+func mayBeMarkers(l PartitionLag) bool { return l.Lag > 0 && l.Lag <= markerCheck }
+
+// markerPartitions returns the partitions whose lag is looked into, and
+// their topics.
+func markerPartitions(lags []PartitionLag) (map[topicPartition]bool, []string) {
+	checked := map[topicPartition]bool{}
+	var topics []string
+	seen := map[string]bool{}
+	for _, l := range lags {
+		if !mayBeMarkers(l) {
+			continue
+		}
+		// A partition that several groups read is read once, from the
+		// lowest of their positions (readStarts).
+		checked[topicPartition{l.Topic, l.Partition}] = true
+		if !seen[l.Topic] {
+			seen[l.Topic] = true
+			topics = append(topics, l.Topic)
+		}
+	}
+	return checked, topics
+}
+
+// endOffsets returns the end offset of each checked partition that has one.
+func endOffsets(ctx context.Context, cl *kgo.Client, checked map[topicPartition]bool, topics []string) (map[topicPartition]int64, error) {
+	listed, err := kadm.NewClient(cl).ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return nil, err
+	}
+	ends := map[topicPartition]int64{}
 	listed.Each(func(o kadm.ListedOffset) {
-		if _, ok := from[tp{o.Topic, o.Partition}]; ok && o.Err == nil {
-			ends[tp{o.Topic, o.Partition}] = o.Offset
+		if k := (topicPartition{o.Topic, o.Partition}); checked[k] && o.Err == nil {
+			ends[k] = o.Offset
 		}
 	})
-	start := map[tp]int64{}
+	return ends, nil
+}
+
+// readStarts returns where the read of each partition starts: the position
+// of a lag is its partition's end minus the lag, and the lowest position
+// over groups is where the read starts.
+func readStarts(lags []PartitionLag, ends map[topicPartition]int64) map[string]map[int32]kgo.Offset {
+	start := map[topicPartition]int64{}
 	for _, l := range lags {
-		k := tp{l.Topic, l.Partition}
+		k := topicPartition{l.Topic, l.Partition}
 		end, ok := ends[k]
-		if !ok || l.Lag <= 0 || l.Lag > markerCheck {
+		if !ok || !mayBeMarkers(l) {
 			continue
 		}
 		pos := end - l.Lag
@@ -177,18 +203,26 @@ func ExcludeMarkers(ctx context.Context, cl *kgo.Client, lags []PartitionLag) []
 			start[k] = pos
 		}
 	}
+	offsets := map[string]map[int32]kgo.Offset{}
 	for k, s := range start {
 		if offsets[k.topic] == nil {
 			offsets[k.topic] = map[int32]kgo.Offset{}
 		}
 		offsets[k.topic][k.part] = kgo.NewOffset().At(s)
 	}
+	return offsets
+}
+
+// committedOffsets reads the committed records from offsets until the
+// fetches run dry, and returns the offsets of those before their
+// partition's end.
+func committedOffsets(ctx context.Context, cl *kgo.Client, offsets map[string]map[int32]kgo.Offset, ends map[topicPartition]int64) (map[topicPartition][]int64, error) {
 	rd, err := kgo.NewClient(append(cl.Opts(), kgo.ConsumePartitions(offsets), kgo.FetchIsolationLevel(kgo.ReadCommitted()))...)
 	if err != nil {
-		return lags
+		return nil, err
 	}
 	defer rd.Close()
-	records := map[tp][]int64{}
+	records := map[topicPartition][]int64{}
 	for {
 		pctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		fs := rd.PollFetches(pctx)
@@ -196,21 +230,26 @@ func ExcludeMarkers(ctx context.Context, cl *kgo.Client, lags []PartitionLag) []
 		n := 0
 		fs.EachRecord(func(r *kgo.Record) {
 			n++
-			k := tp{r.Topic, r.Partition}
+			k := topicPartition{r.Topic, r.Partition}
 			if r.Offset < ends[k] {
 				records[k] = append(records[k], r.Offset)
 			}
 		})
 		if n == 0 || ctx.Err() != nil {
-			break
+			return records, nil
 		}
 	}
+}
+
+// recount returns lags with each lag looked into replaced by the count of
+// committed records after its position.
+func recount(lags []PartitionLag, ends map[topicPartition]int64, records map[topicPartition][]int64) []PartitionLag {
 	out := make([]PartitionLag, len(lags))
 	for i, l := range lags {
 		out[i] = l
-		k := tp{l.Topic, l.Partition}
+		k := topicPartition{l.Topic, l.Partition}
 		end, ok := ends[k]
-		if !ok || l.Lag <= 0 || l.Lag > markerCheck {
+		if !ok || !mayBeMarkers(l) {
 			continue
 		}
 		pos, left := end-l.Lag, int64(0)

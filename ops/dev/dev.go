@@ -75,13 +75,18 @@ type Stack struct {
 	wg          sync.WaitGroup
 	procs       []roles.Processor
 	projectors  map[string]roles.Healthy
-	AdminKey    string
+	// passwords are the principals' on a secure broker (Config.Secure).
+	passwords map[string]string
+	AdminKey  string
 }
 
 // Start brings the stack up and returns once the gateway answers.
 func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Database == "" {
+		cfg.Database = "vmplane"
 	}
 	s := &Stack{cfg: cfg, log: cfg.Logger}
 	ok := false
@@ -94,163 +99,220 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, err
 	}
 
-	// Kafka: the embedded broker keeps its log under var/kafka. A new log
-	// means the projections of any earlier log are stale (their stored
-	// offsets point into a log that is gone): they are dropped below.
+	// A new log means the projections of any earlier log are stale (their
+	// stored offsets point into a log that is gone): they are dropped.
 	_, statErr := os.Stat(filepath.Join(cfg.VarDir, "kafka"))
 	freshLog := os.IsNotExist(statErr)
-	var passwords map[string]string
-	var secure []kfake.Opt
-	if cfg.Secure {
-		var err error
-		if passwords, err = kafkaPasswords(cfg.VarDir); err != nil {
-			return nil, err
-		}
-		secure = kafka.SecureOpts(passwords)
-	}
-	b, err := kafka.StartBroker(cfg.KafkaAddr, filepath.Join(cfg.VarDir, "kafka"), secure...)
-	if err != nil {
+	if err := s.startKafka(ctx); err != nil {
 		return nil, err
 	}
-	s.broker = b
-	s.kcfg = kafka.Config{Brokers: b.Addrs(), Replication: 1}
-	if cfg.Secure {
-		s.kcfg.User, s.kcfg.Password = kafka.PrincipalAdmin, passwords[kafka.PrincipalAdmin]
-	}
-	// as gives a role its own principal on a secure broker.
-	as := func(o roles.Options, principal string) roles.Options {
-		if cfg.Secure {
-			o.Kafka.User, o.Kafka.Password = principal, passwords[principal]
-		}
-		return o
-	}
-	admin, err := kgo.NewClient(s.kcfg.Opts()...)
-	if err != nil {
-		return nil, err
-	}
-	err = kafka.EnsureTopics(ctx, admin, schemas.Topics, 1)
-	admin.Close()
-	if err != nil {
-		return nil, err
-	}
-
 	// Postgres and ClickHouse: the configured servers, or local ones.
-	s.pg, err = pgserver.Ensure(ctx, cfg.PostgresDSN, cfg.VarDir, s.log)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: %w", err)
-	}
-	if cfg.Database == "" {
-		cfg.Database = "vmplane"
-		s.cfg.Database = cfg.Database
-	}
-	drop, err := claimDatabase(ctx, s.pg.DSN(), cfg.Database, cfg.VarDir, freshLog)
+	drop, err := s.startPostgres(ctx, freshLog)
 	if err != nil {
 		return nil, err
 	}
-	if drop {
-		s.log.Info("dropping read models that project no log of this stack", "database", cfg.Database)
-		if err := pgserver.DropDatabase(ctx, s.pg.DSN(), cfg.Database); err != nil {
-			return nil, err
-		}
-	}
-	s.dsn, err = pgserver.EnsureDatabase(ctx, s.pg.DSN(), cfg.Database)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: %w", err)
-	}
-	if err := recordOwner(ctx, s.dsn, cfg.VarDir); err != nil {
+	if err := s.startClickHouse(ctx, drop); err != nil {
 		return nil, err
-	}
-	if err := postgres.Migrate(ctx, s.dsn); err != nil {
-		return nil, err
-	}
-	// Detached: a ClickHouse the stack starts outlives a crash of the
-	// stack, and the next start finds it answering instead of waiting for
-	// it to shut down and starting another (30 s after a kill -9). Stop
-	// stops it.
-	s.ch, err = chserver.Ensure(ctx, cfg.ClickHouse, cfg.VarDir, s.log, chserver.Detached())
-	if err != nil {
-		return nil, fmt.Errorf("clickhouse: %w", err)
-	}
-	if drop {
-		if err := chserver.DropDatabase(ctx, s.ch.Addr(), cfg.Database); err != nil {
-			return nil, err
-		}
-	}
-	if err := chserver.EnsureDatabase(ctx, s.ch.Addr(), cfg.Database); err != nil {
-		return nil, fmt.Errorf("clickhouse: %w", err)
 	}
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	o := roles.Options{Kafka: s.kcfg, InstanceID: "dev", Logger: s.log}
 	settings := roles.Settings{PingInterval: cfg.PingInterval}
+	if err := s.startRoles(runCtx, o, settings); err != nil {
+		return nil, err
+	}
+	if err := s.startAgents(runCtx, o, settings, freshLog); err != nil {
+		return nil, err
+	}
+
+	if err := s.seed(ctx); err != nil {
+		return nil, err
+	}
+	if err := waitHTTP(ctx, "http://"+cfg.HTTPAddr+"/healthz", 30*time.Second); err != nil {
+		return nil, err
+	}
+	// The agent announces its hosts again at every start (and said goodbye at
+	// the last stop): wait until they are Up, so the first deploy finds them.
+	if err := s.waitHostsUp(ctx, cfg.Hosts+cfg.QemuHosts, 30*time.Second); err != nil {
+		return nil, err
+	}
+	ok = true
+	return s, nil
+}
+
+// startKafka starts the embedded broker, which keeps its log under
+// var/kafka, and creates the topics.
+func (s *Stack) startKafka(ctx context.Context) error {
+	var secure []kfake.Opt
+	if s.cfg.Secure {
+		var err error
+		if s.passwords, err = kafkaPasswords(s.cfg.VarDir); err != nil {
+			return err
+		}
+		secure = kafka.SecureOpts(s.passwords)
+	}
+	b, err := kafka.StartBroker(s.cfg.KafkaAddr, filepath.Join(s.cfg.VarDir, "kafka"), secure...)
+	if err != nil {
+		return err
+	}
+	s.broker = b
+	s.kcfg = kafka.Config{Brokers: b.Addrs(), Replication: 1}
+	if s.cfg.Secure {
+		s.kcfg.User, s.kcfg.Password = kafka.PrincipalAdmin, s.passwords[kafka.PrincipalAdmin]
+	}
+	admin, err := kgo.NewClient(s.kcfg.Opts()...)
+	if err != nil {
+		return err
+	}
+	err = kafka.EnsureTopics(ctx, admin, schemas.Topics, 1)
+	admin.Close()
+	return err
+}
+
+// as gives a role its own principal on a secure broker.
+func (s *Stack) as(o roles.Options, principal string) roles.Options {
+	if s.cfg.Secure {
+		o.Kafka.User, o.Kafka.Password = principal, s.passwords[principal]
+	}
+	return o
+}
+
+// startPostgres finds or starts Postgres and makes the read models'
+// database, dropped first when it projects no log of this stack (drop
+// then says the journal's goes too).
+func (s *Stack) startPostgres(ctx context.Context, freshLog bool) (drop bool, err error) {
+	db := s.cfg.Database
+	s.pg, err = pgserver.Ensure(ctx, s.cfg.PostgresDSN, s.cfg.VarDir, s.log)
+	if err != nil {
+		return false, fmt.Errorf("postgres: %w", err)
+	}
+	drop, err = claimDatabase(ctx, s.pg.DSN(), db, s.cfg.VarDir, freshLog)
+	if err != nil {
+		return false, err
+	}
+	if drop {
+		s.log.Info("dropping read models that project no log of this stack", "database", db)
+		if err := pgserver.DropDatabase(ctx, s.pg.DSN(), db); err != nil {
+			return false, err
+		}
+	}
+	s.dsn, err = pgserver.EnsureDatabase(ctx, s.pg.DSN(), db)
+	if err != nil {
+		return false, fmt.Errorf("postgres: %w", err)
+	}
+	if err := recordOwner(ctx, s.dsn, s.cfg.VarDir); err != nil {
+		return false, err
+	}
+	return drop, postgres.Migrate(ctx, s.dsn)
+}
+
+// startClickHouse finds or starts ClickHouse and makes the journal's
+// database, dropped first when drop is set.
+func (s *Stack) startClickHouse(ctx context.Context, drop bool) error {
+	// Detached: a ClickHouse the stack starts outlives a crash of the
+	// stack, and the next start finds it answering instead of waiting for
+	// it to shut down and starting another (30 s after a kill -9). Stop
+	// stops it.
+	var err error
+	s.ch, err = chserver.Ensure(ctx, s.cfg.ClickHouse, s.cfg.VarDir, s.log, chserver.Detached())
+	if err != nil {
+		return fmt.Errorf("clickhouse: %w", err)
+	}
+	if drop {
+		if err := chserver.DropDatabase(ctx, s.ch.Addr(), s.cfg.Database); err != nil {
+			return err
+		}
+	}
+	if err := chserver.EnsureDatabase(ctx, s.ch.Addr(), s.cfg.Database); err != nil {
+		return fmt.Errorf("clickhouse: %w", err)
+	}
+	return nil
+}
+
+// startRoles runs every processor, both projectors and the gateway until
+// runCtx ends.
+func (s *Stack) startRoles(runCtx context.Context, o roles.Options, settings roles.Settings) error {
 	for _, kind := range roles.ProcessorKinds {
-		p, err := roles.NewProcessor(kind, as(o, kafka.PrincipalProcessor), settings, engine.SystemClock{})
+		p, err := roles.NewProcessor(kind, s.as(o, kafka.PrincipalProcessor), settings, engine.SystemClock{})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		s.procs = append(s.procs, p)
 		s.run(runCtx, "processor-"+kind, p)
 	}
-	pgp, err := roles.NewPostgresProjector(as(o, kafka.PrincipalProjector), s.dsn)
+	pgp, err := roles.NewPostgresProjector(s.as(o, kafka.PrincipalProjector), s.dsn)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.run(runCtx, "projector-postgres", pgp)
 	s.projectors = map[string]roles.Healthy{"projector-postgres": pgp}
-	jp, err := roles.NewJournalProjector(as(o, kafka.PrincipalProjector), s.ch.Addr(), cfg.Database)
+	jp, err := roles.NewJournalProjector(s.as(o, kafka.PrincipalProjector), s.ch.Addr(), s.cfg.Database)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.run(runCtx, "projector-journal", jp)
 	s.projectors["projector-journal"] = jp
-	hist, err := roles.OpenHistory(s.ch.Addr(), cfg.Database)
+	hist, err := roles.OpenHistory(s.ch.Addr(), s.cfg.Database)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	go func() { <-runCtx.Done(); hist.Close() }()
-	gw, err := roles.NewGateway(as(o, kafka.PrincipalGateway), s.dsn, gateway.Config{Addr: cfg.HTTPAddr, Logger: s.log, History: hist, Ready: s.projectorsHealth})
+	gw, err := roles.NewGateway(s.as(o, kafka.PrincipalGateway), s.dsn, gateway.Config{Addr: s.cfg.HTTPAddr, Logger: s.log, History: hist, Ready: s.projectorsHealth})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.run(runCtx, "gateway", gw)
+	return nil
+}
+
+// startAgents runs the sim agent, the QEMU agent when there are QEMU
+// hosts, and the sim driver's control API when configured.
+func (s *Stack) startAgents(runCtx context.Context, o roles.Options, settings roles.Settings, freshLog bool) error {
 	// The simulated hosts and the agent's answers live under var/sim, so a
 	// stack killed and started again finds its VMs as they were; a new log
 	// knows none of them.
-	simDir := filepath.Join(cfg.VarDir, "sim")
+	simDir := filepath.Join(s.cfg.VarDir, "sim")
 	if freshLog {
 		if err := os.RemoveAll(simDir); err != nil {
-			return nil, fmt.Errorf("drop the sim hosts of an earlier log: %w", err)
+			return fmt.Errorf("drop the sim hosts of an earlier log: %w", err)
 		}
 	}
-	ag, err := roles.NewSimAgent(as(o, kafka.PrincipalAgent), roles.SimLayout{Prefix: "host", Zone: "zone-1", Pods: 1, Clusters: 2, Hosts: cfg.Hosts, StateDir: simDir}, settings)
+	ag, err := roles.NewSimAgent(s.as(o, kafka.PrincipalAgent), roles.SimLayout{Prefix: "host", Zone: "zone-1", Pods: 1, Clusters: 2, Hosts: s.cfg.Hosts, StateDir: simDir}, settings)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	agents := []roles.Runner{ag}
-	if cfg.QemuHosts > 0 {
-		s.qemuDir, err = qemuDir(cfg.VarDir)
+	if s.cfg.QemuHosts > 0 {
+		s.qemuDir, err = qemuDir(s.cfg.VarDir)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		qa, err := roles.NewQemuAgent(as(o, kafka.PrincipalAgent), roles.QemuLayout{Prefix: "qemu", Zone: "zone-1", Cluster: "qemu-cluster",
-			Hosts: cfg.QemuHosts, Tags: []string{QemuTag}, StateDir: s.qemuDir, QuitGuestsOnStop: true}, settings)
+		qa, err := roles.NewQemuAgent(s.as(o, kafka.PrincipalAgent), roles.QemuLayout{Prefix: "qemu", Zone: "zone-1", Cluster: "qemu-cluster",
+			Hosts: s.cfg.QemuHosts, Tags: []string{QemuTag}, StateDir: s.qemuDir, QuitGuestsOnStop: true}, settings)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		agents = append(agents, qa)
 	}
-	if cfg.SimControl != "" {
+	if s.cfg.SimControl != "" {
 		if hs := ag.Driver.Hosts(); len(hs) > 0 {
 			s.simHost = hs[0].ID
 		}
-		s.simStop, err = roles.ServeSimControl(cfg.SimControl, ag.Driver, s.log)
+		s.simStop, err = roles.ServeSimControl(s.cfg.SimControl, ag.Driver, s.log)
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	// The agents stop first, so their goodbyes reach the host processor and
-	// the read model while they still run.
+	s.superviseAgents(runCtx, agents)
+	return nil
+}
+
+// superviseAgents runs the agents until runCtx ends or Stop stops them
+// ahead of the rest, so that their goodbyes reach the host processor and
+// the read model while those still run; agentDone closes when all are
+// gone.
+func (s *Stack) superviseAgents(runCtx context.Context, agents []roles.Runner) {
 	agentCtx, agentCancel := context.WithCancel(runCtx)
 	s.agentCancel = agentCancel
 	s.agentDone = make(chan struct{})
@@ -266,20 +328,6 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		agentsWG.Wait()
 		close(s.agentDone)
 	}()
-
-	if err := s.seed(ctx); err != nil {
-		return nil, err
-	}
-	if err := waitHTTP(ctx, "http://"+cfg.HTTPAddr+"/healthz", 30*time.Second); err != nil {
-		return nil, err
-	}
-	// The agent announces its hosts again at every start (and said goodbye at
-	// the last stop): wait until they are Up, so the first deploy finds them.
-	if err := s.waitHostsUp(ctx, cfg.Hosts+cfg.QemuHosts, 30*time.Second); err != nil {
-		return nil, err
-	}
-	ok = true
-	return s, nil
 }
 
 func (s *Stack) run(ctx context.Context, name string, r roles.Runner) {

@@ -116,16 +116,7 @@ func (a *Agent) dispatch(ctx, hard context.Context, p *pool, kr *kgo.Record, wg 
 // round trip after another.
 func (a *Agent) execute(ctx context.Context, h *hostState, rec schemas.Record, cmd *schemas.AgentCommand, done func()) {
 	if prev, ok := h.answers.get(cmd.CommandID); ok {
-		// The first answer may still be on its way to the disk: it is
-		// sent again only once it is there.
-		a.answers.sync(func() {
-			a.produceThen(ctx, []schemas.Record{prev}, func(err error) {
-				if err != nil {
-					a.log.Warn("repeated answer not sent", "command", cmd.CommandID, "err", err)
-				}
-				done()
-			})
-		})
+		a.answerAgain(ctx, prev, cmd, done)
 		return
 	}
 	answered := false
@@ -134,15 +125,44 @@ func (a *Agent) execute(ctx context.Context, h *hostState, rec schemas.Record, c
 			done() // dropped or shutting down: nothing to wait for
 		}
 	}()
-	var (
-		err    error
-		report = true // a PowerReport follows a successful power change
-		// where is the host the VM is on after the command: the
-		// destination of a migration, else the command's host.
-		where = h
-	)
+	var err error
 	ctx, span := a.commandSpan(ctx, &rec, cmd)       // telemetry:
 	defer func() { a.commandDone(span, rec, err) }() // telemetry:
+	where, report, err := a.carryOut(ctx, h, rec, cmd)
+	if errors.Is(err, ErrHostUnreachable) {
+		// The agent of a crashed or partitioned host cannot answer; the
+		// job that sent the command times out, as with a real outage.
+		a.log.Warn("command for an unreachable host dropped", "host", cmd.HostID, "command", cmd.CommandID, "err", err)
+		return
+	}
+	if ctx.Err() != nil {
+		return // shutting down: not answered, so not committed either
+	}
+	answer, out := a.answer(h, where, rec, cmd, err, report)
+	a.log.Debug("command executed", "host", cmd.HostID, "vm", cmd.VmID, "type", answer.CommandType, "ok", answer.OK, "err", answer.Error)
+	answered = true
+	a.keepAndSend(ctx, answer, out, done)
+}
+
+// answerAgain sends the first answer to a command id again. That answer
+// may still be on its way to the disk: it is sent again only once it is
+// there.
+func (a *Agent) answerAgain(ctx context.Context, prev schemas.Record, cmd *schemas.AgentCommand, done func()) {
+	a.answers.sync(func() {
+		a.produceThen(ctx, []schemas.Record{prev}, func(err error) {
+			if err != nil {
+				a.log.Warn("repeated answer not sent", "command", cmd.CommandID, "err", err)
+			}
+			done()
+		})
+	})
+}
+
+// carryOut runs the command on the driver. where is the host the VM is on
+// afterwards: the destination of a migration, else the command's host;
+// report says whether a PowerReport follows success (a power change).
+func (a *Agent) carryOut(ctx context.Context, h *hostState, rec schemas.Record, cmd *schemas.AgentCommand) (where *hostState, report bool, err error) {
+	where, report = h, true
 	switch c := rec.Value.(type) {
 	case *schemas.StartVm:
 		err = a.drv.Start(ctx, cmd.HostID, VMSpec{ID: c.VmID, Name: c.Name, CPU: c.CPU, MemoryMB: c.MemoryMB})
@@ -186,16 +206,14 @@ func (a *Agent) execute(ctx context.Context, h *hostState, rec schemas.Record, c
 	default:
 		err = errors.New(errUnsupported)
 	}
-	if errors.Is(err, ErrHostUnreachable) {
-		// The agent of a crashed or partitioned host cannot answer; the
-		// job that sent the command times out, as with a real outage.
-		a.log.Warn("command for an unreachable host dropped", "host", cmd.HostID, "command", cmd.CommandID, "err", err)
-		return
-	}
-	if ctx.Err() != nil {
-		return // shutting down: not answered, so not committed either
-	}
+	return where, report, err
+}
 
+// answer builds the answer to a command that came to err, keeps it in h's
+// cache for a repeat, and returns it with what goes out: the answer first,
+// then, after success, the VM's PowerReport when report is set and the VM
+// lists of the hosts a VM came to or left.
+func (a *Agent) answer(h, where *hostState, rec schemas.Record, cmd *schemas.AgentCommand, err error, report bool) (*schemas.AgentAnswer, []schemas.Record) {
 	seq := where.nextSeq()
 	state, serr := a.drv.PowerState(where.info.ID, cmd.VmID)
 	switch {
@@ -213,39 +231,52 @@ func (a *Agent) execute(ctx context.Context, h *hostState, rec schemas.Record, c
 	ar := schemas.Record{Topic: schemas.TopicVmAnswers, Key: cmd.VmID, Value: answer, Headers: answerHeaders(rec, cmd)}
 	h.answers.put(cmd.CommandID, ar)
 	out := []schemas.Record{ar}
-	if err == nil && report && !where.rejected.Load() && where.connected.Load() {
+	if err != nil {
+		return answer, out
+	}
+	if report && !where.rejected.Load() && where.connected.Load() {
 		out = append(out, schemas.Record{Topic: schemas.TopicVmPower, Key: cmd.VmID, Value: &schemas.PowerReport{
 			VmID: cmd.VmID, HostID: where.info.ID, PowerState: state, ReportSeq: seq, ReportedAt: at},
 			Headers: traceHeaders(rec)}) // telemetry:
 	}
-	if err == nil {
-		// A VM came to or left a host: the host's VM list goes out at once
-		// (an AgentPing), so a host that fails before its next round still
-		// names the VM in its HostDown signals.
-		switch rec.Value.(type) {
-		case *schemas.StartVm, *schemas.DestroyVm, *schemas.MigrateVm:
-			if r, ok := a.vmList(where, seq, at); ok {
-				out = append(out, r)
-			}
-			if where != h {
-				if r, ok := a.vmList(h, h.nextSeq(), at); ok {
-					out = append(out, r)
-				}
-			}
+	return answer, append(out, a.vmListsAfter(rec, h, where, seq, at)...)
+}
+
+// vmListsAfter returns, after a command that brought a VM to a host or
+// took it away, the VM lists (AgentPings) of the hosts concerned, so that
+// a host that fails before its next round still names the VM in its
+// HostDown signals.
+func (a *Agent) vmListsAfter(rec schemas.Record, h, where *hostState, seq, at int64) []schemas.Record {
+	switch rec.Value.(type) {
+	case *schemas.StartVm, *schemas.DestroyVm, *schemas.MigrateVm:
+	default:
+		return nil
+	}
+	var out []schemas.Record
+	if r, ok := a.vmList(where, seq, at); ok {
+		out = append(out, r)
+	}
+	if where != h {
+		if r, ok := a.vmList(h, h.nextSeq(), at); ok {
+			out = append(out, r)
 		}
 	}
-	a.log.Debug("command executed", "host", cmd.HostID, "vm", cmd.VmID, "type", answer.CommandType, "ok", answer.OK, "err", answer.Error)
-	answered = true
-	a.answers.keep(keptAnswer{Answer: *answer, Traceparent: ar.Headers["traceparent"]}, func(err error) {
+	return out
+}
+
+// keepAndSend keeps the answer (in the answers file, with a data
+// directory), then sends out, and calls done once that is written.
+func (a *Agent) keepAndSend(ctx context.Context, answer *schemas.AgentAnswer, out []schemas.Record, done func()) {
+	a.answers.keep(keptAnswer{Answer: *answer, Traceparent: out[0].Headers["traceparent"]}, func(err error) {
 		if err != nil {
 			// The answer still goes out, or the job would wait for its
 			// timeout; only a redelivery after a restart would run the
 			// command again, and the driver's idempotence covers that.
-			a.log.Error("answer not kept in the answers file", "command", cmd.CommandID, "err", err)
+			a.log.Error("answer not kept in the answers file", "command", answer.CommandID, "err", err)
 		}
 		a.produceThen(ctx, out, func(err error) {
 			if err != nil {
-				a.log.Warn("answer not sent", "command", cmd.CommandID, "err", err)
+				a.log.Warn("answer not sent", "command", answer.CommandID, "err", err)
 			}
 			done()
 		})

@@ -76,30 +76,46 @@ func Rebuild(ctx context.Context, kcfg kafka.Config, dsn string) (RebuildStats, 
 	if err != nil {
 		return RebuildStats{}, fmt.Errorf("rebuild: %w", err)
 	}
-	// job_steps and jobs are loaded by COPYs of their own, each on its own
-	// connection, beside the main one: the steps while the log is still
-	// being read (a step's first row is final when it is seen), the jobs
-	// beside the other tables. Postgres then works while the replay
-	// decodes, and on more than one core. Their sessions end before the
-	// fresh schema is dropped on failure, which waits for their locks.
-	var streams []*stream
-	defer func() {
-		for _, st := range streams {
-			st.close()
-		}
-	}()
-	for _, t := range []struct {
-		table string
-		cols  []string
-	}{{"job_steps", stepsCopyColumns}, {"jobs", jobsCopyColumns}} {
-		st, err := startStream(ctx, dsn, fresh, t.table, t.cols)
-		if err != nil {
-			return RebuildStats{}, err
-		}
-		streams = append(streams, st)
+	// Their sessions end before the fresh schema is dropped on failure,
+	// which waits for their locks.
+	steps, jobs, err := startStreams(ctx, dsn, fresh)
+	if err != nil {
+		return RebuildStats{}, err
 	}
-	steps, jobs := streams[0], streams[1]
+	defer func() { steps.close(); jobs.close() }()
+	stats, err := fill(ctx, kcfg, codec, conn, steps, jobs)
+	if err != nil {
+		return RebuildStats{}, err
+	}
+	if err := swap(ctx, conn, live, fresh, old); err != nil {
+		return RebuildStats{}, fmt.Errorf("rebuild: swap: %w", err)
+	}
+	ok = true
+	stats.Took, stats.OldSchema = time.Since(start), old
+	return stats, nil
+}
 
+// startStreams starts the COPYs of job_steps and jobs into schema, each on
+// a connection of its own beside the main one: the steps are loaded while
+// the log is still being read (a step's first row is final when it is
+// seen), the jobs beside the other tables. Postgres then works while the
+// replay decodes, and on more than one core.
+func startStreams(ctx context.Context, dsn, schema string) (steps, jobs *stream, err error) {
+	steps, err = startStream(ctx, dsn, schema, "job_steps", stepsCopyColumns)
+	if err != nil {
+		return nil, nil, err
+	}
+	jobs, err = startStream(ctx, dsn, schema, "jobs", jobsCopyColumns)
+	if err != nil {
+		steps.close()
+		return nil, nil, err
+	}
+	return steps, jobs, nil
+}
+
+// fill replays the log into the tables of conn's search_path, job_steps
+// and jobs through their streams, and says what it replayed and wrote.
+func fill(ctx context.Context, kcfg kafka.Config, codec *schemas.Codec, conn *pgx.Conn, steps, jobs *stream) (RebuildStats, error) {
 	refused, err := refusedRecords(ctx, kcfg)
 	if err != nil {
 		return RebuildStats{}, fmt.Errorf("rebuild: %w", err)
@@ -126,12 +142,14 @@ func Rebuild(ctx context.Context, kcfg kafka.Config, dsn string) (RebuildStats, 
 	if err != nil {
 		return RebuildStats{}, err
 	}
-	rows += stepRows + jobCount
-	loaded := time.Now()
+	return RebuildStats{Records: records, Rows: rows + stepRows + jobCount,
+		Replay: loadStart.Sub(replayStart), Load: time.Since(loadStart)}, nil
+}
 
-	// The swap: one transaction, so a reader sees the old tables or the new
-	// ones, never neither.
-	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+// swap renames live to old and fresh to live in one transaction, so that a
+// reader sees the old tables or the new ones, never neither.
+func swap(ctx context.Context, conn *pgx.Conn, live, fresh, old string) error {
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "ALTER SCHEMA "+pgx.Identifier{live}.Sanitize()+" RENAME TO "+pgx.Identifier{old}.Sanitize()); err != nil {
 			return fmt.Errorf("rename %s to %s: %w", live, old, err)
 		}
@@ -140,12 +158,6 @@ func Rebuild(ctx context.Context, kcfg kafka.Config, dsn string) (RebuildStats, 
 		}
 		return nil
 	})
-	if err != nil {
-		return RebuildStats{}, fmt.Errorf("rebuild: swap: %w", err)
-	}
-	ok = true
-	return RebuildStats{Records: records, Rows: rows, Took: time.Since(start), Replay: loadStart.Sub(replayStart),
-		Load: loaded.Sub(loadStart), OldSchema: old}, nil
 }
 
 // replay reads every partition of Topics from offset 0 to its last stable
@@ -155,69 +167,99 @@ func Rebuild(ctx context.Context, kcfg kafka.Config, dsn string) (RebuildStats, 
 // live projector's ON CONFLICT DO NOTHING keeps the first one), and are
 // not kept in the changes.
 func replay(ctx context.Context, kcfg kafka.Config, codec *schemas.Codec, steps *stream, refused map[topicPartition]map[int64]bool) (*changes, map[topicPartition]int64, int64, error) {
-	admin, err := kgo.NewClient(kcfg.Opts()...)
+	ends, err := stableEnds(ctx, kcfg)
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("rebuild: kafka client: %w", err)
+		return nil, nil, 0, err
 	}
-	// The last stable offset (not the high watermark): under read_committed
-	// nothing past it can be read yet.
-	lso, err := kadm.NewClient(admin).ListCommittedOffsets(ctx, Topics...)
-	admin.Close()
-	if err == nil {
-		err = lso.Error()
-	}
-	if err != nil {
-		return nil, nil, 0, fmt.Errorf("rebuild: list end offsets: %w", err)
-	}
-	ends := map[topicPartition]int64{}
-	assign := map[string]map[int32]kgo.Offset{}
-	lso.Each(func(o kadm.ListedOffset) {
-		if o.Offset <= 0 {
-			return
-		}
-		ends[topicPartition{o.Topic, o.Partition}] = o.Offset
-		if assign[o.Topic] == nil {
-			assign[o.Topic] = map[int32]kgo.Offset{}
-		}
-		assign[o.Topic][o.Partition] = kgo.NewOffset().At(0)
-	})
-	// A VM and nearly every job start with a command: sized for the
-	// commands in the log, the maps of the fold seldom grow (growing them
-	// was a tenth of the replay's CPU at 5 M events, profiled with pprof).
-	var commands int
-	for tp, end := range ends {
-		if tp.topic == schemas.TopicVmCommands {
-			commands += int(end)
-		}
-	}
-	ch := &changes{vms: make(map[string]*vmChange, commands), jobs: make(map[string]*jobChange, commands),
-		newJobs: make(map[string]*jobChange, commands)}
+	ch := sizedChanges(ends)
 	if len(ends) == 0 {
 		return ch, ends, 0, nil
+	}
+	assign := map[string]map[int32]kgo.Offset{}
+	for tp := range ends {
+		if assign[tp.topic] == nil {
+			assign[tp.topic] = map[int32]kgo.Offset{}
+		}
+		assign[tp.topic][tp.partition] = kgo.NewOffset().At(0)
 	}
 	cl, err := kgo.NewClient(kcfg.Opts(kgo.ConsumePartitions(assign), kgo.FetchMaxBytes(64<<20))...)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("rebuild: kafka client: %w", err)
 	}
 	defer cl.Close()
+	r := &logReader{codec: codec, ends: ends, seen: map[topicPartition]int64{}, refused: refused,
+		first: map[stepKey]bool{}, ch: ch, steps: steps}
+	records, err := r.read(ctx, cl)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return ch, ends, records, nil
+}
 
-	seen := map[topicPartition]int64{}
-	done := func() bool {
-		for tp, end := range ends {
-			if seen[tp] < end {
-				return false
-			}
+// stableEnds returns the last stable offset (not the high watermark:
+// under read_committed nothing past it can be read yet) of every partition
+// of Topics that holds anything.
+func stableEnds(ctx context.Context, kcfg kafka.Config) (map[topicPartition]int64, error) {
+	admin, err := kgo.NewClient(kcfg.Opts()...)
+	if err != nil {
+		return nil, fmt.Errorf("rebuild: kafka client: %w", err)
+	}
+	lso, err := kadm.NewClient(admin).ListCommittedOffsets(ctx, Topics...)
+	admin.Close()
+	if err == nil {
+		err = lso.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("rebuild: list end offsets: %w", err)
+	}
+	ends := map[topicPartition]int64{}
+	lso.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			ends[topicPartition{o.Topic, o.Partition}] = o.Offset
 		}
-		return true
+	})
+	return ends, nil
+}
+
+// sizedChanges returns the changes of the fold with maps sized for the
+// commands in the log: a VM and nearly every job start with a command, so
+// they seldom grow (growing them was a tenth of the replay's CPU at 5 M
+// events, profiled with pprof).
+func sizedChanges(ends map[topicPartition]int64) *changes {
+	var commands int
+	for tp, end := range ends {
+		if tp.topic == schemas.TopicVmCommands {
+			commands += int(end)
+		}
 	}
-	type stepKey struct {
-		job string
-		seq int32
-	}
-	first := map[stepKey]bool{}
+	return &changes{vms: make(map[string]*vmChange, commands), jobs: make(map[string]*jobChange, commands),
+		newJobs: make(map[string]*jobChange, commands)}
+}
+
+// stepKey names a job step.
+type stepKey struct {
+	job string
+	seq int32
+}
+
+// logReader is a replay's read of the log: it folds the records into ch
+// and streams the first row of each job step to steps.
+type logReader struct {
+	codec   *schemas.Codec
+	ends    map[topicPartition]int64 // where the read of each partition ends
+	seen    map[topicPartition]int64 // the offset after the last one read
+	refused map[topicPartition]map[int64]bool
+	first   map[stepKey]bool // the steps sent already
+	ch      *changes
+	steps   *stream
+}
+
+// read polls cl until every partition is read to its end, and returns how
+// many records it folded.
+func (r *logReader) read(ctx context.Context, cl *kgo.Client) (int64, error) {
 	var records int64
 	idle := 0
-	for !done() {
+	for !r.done() {
 		// A partition whose tail is a transaction marker or an aborted
 		// transaction never shows its last offsets: once a poll finds
 		// nothing more, everything below the ends has been read.
@@ -225,47 +267,14 @@ func replay(ctx context.Context, kcfg kafka.Config, codec *schemas.Codec, steps 
 		fs := cl.PollRecords(pctx, 100_000)
 		cancel()
 		if ctx.Err() != nil {
-			return nil, nil, 0, ctx.Err()
+			return 0, ctx.Err()
 		}
-		var ferr error
-		fs.EachError(func(topic string, p int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-				ferr = errors.Join(ferr, fmt.Errorf("fetch %s/%d: %w", topic, p, err))
-			}
-		})
-		if ferr != nil {
-			return nil, nil, 0, fmt.Errorf("rebuild: %w", ferr)
+		if err := fetchErrors(fs); err != nil {
+			return 0, fmt.Errorf("rebuild: %w", err)
 		}
-		n := 0
-		fs.EachRecord(func(kr *kgo.Record) {
-			tp := topicPartition{kr.Topic, kr.Partition}
-			if kr.Offset >= ends[tp] {
-				seen[tp] = ends[tp] // written after the rebuild started
-				return
-			}
-			n++
-			seen[tp] = kr.Offset + 1
-			if refused[tp][kr.Offset] {
-				return // the database refused it; it is a dead letter
-			}
-			rec, err := kafka.FromKafka(ctx, codec, kr)
-			if err != nil {
-				return // the live projector dead-lettered it already
-			}
-			ch.add(rec)
-		})
-		var batch [][]any
-		for _, st := range ch.steps {
-			k := stepKey{st.JobID, st.Seq}
-			if first[k] {
-				continue
-			}
-			first[k] = true
-			batch = append(batch, []any{st.JobID, st.Seq, st.VmID, st.TaskState, st.Step, st.Text, st.Obj, st.At, st.version})
-		}
-		ch.steps = ch.steps[:0]
-		if err := steps.send(ctx, batch); err != nil {
-			return nil, nil, 0, err
+		n := r.fold(ctx, fs)
+		if err := r.sendSteps(ctx); err != nil {
+			return 0, err
 		}
 		records += int64(n)
 		if fs.NumRecords() > 0 {
@@ -274,7 +283,68 @@ func replay(ctx context.Context, kcfg kafka.Config, codec *schemas.Codec, steps 
 			break
 		}
 	}
-	return ch, ends, records, nil
+	return records, nil
+}
+
+// done reports whether every partition has been read to its end.
+func (r *logReader) done() bool {
+	for tp, end := range r.ends {
+		if r.seen[tp] < end {
+			return false
+		}
+	}
+	return true
+}
+
+// fetchErrors joins the errors of a poll, but for its own timeout.
+func fetchErrors(fs kgo.Fetches) error {
+	var ferr error
+	fs.EachError(func(topic string, p int32, err error) {
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			ferr = errors.Join(ferr, fmt.Errorf("fetch %s/%d: %w", topic, p, err))
+		}
+	})
+	return ferr
+}
+
+// fold adds the records of fs below their partition's end to the changes,
+// and returns how many it read.
+func (r *logReader) fold(ctx context.Context, fs kgo.Fetches) int {
+	n := 0
+	fs.EachRecord(func(kr *kgo.Record) {
+		tp := topicPartition{kr.Topic, kr.Partition}
+		if kr.Offset >= r.ends[tp] {
+			r.seen[tp] = r.ends[tp] // written after the rebuild started
+			return
+		}
+		n++
+		r.seen[tp] = kr.Offset + 1
+		if r.refused[tp][kr.Offset] {
+			return // the database refused it; it is a dead letter
+		}
+		rec, err := kafka.FromKafka(ctx, r.codec, kr)
+		if err != nil {
+			return // the live projector dead-lettered it already
+		}
+		r.ch.add(rec)
+	})
+	return n
+}
+
+// sendSteps streams the first row of each step the fold has seen since
+// the last call, and empties the changes' steps.
+func (r *logReader) sendSteps(ctx context.Context) error {
+	var batch [][]any
+	for _, st := range r.ch.steps {
+		k := stepKey{st.JobID, st.Seq}
+		if r.first[k] {
+			continue
+		}
+		r.first[k] = true
+		batch = append(batch, []any{st.JobID, st.Seq, st.VmID, st.TaskState, st.Step, st.Text, st.Obj, st.At, st.version})
+	}
+	r.ch.steps = r.ch.steps[:0]
+	return r.steps.send(ctx, batch)
 }
 
 // load writes the folded changes but jobs and job_steps into the (empty,

@@ -67,21 +67,12 @@ func main() {
 	}
 }
 
+// run runs the scenario groups g selects, prints their figures and, when
+// record is set, records them.
 func run(ctx context.Context, quick, record bool, runs int, g groups) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	started := time.Now()
-	sz, placementPattern := storm.Full, ""
-	if quick {
-		sz, placementPattern = storm.Quick, "hosts=10000/FirstFit"
-	}
-	if runs > 0 {
-		sz.Runs = runs
-	}
-	// VMPLANE_BENCH_VMS resizes the storm (hosts keep 50 VMs each), for
-	// profiling between the quick and full sizes; recorded results say so.
-	if v, err := strconv.Atoi(os.Getenv("VMPLANE_BENCH_VMS")); err == nil && v > 0 {
-		sz.VMs, sz.Hosts = v, max(v/50, 1)
-	}
+	sz, placementPattern := stormSize(quick, runs)
 
 	varDir, err := testkit.VarDir()
 	if err != nil {
@@ -103,52 +94,15 @@ func run(ctx context.Context, quick, record bool, runs int, g groups) error {
 	fmt.Fprintf(os.Stderr, "bench: machine probe: %s\n", probe)
 
 	var rows []harness.Row
-	var samples []storm.Sample
-	var stormErr error
-	for i := range sz.Runs * boolInt(g.has("storm")) {
-		fmt.Fprintf(os.Stderr, "bench: storm + steady state, run %d/%d (%d VMs on %d hosts)\n", i+1, sz.Runs, sz.VMs, sz.Hosts)
-		s, err := storm.Run(ctx, sz, pg.DSN(), log)
-		if err != nil {
-			stormErr = err
-			break
-		}
-		samples = append(samples, s)
-	}
 	if g.has("storm") {
-		rows = append(rows, storm.Rows(sz, samples, stormErr)...)
+		rows = append(rows, stormRows(ctx, sz, pg.DSN(), log)...)
 	}
 	if g.has("latency") {
-		ls := storm.LatencyFull
-		if quick {
-			ls = storm.LatencyQuick
+		ls, err := latencySize(quick, runs, g)
+		if err != nil {
+			return err
 		}
-		if runs > 0 {
-			ls.Runs = runs
-		}
-		// VMPLANE_BENCH_RATES=100,500 picks the rates of a profiling run
-		// (-only latency, never recorded).
-		if v := os.Getenv("VMPLANE_BENCH_RATES"); v != "" && g.alone("latency") {
-			ls.Rates = nil
-			for _, f := range strings.Split(v, ",") {
-				r, err := strconv.Atoi(f)
-				if err != nil || r <= 0 {
-					return fmt.Errorf("VMPLANE_BENCH_RATES: %q is not a rate", f)
-				}
-				ls.Rates = append(ls.Rates, r)
-			}
-		}
-		var lsamples []storm.LatencySample
-		var lerr error
-		for i := range ls.Runs {
-			fmt.Fprintf(os.Stderr, "bench: action latency, run %d/%d (%v actions/s, %s each)\n", i+1, ls.Runs, ls.Rates, ls.Duration)
-			s, err := storm.RunLatencyIsolated(ctx, ls, pg.DSN())
-			if err != nil {
-				lerr = err
-				break
-			}
-			lsamples = append(lsamples, s)
-		}
-		rows = append(rows, storm.LatencyRows(ls, lsamples, lerr)...)
+		rows = append(rows, latencyRows(ctx, ls, pg.DSN())...)
 	}
 	if g.has("placement") {
 		fmt.Fprintln(os.Stderr, "bench: placement")
@@ -173,31 +127,111 @@ func run(ctx context.Context, quick, record bool, runs int, g groups) error {
 		rows = append(rows, durability.Rows(ctx, quick, sz.Runs, varDir, log)...)
 	}
 
-	fmt.Println()
-	harness.Print(os.Stdout, rows)
 	r := harness.Run{Started: started, Duration: time.Since(started), Quick: quick, Machine: harness.Describe(pgVersion, journal.ServerVersion(ctx)), Rows: rows}
 	r.Machine.Probe = probe
-	fmt.Printf("\nmachine: %d cores, %d MiB, %s (%s); Go %s, franz-go %s, kfake %s, Postgres %s, ClickHouse %s; took %s\n",
-		r.Machine.Cores, r.Machine.MemoryMiB, r.Machine.CPU, probe, r.Machine.Go, r.Machine.FranzGo, r.Machine.Kfake, pgVersion, r.Machine.ClickHouse, r.Duration.Round(time.Second))
+	printRun(r, pgVersion)
 	if !record {
 		return nil
 	}
+	return recordRun(r)
+}
+
+// stormSize is the storm's size for this run, and the placement cases it
+// runs ("": all of them).
+func stormSize(quick bool, runs int) (sz storm.Size, placementPattern string) {
+	sz = storm.Full
+	if quick {
+		sz, placementPattern = storm.Quick, "hosts=10000/FirstFit"
+	}
+	if runs > 0 {
+		sz.Runs = runs
+	}
+	// VMPLANE_BENCH_VMS resizes the storm (hosts keep 50 VMs each), for
+	// profiling between the quick and full sizes; recorded results say so.
+	if v, err := strconv.Atoi(os.Getenv("VMPLANE_BENCH_VMS")); err == nil && v > 0 {
+		sz.VMs, sz.Hosts = v, max(v/50, 1)
+	}
+	return sz, placementPattern
+}
+
+// stormRows runs the storm and its steady state sz.Runs times, up to the
+// first failure, and returns their rows.
+func stormRows(ctx context.Context, sz storm.Size, dsn string, log *slog.Logger) []harness.Row {
+	var samples []storm.Sample
+	var stormErr error
+	for i := range sz.Runs {
+		fmt.Fprintf(os.Stderr, "bench: storm + steady state, run %d/%d (%d VMs on %d hosts)\n", i+1, sz.Runs, sz.VMs, sz.Hosts)
+		s, err := storm.Run(ctx, sz, dsn, log)
+		if err != nil {
+			stormErr = err
+			break
+		}
+		samples = append(samples, s)
+	}
+	return storm.Rows(sz, samples, stormErr)
+}
+
+// latencySize is the action-latency scenario's size for this run.
+func latencySize(quick bool, runs int, g groups) (storm.LatencySize, error) {
+	ls := storm.LatencyFull
+	if quick {
+		ls = storm.LatencyQuick
+	}
+	if runs > 0 {
+		ls.Runs = runs
+	}
+	// VMPLANE_BENCH_RATES=100,500 picks the rates of a profiling run
+	// (-only latency, never recorded).
+	if v := os.Getenv("VMPLANE_BENCH_RATES"); v != "" && g.alone("latency") {
+		ls.Rates = nil
+		for _, f := range strings.Split(v, ",") {
+			r, err := strconv.Atoi(f)
+			if err != nil || r <= 0 {
+				return ls, fmt.Errorf("VMPLANE_BENCH_RATES: %q is not a rate", f)
+			}
+			ls.Rates = append(ls.Rates, r)
+		}
+	}
+	return ls, nil
+}
+
+// latencyRows runs the action-latency scenario ls.Runs times, up to the
+// first failure, and returns its rows.
+func latencyRows(ctx context.Context, ls storm.LatencySize, dsn string) []harness.Row {
+	var samples []storm.LatencySample
+	var lerr error
+	for i := range ls.Runs {
+		fmt.Fprintf(os.Stderr, "bench: action latency, run %d/%d (%v actions/s, %s each)\n", i+1, ls.Runs, ls.Rates, ls.Duration)
+		s, err := storm.RunLatencyIsolated(ctx, ls, dsn)
+		if err != nil {
+			lerr = err
+			break
+		}
+		samples = append(samples, s)
+	}
+	return storm.LatencyRows(ls, samples, lerr)
+}
+
+// printRun prints the table of figures and the machine they were taken on.
+func printRun(r harness.Run, pgVersion string) {
+	fmt.Println()
+	harness.Print(os.Stdout, r.Rows)
+	fmt.Printf("\nmachine: %d cores, %d MiB, %s (%s); Go %s, franz-go %s, kfake %s, Postgres %s, ClickHouse %s; took %s\n",
+		r.Machine.Cores, r.Machine.MemoryMiB, r.Machine.CPU, r.Machine.Probe, r.Machine.Go, r.Machine.FranzGo, r.Machine.Kfake, pgVersion, r.Machine.ClickHouse, r.Duration.Round(time.Second))
+}
+
+// recordRun writes the run's results file and, for a full run, its row of
+// the history in benchmarks/README.md.
+func recordRun(r harness.Run) error {
 	path, err := harness.Write("benchmarks/results", r)
 	if err != nil {
 		return err
 	}
 	fmt.Println("results:", path)
-	if !quick {
+	if !r.Quick {
 		if err := harness.AppendHistory("benchmarks/README.md", r, strings.TrimPrefix(path, "benchmarks/")); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
