@@ -26,7 +26,7 @@ test-short: ## unit tests only (no Postgres, ClickHouse or QEMU)
 bench: install ## run the benchmark scenarios and record the results (QUICK=1 for a tiny size)
 	@bash benchmarks/run.sh $(if $(QUICK),-quick)
 
-check: ## gofmt, go vet, go mod tidy, import boundaries
+check: ## gofmt, go vet, go mod tidy, import boundaries, golangci-lint (pinned in tools/go.mod)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet ./...
 	@tmp=$$(mktemp -d); cp go.mod go.sum $$tmp/; $(GO) mod tidy; \
@@ -34,6 +34,9 @@ check: ## gofmt, go vet, go mod tidy, import boundaries
 	   echo "go mod tidy changes go.mod/go.sum:"; diff -u $$tmp/go.mod go.mod || true; \
 	   cp $$tmp/go.mod $$tmp/go.sum .; rm -rf $$tmp; exit 1; fi; rm -rf $$tmp
 	@bash ops/check-imports.sh
+	@# The linter is a module of its own (tools/go.mod), so its dependencies
+	@# stay out of go.mod; go run caches the build.
+	$(GO) run -modfile=tools/go.mod github.com/golangci/golangci-lint/v2/cmd/golangci-lint run ./...
 
 build: ## build the binaries into bin/
 	$(GO) build -o $(BIN)/ ./ops/cmd/...
