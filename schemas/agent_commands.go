@@ -8,6 +8,7 @@ type AgentCommand struct {
 	Epoch     int64  `avro:"epoch" doc:"VM epoch, echoed in the answer."`
 	JobID     string `avro:"job_id" doc:"Job that sent it."`
 	IssuedAt  int64  `avro:"issued_at" doc:"Unix milliseconds."`
+	ExpiresAt int64  `avro:"expires_at" doc:"When the command expires, Unix milliseconds: an agent that reads it later answers it without carrying it out, since the job that sent it has timed out by then. 0 for never."`
 }
 
 // AgentCommandRecord is a pointer to any command of agent.commands.v1.
@@ -20,6 +21,11 @@ type AgentCommandRecord interface {
 // has it, which lets a reader reach the shared fields of any command
 // without a switch over the command types.
 func (c *AgentCommand) Command() *AgentCommand { return c }
+
+// Expired reports whether the command has expired at now (Unix
+// milliseconds): the job that sent it has timed out, and an agent answers
+// it without carrying it out.
+func (c *AgentCommand) Expired(now int64) bool { return c.ExpiresAt != 0 && now > c.ExpiresAt }
 
 // StartVm defines (if needed) and powers on a VM on the host.
 type StartVm struct {

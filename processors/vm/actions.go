@@ -76,9 +76,9 @@ var actionTable []action
 
 func init() {
 	actionTable = []action{
-		{name: ActDeploy, flow: deployFlow(), sends: sends{phaseSpawning: startVm}},
+		{name: ActDeploy, flow: deployFlow(), sends: sends{phaseSpawning: startVm, phaseCleanup: forceStopVm}},
 		{name: ActStart, params: []string{"host_id,omitempty"}, allowed: places{StateStopped: 1},
-			flow: startFlow(), sends: sends{phaseStarting: startVm}},
+			flow: startFlow(), sends: sends{phaseStarting: startVm, phaseCleanup: forceStopVm}},
 		{name: ActStop, params: []string{"force"}, allowed: places{StateActive: 2, StateResized: 4, StateRescued: 3},
 			flow: stopFlow(), sends: sends{phaseStopping: stopVm}},
 		{name: ActReboot, params: []string{"hard"}, allowed: places{StateActive: 1, StateResized: 3, StateRescued: 2},
@@ -124,7 +124,7 @@ func init() {
 		{name: ActTerminate, always: true,
 			flow: terminateFlow(), sends: sends{phaseStopping: forceStopVm, phaseDestroying: destroyVm}},
 		{name: ActHARestart, params: []string{"avoid,omitempty"},
-			flow: haRestartFlow(), sends: sends{phaseStarting: startVm}},
+			flow: haRestartFlow(), sends: sends{phaseStarting: startVm, phaseCleanup: forceStopVm}},
 	}
 	actionByName, allowedIn, alwaysAllowed = index(actionTable)
 }

@@ -69,6 +69,11 @@ const recentJobs = 16
 // not a contradiction.
 const paramAnsweredAt = "answered_at"
 
+// paramAnsweredPower keeps the power state the ok answer said the command
+// left the VM in, for a job that times out before the report that would
+// confirm it (cleanup.go).
+const paramAnsweredPower = "answered_power"
+
 // flow is one job type's behaviour; the job machinery calls it.
 type flow struct {
 	// start runs the first steps of a job that just began.
@@ -287,9 +292,15 @@ func (t *tx) succeed(text string) {
 // follow is set when a power report caused the failure: the VM then follows
 // that report.
 func (t *tx) fail(reason, detail string, follow bool) {
+	t.failAs(t.failState(follow), reason, detail)
+}
+
+// failAs is fail with the state the VM rests in given.
+func (t *tx) failAs(state, reason, detail string) {
 	j := *t.s.Job
 	f := flowOf(j.JobType)
 	switch {
+	case t.keepClaims:
 	case t.releasedAll:
 		// Every claim of the VM is released already.
 	case f.releaseOnFail != nil:
@@ -297,7 +308,7 @@ func (t *tx) fail(reason, detail string, follow bool) {
 	case f.holds != nil && f.holds(j):
 		t.release("")
 	}
-	t.s.VmState = t.failState(follow)
+	t.s.VmState = state
 	ref := t.jobRef()
 	if f.failed != nil {
 		// Before endJob, so a retry is scheduled ahead of queued commands
@@ -409,7 +420,10 @@ func (t *tx) sendAgent(phase, id, host string) {
 	if !ok || a.sends[phase] == nil {
 		return
 	}
-	ac := schemas.AgentCommand{CommandID: id, HostID: host, VmID: s.VmID, Epoch: s.Epoch, JobID: s.Job.JobID, IssuedAt: t.ms}
+	// The command expires with its job: an agent that reads it after the
+	// job timed out must not carry it out behind the job's back.
+	ac := schemas.AgentCommand{CommandID: id, HostID: host, VmID: s.VmID, Epoch: s.Epoch, JobID: s.Job.JobID, IssuedAt: t.ms,
+		ExpiresAt: s.Job.Deadline}
 	v := a.sends[phase](t, &ac)
 	t.emit(schemas.TopicAgentCommands, ac.HostID, v)
 }
@@ -432,6 +446,10 @@ func (t *tx) answer(a *schemas.AgentAnswer) {
 	if j.JobID == "" || w.Kind != waitAnswer || w.Answered || a.CommandID != w.RequestID || a.Epoch != t.s.Epoch {
 		return
 	}
+	if j.Phase == phaseCleanup {
+		t.cleanupAnswered(a)
+		return
+	}
 	if !a.OK {
 		if f := flowOf(j.JobType); f.answerFailed != nil {
 			f.answerFailed(t, a)
@@ -445,6 +463,9 @@ func (t *tx) answer(a *schemas.AgentAnswer) {
 		j.Params = map[string]string{}
 	}
 	j.Params[paramAnsweredAt] = strconv.FormatInt(a.AnsweredAt, 10)
+	if a.PowerState != "" {
+		j.Params[paramAnsweredPower] = a.PowerState
+	}
 	if w.Power == "" || w.Reported {
 		t.advance()
 	}
@@ -524,7 +545,13 @@ func (t *tx) tickJob() {
 	j := t.s.Job
 	id := j.JobID
 	if t.ms >= j.Deadline {
-		t.fail("Timeout", fmt.Sprintf("no end within %s (phase %s)", t.cfg.JobTimeout, j.Phase), false)
+		why := fmt.Sprintf("no end within %s (phase %s)", t.cfg.JobTimeout, j.Phase)
+		switch {
+		case j.Phase == phaseCleanup:
+			t.cleanupTimedOut()
+		case !t.cleanUpStart(why):
+			t.fail("Timeout", why, false)
+		}
 		return
 	}
 	if !j.StallAlert && t.ms-j.LastStepAt >= t.cfg.StallThreshold.Milliseconds() {

@@ -59,6 +59,9 @@ type tx struct {
 	// releasedAll is set once this transaction released every claim of
 	// the VM, so a failing job does not release again.
 	releasedAll bool
+	// keepClaims is set when a failing job must keep the VM's claims: the
+	// VM may run where they are (cleanup.go).
+	keepClaims bool
 	// seq is the report sequence of the report being observed; 0 for an
 	// observation that is no report (a HostDown).
 	seq int64

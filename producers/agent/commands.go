@@ -13,15 +13,6 @@ import (
 	"github.com/vmplane/vmplane/schemas"
 )
 
-// Errors an answer carries as text.
-const (
-	// errUnsupported answers the agent commands this agent cannot carry out.
-	errUnsupported = "unsupported by agent"
-	// errForeignDestination answers a MigrateVm whose destination host is
-	// served by another agent: live migration between agents is not built.
-	errForeignDestination = "destination not served by this agent"
-)
-
 // commandLoop consumes agent.commands.v1 batch by batch: every command of
 // the batch for one of the agent's hosts is executed on the pool, and the
 // batch's offsets are marked for the client's next commit once all of them
@@ -128,7 +119,7 @@ func (a *Agent) execute(ctx context.Context, h *hostState, rec schemas.Record, c
 	var err error
 	ctx, span := a.commandSpan(ctx, &rec, cmd)       // telemetry:
 	defer func() { a.commandDone(span, rec, err) }() // telemetry:
-	where, report, err := a.carryOut(ctx, h, rec, cmd)
+	where, report, err := a.carryOut(ctx, h, rec)
 	if errors.Is(err, ErrHostUnreachable) {
 		// The agent of a crashed or partitioned host cannot answer; the
 		// job that sent the command times out, as with a real outage.
@@ -158,55 +149,17 @@ func (a *Agent) answerAgain(ctx context.Context, prev schemas.Record, cmd *schem
 	})
 }
 
-// carryOut runs the command on the driver. where is the host the VM is on
-// afterwards: the destination of a migration, else the command's host;
-// report says whether a PowerReport follows success (a power change).
-func (a *Agent) carryOut(ctx context.Context, h *hostState, rec schemas.Record, cmd *schemas.AgentCommand) (where *hostState, report bool, err error) {
-	where, report = h, true
-	switch c := rec.Value.(type) {
-	case *schemas.StartVm:
-		err = a.drv.Start(ctx, cmd.HostID, VMSpec{ID: c.VmID, Name: c.Name, CPU: c.CPU, MemoryMB: c.MemoryMB})
-	case *schemas.StopVm:
-		err = a.drv.Stop(ctx, cmd.HostID, c.VmID, c.Force)
-	case *schemas.DestroyVm:
-		report = false
-		err = a.drv.Destroy(ctx, cmd.HostID, c.VmID)
-		if errors.Is(err, ErrUnknownVM) {
-			err = nil // already gone: destroying is idempotent
-		}
-	case *schemas.RebootVm:
-		err = a.drv.Reboot(ctx, cmd.HostID, c.VmID, c.Hard)
-	case *schemas.PauseVm:
-		err = a.drv.Pause(ctx, cmd.HostID, c.VmID)
-	case *schemas.UnpauseVm:
-		err = a.drv.Unpause(ctx, cmd.HostID, c.VmID)
-	case *schemas.SuspendVm:
-		err = a.drv.Suspend(ctx, cmd.HostID, c.VmID)
-	case *schemas.ResumeVm:
-		err = a.drv.Resume(ctx, cmd.HostID, c.VmID)
-	case *schemas.RescueVm:
-		err = a.drv.Rescue(ctx, cmd.HostID, c.VmID, c.Image)
-	case *schemas.UnrescueVm:
-		err = a.drv.Unrescue(ctx, cmd.HostID, c.VmID)
-	case *schemas.RebuildVm:
-		err = a.drv.Rebuild(ctx, cmd.HostID, c.VmID, c.Image)
-	case *schemas.SnapshotVm:
-		report = false // the power state does not change
-		err = a.drv.Snapshot(ctx, cmd.HostID, c.VmID, c.SnapshotName)
-	case *schemas.MigrateVm:
-		// The destination must be one of ours: the agent reports it, and
-		// a driver cannot reach a hypervisor another agent serves.
-		dst, ok := a.hosts[c.DestHostID]
-		if !ok {
-			err = errors.New(errForeignDestination)
-			break
-		}
-		err = a.drv.Migrate(ctx, cmd.HostID, c.VmID, c.DestHostID, VMSpec{ID: c.VmID, CPU: c.CPU, MemoryMB: c.MemoryMB})
-		where = dst
-	default:
-		err = errors.New(errUnsupported)
+// carryOut runs the command on the driver (Execute). where is the host the
+// VM is on afterwards.
+func (a *Agent) carryOut(ctx context.Context, h *hostState, rec schemas.Record) (where *hostState, report bool, err error) {
+	host, report, err := Execute(ctx, a.drv, rec.Value, a.cfg.Clock().UnixMilli(), func(id string) bool {
+		_, ok := a.hosts[id]
+		return ok
+	})
+	if w, ok := a.hosts[host]; ok {
+		return w, report, err
 	}
-	return where, report, err
+	return h, report, err
 }
 
 // answer builds the answer to a command that came to err, keeps it in h's
@@ -294,7 +247,7 @@ func (a *Agent) vmList(h *hostState, seq, at int64) (schemas.Record, bool) {
 		return schemas.Record{}, false
 	}
 	return schemas.Record{Topic: schemas.TopicHostEvents, Key: h.info.ID, Value: &schemas.AgentPing{
-		HostID: h.info.ID, ReportSeq: seq, VmIDs: sortedIDs(states), At: at}}, true
+		HostID: h.info.ID, ReportSeq: seq, VmIDs: SortedIDs(states), At: at}}, true
 }
 
 // answerHeaders carries the command id and the trace of the command.
@@ -308,39 +261,9 @@ func answerHeaders(rec schemas.Record, cmd *schemas.AgentCommand) map[string]str
 
 // commandOf returns the fields every agent command shares.
 func commandOf(v any) (*schemas.AgentCommand, bool) {
-	switch c := v.(type) {
-	case *schemas.StartVm:
-		return &c.AgentCommand, true
-	case *schemas.StopVm:
-		return &c.AgentCommand, true
-	case *schemas.DestroyVm:
-		return &c.AgentCommand, true
-	case *schemas.RebootVm:
-		return &c.AgentCommand, true
-	case *schemas.PauseVm:
-		return &c.AgentCommand, true
-	case *schemas.UnpauseVm:
-		return &c.AgentCommand, true
-	case *schemas.SuspendVm:
-		return &c.AgentCommand, true
-	case *schemas.ResumeVm:
-		return &c.AgentCommand, true
-	case *schemas.RescueVm:
-		return &c.AgentCommand, true
-	case *schemas.UnrescueVm:
-		return &c.AgentCommand, true
-	case *schemas.RebuildVm:
-		return &c.AgentCommand, true
-	case *schemas.SnapshotVm:
-		return &c.AgentCommand, true
-	case *schemas.MigrateVm:
-		return &c.AgentCommand, true
-	case *schemas.CheckHost:
-		return &c.AgentCommand, true
-	case *schemas.FenceHost:
-		return &c.AgentCommand, true
-	case *schemas.AgentRejected:
-		return &c.AgentCommand, true
+	c, ok := v.(schemas.AgentCommandRecord)
+	if !ok {
+		return nil, false
 	}
-	return nil, false
+	return c.Command(), true
 }

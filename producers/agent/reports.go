@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/vmplane/vmplane/schemas"
@@ -67,7 +66,7 @@ func (a *Agent) round(ctx context.Context) error {
 			}
 			continue
 		}
-		ids := sortedIDs(states)
+		ids := SortedIDs(states)
 		if !h.connected.Load() {
 			recs = append(recs, a.connected(h, ids, at))
 		}
@@ -92,12 +91,8 @@ func (a *Agent) round(ctx context.Context) error {
 }
 
 func (a *Agent) connected(h *hostState, vmIDs []string, at int64) schemas.Record {
-	i := h.info
-	a.log.Info("announcing host", "host", i.ID, "vms", len(vmIDs))
-	return schemas.Record{Topic: schemas.TopicHostEvents, Key: i.ID, Value: &schemas.AgentConnected{
-		HostID: i.ID, Name: i.Name, AgentID: a.cfg.ID, ZoneID: i.Zone, PodID: i.Pod, ClusterID: i.Cluster,
-		Hypervisor: i.Hypervisor, CPU: i.CPU, MemoryMB: i.MemoryMB, Tags: orEmpty(i.Tags),
-		Properties: orEmptyMap(i.Properties), VmIDs: vmIDs, At: at}}
+	a.log.Info("announcing host", "host", h.info.ID, "vms", len(vmIDs))
+	return schemas.Record{Topic: schemas.TopicHostEvents, Key: h.info.ID, Value: Connected(a.cfg.ID, h.info, vmIDs, at)}
 }
 
 // changeLoop reports a VM at once when the driver saw its power change.
@@ -151,30 +146,6 @@ func (a *Agent) powerReport(hostID, vmID string) ([]schemas.Record, bool) {
 		{Topic: schemas.TopicVmPower, Key: vmID, Value: &schemas.PowerReport{
 			VmID: vmID, HostID: hostID, PowerState: state, ReportSeq: seq, ReportedAt: at}},
 		{Topic: schemas.TopicHostEvents, Key: hostID, Value: &schemas.AgentPing{
-			HostID: hostID, ReportSeq: seq, VmIDs: sortedIDs(states), At: at}},
+			HostID: hostID, ReportSeq: seq, VmIDs: SortedIDs(states), At: at}},
 	}, true
-}
-
-func sortedIDs(states map[string]string) []string {
-	ids := make([]string, 0, len(states))
-	for id := range states {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
-}
-
-// Avro has no null for these fields: nil becomes empty.
-func orEmpty(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
-func orEmptyMap(m map[string]string) map[string]string {
-	if m == nil {
-		return map[string]string{}
-	}
-	return m
 }

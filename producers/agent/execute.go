@@ -1,0 +1,111 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// Errors an answer carries as text.
+const (
+	// errUnsupported answers the agent commands this agent cannot carry out.
+	errUnsupported = "unsupported by agent"
+	// errForeignDestination answers a MigrateVm whose destination host is
+	// served by another agent: live migration between agents is not built.
+	errForeignDestination = "destination not served by this agent"
+)
+
+// ErrExpired answers a command read after it expired (AgentCommand.
+// ExpiresAt): the job that sent it has timed out, and carrying it out now
+// would act behind its back — start a VM the job gave up on, after the next
+// job started it elsewhere.
+var ErrExpired = errors.New("expired: the job that sent it has timed out")
+
+// Execute carries out one agent command on a driver, as every agent does
+// with a command id it has not answered before; now is the agent's clock
+// (Unix milliseconds). where is the host the VM is on afterwards: the
+// destination of a migration, else the command's host. report says
+// whether a power report follows a success. serves says whether a host is
+// served by the same agent: a migration can only reach those. An expired
+// command does nothing and fails with ErrExpired.
+func Execute(ctx context.Context, d Driver, v any, now int64, serves func(host string) bool) (where string, report bool, err error) {
+	c, ok := v.(schemas.AgentCommandRecord)
+	if !ok {
+		return "", false, errors.New(errUnsupported)
+	}
+	cmd := c.Command()
+	if cmd.Expired(now) {
+		return cmd.HostID, false, ErrExpired
+	}
+	where, report = cmd.HostID, true
+	switch c := v.(type) {
+	case *schemas.StartVm:
+		err = d.Start(ctx, cmd.HostID, VMSpec{ID: c.VmID, Name: c.Name, CPU: c.CPU, MemoryMB: c.MemoryMB})
+	case *schemas.StopVm:
+		err = d.Stop(ctx, cmd.HostID, c.VmID, c.Force)
+	case *schemas.DestroyVm:
+		report = false
+		err = d.Destroy(ctx, cmd.HostID, c.VmID)
+		if errors.Is(err, ErrUnknownVM) {
+			err = nil // already gone: destroying is idempotent
+		}
+	case *schemas.RebootVm:
+		err = d.Reboot(ctx, cmd.HostID, c.VmID, c.Hard)
+	case *schemas.PauseVm:
+		err = d.Pause(ctx, cmd.HostID, c.VmID)
+	case *schemas.UnpauseVm:
+		err = d.Unpause(ctx, cmd.HostID, c.VmID)
+	case *schemas.SuspendVm:
+		err = d.Suspend(ctx, cmd.HostID, c.VmID)
+	case *schemas.ResumeVm:
+		err = d.Resume(ctx, cmd.HostID, c.VmID)
+	case *schemas.RescueVm:
+		err = d.Rescue(ctx, cmd.HostID, c.VmID, c.Image)
+	case *schemas.UnrescueVm:
+		err = d.Unrescue(ctx, cmd.HostID, c.VmID)
+	case *schemas.RebuildVm:
+		err = d.Rebuild(ctx, cmd.HostID, c.VmID, c.Image)
+	case *schemas.SnapshotVm:
+		report = false // the power state does not change
+		err = d.Snapshot(ctx, cmd.HostID, c.VmID, c.SnapshotName)
+	case *schemas.MigrateVm:
+		// The destination must be one of ours: the agent reports it, and
+		// a driver cannot reach a hypervisor another agent serves.
+		if !serves(c.DestHostID) {
+			return where, report, errors.New(errForeignDestination)
+		}
+		err = d.Migrate(ctx, cmd.HostID, c.VmID, c.DestHostID, VMSpec{ID: c.VmID, CPU: c.CPU, MemoryMB: c.MemoryMB})
+		where = c.DestHostID
+	default:
+		err = errors.New(errUnsupported)
+	}
+	return where, report, err
+}
+
+// SortedIDs returns the VM ids of a host's power states, sorted, as pings
+// and announcements list them.
+func SortedIDs(states map[string]string) []string {
+	ids := make([]string, 0, len(states))
+	for id := range states {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Connected is the AgentConnected that announces a host with the VMs it
+// runs. Avro has no null for its lists and maps: nil becomes empty.
+func Connected(agentID string, i HostInfo, vmIDs []string, at int64) *schemas.AgentConnected {
+	tags, props := i.Tags, i.Properties
+	if tags == nil {
+		tags = []string{}
+	}
+	if props == nil {
+		props = map[string]string{}
+	}
+	return &schemas.AgentConnected{HostID: i.ID, Name: i.Name, AgentID: agentID, ZoneID: i.Zone, PodID: i.Pod,
+		ClusterID: i.Cluster, Hypervisor: i.Hypervisor, CPU: i.CPU, MemoryMB: i.MemoryMB, Tags: tags,
+		Properties: props, VmIDs: vmIDs, At: at}
+}

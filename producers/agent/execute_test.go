@@ -1,0 +1,44 @@
+package agent_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/vmplane/vmplane/producers/agent"
+	"github.com/vmplane/vmplane/producers/agent/driver/sim"
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// An expired command is answered without being carried out: a StartVm
+// read after its job timed out starts nothing; one read in time does.
+func TestExecuteRefusesExpiredCommands(t *testing.T) {
+	d, err := sim.New(sim.Config{Hosts: []agent.HostInfo{{ID: "h1", Zone: "z1", CPU: 8, MemoryMB: 8192}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serves := func(string) bool { return true }
+	start := func(expires int64) *schemas.StartVm {
+		return &schemas.StartVm{AgentCommand: schemas.AgentCommand{CommandID: "c1", HostID: "h1", VmID: "vm1", ExpiresAt: expires}, CPU: 1, MemoryMB: 512}
+	}
+	for _, tc := range []struct {
+		name    string
+		expires int64
+		wantErr error
+		want    string
+	}{
+		{"expired", 1000, agent.ErrExpired, ""},
+		{"at its expiry", 2000, nil, schemas.PowerOn},
+		{"no expiry", 0, nil, schemas.PowerOn},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_ = d.Destroy(t.Context(), "h1", "vm1")
+			where, _, err := agent.Execute(t.Context(), d, start(tc.expires), 2000, serves)
+			if !errors.Is(err, tc.wantErr) || where != "h1" {
+				t.Fatalf("Execute: where %q, err %v; want h1, %v", where, err, tc.wantErr)
+			}
+			if got := d.Guests("h1")["vm1"]; got != tc.want {
+				t.Fatalf("vm1 on h1 is %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
