@@ -168,12 +168,9 @@ func (a *simAgent) round(w *world) {
 			a.connected[h.ID] = false
 			continue
 		}
-		ids := sortedKeys(states)
+		ids := agent.SortedIDs(states)
 		if !a.connected[h.ID] {
-			a.send(w, schemas.Record{Topic: schemas.TopicHostEvents, Key: h.ID, Value: &schemas.AgentConnected{
-				HostID: h.ID, Name: h.Name, AgentID: a.id, ZoneID: h.Zone, PodID: h.Pod, ClusterID: h.Cluster,
-				Hypervisor: h.Hypervisor, CPU: h.CPU, MemoryMB: h.MemoryMB, Tags: orEmpty(h.Tags),
-				Properties: orEmptyMap(h.Properties), VmIDs: ids, At: at}})
+			a.send(w, schemas.Record{Topic: schemas.TopicHostEvents, Key: h.ID, Value: agent.Connected(a.id, h, ids, at)})
 		}
 		for _, vm := range ids {
 			a.send(w, schemas.Record{Topic: schemas.TopicVmPower, Key: vm, Value: &schemas.PowerReport{
@@ -209,7 +206,7 @@ func (a *simAgent) reportVM(w *world, host, vm string) {
 	a.send(w, schemas.Record{Topic: schemas.TopicVmPower, Key: vm, Value: &schemas.PowerReport{
 		VmID: vm, HostID: host, PowerState: state, ReportSeq: seq, ReportedAt: at}})
 	a.send(w, schemas.Record{Topic: schemas.TopicHostEvents, Key: host, Value: &schemas.AgentPing{
-		HostID: host, ReportSeq: seq, VmIDs: sortedKeys(states), At: at}})
+		HostID: host, ReportSeq: seq, VmIDs: agent.SortedIDs(states), At: at}})
 }
 
 // poll reads up to max commands and carries out those for its hosts.
@@ -261,54 +258,30 @@ func (a *simAgent) handle(w *world, e entry) {
 	a.execute(w, v, cmd)
 }
 
-// execute carries out one command and answers it, as producers/agent does.
+// execute carries out one command (agent.Execute, as producers/agent
+// does) and answers it.
 func (a *simAgent) execute(w *world, v any, cmd *schemas.AgentCommand) {
-	ctx := context.Background()
-	var err error
-	report, where := true, cmd.HostID
-	switch c := v.(type) {
-	case *schemas.StartVm:
-		err = a.drv.Start(ctx, cmd.HostID, agent.VMSpec{ID: c.VmID, Name: c.Name, CPU: c.CPU, MemoryMB: c.MemoryMB})
-	case *schemas.StopVm:
-		err = a.drv.Stop(ctx, cmd.HostID, c.VmID, c.Force)
-	case *schemas.DestroyVm:
-		report = false
-		if err = a.drv.Destroy(ctx, cmd.HostID, c.VmID); errors.Is(err, agent.ErrUnknownVM) {
-			err = nil
-		}
-	case *schemas.RebootVm:
-		err = a.drv.Reboot(ctx, cmd.HostID, c.VmID, c.Hard)
-	case *schemas.PauseVm:
-		err = a.drv.Pause(ctx, cmd.HostID, c.VmID)
-	case *schemas.UnpauseVm:
-		err = a.drv.Unpause(ctx, cmd.HostID, c.VmID)
-	case *schemas.SuspendVm:
-		err = a.drv.Suspend(ctx, cmd.HostID, c.VmID)
-	case *schemas.ResumeVm:
-		err = a.drv.Resume(ctx, cmd.HostID, c.VmID)
-	case *schemas.RescueVm:
-		err = a.drv.Rescue(ctx, cmd.HostID, c.VmID, c.Image)
-	case *schemas.UnrescueVm:
-		err = a.drv.Unrescue(ctx, cmd.HostID, c.VmID)
-	case *schemas.RebuildVm:
-		err = a.drv.Rebuild(ctx, cmd.HostID, c.VmID, c.Image)
-	case *schemas.SnapshotVm:
-		report = false
-		err = a.drv.Snapshot(ctx, cmd.HostID, c.VmID, c.SnapshotName)
-	case *schemas.MigrateVm:
-		if _, ok := a.serves(c.DestHostID); !ok {
-			err = errors.New("destination not served by this agent")
-			break
-		}
-		err = a.drv.Migrate(ctx, cmd.HostID, c.VmID, c.DestHostID, agent.VMSpec{ID: c.VmID, CPU: c.CPU, MemoryMB: c.MemoryMB})
-		where = c.DestHostID
-	default:
-		err = errors.New("unsupported by agent")
+	where, report, err := agent.Execute(context.Background(), a.drv, v, w.ms(), func(h string) bool {
+		_, ok := a.serves(h)
+		return ok
+	})
+	if errors.Is(err, agent.ErrExpired) {
+		w.trace("%s refuses expired %s %s", a.id, schemas.TypeName(v), cmd.CommandID)
 	}
 	if errors.Is(err, agent.ErrHostUnreachable) {
 		return // the agent of an unreachable host cannot answer
 	}
-	seq := a.nextSeq(where)
+	seq, state := a.answer(w, v, cmd, err, where)
+	if err != nil {
+		return
+	}
+	a.afterChange(w, v, cmd, report, where, seq, state)
+}
+
+// answer reads the VM's power state where the command left it, keeps the
+// answer and sends it; the reports after it share its sequence and state.
+func (a *simAgent) answer(w *world, v any, cmd *schemas.AgentCommand, err error, where string) (seq int64, state string) {
+	seq = a.nextSeq(where)
 	state, serr := a.drv.PowerState(where, cmd.VmID)
 	switch {
 	case errors.Is(serr, agent.ErrUnknownVM):
@@ -328,9 +301,13 @@ func (a *simAgent) execute(w *world, v any, cmd *schemas.AgentCommand) {
 		a.disk[cmd.CommandID] = ar
 	}
 	a.send(w, ar)
-	if err != nil {
-		return
-	}
+	return seq, state
+}
+
+// afterChange reports what a command that succeeded changed: the VM's
+// power, and the VM list of the hosts it came to or left.
+func (a *simAgent) afterChange(w *world, v any, cmd *schemas.AgentCommand, report bool, where string, seq int64, state string) {
+	at := w.ms()
 	if report && !a.rejected[where] && a.connected[where] {
 		a.send(w, schemas.Record{Topic: schemas.TopicVmPower, Key: cmd.VmID, Value: &schemas.PowerReport{
 			VmID: cmd.VmID, HostID: where, PowerState: state, ReportSeq: seq, ReportedAt: at}})
@@ -353,7 +330,7 @@ func (a *simAgent) vmList(w *world, host string, seq, at int64) {
 		return
 	}
 	a.send(w, schemas.Record{Topic: schemas.TopicHostEvents, Key: host, Value: &schemas.AgentPing{
-		HostID: host, ReportSeq: seq, VmIDs: sortedKeys(states), At: at}})
+		HostID: host, ReportSeq: seq, VmIDs: agent.SortedIDs(states), At: at}})
 }
 
 // investigate answers a CheckHost or FenceHost from another live host of
@@ -394,27 +371,4 @@ func (a *simAgent) investigate(w *world, cmd *schemas.AgentCommand, target, clus
 	a.send(w, schemas.Record{Topic: schemas.TopicHostEvents, Key: target, Headers: map[string]string{"command_id": cmd.CommandID},
 		Value: &schemas.CheckHostAnswer{CommandID: cmd.CommandID, HostID: from, TargetHostID: target, Result: result,
 			Detail: schemas.CleanText(detail), At: w.ms()}})
-}
-
-func sortedKeys(m map[string]string) []string {
-	ids := make([]string, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
-}
-
-func orEmpty(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
-func orEmptyMap(m map[string]string) map[string]string {
-	if m == nil {
-		return map[string]string{}
-	}
-	return m
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/vmplane/vmplane/schemas"
 )
@@ -76,8 +77,7 @@ func (w *world) taskStates() {
 }
 
 // ledger: every host's used capacity is the sum of its allocations and
-// within its capacity × overcommit; a host an active lease holds carries
-// only the lease project's VMs.
+// within its capacity × overcommit.
 func (w *world) ledger() {
 	for _, zid := range slices.Sorted(maps.Keys(w.views.zones)) {
 		z := w.views.zones[zid]
@@ -97,25 +97,8 @@ func (w *world) ledger() {
 			}
 			w.checks["host within capacity"]++
 			if float64(h.UsedCPU) > float64(h.CPU)*max(h.CPUOvercommit, 1) || float64(h.UsedMemoryMB) > float64(h.MemoryMB)*max(h.MemOvercommit, 1) {
-				w.fail("host %s allocated beyond capacity: %d/%d CPU, %d/%d MiB (overcommit %v/%v)",
-					h.HostID, h.UsedCPU, h.CPU, h.UsedMemoryMB, h.MemoryMB, h.CPUOvercommit, h.MemOvercommit)
-				return
-			}
-		}
-		w.leasedHosts(z)
-	}
-}
-
-func (w *world) leasedHosts(z *schemas.ZoneRecord) {
-	for _, h := range z.Hosts {
-		if h.LeaseProject == "" {
-			continue
-		}
-		w.checks["leased host serves its project only"]++
-		for _, a := range z.Allocations {
-			if a.HostID == h.HostID && a.Account != h.LeaseProject {
-				w.fail("host %s is leased to %s (lease %s) but VM %s of %s was placed on it",
-					h.HostID, h.LeaseProject, h.LeaseID, a.VmID, a.Account)
+				w.fail("host %s allocated beyond capacity: %d/%d CPU, %d/%d MiB (overcommit %v/%v); claims %v",
+					h.HostID, h.UsedCPU, h.CPU, h.UsedMemoryMB, h.MemoryMB, h.CPUOvercommit, h.MemOvercommit, claimsOn(z, h.HostID))
 				return
 			}
 		}
@@ -165,7 +148,8 @@ func (w *world) settled() {
 		}
 		// A host an admin asked to remove may be gone, or still Up when
 		// the removal was refused.
-		if got != "Up" && !(w.cl.removed[h.ID] && (got == "Removed" || !ok)) {
+		gone := w.cl.removed[h.ID] && (got == "Removed" || !ok)
+		if got != "Up" && !gone {
 			w.fail("settled, but host %s is %q while it is up and its agent runs", h.ID, got)
 			return
 		}
@@ -205,6 +189,53 @@ func (w *world) claimsMatchVMs() {
 					state = fmt.Sprintf("%s on %q", v.VmState, v.HostID)
 				}
 				w.fail("settled, but a guest of VM %s runs on %s, and the VM is %s", id, h.ID, state)
+				return
+			}
+		}
+	}
+}
+
+// claimsOn lists a host's claims, for messages.
+func claimsOn(z *schemas.ZoneRecord, host string) []string {
+	var out []string
+	for _, a := range z.Allocations {
+		if a.HostID == host {
+			out = append(out, fmt.Sprintf("%s:%s(%d/%d)", a.VmID, a.RequestID, a.CPU, a.MemoryMB))
+		}
+	}
+	return out
+}
+
+// leasedClaims watches placement: a host an active lease holds takes new
+// VMs of the lease's project only (VMs already there stay, and may resize
+// in place; an adopt records where a VM runs, whoever asked).
+func leasedClaims(w *world, z *schemas.ZoneRecord) func([]schemas.Record) {
+	leased := map[string]schemas.HostCapacity{}
+	there := map[[2]string]bool{}
+	if z != nil {
+		for _, h := range z.Hosts {
+			if h.LeaseProject != "" {
+				leased[h.HostID] = h
+			}
+		}
+		for _, a := range z.Allocations {
+			there[[2]string{a.VmID, a.HostID}] = true
+		}
+	}
+	return func(outs []schemas.Record) {
+		for _, o := range outs {
+			a, ok := o.Value.(*schemas.CapacityAllocated)
+			if !ok || strings.Contains(a.RequestID, "-adopt-") {
+				continue
+			}
+			h, ok := leased[a.HostID]
+			if !ok || there[[2]string{a.VmID, a.HostID}] {
+				continue
+			}
+			w.checks["leased host takes its project only"]++
+			if h.LeaseProject != a.Account {
+				w.fail("host %s is leased to %s (lease %s), but VM %s of %s was placed on it (request %s)",
+					h.HostID, h.LeaseProject, h.LeaseID, a.VmID, a.Account, a.RequestID)
 				return
 			}
 		}

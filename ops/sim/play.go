@@ -225,16 +225,22 @@ func (w *world) hostFault() {
 }
 
 // outOfBand changes a guest's power behind the control plane's back: a
-// guest shutting down, an operator pausing it.
+// guest shutting down, an operator pausing or unpausing it.
 func (w *world) outOfBand() {
 	h := w.hosts[w.rng.IntN(len(w.hosts))].ID
 	g, err := w.drv.PowerStates(h) // a host that is down runs nothing
 	if err != nil || len(g) == 0 {
 		return
 	}
-	ids := sortedKeys(g)
+	ids := agent.SortedIDs(g)
 	vm := ids[w.rng.IntN(len(ids))]
 	state := []string{schemas.PowerOff, schemas.PowerPaused, schemas.PowerOn}[w.rng.IntN(3)]
+	if state == schemas.PowerOn && g[vm] != schemas.PowerPaused {
+		// Powering a stopped guest on by hand starts a copy the control
+		// plane may be starting elsewhere: no system can keep one guest
+		// per VM against that, so the world only unpauses.
+		return
+	}
 	if err := w.drv.OutOfBand(h, vm, state); err == nil {
 		w.faults["out-of-band power changes"]++
 		w.trace("%s on %s goes %s out of band", vm, h, state)

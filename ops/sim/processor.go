@@ -37,6 +37,11 @@ type machineProc[S any] struct {
 	inputs    []string
 	changelog string
 
+	// watch, when set, sees a key's state before each Step and returns
+	// the check of that Step's outputs: invariants about one decision,
+	// against the state it was taken on.
+	watch func(w *world, s S) func(outs []schemas.Record)
+
 	running bool
 	state   map[string]S
 	part    map[string]int32 // the partition each key's state lives in
@@ -204,7 +209,14 @@ func (p *machineProc[S]) step(w *world, tx *txn, at tp, o int64, e entry, touche
 	}
 	in := schemas.Record{Topic: at.topic, Key: e.key, Value: v, Headers: e.headers, Partition: at.part, Offset: o, TimestampMs: e.at}
 	s := p.state[e.key]
+	var checkOuts func([]schemas.Record)
+	if p.watch != nil {
+		checkOuts = p.watch(w, s)
+	}
 	ns, outs := p.m.Step(s, in, w.now)
+	if checkOuts != nil {
+		checkOuts(outs)
+	}
 	w.trace("%s %s %s → %s", p.group, schemas.TypeName(v), e.key, summary(outs))
 	w.detail("in", v)
 	for _, o := range outs {

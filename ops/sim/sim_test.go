@@ -72,6 +72,9 @@ func TestSeeds(t *testing.T) {
 	t.Logf("faults injected: %s", counts(faults))
 	t.Logf("jobs ended: %s", counts(outcome))
 	slices.SortFunc(failed, func(a, b Result) int { return int(a.Seed) - int(b.Seed) })
+	for _, r := range failed {
+		t.Logf("failing: %s", strings.SplitN(r.Err.Error(), "\n", 2)[0])
+	}
 	for i, r := range failed {
 		if i == 3 {
 			t.Errorf("… and %d more failing seeds", len(failed)-3)

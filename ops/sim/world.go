@@ -7,13 +7,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vmplane/vmplane/producers/agent"
-	drv "github.com/vmplane/vmplane/producers/agent/driver/sim"
 	"github.com/vmplane/vmplane/processors/engine"
 	"github.com/vmplane/vmplane/processors/host"
 	"github.com/vmplane/vmplane/processors/lease"
 	"github.com/vmplane/vmplane/processors/placement"
 	"github.com/vmplane/vmplane/processors/vm"
+	"github.com/vmplane/vmplane/producers/agent"
+	drv "github.com/vmplane/vmplane/producers/agent/driver/sim"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -97,8 +97,10 @@ func newWorld(o Options) *world {
 	hc.PingInterval, hc.PingTimeout, hc.MissingGrace, hc.RestartGrace, hc.TickSlack, hc.AlertWait = pingInterval, 0, 0, 3*pingInterval, 0, 6*pingInterval
 	pc := placement.DefaultConfig()
 	pc.HostReservationReleasePeriod = 60 * time.Second
+	place := newMachineProc("processor-placement", engine.Machine[*schemas.ZoneRecord](placement.New(pc)), schemas.TopicPlacementState, schemas.TopicPlacementRequests)
+	place.watch = leasedClaims
 	w.procs = []proc{
-		newMachineProc("processor-placement", engine.Machine[*schemas.ZoneRecord](placement.New(pc)), schemas.TopicPlacementState, schemas.TopicPlacementRequests),
+		place,
 		newMachineProc("processor-lease", engine.Machine[*schemas.LeaseZoneRecord](lease.New(lease.DefaultConfig())), schemas.TopicLeaseState, schemas.TopicLeaseCommands, schemas.TopicPlacementEvents),
 		newMachineProc("processor-host", engine.Machine[*schemas.HostRecord](host.New(hc)), schemas.TopicHostState, schemas.TopicHostEvents, schemas.TopicHostCommands),
 		newMachineProc("processor-host-relay", engine.Machine[*schemas.HostRecord](host.Relay{}), schemas.TopicHostRelay, schemas.TopicVmEvents),
