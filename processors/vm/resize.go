@@ -134,8 +134,8 @@ func resizeAdvance(t *tx) {
 }
 
 // resizeRelease undoes the claim of a failed resize: the destination of a
-// move, or the new size of an in-place resize (placement is asked for the
-// old size again).
+// move, or the new size of an in-place resize (its claim goes back to the
+// old size on that host).
 func resizeRelease(t *tx) {
 	s := t.s
 	p := s.Job.Params
@@ -143,10 +143,12 @@ func resizeRelease(t *tx) {
 	case p[paramDest] != "":
 		migrateRelease(t)
 	case p[paramSource] != "":
-		s.Job.Seq++ // a fresh request id
-		id := t.currentID()
-		t.emit(schemas.TopicPlacementRequests, s.ZoneID, &schemas.ResizeVm{
-			RequestID: id, VmID: s.VmID, ZoneID: s.ZoneID, Account: s.Account, Epoch: s.Epoch, Offering: s.Offering, At: t.ms})
+		// In place: the VM is still on its host at its old size, a fact,
+		// so its claim there goes back to that size whether or not it fits
+		// now (an adopt after a release). Asking placement to resize it
+		// again could move the claim to another host the VM never went to.
+		t.release(p[paramSource])
+		t.adopt(p[paramSource])
 	}
 }
 
