@@ -336,6 +336,9 @@ func (a *simAgent) vmList(w *world, host string, seq, at int64) {
 // investigate answers a CheckHost or FenceHost from another live host of
 // the target's cluster that this agent serves; none, and it is not ours.
 func (a *simAgent) investigate(w *world, cmd *schemas.AgentCommand, target, cluster, method string, vms []string, fence bool) {
+	if cmd.Expired(w.ms()) {
+		return // the investigation has moved on, as producers/agent skips it
+	}
 	from := ""
 	for _, h := range a.hosts {
 		if h.ID == target || h.Cluster != cluster || !a.connected[h.ID] || a.rejected[h.ID] {

@@ -63,7 +63,11 @@ func (m *Machine) ask(r *schemas.HostRecord, i int, now time.Time, hdr map[strin
 	r.Investigation = name
 	r.StepDeadline = now.Add(m.cfg.StepTimeout).UnixMilli()
 	st := &r.Status
-	base := schemas.AgentCommand{CommandID: stepID(st.HostID, r.Round, name), HostID: st.HostID, IssuedAt: now.UnixMilli()}
+	// The step expires at its deadline: a fencing read later could power
+	// off a host that has come back since (its answer would not count
+	// anyway).
+	base := schemas.AgentCommand{CommandID: stepID(st.HostID, r.Round, name), HostID: st.HostID, IssuedAt: now.UnixMilli(),
+		ExpiresAt: r.StepDeadline}
 	var v any
 	if name == InvestigatorFence {
 		v = &schemas.FenceHost{AgentCommand: base, TargetHostID: st.HostID, ClusterID: st.ClusterID}

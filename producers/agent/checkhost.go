@@ -51,6 +51,12 @@ func (a *Agent) investigate(ctx context.Context, p *pool, rec schemas.Record, wg
 	default:
 		return false
 	}
+	if cmd.Expired(a.cfg.Clock().UnixMilli()) {
+		// The investigation has moved on; a fencing now could power off
+		// a host that came back since.
+		a.log.Info("expired investigation skipped", "target", target, "command", cmd.CommandID)
+		return true
+	}
 	from := a.neighbour(target, cluster)
 	if from == nil {
 		return true // no live host of ours in the cluster: not ours to answer
