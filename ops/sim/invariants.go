@@ -148,9 +148,18 @@ func (w *world) settled() {
 		}
 		// A host an admin asked to remove may be gone, or still Up when
 		// the removal was refused.
-		gone := w.cl.removed[h.ID] && (got == "Removed" || !ok)
-		if got != "Up" && !gone {
+		if w.cl.removed[h.ID] && (got == "Removed" || !ok) {
+			continue
+		}
+		// The truth: every host was brought back when the faults stopped,
+		// but a fencing sent before may have powered one off since.
+		_, err := w.drv.PowerStates(h.ID)
+		switch up := err == nil; {
+		case up && got != "Up":
 			w.fail("settled, but host %s is %q while it is up and its agent runs", h.ID, got)
+			return
+		case !up && got == "Up":
+			w.fail("settled, but host %s is Up while it is down (%v)", h.ID, err)
 			return
 		}
 	}

@@ -235,10 +235,11 @@ func (w *world) outOfBand() {
 	ids := agent.SortedIDs(g)
 	vm := ids[w.rng.IntN(len(ids))]
 	state := []string{schemas.PowerOff, schemas.PowerPaused, schemas.PowerOn}[w.rng.IntN(3)]
-	if state == schemas.PowerOn && g[vm] != schemas.PowerPaused {
-		// Powering a stopped guest on by hand starts a copy the control
-		// plane may be starting elsewhere: no system can keep one guest
-		// per VM against that, so the world only unpauses.
+	if cur := g[vm]; cur != schemas.PowerOn && cur != schemas.PowerPaused || state == schemas.PowerOn && cur != schemas.PowerPaused {
+		// Bringing a guest that is off back by hand starts a copy the
+		// control plane may be starting elsewhere: no system can keep
+		// one guest per VM against that. The world only stops, pauses
+		// and unpauses running guests.
 		return
 	}
 	if err := w.drv.OutOfBand(h, vm, state); err == nil {
