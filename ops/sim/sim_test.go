@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -97,6 +98,31 @@ func TestSeed(t *testing.T) {
 	t.Logf("seed %d: %d steps; invariants checked: %s", r.Seed, r.Steps, counts(r.Checks))
 	if r.Err != nil {
 		t.Fatal(r.Err)
+	}
+}
+
+// TestRegressions replays every seed that once broke an invariant
+// (testdata/regressions.txt).
+func TestRegressions(t *testing.T) {
+	data, err := os.ReadFile("testdata/regressions.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(data)) {
+		f := strings.Fields(line)
+		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		s, err := strconv.ParseUint(f[0], 10, 64)
+		if err != nil {
+			t.Fatalf("regressions.txt: %q is no seed", f[0])
+		}
+		t.Run("seed"+f[0], func(t *testing.T) {
+			t.Parallel()
+			if r := Run(Options{Seed: s}); r.Err != nil {
+				t.Fatalf("once: %s\nnow: %v", strings.Join(f[1:], " "), r.Err)
+			}
+		})
 	}
 }
 
