@@ -202,7 +202,8 @@ func (t *tx) reject(ref schemas.JobRef, reason, detail string, allowed []string)
 // terminate never queues: it cancels the running job and every queued one,
 // then runs.
 func (t *tx) terminate(ref schemas.JobRef, c schemas.VmCommand, v any) {
-	t.event(&schemas.JobAccepted{JobRef: ref})
+	// The jobs it cancels end before it is accepted: the journal never
+	// shows a VM with two jobs running.
 	why := "Cancelled by terminate job " + c.CommandID
 	if t.s.Job.JobID != "" {
 		t.endJob(outcomeCancelled, &schemas.JobCancelled{JobRef: t.jobRef(), Reason: why, VmState: t.s.VmState, StartedAt: t.s.Job.StartedAt}, why, false)
@@ -218,6 +219,7 @@ func (t *tx) terminate(ref schemas.JobRef, c schemas.VmCommand, v any) {
 		t.remember(q.CommandID, outcomeCancelled)
 	}
 	t.s.Queue = nil
+	t.event(&schemas.JobAccepted{JobRef: ref})
 	t.startJob(actionByName[ActTerminate], c, v)
 }
 
