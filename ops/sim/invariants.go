@@ -16,28 +16,10 @@ func (w *world) check() {
 	if w.err != nil {
 		return
 	}
-	w.oneRunningJob()
 	w.oneGuest()
 	w.taskStates()
 	w.ledger()
 	w.haOnlyForHA()
-}
-
-// oneRunningJob: a VM has at most one job running at a time.
-func (w *world) oneRunningJob() {
-	w.checks["one running job per VM"]++
-	running := map[string]string{}
-	for _, id := range slices.Sorted(maps.Keys(w.views.jobs)) {
-		j := w.views.jobs[id]
-		if !j.running {
-			continue
-		}
-		if other, ok := running[j.vm]; ok {
-			w.fail("VM %s runs two jobs: %s (%s) and %s (%s)", j.vm, other, w.views.jobs[other].jobType, id, j.jobType)
-			return
-		}
-		running[j.vm] = id
-	}
 }
 
 // oneGuest: no VM has a guest running (or paused in memory) on two hosts.
@@ -62,8 +44,11 @@ func (w *world) oneGuest() {
 // taskStates: a VM with no job in flight shows no task state, and rests in
 // a stationary state.
 func (w *world) taskStates() {
-	for _, id := range slices.Sorted(maps.Keys(w.views.vms)) {
-		v := w.views.vms[id]
+	for _, id := range w.views.changedVMs {
+		v, ok := w.views.vms[id]
+		if !ok {
+			continue
+		}
 		w.checks["idle VM has no task state"]++
 		if v.Job == nil && v.TaskState != "" {
 			w.fail("VM %s has no job but task state %q (state %s)", id, v.TaskState, v.VmState)
@@ -79,8 +64,11 @@ func (w *world) taskStates() {
 // ledger: every host's used capacity is the sum of its allocations and
 // within its capacity × overcommit.
 func (w *world) ledger() {
-	for _, zid := range slices.Sorted(maps.Keys(w.views.zones)) {
-		z := w.views.zones[zid]
+	for _, zid := range w.views.changedZones {
+		z, ok := w.views.zones[zid]
+		if !ok {
+			continue
+		}
 		cpu, mem := map[string]int32{}, map[string]int64{}
 		acct := map[string][]string{}
 		for _, a := range z.Allocations {

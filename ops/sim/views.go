@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"slices"
+
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -13,12 +15,16 @@ type views struct {
 	vms      map[string]*schemas.VmRecord
 	zones    map[string]*schemas.ZoneRecord
 	hosts    map[string]*schemas.HostRecord
-	leases   map[string]*schemas.LeaseZoneRecord
 	jobs     map[string]*jobLife
 	outcomes map[string]int
+	// running is the job each VM runs, as the events tell.
+	running map[string]string
 	// fresh lists the vm.events records of the last fold, in log order
-	// per partition.
-	fresh []any
+	// per partition; changedVMs and changedZones the keys whose state
+	// the last fold changed, sorted.
+	fresh        []any
+	changedVMs   []string
+	changedZones []string
 }
 
 // jobLife is what the events said of one job.
@@ -33,17 +39,16 @@ type jobLife struct {
 
 func newViews() *views {
 	return &views{cursor: map[tp]int64{}, vms: map[string]*schemas.VmRecord{}, zones: map[string]*schemas.ZoneRecord{},
-		hosts: map[string]*schemas.HostRecord{}, leases: map[string]*schemas.LeaseZoneRecord{}, jobs: map[string]*jobLife{},
-		outcomes: map[string]int{}}
+		hosts: map[string]*schemas.HostRecord{}, jobs: map[string]*jobLife{}, outcomes: map[string]int{},
+		running: map[string]string{}}
 }
 
 // fold reads what was committed since the last fold.
 func (v *views) fold(w *world) {
 	v.fresh = v.fresh[:0]
-	foldState(w, v, schemas.TopicVmState, v.vms)
-	foldState(w, v, schemas.TopicPlacementState, v.zones)
-	foldState(w, v, schemas.TopicHostState, v.hosts)
-	foldState(w, v, schemas.TopicLeaseState, v.leases)
+	v.changedVMs = foldState(w, v, schemas.TopicVmState, v.vms, v.changedVMs[:0])
+	v.changedZones = foldState(w, v, schemas.TopicPlacementState, v.zones, v.changedZones[:0])
+	foldState(w, v, schemas.TopicHostState, v.hosts, nil)
 	for part := range w.log.partitions(schemas.TopicVmEvents) {
 		at := tp{schemas.TopicVmEvents, part}
 		for o := v.cursor[at]; o < w.log.end(at); o++ {
@@ -60,11 +65,14 @@ func (v *views) fold(w *world) {
 	}
 }
 
-func foldState[S any](w *world, v *views, topic string, into map[string]S) {
+// foldState applies a changelog's new records to a view and appends the
+// keys that changed to changed, sorted and once each.
+func foldState[S any](w *world, v *views, topic string, into map[string]S, changed []string) []string {
 	for part := range w.log.partitions(topic) {
 		at := tp{topic, part}
 		for o := v.cursor[at]; o < w.log.end(at); o++ {
 			e, _ := w.log.read(at, o)
+			changed = append(changed, e.key)
 			if e.value == nil {
 				delete(into, e.key)
 				continue
@@ -72,12 +80,14 @@ func foldState[S any](w *world, v *views, topic string, into map[string]S) {
 			s, err := decodeState[S](e.value)
 			if err != nil {
 				w.fail("%s %d@%d does not decode: %v", topic, part, o, err)
-				return
+				return changed
 			}
 			into[e.key] = s
 		}
 		v.cursor[at] = w.log.end(at)
 	}
+	slices.Sort(changed)
+	return slices.Compact(changed)
 }
 
 // job follows one event of vm.events.v1 into its job's life, and checks
@@ -113,13 +123,19 @@ func (v *views) job(w *world, ev any) {
 	}
 	switch e := ev.(type) {
 	case *schemas.JobAccepted:
-		j.accepted, j.queued, j.running = true, e.Queued, !e.Queued
+		j.accepted, j.queued = true, e.Queued
+		if !e.Queued {
+			v.run(w, ref.JobID, j)
+		}
 	case *schemas.JobStepped:
-		j.running = true
+		v.run(w, ref.JobID, j)
 	}
 	if end != "" {
 		j.ends = append(j.ends, end)
 		j.running = false
+		if v.running[j.vm] == ref.JobID {
+			delete(v.running, j.vm)
+		}
 		kind := end[:len(end)-len(afterColon(end))-1]
 		v.outcomes[kind]++
 		// A cancelled job was cut short by a Terminate, which runs on at
@@ -131,6 +147,17 @@ func (v *views) job(w *world, ev any) {
 			}
 		}
 	}
+}
+
+// run marks a job running, and holds that its VM runs no other.
+func (v *views) run(w *world, id string, j *jobLife) {
+	j.running = true
+	w.checks["one running job per VM"]++
+	if other, ok := v.running[j.vm]; ok && other != id {
+		w.fail("VM %s runs two jobs: %s (%s) and %s (%s)", j.vm, other, v.jobs[other].jobType, id, j.jobType)
+		return
+	}
+	v.running[j.vm] = id
 }
 
 func afterColon(s string) string {
