@@ -107,10 +107,29 @@ func migrateRelease(t *tx) {
 	dest, source := p[paramDest], p[paramSource]
 	switch {
 	case dest == "":
+		t.releaseUndecided()
 	case s.HostID == dest:
 		t.releaseOn(source)
 	default:
 		t.releaseOn(dest)
+	}
+}
+
+// releaseUndecided frees what a placement the job no longer waits for may
+// still claim: the PlaceVm is on its way and placement may yet answer it,
+// on a host the job will never hear of. Every claim of the VM goes, after
+// that PlaceVm (same partition, later offset), and the claim where the VM
+// is, when it holds one, comes back by an adopt (found by the simulation,
+// seed 18: a maintenance Migrate timed out in placing, and the late
+// decision's claim stayed for good).
+func (t *tx) releaseUndecided() {
+	s := t.s
+	if s.Job.Phase != phasePlacing && s.Job.Phase != phaseRevertPlacing {
+		return
+	}
+	t.release("")
+	if holdsCapacity(s.VmState) && s.HostID != "" {
+		t.adopt(s.HostID)
 	}
 }
 

@@ -142,7 +142,9 @@ func resizeRelease(t *tx) {
 	switch {
 	case p[paramDest] != "":
 		migrateRelease(t)
-	case p[paramSource] != "":
+	case p[paramSource] == "":
+		t.releaseUndecided()
+	default:
 		// In place: the VM is still on its host at its old size, a fact,
 		// so its claim there goes back to that size whether or not it fits
 		// now (an adopt after a release). Asking placement to resize it
