@@ -46,6 +46,10 @@ type machineProc[S any] struct {
 	state   map[string]S
 	part    map[string]int32 // the partition each key's state lives in
 	pos     map[tp]int64     // next offset to read
+	// wake is the earliest wake time of any key, zero for none: states
+	// change only in batch and restore, which compute it again, so a
+	// step that asks whether timers are due costs no scan.
+	wake time.Time
 }
 
 func newMachineProc[S any](group string, m engine.Machine[S], changelog string, inputs ...string) *machineProc[S] {
@@ -79,6 +83,7 @@ func (p *machineProc[S]) restore(w *world) {
 			p.state[e.key], p.part[e.key] = s, part
 		}
 	}
+	p.rewake()
 	for _, t := range p.inputs {
 		for part := range w.log.partitions(t) {
 			at := tp{t, part}
@@ -115,8 +120,21 @@ func (p *machineProc[S]) ready(w *world) []tp {
 	return out
 }
 
+// rewake computes the earliest wake time of the states.
+func (p *machineProc[S]) rewake() {
+	p.wake = time.Time{}
+	for _, s := range p.state {
+		if wk := p.m.Wake(s); !wk.IsZero() && (p.wake.IsZero() || wk.Before(p.wake)) {
+			p.wake = wk
+		}
+	}
+}
+
 // due lists the keys whose wake time has come, sorted.
 func (p *machineProc[S]) due(now time.Time) []string {
+	if p.wake.IsZero() || p.wake.After(now) {
+		return nil
+	}
 	var out []string
 	for k, s := range p.state {
 		if wk := p.m.Wake(s); !wk.IsZero() && !wk.After(now) {
@@ -195,6 +213,7 @@ func (p *machineProc[S]) batch(w *world, max int, abort bool) bool {
 		return true
 	}
 	w.log.commit(tx)
+	p.rewake()
 	return true
 }
 
@@ -217,7 +236,7 @@ func (p *machineProc[S]) step(w *world, tx *txn, at tp, o int64, e entry, touche
 	if checkOuts != nil {
 		checkOuts(outs)
 	}
-	w.trace("%s %s %s → %s", p.group, schemas.TypeName(v), e.key, summary(outs))
+	w.trace("%s %s %s → %s", p.group, typeName{v}, e.key, summary(outs))
 	w.detail("in", v)
 	for _, o := range outs {
 		w.detail("out", o.Value)

@@ -68,7 +68,7 @@ type world struct {
 	cl    *clients
 	views *views
 
-	ring        []string
+	ring        []traceLine
 	err         error
 	deadLetters int
 	checks      map[string]int
@@ -160,15 +160,29 @@ func (w *world) produce(r schemas.Record) {
 }
 
 // trace keeps a line of the recent history, and writes it when tracing.
+// The line is formatted only when written or shown with a failure: most
+// runs show none of it.
 func (w *world) trace(format string, args ...any) {
-	line := fmt.Sprintf("%6d %s ", w.step, w.now.Format("15:04:05.000")) + fmt.Sprintf(format, args...)
+	l := traceLine{step: w.step, now: w.now, format: format, args: args}
 	if w.opts.Trace != nil {
-		fmt.Fprintln(w.opts.Trace, line)
+		fmt.Fprintln(w.opts.Trace, l)
 	}
-	w.ring = append(w.ring, line)
+	w.ring = append(w.ring, l)
 	if len(w.ring) > 400 {
-		w.ring = w.ring[len(w.ring)-300:]
+		w.ring = append(w.ring[:0], w.ring[len(w.ring)-300:]...)
 	}
+}
+
+// traceLine is one line of the history.
+type traceLine struct {
+	step   int
+	now    time.Time
+	format string
+	args   []any
+}
+
+func (l traceLine) String() string {
+	return fmt.Sprintf("%6d %s ", l.step, l.now.Format("15:04:05.000")) + fmt.Sprintf(l.format, l.args...)
 }
 
 // detail writes a record in full when tracing.
@@ -185,11 +199,26 @@ func (w *world) fail(format string, args ...any) {
 	}
 	msg := fmt.Sprintf(format, args...)
 	w.err = fmt.Errorf("seed %d, step %d (%s): %s\nreplay: go test ./ops/sim -run TestSeed -seed %d -v\nrecent history:\n%s",
-		w.opts.Seed, w.step, w.now.Format(time.RFC3339Nano), msg, w.opts.Seed, strings.Join(w.ring, "\n"))
+		w.opts.Seed, w.step, w.now.Format(time.RFC3339Nano), msg, w.opts.Seed, history(w.ring))
 }
 
-// summary prints a machine's outputs in a few words.
-func summary(outs []schemas.Record) string {
+// typeName prints a record's name, when shown.
+type typeName struct{ v any }
+
+func (t typeName) String() string { return schemas.TypeName(t.v) }
+
+func history(ring []traceLine) string {
+	lines := make([]string, len(ring))
+	for i, l := range ring {
+		lines[i] = l.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// summary prints a machine's outputs in a few words, when shown.
+type summary []schemas.Record
+
+func (outs summary) String() string {
 	if len(outs) == 0 {
 		return "-"
 	}
