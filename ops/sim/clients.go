@@ -37,16 +37,17 @@ func (c *clients) id(kind string) string {
 
 // act sends one request at random.
 func (c *clients) act(w *world) {
-	switch r := w.rng.IntN(100); {
-	case r < 5 && len(c.sent) > 0:
+	p := w.prof
+	switch k := w.pick(p.repeat, p.deploy, p.action, p.admin, p.lease); {
+	case k == 0 && len(c.sent) > 0:
 		rec := c.sent[len(c.sent)-1-w.rng.IntN(min(len(c.sent), 5))]
-		w.trace("client repeats %s %s", schemas.TypeName(rec.Value), rec.Key)
+		w.trace("client repeats %s %s", typeName{rec.Value}, rec.Key)
 		w.produce(rec)
-	case r < 25 || len(c.vms) == 0:
+	case k <= 1 || len(c.vms) == 0:
 		c.deploy(w)
-	case r < 80:
+	case k == 2:
 		c.action(w)
-	case r < 90:
+	case k == 3:
 		c.hostAdmin(w)
 	default:
 		c.lease(w)
@@ -77,7 +78,7 @@ func (c *clients) deploy(w *world) {
 	}
 	off := offerings[w.rng.IntN(len(offerings))]
 	d := &schemas.Deploy{VmCommand: c.common(w, vmID), Name: vmID, ZoneID: "z1", Offering: off,
-		HA: off.HA || w.rng.IntN(3) == 0}
+		HA: off.HA || w.prof.allHA || w.rng.IntN(3) == 0}
 	if w.rng.IntN(4) == 0 {
 		d.AffinityGroup = []string{"anti:web", "aff:db"}[w.rng.IntN(2)]
 	}
@@ -86,6 +87,9 @@ func (c *clients) deploy(w *world) {
 
 func (c *clients) action(w *world) {
 	a := actions.Catalog[w.rng.IntN(len(actions.Catalog))]
+	if names := w.prof.actions; len(names) > 0 {
+		a, _ = actions.ByName(names[w.rng.IntN(len(names))])
+	}
 	vmID := c.vms[w.rng.IntN(len(c.vms))]
 	if w.rng.IntN(20) == 0 {
 		vmID = "vm-unknown"

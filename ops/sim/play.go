@@ -81,6 +81,9 @@ func (w *world) next(evs []event) {
 	for _, e := range evs {
 		total += e.weight
 	}
+	if total == 0 {
+		return
+	}
 	r := w.rng.IntN(total)
 	for _, e := range evs {
 		if r < e.weight {
@@ -159,13 +162,13 @@ func (w *world) advance(d time.Duration) { w.now = w.now.Add(d) }
 // faultEvents are the faults the seed may choose this step.
 func (w *world) faultEvents() []event {
 	evs := []event{
-		{1, "clock jump", func() {
+		{w.prof.clockJump, "clock jump", func() {
 			d := time.Duration(30+w.rng.IntN(600)) * time.Second
 			w.faults["clock jumps"]++
 			w.trace("clock jumps %s", d)
 			w.advance(d)
 		}},
-		{1, "processor crash", func() {
+		{w.prof.procCrash, "processor crash", func() {
 			p := w.procs[w.rng.IntN(len(w.procs))]
 			if p.up() {
 				w.faults["processor crashes"]++
@@ -173,7 +176,7 @@ func (w *world) faultEvents() []event {
 				p.crash()
 			}
 		}},
-		{1, "agent crash", func() {
+		{w.prof.agentCrash, "agent crash", func() {
 			a := w.ags[w.rng.IntN(len(w.ags))]
 			if a.running {
 				w.faults["agent crashes"]++
@@ -181,7 +184,7 @@ func (w *world) faultEvents() []event {
 				a.crash()
 			}
 		}},
-		{1, "agent stop", func() {
+		{w.prof.agentStop, "agent stop", func() {
 			a := w.ags[w.rng.IntN(len(w.ags))]
 			if a.running && w.rng.IntN(2) == 0 {
 				w.faults["agent stops"]++
@@ -189,8 +192,8 @@ func (w *world) faultEvents() []event {
 				a.stop(w)
 			}
 		}},
-		{2, "host fault", func() { w.hostFault() }},
-		{1, "out of band", func() { w.outOfBand() }},
+		{w.prof.hostFault, "host fault", func() { w.hostFault() }},
+		{w.prof.outOfBand, "out of band", func() { w.outOfBand() }},
 	}
 	for _, p := range w.procs {
 		if !p.up() {
@@ -206,7 +209,7 @@ func (w *world) hostFault() {
 	h := w.hosts[w.rng.IntN(len(w.hosts))].ID
 	var err error
 	kind := ""
-	switch w.rng.IntN(4) {
+	switch w.pick(w.prof.hostKinds[:]...) {
 	case 0:
 		kind, err = "host crashes", w.drv.CrashHost(h)
 	case 1:

@@ -19,6 +19,10 @@ var (
 	seeds = flag.Int("seeds", 0, "how many seeds TestSeeds plays (2000 in make test once green, 100000 for a long search)")
 	first = flag.Uint64("first-seed", 1, "the first seed TestSeeds plays")
 	seed  = flag.Uint64("seed", 0, "the seed TestSeed replays, with its trace under -v")
+	// -family narrows TestSeeds and TestSeed to one family; TestFamilies
+	// plays -family-seeds of each.
+	family      = flag.String("family", "", "the seed family TestSeeds and TestSeed play (family.go); empty is the mix")
+	familySeeds = flag.Int("family-seeds", 100, "how many seeds of each family TestFamilies plays")
 )
 
 // TestSeeds plays many seeds on every core and fails with the first
@@ -31,47 +35,69 @@ func TestSeeds(t *testing.T) {
 	if testing.Short() {
 		n = min(n, 200)
 	}
+	sum := play(t, *family, *first, n)
+	sum.log(t)
+}
+
+// summary adds up the results of many seeds.
+type summaryOf struct {
+	n, steps               int
+	first                  uint64
+	checks, faults, ending map[string]int
+	failed                 []Result
+}
+
+// play runs n seeds from first on every core.
+func play(t *testing.T, family string, first uint64, n int) *summaryOf {
+	sum := &summaryOf{n: n, first: first, checks: map[string]int{}, faults: map[string]int{}, ending: map[string]int{}}
 	jobs := make(chan uint64)
 	var (
-		mu      sync.Mutex
-		failed  []Result
-		checks  = map[string]int{}
-		faults  = map[string]int{}
-		outcome = map[string]int{}
-		steps   int
+		mu sync.Mutex
+		wg sync.WaitGroup
 	)
-	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
 			for s := range jobs {
-				r := Run(Options{Seed: s})
+				r := Run(Options{Seed: s, Family: family})
 				mu.Lock()
-				steps += r.Steps
-				for k, v := range r.Checks {
-					checks[k] += v
-				}
-				for k, v := range r.Faults {
-					faults[k] += v
-				}
-				for k, v := range r.Jobs {
-					outcome[k] += v
-				}
-				if r.Err != nil {
-					failed = append(failed, r)
-				}
+				sum.add(r)
 				mu.Unlock()
 			}
 		})
 	}
-	for s := *first; s < *first+uint64(n); s++ {
+	for s := first; s < first+uint64(n); s++ {
 		jobs <- s
 	}
 	close(jobs)
 	wg.Wait()
-	t.Logf("%d seeds from %d, %d steps", n, *first, steps)
-	t.Logf("invariants checked: %s", counts(checks))
-	t.Logf("faults injected: %s", counts(faults))
-	t.Logf("jobs ended: %s", counts(outcome))
+	return sum
+}
+
+func (sum *summaryOf) add(r Result) {
+	sum.steps += r.Steps
+	for k, v := range r.Checks {
+		sum.checks[k] += v
+	}
+	for k, v := range r.Faults {
+		sum.faults[k] += v
+	}
+	for k, v := range r.Jobs {
+		sum.ending[k] += v
+	}
+	if r.Err != nil {
+		sum.failed = append(sum.failed, r)
+	}
+}
+
+// log writes what the seeds checked and fails the test with the first
+// broken invariants.
+func (sum *summaryOf) log(t *testing.T) {
+	t.Helper()
+	t.Logf("%d seeds from %d, %d steps", sum.n, sum.first, sum.steps)
+	t.Logf("invariants checked: %s", counts(sum.checks))
+	t.Logf("faults injected: %s", counts(sum.faults))
+	t.Logf("jobs ended: %s", counts(sum.ending))
+	failed := sum.failed
 	slices.SortFunc(failed, func(a, b Result) int { return int(a.Seed) - int(b.Seed) })
 	for _, r := range failed {
 		t.Logf("failing: %s", strings.SplitN(r.Err.Error(), "\n", 2)[0])
@@ -90,7 +116,7 @@ func TestSeed(t *testing.T) {
 	if *seed == 0 {
 		t.Skip("give -seed N to replay one seed")
 	}
-	o := Options{Seed: *seed}
+	o := Options{Seed: *seed, Family: *family}
 	if testing.Verbose() {
 		o.Trace = os.Stdout
 	}
@@ -98,6 +124,20 @@ func TestSeed(t *testing.T) {
 	t.Logf("seed %d: %d steps; invariants checked: %s", r.Seed, r.Steps, counts(r.Checks))
 	if r.Err != nil {
 		t.Fatal(r.Err)
+	}
+}
+
+// TestFamilies plays every seed family (family.go), each weighted toward
+// one race of the scenario files.
+func TestFamilies(t *testing.T) {
+	n := *familySeeds
+	if testing.Short() {
+		n = min(n, 20)
+	}
+	for _, f := range Families() {
+		t.Run(f, func(t *testing.T) {
+			play(t, f, *first, n).log(t)
+		})
 	}
 }
 

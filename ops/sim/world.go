@@ -20,6 +20,9 @@ import (
 // Options shape a run.
 type Options struct {
 	Seed uint64
+	// Family weights the run toward one race (family.go); empty is the
+	// mix of everything.
+	Family string
 	// Steps is how many steps run with faults (default 1200); then the
 	// faults stop and the world settles (Settle, default 4000 steps at
 	// most, and at least the job timeout of simulated time).
@@ -56,6 +59,7 @@ const (
 // the clients, the clock and the random source.
 type world struct {
 	opts  Options
+	prof  profile
 	rng   *rand.Rand
 	now   time.Time
 	step  int
@@ -83,13 +87,17 @@ func Run(o Options) Result {
 	if o.Settle <= 0 {
 		o.Settle = 4000
 	}
-	w := newWorld(o)
+	prof, err := profileOf(o.Family)
+	if err != nil {
+		return Result{Seed: o.Seed, Err: err}
+	}
+	w := newWorld(o, prof)
 	w.play()
 	return Result{Seed: o.Seed, Steps: w.step, Err: w.err, Checks: w.checks, Faults: w.faults, Jobs: w.views.outcomes}
 }
 
-func newWorld(o Options) *world {
-	w := &world{opts: o, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x5eed)), now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+func newWorld(o Options, prof profile) *world {
+	w := &world{opts: o, prof: prof, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x5eed)), now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 		log: newMemLog(), checks: map[string]int{}, faults: map[string]int{}}
 	vc := vm.DefaultConfig()
 	vc.JobTimeout, vc.ResendAfter = jobTimeout, resendAfter
