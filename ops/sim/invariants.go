@@ -29,7 +29,7 @@ func (w *world) oneGuest() {
 	for _, h := range w.hosts {
 		g := w.drv.Guests(h.ID)
 		for _, id := range slices.Sorted(maps.Keys(g)) {
-			if p := g[id]; p != schemas.PowerOn && p != schemas.PowerPaused {
+			if !onHostPower(g[id]) {
 				continue
 			}
 			if other, ok := where[id]; ok {
@@ -93,7 +93,8 @@ func (w *world) ledger() {
 	}
 }
 
-// haOnlyForHA: an HA restart is only ever started for a VM with HA.
+// haOnlyForHA: an HA restart is only ever started for a VM with HA, and
+// never while the host it ran on is in doubt (Alert, Disconnected).
 func (w *world) haOnlyForHA() {
 	for _, ev := range w.views.fresh {
 		a, ok := ev.(*schemas.JobAccepted)
@@ -101,9 +102,24 @@ func (w *world) haOnlyForHA() {
 			continue
 		}
 		w.checks["HA restarts only HA VMs"]++
-		if v, ok := w.views.vms[a.VmID]; ok && !v.HA {
+		v, ok := w.views.vms[a.VmID]
+		if ok && !v.HA {
 			w.fail("HA restart %s of VM %s, which has no HA", a.JobID, a.VmID)
 			return
+		}
+		// The host it left must be known down (fenced) or known up, or
+		// have said the guest is off: a host in doubt whose last word was
+		// that the guest runs may still run it.
+		if !ok || v.HostID == "" || v.PowerHost == v.HostID && !onHostPower(v.PowerState) {
+			continue
+		}
+		w.checks["no HA restart off a host in doubt"]++
+		if h, ok := w.views.hosts[v.HostID]; ok {
+			switch st := h.Status.Status; st {
+			case "Alert", "Disconnected", "Connecting":
+				w.fail("HA restart %s of VM %s while its host %s is %s: the VM may still run there", a.JobID, a.VmID, v.HostID, st)
+				return
+			}
 		}
 	}
 }
@@ -238,3 +254,6 @@ func leasedClaims(w *world, z *schemas.ZoneRecord) func([]schemas.Record) {
 		}
 	}
 }
+
+// onHostPower says whether a power state is a guest in memory on its host.
+func onHostPower(p string) bool { return p == schemas.PowerOn || p == schemas.PowerPaused }
