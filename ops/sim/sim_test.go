@@ -29,14 +29,24 @@ var (
 // broken invariant of each failing seed.
 func TestSeeds(t *testing.T) {
 	n := *seeds
-	if n == 0 {
+	switch {
+	case n == 0:
 		t.Skip("give -seeds N to search N seeds")
-	}
-	if testing.Short() {
+	case flagSet("seeds"):
+	case raceOn:
+		n = min(n, 16)
+	case testing.Short():
 		n = min(n, 200)
 	}
 	sum := play(t, *family, *first, n)
 	sum.log(t)
+}
+
+// rotation is the family seed s plays when none is asked for: the mix
+// and each family in turn, so that every race gets its share of seeds.
+func rotation(s uint64) string {
+	all := append([]string{""}, Families()...)
+	return all[s%uint64(len(all))]
 }
 
 // summary adds up the results of many seeds.
@@ -58,7 +68,11 @@ func play(t *testing.T, family string, first uint64, n int) *summaryOf {
 	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
 			for s := range jobs {
-				r := Run(Options{Seed: s, Family: family})
+				f := family
+				if f == "" {
+					f = rotation(s)
+				}
+				r := Run(Options{Seed: s, Family: f})
 				mu.Lock()
 				sum.add(r)
 				mu.Unlock()
@@ -127,20 +141,6 @@ func TestSeed(t *testing.T) {
 	}
 }
 
-// TestFamilies plays every seed family (family.go), each weighted toward
-// one race of the scenario files.
-func TestFamilies(t *testing.T) {
-	n := *familySeeds
-	if testing.Short() {
-		n = min(n, 20)
-	}
-	for _, f := range Families() {
-		t.Run(f, func(t *testing.T) {
-			play(t, f, *first, n).log(t)
-		})
-	}
-}
-
 // TestRegressions replays every seed that once broke an invariant
 // (testdata/regressions.txt).
 func TestRegressions(t *testing.T) {
@@ -157,10 +157,14 @@ func TestRegressions(t *testing.T) {
 		if err != nil {
 			t.Fatalf("regressions.txt: %q is no seed", f[0])
 		}
-		t.Run("seed"+f[0], func(t *testing.T) {
+		fam, why := "", f[1:]
+		if len(why) > 0 && strings.HasPrefix(why[0], "family=") {
+			fam, why = strings.TrimPrefix(why[0], "family="), why[1:]
+		}
+		t.Run("seed"+f[0]+fam, func(t *testing.T) {
 			t.Parallel()
-			if r := Run(Options{Seed: s}); r.Err != nil {
-				t.Fatalf("once: %s\nnow: %v", strings.Join(f[1:], " "), r.Err)
+			if r := Run(Options{Seed: s, Family: fam}); r.Err != nil {
+				t.Fatalf("once: %s\nnow: %v", strings.Join(why, " "), r.Err)
 			}
 		})
 	}
@@ -175,6 +179,13 @@ func TestDeterministic(t *testing.T) {
 			t.Fatalf("seed %d played twice differs: %d and %d steps, traces of %d and %d bytes", s, ra.Steps, rb.Steps, a.Len(), b.Len())
 		}
 	}
+}
+
+// flagSet says whether a flag was given on the command line.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func counts(m map[string]int) string {

@@ -193,6 +193,13 @@ func (l traceLine) String() string {
 	return fmt.Sprintf("%6d %s ", l.step, l.now.Format("15:04:05.000")) + fmt.Sprintf(l.format, l.args...)
 }
 
+func familyNote(f string) string {
+	if f == "" {
+		return ""
+	}
+	return " (family " + f + ")"
+}
+
 // detail writes a record in full when tracing.
 func (w *world) detail(what string, v any) {
 	if w.opts.Trace != nil {
@@ -206,8 +213,12 @@ func (w *world) fail(format string, args ...any) {
 		return
 	}
 	msg := fmt.Sprintf(format, args...)
-	w.err = fmt.Errorf("seed %d, step %d (%s): %s\nreplay: go test ./ops/sim -run TestSeed -seed %d -v\nrecent history:\n%s",
-		w.opts.Seed, w.step, w.now.Format(time.RFC3339Nano), msg, w.opts.Seed, history(w.ring))
+	replay := fmt.Sprintf("-seed %d", w.opts.Seed)
+	if w.opts.Family != "" {
+		replay += " -family " + w.opts.Family
+	}
+	w.err = fmt.Errorf("seed %d%s, step %d (%s): %s\nreplay: go test ./ops/sim -run 'TestSeed$' %s -v\nrecent history:\n%s",
+		w.opts.Seed, familyNote(w.opts.Family), w.step, w.now.Format(time.RFC3339Nano), msg, replay, history(w.ring))
 }
 
 // typeName prints a record's name, when shown.
