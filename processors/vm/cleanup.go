@@ -26,8 +26,10 @@ const phaseCleanup = "cleanup"
 // cleanup.
 const paramTimedOut = "timed_out"
 
-// startPhases are the phases whose agent command is a StartVm.
-func startPhase(phase string) bool { return phase == phaseSpawning || phase == phaseStarting }
+// startPhase reports whether a phase's agent command is a StartVm.
+func startPhase(phase string) bool {
+	return phase == phaseSpawning || phase == phaseStarting || phase == phaseResizeStarting
+}
 
 // cleanUpStart ends a start that timed out waiting on its host: when the
 // agent answered ok that the VM runs there, only the report confirming it
@@ -41,13 +43,22 @@ func (t *tx) cleanUpStart(why string) bool {
 		return false
 	}
 	if w.Answered {
-		if p := j.Params[paramAnsweredPower]; onHost(p) {
+		p := j.Params[paramAnsweredPower]
+		switch {
+		case !onHost(p):
+			return false
+		case j.Phase == phaseResizeStarting:
+			// The VM runs with its new size, which placement already
+			// claims: only the report confirming it is late. The resize
+			// took effect, and ends as it would have.
+			t.s.PowerState, t.s.PowerHost = p, w.HostID
+			t.advance()
+		default:
 			t.s.PowerState, t.s.PowerHost = p, w.HostID
 			t.keepClaims = true
 			t.fail("Timeout", why+"; the agent answered that the VM runs on host "+w.HostID+", where it stays", true)
-			return true
 		}
-		return false
+		return true
 	}
 	if j.Params == nil {
 		j.Params = map[string]string{}
@@ -82,7 +93,6 @@ func (t *tx) cleanupAnswered(a *schemas.AgentAnswer) {
 func (t *tx) cleanupTimedOut() {
 	host := t.s.Job.Wait.HostID
 	t.keepClaims = true
-	t.s.VmState = StateError
 	t.s.HostID = host
 	t.failAs(StateError, "Timeout", t.s.Job.Params[paramTimedOut]+"; host "+host+" did not confirm the VM is off there, so it keeps its claim")
 }

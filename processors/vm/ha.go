@@ -82,8 +82,9 @@ func (t *tx) haEnded() {
 // haFailed counts the attempt and schedules the next, or gives up.
 func haFailed(t *tx) {
 	s := t.s
-	if s.Job.Phase == phaseStarting {
-		// Placement chose this host and the start there failed.
+	if s.Job.Phase == phaseStarting || s.Job.Phase == phaseCleanup {
+		// Placement chose this host and the start there failed (or
+		// was never answered).
 		t.haAvoid(s.HostID)
 	}
 	s.HARetries = saturatingInc(s.HARetries)

@@ -20,7 +20,8 @@ func resizeFlow() flow {
 
 // resizeSends are the agent commands of a resize and of its revert: a
 // restart in place with the new (or old) size, or a move with it.
-var resizeSends = sends{phaseResizeStopping: forceStopVm, phaseResizeStarting: startVm, phaseMigrating: migrateVm}
+var resizeSends = sends{phaseResizeStopping: forceStopVm, phaseResizeStarting: startVm, phaseMigrating: migrateVm,
+	phaseCleanup: forceStopVm}
 
 // newOffering is the offering a Resize job asked for.
 func (t *tx) newOffering() schemas.Offering {
@@ -145,12 +146,17 @@ func resizeRelease(t *tx) {
 	case p[paramSource] == "":
 		t.releaseUndecided()
 	default:
-		// In place: the VM is still on its host at its old size, a fact,
-		// so its claim there goes back to that size whether or not it fits
-		// now (an adopt after a release). Asking placement to resize it
-		// again could move the claim to another host the VM never went to.
+		// In place. A VM that still runs there runs at its old size (the
+		// restart with the new one never happened): a fact, so its claim
+		// there goes back to that size whether or not it fits now (an
+		// adopt after a release). Asking placement to resize it again
+		// could move the claim to a host the VM never went to. A VM that
+		// is off there (stopped for the restart, or by the cleanup of an
+		// unanswered start) holds nothing.
 		t.release(p[paramSource])
-		t.adopt(p[paramSource])
+		if onHost(s.PowerState) && s.PowerHost == p[paramSource] {
+			t.adopt(p[paramSource])
+		}
 	}
 }
 
