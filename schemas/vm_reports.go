@@ -30,4 +30,6 @@ type AgentAnswer struct {
 	Error       string `avro:"error" doc:"Why it failed; empty on success."`
 	PowerState  string `avro:"power_state" doc:"Power state after the command, as the agent saw it."`
 	AnsweredAt  int64  `avro:"answered_at" doc:"Unix milliseconds."`
+	PowerHost   string `avro:"power_host" doc:"Host power_state was read on: the destination of a migration, else host_id; empty from agents before this field."`
+	ReportSeq   int64  `avro:"report_seq" doc:"The report sequence of power_host under which power_state was read: a report of that host with a lower sequence is older than this answer. 0 from agents before this field."`
 }

@@ -261,6 +261,7 @@ func (a *simAgent) handle(w *world, e entry) {
 // execute carries out one command (agent.Execute, as producers/agent
 // does) and answers it.
 func (a *simAgent) execute(w *world, v any, cmd *schemas.AgentCommand) {
+	w.touched = true
 	where, report, err := agent.Execute(context.Background(), a.drv, v, w.ms(), func(h string) bool {
 		_, ok := a.serves(h)
 		return ok
@@ -291,7 +292,7 @@ func (a *simAgent) answer(w *world, v any, cmd *schemas.AgentCommand, err error,
 	}
 	at := w.ms()
 	ans := &schemas.AgentAnswer{CommandID: cmd.CommandID, VmID: cmd.VmID, HostID: cmd.HostID, Epoch: cmd.Epoch,
-		CommandType: schemas.TypeName(v), OK: err == nil, PowerState: state, AnsweredAt: at}
+		CommandType: schemas.TypeName(v), OK: err == nil, PowerState: state, AnsweredAt: at, PowerHost: where, ReportSeq: seq}
 	if err != nil {
 		ans.Error = schemas.CleanText(err.Error())
 	}
@@ -354,6 +355,7 @@ func (a *simAgent) investigate(w *world, cmd *schemas.AgentCommand, target, clus
 	}
 	result, detail := "Unknown", ""
 	if fence {
+		w.touched = true
 		if err := a.drv.Fence(context.Background(), from, target); err != nil {
 			detail = "fencing failed: " + err.Error()
 		} else {

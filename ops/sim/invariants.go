@@ -24,6 +24,10 @@ func (w *world) check() {
 
 // oneGuest: no VM has a guest running (or paused in memory) on two hosts.
 func (w *world) oneGuest() {
+	if !w.touched {
+		return // nothing ran on the hypervisor since the last check
+	}
+	w.touched = false
 	w.checks["one guest per VM"]++
 	where := map[string]string{}
 	for _, h := range w.hosts {

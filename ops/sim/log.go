@@ -31,14 +31,17 @@ type tp struct {
 // Records produced outside transactions are appended one at a time, in the
 // order their producer's per-partition queue delivers them.
 type memLog struct {
-	parts   map[tp][]entry
-	offsets map[string]map[tp]int64 // group → partition → next offset
-	hasher  kgo.Partitioner
-	counts  map[string]int32
+	parts map[tp][]entry
+	// versions counts the appends to each topic: a reader that saw a
+	// topic at a version has nothing new to read until it changes.
+	versions map[string]uint64
+	offsets  map[string]map[tp]int64 // group → partition → next offset
+	hasher   kgo.Partitioner
+	counts   map[string]int32
 }
 
 func newMemLog() *memLog {
-	l := &memLog{parts: map[tp][]entry{}, offsets: map[string]map[tp]int64{},
+	l := &memLog{parts: map[tp][]entry{}, versions: map[string]uint64{}, offsets: map[string]map[tp]int64{},
 		hasher: kgo.StickyKeyPartitioner(nil), counts: map[string]int32{}}
 	for _, t := range schemas.Topics {
 		l.counts[t.Name] = t.PartitionsOf()
@@ -81,7 +84,11 @@ func (l *memLog) appendOne(p tp, e entry) {
 		panic(fmt.Sprintf("sim: no topic %s", p.topic))
 	}
 	l.parts[p] = append(l.parts[p], e)
+	l.versions[p.topic]++
 }
+
+// version is the count of appends to a topic so far.
+func (l *memLog) version(topic string) uint64 { return l.versions[topic] }
 
 // commitOffsets commits a group's offsets outside a transaction (an
 // agent's auto-commit).

@@ -45,6 +45,7 @@ func (w *world) settle() {
 		_ = w.drv.RecoverHost(h.ID)
 		_ = w.drv.Heal(h.ID)
 	}
+	w.touched = true
 	until := w.now.Add(jobTimeout + 6*pingInterval)
 	for n := 0; n < w.opts.Settle && w.err == nil; n++ {
 		if !w.now.Before(until) && !w.busy() {
@@ -206,6 +207,7 @@ func (w *world) faultEvents() []event {
 // hostFault crashes, partitions, recovers or heals a host at random; a host
 // that flaps gets several in a row.
 func (w *world) hostFault() {
+	w.touched = true
 	h := w.hosts[w.rng.IntN(len(w.hosts))].ID
 	var err error
 	kind := ""
@@ -245,6 +247,7 @@ func (w *world) outOfBand() {
 		// and unpauses running guests.
 		return
 	}
+	w.touched = true
 	if err := w.drv.OutOfBand(h, vm, state); err == nil {
 		w.faults["out-of-band power changes"]++
 		w.trace("%s on %s goes %s out of band", vm, h, state)

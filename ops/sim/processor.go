@@ -50,6 +50,12 @@ type machineProc[S any] struct {
 	// change only in batch and restore, which compute it again, so a
 	// step that asks whether timers are due costs no scan.
 	wake time.Time
+	// readyAt is the sum of the input topics' versions when ready was
+	// last listed, and readyList that list; a batch or a restore clears
+	// it.
+	readyAt   uint64
+	readyList []tp
+	readyOK   bool
 }
 
 func newMachineProc[S any](group string, m engine.Machine[S], changelog string, inputs ...string) *machineProc[S] {
@@ -66,6 +72,7 @@ func (p *machineProc[S]) crash() {
 
 func (p *machineProc[S]) restore(w *world) {
 	p.state, p.part, p.pos = map[string]S{}, map[string]int32{}, map[tp]int64{}
+	p.readyOK = false
 	for part := range w.log.partitions(p.changelog) {
 		at := tp{p.changelog, part}
 		for o := range w.log.end(at) {
@@ -106,9 +113,18 @@ func decodeState[S any](b []byte) (S, error) {
 	return s, nil
 }
 
-// ready lists the input partitions with a record to read, in a fixed order.
+// ready lists the input partitions with a record to read, in a fixed
+// order. The list is kept until an input topic grows or the positions
+// move.
 func (p *machineProc[S]) ready(w *world) []tp {
-	var out []tp
+	var v uint64
+	for _, t := range p.inputs {
+		v += w.log.version(t)
+	}
+	if p.readyOK && v == p.readyAt {
+		return p.readyList
+	}
+	out := p.readyList[:0]
 	for _, t := range p.inputs {
 		for part := range w.log.partitions(t) {
 			at := tp{t, part}
@@ -117,6 +133,7 @@ func (p *machineProc[S]) ready(w *world) []tp {
 			}
 		}
 	}
+	p.readyList, p.readyAt, p.readyOK = out, v, true
 	return out
 }
 
@@ -154,10 +171,11 @@ func (p *machineProc[S]) batch(w *world, max int, abort bool) bool {
 		return false
 	}
 	due := p.due(w.now)
-	ready := p.ready(w)
+	ready := slices.Clone(p.ready(w))
 	if len(ready) == 0 && len(due) == 0 {
 		return false
 	}
+	p.readyOK = false // the positions move
 	tx := &txn{group: p.group, offsets: map[tp]int64{}}
 	touched := map[string]bool{}
 	// Records of different partitions interleave at random, as fetches

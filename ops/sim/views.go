@@ -11,7 +11,10 @@ import (
 // every job's life from vm.events.v1. The invariants look only at these
 // and at the hypervisor's truth, never inside a processor.
 type views struct {
-	cursor   map[tp]int64
+	cursor map[tp]int64
+	// seen is each topic's version at the last fold: a topic that has not
+	// grown since is not scanned.
+	seen     map[string]uint64
 	vms      map[string]*schemas.VmRecord
 	zones    map[string]*schemas.ZoneRecord
 	hosts    map[string]*schemas.HostRecord
@@ -38,7 +41,7 @@ type jobLife struct {
 }
 
 func newViews() *views {
-	return &views{cursor: map[tp]int64{}, vms: map[string]*schemas.VmRecord{}, zones: map[string]*schemas.ZoneRecord{},
+	return &views{cursor: map[tp]int64{}, seen: map[string]uint64{}, vms: map[string]*schemas.VmRecord{}, zones: map[string]*schemas.ZoneRecord{},
 		hosts: map[string]*schemas.HostRecord{}, jobs: map[string]*jobLife{}, outcomes: map[string]int{},
 		running: map[string]string{}}
 }
@@ -49,6 +52,9 @@ func (v *views) fold(w *world) {
 	v.changedVMs = foldState(w, v, schemas.TopicVmState, v.vms, v.changedVMs[:0])
 	v.changedZones = foldState(w, v, schemas.TopicPlacementState, v.zones, v.changedZones[:0])
 	foldState(w, v, schemas.TopicHostState, v.hosts, nil)
+	if !v.grown(w, schemas.TopicVmEvents) {
+		return
+	}
 	for part := range w.log.partitions(schemas.TopicVmEvents) {
 		at := tp{schemas.TopicVmEvents, part}
 		for o := v.cursor[at]; o < w.log.end(at); o++ {
@@ -65,9 +71,23 @@ func (v *views) fold(w *world) {
 	}
 }
 
+// grown says whether a topic has records the views have not folded, and
+// marks them folded.
+func (v *views) grown(w *world, topic string) bool {
+	ver := w.log.version(topic)
+	if ver == v.seen[topic] {
+		return false
+	}
+	v.seen[topic] = ver
+	return true
+}
+
 // foldState applies a changelog's new records to a view and appends the
 // keys that changed to changed, sorted and once each.
 func foldState[S any](w *world, v *views, topic string, into map[string]S, changed []string) []string {
+	if !v.grown(w, topic) {
+		return changed
+	}
 	for part := range w.log.partitions(topic) {
 		at := tp{topic, part}
 		for o := v.cursor[at]; o < w.log.end(at); o++ {

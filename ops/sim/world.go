@@ -72,7 +72,10 @@ type world struct {
 	cl    *clients
 	views *views
 
-	ring        []traceLine
+	ring []traceLine
+	// touched says the hypervisor may have changed since the guests were
+	// last checked.
+	touched     bool
 	err         error
 	deadLetters int
 	checks      map[string]int

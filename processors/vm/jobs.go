@@ -439,6 +439,12 @@ func (t *tx) advance() {
 // answer wakes a job waiting on this agent command of the current epoch;
 // any other answer is stale and ignored.
 func (t *tx) answer(a *schemas.AgentAnswer) {
+	if a.PowerHost != "" && a.ReportSeq > 0 {
+		// The answer read the VM's power under this sequence: a report of
+		// that host taken before it is older, whatever it arrives after.
+		// The report sent with the answer shares its sequence and counts.
+		t.seenUpTo(a.PowerHost, a.ReportSeq-1)
+	}
 	j := t.s.Job
 	w := &j.Wait
 	if a.Epoch < t.s.Epoch {

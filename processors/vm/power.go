@@ -35,6 +35,18 @@ func (t *tx) fresh(host string, seq int64) bool {
 	return true
 }
 
+// seenUpTo records that a host's reports up to seq are older than what
+// the VM processor knows (an agent's answer read the power after them).
+func (t *tx) seenUpTo(host string, seq int64) {
+	if last, ok := t.s.ReportSeq[host]; ok && last >= seq {
+		return
+	}
+	if t.s.ReportSeq == nil {
+		t.s.ReportSeq = map[string]int64{}
+	}
+	t.s.ReportSeq[host] = seq
+}
+
 // observe applies one power observation of the VM on host. at is when the
 // host observed it (0 when unknown).
 func (t *tx) observe(host, power string, at int64, why string) {

@@ -177,7 +177,8 @@ func (a *Agent) answer(h, where *hostState, rec schemas.Record, cmd *schemas.Age
 	}
 	at := a.cfg.Clock().UnixMilli()
 	answer := &schemas.AgentAnswer{CommandID: cmd.CommandID, VmID: cmd.VmID, HostID: cmd.HostID, Epoch: cmd.Epoch,
-		CommandType: schemas.TypeName(rec.Value), OK: err == nil, PowerState: state, AnsweredAt: at}
+		CommandType: schemas.TypeName(rec.Value), OK: err == nil, PowerState: state, AnsweredAt: at,
+		PowerHost: where.info.ID, ReportSeq: seq}
 	if err != nil {
 		answer.Error = schemas.CleanText(err.Error()) // a driver's error may hold its tool's raw output
 	}
