@@ -54,7 +54,8 @@ func TestResize(t *testing.T) {
 	}{
 		{"fits in place", []any{hostUp("h1", "c", 2, 8192), hostUp("h2", "c", 2, 8192), placeReq("r1", "vm1", 2, 1024), resize("rs", 6)},
 			"h1", "h1:6 "},
-		{"shrinks in place", []any{hostUp("h1", "c", 2, 8192), placeReq("r1", "vm1", 4, 1024), resize("rs", 1)}, "h1", "h1:1 "},
+		// The claim keeps the old size until the VM settles on one.
+		{"shrinks in place", []any{hostUp("h1", "c", 2, 8192), placeReq("r1", "vm1", 4, 1024), resize("rs", 1)}, "h1", "h1:4 "},
 		{"moves when it does not fit, keeping the old claim", []any{hostUp("h1", "c", 1, 8192), hostUp("h2", "c", 4, 8192),
 			placeReq("r1", "vm1", 2, 1024), resize("rs", 8)}, "h2", "h1:2 h2:8 "},
 		{"nowhere to go", []any{hostUp("h1", "c", 1, 8192), placeReq("r1", "vm1", 2, 1024), resize("rs", 8)}, "", "h1:2 "},

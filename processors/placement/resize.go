@@ -7,7 +7,8 @@ import (
 )
 
 // resize answers ResizeVm. When the new size fits the VM's host, the claim
-// there is adjusted (released and claimed again at the new size) and the
+// there grows to cover it (released and claimed again at the larger of the
+// two sizes, per resource, so a pure shrink frees nothing yet) and the
 // decision names the same host. Otherwise placement picks another host as
 // for a migration: the old claim is kept until the VM releases it
 // (ReleaseVm on the old host after ConfirmResize, or on the new one after
@@ -40,6 +41,15 @@ func (m *Machine) resize(z *schemas.ZoneRecord, r *schemas.ResizeVm, now time.Ti
 	cur := z.Allocations[held[0]]
 	group, anti := affinityOfKey(cur.AffinityGroup)
 	if i, ok := ix.host[cur.HostID]; ok && m.fitsInPlace(&z.Hosts[i], cur, r.Offering) {
+		// The claim covers both sizes until the VM settles on one: its
+		// restart with the new size may fail and leave it running at the
+		// old one, so a shrink frees nothing yet. The VM processor claims
+		// the exact size it runs at once the resize is confirmed or
+		// reverted (a release and an adopt).
+		// The claim is made again under this request even when its size
+		// does not change, so that a repeat of the request is answered
+		// the same.
+		req.Offering.CPU, req.Offering.MemoryMB = max(cur.CPU, r.Offering.CPU), max(cur.MemoryMB, r.Offering.MemoryMB)
 		var out []schemas.Record
 		for _, ev := range ix.release(r.VmID, cur.HostID, r.RequestID, now) {
 			out = append(out, event(z.ZoneID, ev, hdr))

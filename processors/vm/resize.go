@@ -134,6 +134,16 @@ func resizeAdvance(t *tx) {
 	t.succeed("resized, waiting for confirm or revert")
 }
 
+// settleClaim makes the VM's claim on its host its exact size: a release
+// and an adopt, since an in-place resize claims the larger of both sizes
+// until the VM settles on one.
+func (t *tx) settleClaim() {
+	if host := t.s.HostID; host != "" {
+		t.release(host)
+		t.adopt(host)
+	}
+}
+
 // resizeRelease undoes the claim of a failed resize: the destination of a
 // move, or the new size of an in-place resize (its claim goes back to the
 // old size on that host).
@@ -174,6 +184,9 @@ func confirmStart(t *tx, _ any) {
 	t.step(TaskResizeVerify, "confirm", text, map[string]any{"old_host": old})
 	if old != "" && old != s.HostID {
 		t.release(old)
+	} else {
+		// In place, the claim covered both sizes: it becomes the new one.
+		t.settleClaim()
 	}
 	s.OldOffering, s.ResizeSourceHost = nil, ""
 	s.VmState = StateActive
@@ -215,11 +228,14 @@ func revertPlaced(t *tx, d *schemas.PlacementDecided) {
 func revertDone(t *tx) {
 	s := t.s
 	p := s.Job.Params
+	s.Offering, s.OldOffering, s.ResizeSourceHost = oldOffering(s), nil, ""
 	if p[paramDest] != "" {
 		// Back on the old host: the new one's claim goes.
 		t.releaseOn(p[paramSource])
+	} else {
+		// In place, the claim covered both sizes: it becomes the old one.
+		t.settleClaim()
 	}
-	s.Offering, s.OldOffering, s.ResizeSourceHost = oldOffering(s), nil, ""
 	s.VmState = StateActive
 	t.succeed("resize reverted; the VM runs with its old size on host " + s.HostID)
 }
