@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 
 	"github.com/vmplane/vmplane/producers/agent"
 	drv "github.com/vmplane/vmplane/producers/agent/driver/sim"
@@ -35,6 +36,7 @@ type simAgent struct {
 	disk      map[string]schemas.Record // the answers file
 	pos       map[int32]int64           // next offset of agent.commands.v1
 	outbox    map[tp][]schemas.Record
+	waiting   []tp  // the partitions with queued records, sorted
 	nextRound int64 // Unix ms of the next report round
 }
 
@@ -68,14 +70,14 @@ func (a *simAgent) start(w *world) {
 	for part := range w.log.partitions(schemas.TopicAgentCommands) {
 		a.pos[part] = w.log.committed(a.group(), tp{schemas.TopicAgentCommands, part})
 	}
-	a.outbox = map[tp][]schemas.Record{}
+	a.outbox, a.waiting = map[tp][]schemas.Record{}, nil
 	a.nextRound = w.ms()
 }
 
 // crash ends the process without a word: nothing unsent goes out.
 func (a *simAgent) crash() {
 	a.running = false
-	a.outbox = nil
+	a.outbox, a.waiting = nil, nil
 }
 
 // stop ends the process cleanly: AgentDisconnected for every announced
@@ -108,27 +110,21 @@ func (a *simAgent) nextSeq(host string) int64 {
 // send queues a record for its partition.
 func (a *simAgent) send(w *world, r schemas.Record) {
 	at := tp{r.Topic, w.log.partitionOf(r.Topic, r.Key)}
+	if len(a.outbox[at]) == 0 {
+		i, _ := slices.BinarySearchFunc(a.waiting, at, cmpTP)
+		a.waiting = slices.Insert(a.waiting, i, at)
+	}
 	a.outbox[at] = append(a.outbox[at], r)
 }
 
 // pendingOut lists the partitions with queued records, sorted.
-func (a *simAgent) pendingOut() []tp {
-	var out []tp
-	for p, q := range a.outbox {
-		if len(q) > 0 {
-			out = append(out, p)
-		}
+func (a *simAgent) pendingOut() []tp { return a.waiting }
+
+func cmpTP(x, y tp) int {
+	if c := strings.Compare(x.topic, y.topic); c != 0 {
+		return c
 	}
-	slices.SortFunc(out, func(x, y tp) int {
-		if x.topic != y.topic {
-			if x.topic < y.topic {
-				return -1
-			}
-			return 1
-		}
-		return int(x.part - y.part)
-	})
-	return out
+	return int(x.part - y.part)
 }
 
 // deliver sends the head of one partition's queue; dup sends it twice, as
@@ -137,6 +133,11 @@ func (a *simAgent) deliver(w *world, at tp, dup bool) {
 	q := a.outbox[at]
 	r := q[0]
 	a.outbox[at] = q[1:]
+	if len(q) == 1 {
+		if i, ok := slices.BinarySearchFunc(a.waiting, at, cmpTP); ok {
+			a.waiting = slices.Delete(a.waiting, i, i+1)
+		}
+	}
 	w.produce(r)
 	if dup {
 		w.trace("%s duplicates %s", a.id, schemas.TypeName(r.Value))
@@ -145,7 +146,7 @@ func (a *simAgent) deliver(w *world, at tp, dup bool) {
 }
 
 func (a *simAgent) flushAll(w *world) {
-	for _, at := range a.pendingOut() {
+	for _, at := range slices.Clone(a.pendingOut()) {
 		for len(a.outbox[at]) > 0 {
 			a.deliver(w, at, false)
 		}

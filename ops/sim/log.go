@@ -36,13 +36,17 @@ type memLog struct {
 	// topic at a version has nothing new to read until it changes.
 	versions map[string]uint64
 	offsets  map[string]map[tp]int64 // group → partition → next offset
-	hasher   kgo.Partitioner
 	counts   map[string]int32
+	// hashed remembers the partition of each key by partition count:
+	// franz-go's partitioner seeds a random source per topic it is asked
+	// for, which would cost more than the whole step.
+	hasher kgo.TopicPartitioner
+	hashed map[int32]map[string]int32
 }
 
 func newMemLog() *memLog {
 	l := &memLog{parts: map[tp][]entry{}, versions: map[string]uint64{}, offsets: map[string]map[tp]int64{},
-		hasher: kgo.StickyKeyPartitioner(nil), counts: map[string]int32{}}
+		counts: map[string]int32{}, hasher: kgo.StickyKeyPartitioner(nil).ForTopic(""), hashed: map[int32]map[string]int32{}}
 	for _, t := range schemas.Topics {
 		l.counts[t.Name] = t.PartitionsOf()
 	}
@@ -53,10 +57,22 @@ func newMemLog() *memLog {
 // murmur2), so a record lands where the real partitioner would put it.
 func (l *memLog) partitionOf(topic, key string) int32 {
 	n := l.counts[topic]
-	if n <= 1 {
+	if n <= 1 || key == "" {
+		// An unkeyed record goes to a random partition in Kafka; every
+		// vmplane record has a key, and the world stays deterministic.
 		return 0
 	}
-	return int32(l.hasher.ForTopic(topic).Partition(&kgo.Record{Key: []byte(key)}, int(n)))
+	m := l.hashed[n]
+	if m == nil {
+		m = map[string]int32{}
+		l.hashed[n] = m
+	}
+	p, ok := m[key]
+	if !ok {
+		p = int32(l.hasher.Partition(&kgo.Record{Key: []byte(key)}, int(n)))
+		m[key] = p
+	}
+	return p
 }
 
 // partitions returns the partition count of a topic.

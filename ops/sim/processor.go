@@ -73,13 +73,18 @@ func (p *machineProc[S]) crash() {
 func (p *machineProc[S]) restore(w *world) {
 	p.state, p.part, p.pos = map[string]S{}, map[string]int32{}, map[tp]int64{}
 	p.readyOK = false
+	// The latest record of each key is its state (what compaction would
+	// keep): read from the end, each key once.
 	for part := range w.log.partitions(p.changelog) {
 		at := tp{p.changelog, part}
-		for o := range w.log.end(at) {
+		seen := map[string]bool{}
+		for o := w.log.end(at) - 1; o >= 0; o-- {
 			e, _ := w.log.read(at, o)
+			if seen[e.key] {
+				continue
+			}
+			seen[e.key] = true
 			if e.value == nil {
-				delete(p.state, e.key)
-				delete(p.part, e.key)
 				continue
 			}
 			s, err := decodeState[S](e.value)
@@ -90,13 +95,13 @@ func (p *machineProc[S]) restore(w *world) {
 			p.state[e.key], p.part[e.key] = s, part
 		}
 	}
-	p.rewake()
 	for _, t := range p.inputs {
 		for part := range w.log.partitions(t) {
 			at := tp{t, part}
 			p.pos[at] = w.log.committed(p.group, at)
 		}
 	}
+	p.rewake()
 	p.running = true
 }
 
