@@ -78,6 +78,14 @@ func (t *tx) cleanUpStart(why string) bool {
 // does; one that runs there after all stays, Active where it runs.
 func (t *tx) cleanupAnswered(a *schemas.AgentAnswer) {
 	why := t.s.Job.Params[paramTimedOut]
+	if a.PowerState == schemas.PowerUnknown || a.PowerState == "" {
+		// The agent could not look (its host unreachable, or the stop
+		// expired unread): nothing is confirmed, as if it had not
+		// answered (found by the simulation: an expired cleanup read as
+		// "off" let HA start a second copy).
+		t.cleanupTimedOut()
+		return
+	}
 	if onHost(a.PowerState) {
 		t.s.PowerState, t.s.PowerHost = a.PowerState, a.HostID
 		t.keepClaims = true
