@@ -206,6 +206,10 @@ func (t *tx) terminate(ref schemas.JobRef, c schemas.VmCommand, v any) {
 	// shows a VM with two jobs running.
 	why := "Cancelled by terminate job " + c.CommandID
 	if t.s.Job.JobID != "" {
+		// What it claimed goes back now: the terminate may itself fail,
+		// and a migration's destination would stay claimed for good
+		// (found by the simulation, seed 216).
+		t.releaseHeld()
 		t.endJob(outcomeCancelled, &schemas.JobCancelled{JobRef: t.jobRef(), Reason: why, VmState: t.s.VmState, StartedAt: t.s.Job.StartedAt}, why, false)
 	}
 	for _, q := range t.s.Queue {
@@ -297,8 +301,9 @@ func (t *tx) fail(reason, detail string, follow bool) {
 	t.failAs(t.failState(follow), reason, detail)
 }
 
-// failAs is fail with the state the VM rests in given.
-func (t *tx) failAs(state, reason, detail string) {
+// releaseHeld releases what the running job may hold and will not keep:
+// its flow's releaseOnFail, or every claim when it holds a placement.
+func (t *tx) releaseHeld() {
 	j := *t.s.Job
 	f := flowOf(j.JobType)
 	switch {
@@ -310,6 +315,13 @@ func (t *tx) failAs(state, reason, detail string) {
 	case f.holds != nil && f.holds(j):
 		t.release("")
 	}
+}
+
+// failAs is fail with the state the VM rests in given.
+func (t *tx) failAs(state, reason, detail string) {
+	j := *t.s.Job
+	f := flowOf(j.JobType)
+	t.releaseHeld()
 	t.s.VmState = state
 	ref := t.jobRef()
 	if f.failed != nil {
@@ -394,6 +406,9 @@ func (t *tx) release(host string) {
 		return
 	}
 	if host == "" {
+		if t.releasedAll {
+			return // this transaction released every claim already
+		}
 		t.releasedAll = true
 	}
 	id := schemas.BoundID(s.Job.JobID + "-release")
