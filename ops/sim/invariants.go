@@ -98,7 +98,8 @@ func (w *world) ledger() {
 }
 
 // haOnlyForHA: an HA restart is only ever started for a VM with HA, and
-// never while the host it ran on is in doubt (Alert, Disconnected).
+// never while a guest of it still runs on a host in doubt (Alert,
+// Disconnected).
 func (w *world) haOnlyForHA() {
 	for _, ev := range w.views.fresh {
 		a, ok := ev.(*schemas.JobAccepted)
@@ -111,18 +112,19 @@ func (w *world) haOnlyForHA() {
 			w.fail("HA restart %s of VM %s, which has no HA", a.JobID, a.VmID)
 			return
 		}
-		// The host it left must be known down (fenced) or known up, or
-		// have said the guest is off: a host in doubt whose last word was
-		// that the guest runs may still run it.
-		if !ok || v.HostID == "" || v.PowerHost == v.HostID && !onHostPower(v.PowerState) {
-			continue
-		}
-		w.checks["no HA restart off a host in doubt"]++
-		if h, ok := w.views.hosts[v.HostID]; ok {
-			switch st := h.Status.Status; st {
-			case "Alert", "Disconnected", "Connecting":
-				w.fail("HA restart %s of VM %s while its host %s is %s: the VM may still run there", a.JobID, a.VmID, v.HostID, st)
-				return
+		// No guest of it may still run on a host in doubt (Alert,
+		// Disconnected): that host's copy is alive behind a cut cable.
+		w.checks["no HA restart while it runs on a host in doubt"]++
+		for _, h := range w.hosts {
+			if !onHostPower(w.drv.Guests(h.ID)[a.VmID]) {
+				continue
+			}
+			if r, ok := w.views.hosts[h.ID]; ok {
+				switch st := r.Status.Status; st {
+				case "Alert", "Disconnected", "Connecting":
+					w.fail("HA restart %s of VM %s while it runs on host %s, which is %s", a.JobID, a.VmID, h.ID, st)
+					return
+				}
 			}
 		}
 	}
