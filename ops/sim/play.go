@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/vmplane/vmplane/producers/agent"
@@ -29,7 +31,7 @@ func (w *world) play() {
 // and reachable, and the world runs without faults until the job timeout
 // and a few ping rounds have passed and nothing is left to deliver.
 func (w *world) settle() {
-	w.calm = true
+	w.calm, w.calmSince = true, w.now
 	w.trace("faults stop")
 	for _, p := range w.procs {
 		if !p.up() {
@@ -46,17 +48,63 @@ func (w *world) settle() {
 		_ = w.drv.Heal(h.ID)
 	}
 	w.touched = true
-	until := w.now.Add(jobTimeout + 6*pingInterval)
-	for n := 0; n < w.opts.Settle && w.err == nil; n++ {
-		if !w.now.Before(until) && !w.busy() {
+	// The world settles once no job runs and nothing is left to deliver,
+	// and every host has had a few ping rounds. Jobs queued during the
+	// faults run one after another, each within its own time limit.
+	rounds := w.now.Add(6 * pingInterval)
+	for n := 0; w.err == nil; n++ {
+		if !w.now.Before(rounds) && !w.busy() && !w.jobsRunning() {
 			break
+		}
+		if n == w.opts.Settle {
+			w.fail("the world did not settle in %d steps after the faults stopped", n)
+			return
 		}
 		w.next(w.events(false))
 		w.check()
+		w.jobsInTime()
 		w.step++
 	}
 	if w.err == nil {
 		w.settled()
+	}
+}
+
+// jobLimit is how long a job may run once the faults stop: the job
+// timeout, the cleanup of a start that was never answered (3 × resend,
+// processors/vm/cleanup.go), and the slack of a timer that fires at the
+// next batch rather than on the dot.
+const jobLimit = jobTimeout + 3*resendAfter + 30*time.Second
+
+// jobsRunning says whether a VM has a job in flight, as committed.
+func (w *world) jobsRunning() bool {
+	for _, v := range w.views.vms {
+		if v.Job != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// jobsInTime holds the liveness of jobs once the faults have stopped: none
+// runs longer than its time limit after the faults stopped.
+func (w *world) jobsInTime() {
+	for _, id := range slices.Sorted(maps.Keys(w.views.vms)) {
+		j := w.views.vms[id].Job
+		if j == nil || j.StartedAt == 0 {
+			continue
+		}
+		w.checks["every job ends in time"]++
+		// Counted from when the faults stopped: before, a crashed
+		// processor or a jump of the clock may hold any job up.
+		since := time.UnixMilli(j.StartedAt)
+		if since.Before(w.calmSince) {
+			since = w.calmSince
+		}
+		if ran := w.now.Sub(since); ran > jobLimit {
+			w.fail("VM %s's job %s (%s, phase %s) has run %s since the faults stopped, past its limit of %s", id, j.JobID, j.JobType, j.Phase, ran, jobLimit)
+			return
+		}
 	}
 }
 

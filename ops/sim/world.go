@@ -24,8 +24,8 @@ type Options struct {
 	// mix of everything.
 	Family string
 	// Steps is how many steps run with faults (default 1200); then the
-	// faults stop and the world settles (Settle, default 4000 steps at
-	// most, and at least the job timeout of simulated time).
+	// faults stop and the world settles: no job runs, nothing is left to
+	// deliver (Settle bounds the steps that may take, default 20000).
 	Steps  int
 	Settle int
 	// Trace, when set, receives every step as it happens.
@@ -58,19 +58,21 @@ const (
 // world is one run: the log, the processors, the hosts and their agents,
 // the clients, the clock and the random source.
 type world struct {
-	opts  Options
-	prof  profile
-	rng   *rand.Rand
-	now   time.Time
-	step  int
-	calm  bool
-	log   *memLog
-	procs []proc
-	drv   *drv.Driver
-	hosts []agent.HostInfo
-	ags   []*simAgent
-	cl    *clients
-	views *views
+	opts Options
+	prof profile
+	rng  *rand.Rand
+	now  time.Time
+	step int
+	calm bool
+	// calmSince is when the faults stopped.
+	calmSince time.Time
+	log       *memLog
+	procs     []proc
+	drv       *drv.Driver
+	hosts     []agent.HostInfo
+	ags       []*simAgent
+	cl        *clients
+	views     *views
 
 	ring []traceLine
 	// touched says the hypervisor may have changed since the guests were
@@ -88,7 +90,7 @@ func Run(o Options) Result {
 		o.Steps = 1200
 	}
 	if o.Settle <= 0 {
-		o.Settle = 4000
+		o.Settle = 20000
 	}
 	prof, err := profileOf(o.Family)
 	if err != nil {
