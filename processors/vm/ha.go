@@ -58,7 +58,17 @@ func haStart(t *tx, _ any) {
 	attempt := s.HARetries + 1
 	t.step(TaskScheduling, "schedule", fmt.Sprintf("HA restart, attempt %d of %d: asking placement for a host", attempt, t.cfg.HAMaxRetries),
 		map[string]any{"zone_id": s.ZoneID, "attempt": attempt, "avoid": strings.Join(s.HAAvoidHosts, ","), "request_id": t.nextID(), "epoch": s.Epoch})
-	t.placeAvoiding("", s.Offering, s.HAAvoidHosts)
+	// The host it was found off on comes first when it is not to be
+	// avoided (down, or where an attempt failed): a guest that stopped on
+	// a healthy host starts again there, as CloudStack's HA does, and if
+	// a late report had it wrong and the guest runs there after all, the
+	// start finds it running instead of making a second copy elsewhere
+	// (found by the simulation, family queue seed 421).
+	prefer := s.HostID
+	if slices.Contains(s.HAAvoidHosts, prefer) {
+		prefer = ""
+	}
+	t.placeAvoiding(prefer, false, s.Offering, s.HAAvoidHosts)
 }
 
 // haAvoid adds a host to the episode's avoid list (nothing for "").

@@ -42,12 +42,12 @@ func migrateStart(t *tx, _ any) {
 	}
 	t.step(TaskScheduling, "schedule", text,
 		map[string]any{"zone_id": s.ZoneID, "source": s.HostID, "host_id": want, "request_id": t.nextID(), "epoch": s.Epoch})
-	t.placeAvoiding(want, s.Offering, []string{s.HostID})
+	t.placeAvoiding(want, want != "", s.Offering, []string{s.HostID})
 }
 
 // placeAvoiding sends PlaceVm avoiding hosts ("" entries are dropped) and
 // joins on the decision. A non-empty want is required, not preferred.
-func (t *tx) placeAvoiding(want string, off schemas.Offering, avoid []string) {
+func (t *tx) placeAvoiding(want string, required bool, off schemas.Offering, avoid []string) {
 	s := t.s
 	id := t.currentID()
 	var avoidHosts []string
@@ -58,7 +58,7 @@ func (t *tx) placeAvoiding(want string, off schemas.Offering, avoid []string) {
 	}
 	t.emit(schemas.TopicPlacementRequests, s.ZoneID, &schemas.PlaceVm{
 		RequestID: id, VmID: s.VmID, ZoneID: s.ZoneID, Account: s.Account, Epoch: s.Epoch,
-		Offering: off, AvoidHosts: avoidHosts, HostID: want, HostRequired: want != "", AffinityGroup: s.AffinityGroup, At: t.ms,
+		Offering: off, AvoidHosts: avoidHosts, HostID: want, HostRequired: required, AffinityGroup: s.AffinityGroup, At: t.ms,
 	})
 	s.Job.Phase = phasePlacing
 	s.Job.Wait = schemas.JobWait{Kind: waitPlacement, RequestID: id, Deadline: s.Job.Deadline}
