@@ -2,6 +2,7 @@ package vm
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/vmplane/vmplane/schemas"
 )
@@ -103,4 +104,73 @@ func (t *tx) cleanupTimedOut() {
 	t.keepClaims = true
 	t.s.HostID = host
 	t.failAs(StateError, "Timeout", t.s.Job.Params[paramTimedOut]+"; host "+host+" did not confirm the VM is off there, so it keeps its claim")
+}
+
+// A migration that times out unanswered. Its MigrateVm may have moved the
+// VM or not: the agent reads it no later than its expiry (the job's
+// deadline), and its answer may be on the way. Releasing the destination
+// at once would leave a VM that did move there without a claim, and
+// releasing nothing would leave one that did not with a claim where it
+// never went. So the job waits a little more (phaseSettling) for a report,
+// taken after the expiry, from either host: the VM on the destination ends
+// the migration as done, on the source fails it and releases the
+// destination. With no such report before the settling deadline the job
+// fails with both claims kept, and the next report of the VM where it
+// runs settles them (an adopt on the destination releases the source).
+
+// phaseSettling: a migration past its deadline, waiting for a report that
+// says which side of the move the VM is on.
+const phaseSettling = "settling"
+
+// paramExpired keeps when the migration's command expired (Unix
+// milliseconds): only reports taken later tell where it left the VM.
+const paramExpired = "expired_at"
+
+// settleMove takes over a migration that timed out waiting for its
+// answer, and reports whether it did.
+func (t *tx) settleMove(why string) bool {
+	j := t.s.Job
+	w := j.Wait
+	if j.Phase != phaseMigrating || w.Kind != waitAnswer || w.Answered {
+		return false
+	}
+	if w.Reported {
+		// The destination said the VM runs there: the move happened,
+		// only the agent's answer is late.
+		t.advance()
+		return true
+	}
+	if j.Params == nil {
+		j.Params = map[string]string{}
+	}
+	j.Params[paramTimedOut] = why
+	j.Params[paramExpired] = strconv.FormatInt(j.Deadline, 10)
+	t.step(TaskMigrating, "settle", fmt.Sprintf("%s: waiting for host %s or %s to report where the VM runs before giving up", why, j.Params[paramSource], j.Params[paramDest]),
+		map[string]any{"source": j.Params[paramSource], "host_id": j.Params[paramDest]})
+	j.Phase = phaseSettling
+	j.Wait = schemas.JobWait{}
+	j.Deadline = t.ms + 3*t.cfg.ResendAfter.Milliseconds()
+	return true
+}
+
+// moveReported applies a report during phaseSettling.
+func (t *tx) moveReported(host, power string, at int64) {
+	j := t.s.Job
+	expired, err := strconv.ParseInt(j.Params[paramExpired], 10, 64)
+	if err != nil || at <= expired || !onHost(power) {
+		return // taken before the command could no longer run, or off
+	}
+	switch host {
+	case j.Params[paramDest]:
+		j.Phase = phaseMigrating
+		t.advance()
+	case j.Params[paramSource]:
+		t.fail("Timeout", j.Params[paramTimedOut]+"; the VM stayed on host "+host, false)
+	}
+}
+
+// settleTimedOut ends a migration no report settled: it keeps both claims.
+func (t *tx) settleTimedOut() {
+	t.keepClaims = true
+	t.fail("Timeout", t.s.Job.Params[paramTimedOut]+"; no host said where the VM runs, so it keeps its claims on both", false)
 }

@@ -531,6 +531,10 @@ func (t *tx) placementFailed(f *schemas.PlacementFailed) {
 // wakeJob hands a power report from host to the running job.
 func (t *tx) wakeJob(host, power string, at int64) {
 	w := &t.s.Job.Wait
+	if t.s.Job.Phase == phaseSettling {
+		t.moveReported(host, power, at)
+		return
+	}
 	if t.strayHost(host, power) {
 		j := *t.s.Job
 		// Claimed before the job's own release and before a queued job's
@@ -572,7 +576,10 @@ func (t *tx) tickJob() {
 		switch {
 		case j.Phase == phaseCleanup:
 			t.cleanupTimedOut()
-		case !t.cleanUpStart(why):
+		case j.Phase == phaseSettling:
+			t.settleTimedOut()
+		case t.cleanUpStart(why), t.settleMove(why):
+		default:
 			t.fail("Timeout", why, false)
 		}
 		return
