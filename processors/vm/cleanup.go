@@ -115,8 +115,7 @@ func (t *tx) cleanupTimedOut() {
 // taken after the expiry, from either host: the VM on the destination ends
 // the migration as done, on the source fails it and releases the
 // destination. With no such report before the settling deadline the job
-// fails with both claims kept, and the next report of the VM where it
-// runs settles them (an adopt on the destination releases the source).
+// fails as a failed migration does (settleTimedOut).
 
 // phaseSettling: a migration past its deadline, waiting for a report that
 // says which side of the move the VM is on.
@@ -169,8 +168,12 @@ func (t *tx) moveReported(host, power string, at int64) {
 	}
 }
 
-// settleTimedOut ends a migration no report settled: it keeps both claims.
+// settleTimedOut ends a migration no report settled as a failed one: the
+// VM is taken to be where the job last knew it, and the other host's claim
+// goes. Keeping both would leave a claim for good on the host the VM is
+// not on, since nothing tells a later report which one to release; a move
+// that did happen shows in a later report, and the VM follows it with an
+// adopt, over capacity if the destination filled meanwhile.
 func (t *tx) settleTimedOut() {
-	t.keepClaims = true
-	t.fail("Timeout", t.s.Job.Params[paramTimedOut]+"; no host said where the VM runs, so it keeps its claims on both", false)
+	t.fail("Timeout", t.s.Job.Params[paramTimedOut]+"; no host said where the VM runs", false)
 }
