@@ -12,8 +12,9 @@
 // reordered across partitions, hosts crash, partition, heal and flap, and
 // the clock jumps. After every step the world checks the invariants of
 // invariants.go; a violation names the seed, the step and the recent
-// history. Once the faults stop, the world checks that every job ends and
-// every host's status matches the truth.
+// history. Once the faults stop, the world checks that every job ends in
+// time, every host's status matches the truth and every claim and guest
+// belongs to a VM placed where it is.
 //
 // sim owns the world and its checks, never a decision: what happens to a
 // VM, a host, a zone or a lease is the machines' Step, the same code the
