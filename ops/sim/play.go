@@ -12,7 +12,7 @@ import (
 // event is one thing that may happen next, with its weight.
 type event struct {
 	weight int
-	name   string
+	name   string // what it is, for a reader of the event lists
 	do     func()
 }
 
@@ -28,10 +28,10 @@ func (w *world) play() {
 }
 
 // settle stops the faults: every process runs again, every host is back
-// and reachable, and the world runs without faults until the job timeout
-// and a few ping rounds have passed and nothing is left to deliver.
+// and reachable, and the world runs without faults until no job runs and
+// nothing is left to deliver.
 func (w *world) settle() {
-	w.calm, w.calmSince = true, w.now
+	w.calmSince = w.now
 	w.trace("faults stop")
 	for _, p := range w.procs {
 		if !p.up() {

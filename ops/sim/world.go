@@ -63,7 +63,6 @@ type world struct {
 	rng  *rand.Rand
 	now  time.Time
 	step int
-	calm bool
 	// calmSince is when the faults stopped.
 	calmSince time.Time
 	log       *memLog
