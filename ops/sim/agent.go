@@ -362,6 +362,7 @@ func (a *simAgent) investigate(w *world, cmd *schemas.AgentCommand, target, clus
 		} else {
 			result, detail = "Down", "fenced from "+from
 			w.trace("%s fences %s", a.id, target)
+			w.fenced = w.now
 		}
 	} else {
 		r, d, err := a.drv.CheckHost(context.Background(), from, target, method, vms)

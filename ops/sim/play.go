@@ -51,8 +51,16 @@ func (w *world) settle() {
 	// The world settles once no job runs and nothing is left to deliver,
 	// and every host has had a few ping rounds. Jobs queued during the
 	// faults run one after another, each within its own time limit.
-	rounds := w.now.Add(6 * pingInterval)
 	for n := 0; w.err == nil; n++ {
+		// A fencing sent before the faults stopped may power a host off
+		// after, even one that reconnected meanwhile (its Down answer
+		// then no longer counts): the host processor sees it by the
+		// missing pings, after its restart grace, the ping timeout and
+		// an investigation.
+		rounds := w.calmSince.Add(6 * pingInterval)
+		if f := w.fenced.Add(12 * pingInterval); f.After(rounds) {
+			rounds = f
+		}
 		if !w.now.Before(rounds) && !w.busy() && !w.jobsRunning() {
 			break
 		}

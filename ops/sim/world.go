@@ -63,15 +63,17 @@ type world struct {
 	rng  *rand.Rand
 	now  time.Time
 	step int
-	// calmSince is when the faults stopped.
-	calmSince time.Time
-	log       *memLog
-	procs     []proc
-	drv       *drv.Driver
-	hosts     []agent.HostInfo
-	ags       []*simAgent
-	cl        *clients
-	views     *views
+	// calmSince is when the faults stopped, fenced when a host was last
+	// fenced: the host processor needs a few ping rounds after either to
+	// see the truth.
+	calmSince, fenced time.Time
+	log               *memLog
+	procs             []proc
+	drv               *drv.Driver
+	hosts             []agent.HostInfo
+	ags               []*simAgent
+	cl                *clients
+	views             *views
 
 	ring []traceLine
 	// touched says the hypervisor may have changed since the guests were
