@@ -68,6 +68,12 @@ func haStart(t *tx, _ any) {
 	if slices.Contains(s.HAAvoidHosts, prefer) {
 		prefer = ""
 	}
+	// The VM is off wherever it was: every claim goes first. Placement
+	// keeps a claim on a host a request avoids (a migration's source),
+	// and an avoided host here is one the VM must not use (simulation,
+	// family host-down-ha seed 857: a failed attempt's destination kept
+	// its claim after the next attempt succeeded elsewhere).
+	t.release("")
 	t.placeAvoiding(prefer, false, s.Offering, s.HAAvoidHosts)
 }
 
