@@ -45,31 +45,27 @@ func (t *tx) cleanUpStart(why string) bool {
 	}
 	if w.Answered {
 		p := j.Params[paramAnsweredPower]
-		switch {
-		case !onHost(p):
+		if !onHost(p) {
 			return false
-		case j.Phase == phaseResizeStarting:
+		}
+		t.s.PowerState, t.s.PowerHost = p, w.HostID
+		if j.Phase == phaseResizeStarting {
 			// The VM runs with its new size, which placement already
 			// claims: only the report confirming it is late. The resize
 			// took effect, and ends as it would have.
-			t.s.PowerState, t.s.PowerHost = p, w.HostID
 			t.advance()
-		default:
-			t.s.PowerState, t.s.PowerHost = p, w.HostID
+		} else {
 			t.keepClaims = true
 			t.fail("Timeout", why+"; the agent answered that the VM runs on host "+w.HostID+", where it stays", true)
 		}
 		return true
 	}
-	if j.Params == nil {
-		j.Params = map[string]string{}
-	}
-	j.Params[paramTimedOut] = why
+	t.params()[paramTimedOut] = why
 	t.step(TaskStopping, "cleanup", fmt.Sprintf("%s: stopping the VM on host %s before giving up, since the start there was never answered", why, w.HostID),
 		map[string]any{"host_id": w.HostID, "command_id": t.nextID(), "epoch": t.s.Epoch})
 	// The cleanup gets a deadline of its own, and its command expires
 	// with it.
-	j.Deadline = t.ms + 3*t.cfg.ResendAfter.Milliseconds()
+	j.Deadline = t.graceDeadline()
 	t.callAgent(phaseCleanup, w.HostID, "")
 	return true
 }
@@ -87,13 +83,12 @@ func (t *tx) cleanupAnswered(a *schemas.AgentAnswer) {
 		t.cleanupTimedOut()
 		return
 	}
+	t.s.PowerState, t.s.PowerHost = a.PowerState, a.HostID
 	if onHost(a.PowerState) {
-		t.s.PowerState, t.s.PowerHost = a.PowerState, a.HostID
 		t.keepClaims = true
 		t.fail("Timeout", why+"; the VM runs on host "+a.HostID+" and stays there", true)
 		return
 	}
-	t.s.PowerState, t.s.PowerHost = a.PowerState, a.HostID
 	t.fail("Timeout", why, false)
 }
 
@@ -139,16 +134,14 @@ func (t *tx) settleMove(why string) bool {
 		t.advance()
 		return true
 	}
-	if j.Params == nil {
-		j.Params = map[string]string{}
-	}
-	j.Params[paramTimedOut] = why
-	j.Params[paramExpired] = strconv.FormatInt(j.Deadline, 10)
+	p := t.params()
+	p[paramTimedOut] = why
+	p[paramExpired] = strconv.FormatInt(j.Deadline, 10)
 	t.step(TaskMigrating, "settle", fmt.Sprintf("%s: waiting for host %s or %s to report where the VM runs before giving up", why, j.Params[paramSource], j.Params[paramDest]),
 		map[string]any{"source": j.Params[paramSource], "host_id": j.Params[paramDest]})
 	j.Phase = phaseSettling
 	j.Wait = schemas.JobWait{}
-	j.Deadline = t.ms + 3*t.cfg.ResendAfter.Milliseconds()
+	j.Deadline = t.graceDeadline()
 	return true
 }
 

@@ -445,6 +445,19 @@ func (t *tx) sendAgent(phase, id, host string) {
 	t.emit(schemas.TopicAgentCommands, ac.HostID, v)
 }
 
+// params returns the running job's parameters, made when it has none.
+func (t *tx) params() map[string]string {
+	j := t.s.Job
+	if j.Params == nil {
+		j.Params = map[string]string{}
+	}
+	return j.Params
+}
+
+// graceDeadline is the deadline of a timed-out job's last look at its
+// host (a cleanup, a settling): three resend intervals from now.
+func (t *tx) graceDeadline() int64 { return t.ms + 3*t.cfg.ResendAfter.Milliseconds() }
+
 // advance ends the job's wait and lets its flow go on.
 func (t *tx) advance() {
 	t.s.Job.Wait = schemas.JobWait{}
@@ -482,12 +495,10 @@ func (t *tx) answer(a *schemas.AgentAnswer) {
 		return
 	}
 	w.Answered = true
-	if j.Params == nil {
-		j.Params = map[string]string{}
-	}
-	j.Params[paramAnsweredAt] = strconv.FormatInt(a.AnsweredAt, 10)
+	p := t.params()
+	p[paramAnsweredAt] = strconv.FormatInt(a.AnsweredAt, 10)
 	if a.PowerState != "" {
-		j.Params[paramAnsweredPower] = a.PowerState
+		p[paramAnsweredPower] = a.PowerState
 	}
 	if w.Power == "" || w.Reported {
 		t.advance()

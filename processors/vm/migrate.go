@@ -31,10 +31,7 @@ func migrateVm(t *tx, ac *schemas.AgentCommand) any {
 
 func migrateStart(t *tx, _ any) {
 	s := t.s
-	if s.Job.Params == nil {
-		s.Job.Params = map[string]string{}
-	}
-	s.Job.Params[paramSource] = s.HostID
+	t.params()[paramSource] = s.HostID
 	want := s.Job.Params["host_id"]
 	text := "asking placement for a destination other than host " + s.HostID
 	if want != "" {

@@ -81,10 +81,7 @@ func offeringName(o schemas.Offering) string {
 func resizePlaced(t *tx, d *schemas.PlacementDecided) {
 	s := t.s
 	s.Job.Wait = schemas.JobWait{}
-	if s.Job.Params == nil {
-		s.Job.Params = map[string]string{}
-	}
-	p := s.Job.Params
+	p := t.params()
 	p[paramSource] = s.HostID
 	if d.HostID == s.HostID {
 		t.restartInPlace("restarting the VM on host " + s.HostID + " with its new size")
@@ -202,10 +199,7 @@ func revertResizeFlow() flow {
 
 func revertStart(t *tx, _ any) {
 	s := t.s
-	if s.Job.Params == nil {
-		s.Job.Params = map[string]string{}
-	}
-	p := s.Job.Params
+	p := t.params()
 	old := s.ResizeSourceHost
 	if old != "" && old != s.HostID {
 		p[paramSource], p[paramDest] = s.HostID, old
