@@ -134,21 +134,16 @@ func (w *world) busy() bool {
 // next picks one event by weight and runs it, then hands the hypervisor's
 // own power changes to the agents.
 func (w *world) next(evs []event) {
+	weights := make([]int, len(evs))
 	total := 0
-	for _, e := range evs {
+	for i, e := range evs {
+		weights[i] = e.weight
 		total += e.weight
 	}
 	if total == 0 {
 		return
 	}
-	r := w.rng.IntN(total)
-	for _, e := range evs {
-		if r < e.weight {
-			e.do()
-			break
-		}
-		r -= e.weight
-	}
+	evs[w.pick(weights...)].do()
 	w.drainChanges()
 }
 
