@@ -238,10 +238,10 @@ func (a *simAgent) handle(w *world, e entry) {
 	cmd := c.Command()
 	switch v := v.(type) {
 	case *schemas.CheckHost:
-		a.investigate(w, cmd, v.TargetHostID, v.ClusterID, v.Method, v.VmIDs, false)
+		a.investigate(w, v, cmd, v.TargetHostID, v.ClusterID)
 		return
 	case *schemas.FenceHost:
-		a.investigate(w, cmd, v.TargetHostID, v.ClusterID, "", nil, true)
+		a.investigate(w, v, cmd, v.TargetHostID, v.ClusterID)
 		return
 	case *schemas.AgentRejected:
 		if _, ok := a.serves(cmd.HostID); ok {
@@ -337,7 +337,7 @@ func (a *simAgent) vmList(w *world, host string, seq, at int64) {
 
 // investigate answers a CheckHost or FenceHost from another live host of
 // the target's cluster that this agent serves; none, and it is not ours.
-func (a *simAgent) investigate(w *world, cmd *schemas.AgentCommand, target, cluster, method string, vms []string, fence bool) {
+func (a *simAgent) investigate(w *world, v any, cmd *schemas.AgentCommand, target, cluster string) {
 	if cmd.Expired(w.ms()) {
 		return // the investigation has moved on, as producers/agent skips it
 	}
@@ -354,26 +354,13 @@ func (a *simAgent) investigate(w *world, cmd *schemas.AgentCommand, target, clus
 	if from == "" {
 		return
 	}
-	result, detail := "Unknown", ""
-	if fence {
+	if _, fence := v.(*schemas.FenceHost); fence {
 		w.touched = true
-		if err := a.drv.Fence(context.Background(), from, target); err != nil {
-			detail = "fencing failed: " + err.Error()
-		} else {
-			result, detail = "Down", "fenced from "+from
-			w.trace("%s fences %s", a.id, target)
-			w.fenced = w.now
-		}
-	} else {
-		r, d, err := a.drv.CheckHost(context.Background(), from, target, method, vms)
-		switch {
-		case err != nil:
-			detail = err.Error()
-		case r == "Up":
-			result, detail = "Up", d
-		default:
-			detail = d
-		}
+	}
+	result, detail := agent.Investigate(context.Background(), a.drv, v, from, target)
+	if result == "Down" {
+		w.trace("%s fences %s", a.id, target)
+		w.fenced = w.now
 	}
 	a.send(w, schemas.Record{Topic: schemas.TopicHostEvents, Key: target, Headers: map[string]string{"command_id": cmd.CommandID},
 		Value: &schemas.CheckHostAnswer{CommandID: cmd.CommandID, HostID: from, TargetHostID: target, Result: result,

@@ -91,35 +91,7 @@ func (a *Agent) neighbour(target, cluster string) *hostState {
 // already fenced host changes nothing, so a repeated command simply runs
 // again; no answer is cached.
 func (a *Agent) answerInvestigation(ctx context.Context, from *hostState, rec schemas.Record, cmd *schemas.AgentCommand, target string) {
-	result, detail := resultUnknown, ""
-	switch c := rec.Value.(type) {
-	case *schemas.CheckHost:
-		hc, ok := a.drv.(HostChecker)
-		if !ok {
-			detail = "driver cannot check hosts"
-			break
-		}
-		r, d, err := hc.CheckHost(ctx, from.info.ID, target, c.Method, c.VmIDs)
-		switch {
-		case err != nil:
-			detail = err.Error()
-		case r == resultUp:
-			result, detail = resultUp, d
-		default:
-			detail = d // never Down from a check: see HostChecker
-		}
-	case *schemas.FenceHost:
-		f, ok := a.drv.(Fencer)
-		if !ok {
-			detail = "driver has no fencing device"
-			break
-		}
-		if err := f.Fence(ctx, from.info.ID, target); err != nil {
-			detail = "fencing failed: " + err.Error()
-			break
-		}
-		result, detail = resultDown, "fenced from "+from.info.ID
-	}
+	result, detail := Investigate(ctx, a.drv, rec.Value, from.info.ID, target)
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return
 	}
@@ -129,4 +101,37 @@ func (a *Agent) answerInvestigation(ctx context.Context, from *hostState, rec sc
 	if err := a.produce(ctx, ans); err != nil {
 		a.log.Warn("investigation answer not sent", "command", cmd.CommandID, "err", err)
 	}
+}
+
+// Investigate carries out a CheckHost or a FenceHost from host from
+// against target on a driver, as every agent does, and returns the
+// answer's verdict (Up, Down or Unknown) and what was seen. A check is
+// never Down (see HostChecker); a fencing that succeeded is.
+func Investigate(ctx context.Context, d Driver, v any, from, target string) (result, detail string) {
+	result = resultUnknown
+	switch c := v.(type) {
+	case *schemas.CheckHost:
+		hc, ok := d.(HostChecker)
+		if !ok {
+			return result, "driver cannot check hosts"
+		}
+		r, seen, err := hc.CheckHost(ctx, from, target, c.Method, c.VmIDs)
+		switch {
+		case err != nil:
+			return result, err.Error()
+		case r == resultUp:
+			return resultUp, seen
+		}
+		return result, seen // never Down from a check: see HostChecker
+	case *schemas.FenceHost:
+		f, ok := d.(Fencer)
+		if !ok {
+			return result, "driver has no fencing device"
+		}
+		if err := f.Fence(ctx, from, target); err != nil {
+			return result, "fencing failed: " + err.Error()
+		}
+		return resultDown, "fenced from " + from
+	}
+	return result, ""
 }
