@@ -120,17 +120,30 @@ const phaseSettling = "settling"
 // milliseconds): only reports taken later tell where it left the VM.
 const paramExpired = "expired_at"
 
-// settleMove takes over a migration that timed out waiting for its
-// answer, and reports whether it did.
+// settleMove takes over a migration that timed out waiting for its answer
+// or for the destination's report, and reports whether it did.
 func (t *tx) settleMove(why string) bool {
 	j := t.s.Job
 	w := j.Wait
-	if j.Phase != phaseMigrating || w.Kind != waitAnswer || w.Answered {
+	if j.Phase != phaseMigrating || w.Kind != waitAnswer {
 		return false
 	}
 	if w.Reported {
 		// The destination said the VM runs there: the move happened,
 		// only the agent's answer is late.
+		t.advance()
+		return true
+	}
+	if w.Answered {
+		// The agent answered that the move is done: only the
+		// destination's report is late (found by the simulation, seed
+		// 1938: releasing the destination left a VM that ran there
+		// without a claim, and its source's claim for good).
+		power := j.Params[paramAnsweredPower]
+		if !onHost(power) {
+			return false
+		}
+		t.s.PowerState, t.s.PowerHost = power, w.HostID
 		t.advance()
 		return true
 	}

@@ -293,6 +293,10 @@ func (t *tx) succeed(text string) {
 	t.endJob(outcomeSucceeded, &schemas.JobSucceeded{JobRef: t.jobRef(), VmState: t.s.VmState, StartedAt: t.s.Job.StartedAt}, text, true)
 }
 
+// placesVm reports whether the flow's jobs claim capacity through
+// placement, and so settle the VM's claims when they end.
+func (f flow) placesVm() bool { return f.holds != nil || f.releaseOnFail != nil }
+
 // fail ends the running job with JobFailed, releases the capacity it holds
 // and puts the VM in the stationary state matching the last power report.
 // follow is set when a power report caused the failure: the VM then follows
@@ -485,6 +489,14 @@ func (t *tx) answer(a *schemas.AgentAnswer) {
 	if j.Phase == phaseCleanup {
 		t.cleanupAnswered(a)
 		return
+	}
+	if !a.OK && startPhase(j.Phase) && onHost(a.PowerState) && a.PowerHost == w.HostID {
+		// The StartVm was refused (expired, say) but the VM runs on the
+		// host it was sent to: an earlier delivery started it, and only
+		// that answer was lost (found by the simulation, seed 1226: the
+		// failed job released the claim of a VM that ran). The job's goal
+		// is reached; it goes on as after an ok answer.
+		a = &schemas.AgentAnswer{CommandID: a.CommandID, HostID: a.HostID, OK: true, PowerState: a.PowerState, AnsweredAt: a.AnsweredAt}
 	}
 	if !a.OK {
 		if f := flowOf(j.JobType); f.answerFailed != nil {

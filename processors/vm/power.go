@@ -93,6 +93,15 @@ func (t *tx) observe(host, power string, at int64, why string) {
 	}
 	s.PowerState, s.PowerHost, s.PowerStateUpdateTime = power, host, t.ms
 	if job != "" {
+		if moved && !flowOf(s.Job.JobType).placesVm() {
+			// The job neither placed the VM nor moves it: the host
+			// change is not its business, and the capacity follows it
+			// as without a job (found by the simulation, seed 1559: a
+			// migration that gave up released its destination, and the
+			// report that it had moved came during a Reboot). A job that
+			// places or moves the VM settles its claims itself.
+			t.adopt(host)
+		}
 		t.wakeJob(host, power, at)
 		return
 	}

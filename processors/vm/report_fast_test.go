@@ -36,7 +36,7 @@ func TestQuickReportMatchesStep(t *testing.T) {
 		"stopped, reported": base(func(s *schemas.VmRecord) { s.VmState = StateStopped }),
 		"deleted":           base(func(s *schemas.VmRecord) { s.VmState, s.ExpungeAt = StateDeleted, 9_000_000 }),
 		"job": base(func(s *schemas.VmRecord) {
-			s.Job = &schemas.JobState{JobID: "j1", JobType: "RebootVm", Deadline: 9_000_000}
+			s.Job = &schemas.JobState{JobID: "j1", JobType: "Reboot", Deadline: 9_000_000}
 		}),
 		"other power host": base(func(s *schemas.VmRecord) { s.PowerHost = "h2" }),
 		"unplaced":         base(func(s *schemas.VmRecord) { s.HostID = "" }),
