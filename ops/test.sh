@@ -10,10 +10,8 @@ trap 'go run ./internal/testkit/cmd/teststack down' EXIT
 go test -race -count=1 -timeout 12m "${pkgs[@]}"
 # The seeded simulation of the whole control plane without the race
 # detector (ten times slower, and a world is one goroutine): the quick
-# search of docs/design.md §14. Every one of these seeds held when the count
-# was set; seeds 1226, 1559, 1928 and 1938 of the first 2,000 still fail
-# (issue 25), so the count rises as they are fixed.
-go test -count=1 -run '^TestSeeds$' ./ops/sim/ -seeds 1200
+# search of docs/design.md §14, its default 2,000 seeds.
+go test -count=1 -run '^TestSeeds$' ./ops/sim/
 # Hostile input for a short while beyond the seeds that the run above
 # tried: random and mutated records against every consumer, and random
 # requests against every route of the API. The fuzz time includes replaying
