@@ -20,6 +20,7 @@ func (w *world) check() {
 	w.taskStates()
 	w.ledger()
 	w.haOnlyForHA()
+	w.proj.poll(w)
 }
 
 // oneGuest: no VM has a guest running (or paused in memory) on two hosts.

@@ -33,6 +33,9 @@ func (w *world) play() {
 func (w *world) settle() {
 	w.calmSince = w.now
 	w.trace("faults stop")
+	if w.proj.matchesRebuild(w); w.err != nil {
+		return
+	}
 	for _, p := range w.procs {
 		if !p.up() {
 			p.restore(w)
@@ -75,6 +78,9 @@ func (w *world) settle() {
 	}
 	if w.err == nil {
 		w.settled()
+	}
+	if w.err == nil {
+		w.proj.matchesRebuild(w)
 	}
 }
 

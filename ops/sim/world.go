@@ -74,6 +74,7 @@ type world struct {
 	ags               []*simAgent
 	cl                *clients
 	views             *views
+	proj              *projection
 
 	ring []traceLine
 	// touched says the hypervisor may have changed since the guests were
@@ -87,6 +88,15 @@ type world struct {
 
 // Run plays one seed and checks the invariants after every step.
 func Run(o Options) Result {
+	w, err := played(o)
+	if err != nil {
+		return Result{Seed: o.Seed, Err: err}
+	}
+	return w.result()
+}
+
+// played plays one seed and returns its world, as it ended.
+func played(o Options) (*world, error) {
 	if o.Steps <= 0 {
 		o.Steps = 1200
 	}
@@ -95,10 +105,16 @@ func Run(o Options) Result {
 	}
 	prof, err := profileOf(o.Family)
 	if err != nil {
-		return Result{Seed: o.Seed, Err: err}
+		return nil, err
 	}
 	w := newWorld(o, prof)
 	w.play()
+	return w, nil
+}
+
+// result says what the world did.
+func (w *world) result() Result {
+	o := w.opts
 	return Result{Seed: o.Seed, Steps: w.step, Err: w.err, Checks: w.checks, Faults: w.faults, Jobs: w.views.outcomes}
 }
 
@@ -123,6 +139,7 @@ func newWorld(o Options, prof profile) *world {
 	for _, p := range w.procs {
 		p.restore(w)
 	}
+	w.proj = newProjection(w)
 	w.hosts = layout()
 	d, err := drv.New(drv.Config{Hosts: w.hosts, ChangeBuffer: 1 << 16})
 	if err != nil {

@@ -92,7 +92,7 @@ func TestFoldJobs(t *testing.T) {
 			if j.State != tt.state || !eqPtr(j.TaskState, tt.taskState) || !eqPtr(j.Reason, tt.reason) ||
 				(j.FinishedAt != nil) != tt.finished || len(c.steps) != tt.steps || !slices.Equal(j.AllowedActions, tt.actions) {
 				t.Fatalf("got state %s task %v reason %v finished %v steps %d actions %v",
-					j.State, deref(j.TaskState), deref(j.Reason), j.FinishedAt, len(c.steps), j.AllowedActions)
+					j.State, shown(j.TaskState), shown(j.Reason), j.FinishedAt, len(c.steps), j.AllowedActions)
 			}
 			if j.version != int64(len(tt.in)-1) || j.Type != "Stop" || j.VmID != "vm-1" {
 				t.Fatalf("got version %d type %s vm %s", j.version, j.Type, j.VmID)
@@ -117,7 +117,7 @@ func TestFoldCommands(t *testing.T) {
 
 func eqPtr(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
-func deref(s *string) string {
+func shown(s *string) string {
 	if s == nil {
 		return "<nil>"
 	}

@@ -428,34 +428,63 @@ func load(ctx context.Context, conn *pgx.Conn, ch *changes, ends map[topicPartit
 	return rows, nil
 }
 
-// jobRows are each job's net state: created at the earliest of its command
-// and its events; a job seen only as a command is pending.
-func jobRows(ch *changes) [][]any {
-	str := func(p *string) string {
-		if p == nil {
-			return ""
-		}
-		return *p
-	}
-	jobs := make([][]any, 0, len(ch.jobIDs)+len(ch.newIDs))
+// jobRow is a row of jobs, in the columns of jobsCopyColumns.
+type jobRow struct {
+	ID, VmID, Account, Type, Origin, State, Reason, Detail, TaskState string
+	AllowedActions                                                    []string
+	CreatedAt, UpdatedAt                                              time.Time
+	FinishedAt                                                        *time.Time
+	Version                                                           int64
+}
+
+func (j *jobRow) values() []any {
+	return []any{j.ID, j.VmID, j.Account, j.Type, j.Origin, j.State, j.Reason, j.Detail, j.TaskState,
+		j.AllowedActions, j.CreatedAt, j.UpdatedAt, j.FinishedAt, j.Version}
+}
+
+// jobTable is each job's net state: created at the earliest of its
+// command and its events; a job seen only as a command is pending.
+func jobTable(ch *changes) []jobRow {
+	jobs := make([]jobRow, 0, len(ch.jobIDs)+len(ch.newIDs))
 	for _, id := range ch.jobIDs {
 		j := ch.jobs[id]
 		created := j.CreatedAt
 		if c, ok := ch.newJobs[id]; ok && c.CreatedAt.Before(created) {
 			created = c.CreatedAt
 		}
-		jobs = append(jobs, []any{j.ID, j.VmID, j.Account, j.Type, j.Origin, j.State, str(j.Reason), str(j.Detail),
-			str(j.TaskState), nonNil(j.AllowedActions), created, j.UpdatedAt, j.FinishedAt, j.version})
+		jobs = append(jobs, jobRow{ID: j.ID, VmID: j.VmID, Account: j.Account, Type: j.Type, Origin: j.Origin, State: j.State,
+			Reason: deref(j.Reason), Detail: deref(j.Detail), TaskState: deref(j.TaskState), AllowedActions: nonNil(j.AllowedActions),
+			CreatedAt: created, UpdatedAt: j.UpdatedAt, FinishedAt: j.FinishedAt, Version: j.version})
 	}
 	for _, id := range ch.newIDs {
-		if _, ok := ch.jobs[id]; ok {
-			continue
+		if _, ok := ch.jobs[id]; !ok {
+			jobs = append(jobs, ch.newJobs[id].pendingRow())
 		}
-		c := ch.newJobs[id]
-		jobs = append(jobs, []any{c.ID, c.VmID, c.Account, c.Type, c.Origin, "pending", "", "", "", []string{},
-			c.CreatedAt, c.CreatedAt, (*time.Time)(nil), int64(-1)})
 	}
 	return jobs
+}
+
+// pendingRow is the row of a job seen only as its command.
+func (c *jobChange) pendingRow() jobRow {
+	return jobRow{ID: c.ID, VmID: c.VmID, Account: c.Account, Type: c.Type, Origin: c.Origin, State: "pending",
+		AllowedActions: []string{}, CreatedAt: c.CreatedAt, UpdatedAt: c.CreatedAt, Version: -1}
+}
+
+// jobRows are jobTable's rows as COPY takes them.
+func jobRows(ch *changes) [][]any {
+	t := jobTable(ch)
+	rows := make([][]any, len(t))
+	for i := range t {
+		rows[i] = t[i].values()
+	}
+	return rows
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }
 
 var (
@@ -667,12 +696,23 @@ type folded struct {
 	allocs    map[[2]string][]any
 	allocKeys [][2]string
 	alerts    [][]any
+	alertSeen map[string]bool
 	rest      []stmt
 }
 
 func foldStatements(stmts []stmt) *folded {
-	f := &folded{hosts: map[string][]any{}, allocs: map[[2]string][]any{}}
-	alertSeen := map[string]bool{}
+	f := newFolded()
+	f.add(stmts)
+	return f
+}
+
+func newFolded() *folded {
+	return &folded{hosts: map[string][]any{}, allocs: map[[2]string][]any{}, alertSeen: map[string]bool{}}
+}
+
+// add applies statements after those folded already.
+func (f *folded) add(stmts []stmt) {
+	alertSeen := f.alertSeen
 	for _, st := range stmts {
 		a := st.args
 		switch st.sql {
@@ -718,7 +758,6 @@ func foldStatements(stmts []stmt) *folded {
 			f.rest = append(f.rest, st)
 		}
 	}
-	return f
 }
 
 func (f *folded) hostRows() [][]any {
