@@ -205,11 +205,18 @@ func (t *tx) terminate(ref schemas.JobRef, c schemas.VmCommand, v any) {
 	// The jobs it cancels end before it is accepted: the journal never
 	// shows a VM with two jobs running.
 	why := "Cancelled by terminate job " + c.CommandID
-	if t.s.Job.JobID != "" {
+	if j := t.s.Job; j.JobID != "" {
 		// What it claimed goes back now: the terminate may itself fail,
 		// and a migration's destination would stay claimed for good
-		// (found by the simulation, seed 216).
-		t.releaseHeld()
+		// (found by the simulation, seed 216). Not the claim of a host
+		// that may be starting the VM: a StartVm sent and not known to
+		// have failed may have run, and a terminate that fails leaves
+		// the VM there, in Error with its claim, as a start's cleanup
+		// does (found by the simulation, seed 3592: the VM ran with no
+		// claim, and the host was filled beyond its capacity).
+		if !((startPhase(j.Phase) || j.Phase == phaseCleanup) && j.Wait.Kind == waitAnswer && j.Wait.HostID != "") {
+			t.releaseHeld()
+		}
 		t.endJob(outcomeCancelled, &schemas.JobCancelled{JobRef: t.jobRef(), Reason: why, VmState: t.s.VmState, StartedAt: t.s.Job.StartedAt}, why, false)
 	}
 	for _, q := range t.s.Queue {
