@@ -42,8 +42,14 @@ func (m *Machine) connected(s *schemas.HostRecord, ev *schemas.AgentConnected, i
 	setStatus(st, StatusUp, ReasonConnected)
 	m.heard(r, now)
 	out := announce(before, r, now, hdr)
-	// The hello lists the host's VMs like a ping does.
-	return r, append(out, m.observeVms(r, ev.VmIDs, r.LastReportSeq, now, hdr)...)
+	// The hello lists the host's VMs like a ping does, but carries no
+	// report sequence: a VM it leaves out is told missing by the next
+	// ping, under that ping's sequence. The last ping's sequence is older
+	// than anything the agent said since it reconnected, and the VM
+	// processor would take the signal for a stale one (found by the
+	// simulation, seed 6411: a VM that moved while its old host was away
+	// was never released by that host).
+	return r, append(out, m.observeVms(r, ev.VmIDs, 0, now, hdr)...)
 }
 
 // disconnected records an agent's orderly goodbye. No timer is left: a

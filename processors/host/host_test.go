@@ -259,6 +259,32 @@ func TestVmMissingFromHost(t *testing.T) {
 	}
 }
 
+// A hello carries no report sequence: a VM it leaves out is told missing
+// by the next ping, under the ping's sequence, never under the sequence of
+// the last ping before the reconnect, which the VM processor would take for
+// stale (found by the simulation, seed 6411).
+func TestHelloLeavingVmOutTellsByNextPing(t *testing.T) {
+	m := New(DefaultConfig())
+	r, _ := m.Step(nil, rec(hello("vm1", "vm2")), t0)
+	r, _ = m.Step(r, rec(pingOf(7, "vm1", "vm2")), t0.Add(time.Minute))
+	r, out := m.Step(r, rec(hello("vm1")), t0.Add(time.Hour))
+	for _, o := range out {
+		if _, ok := o.Value.(*schemas.VmMissingFromHost); ok {
+			t.Fatalf("the hello told a VM missing: %+v", o.Value)
+		}
+	}
+	_, out = m.Step(r, rec(pingOf(9000, "vm1")), t0.Add(time.Hour+time.Minute))
+	var ms []*schemas.VmMissingFromHost
+	for _, o := range out {
+		if v, ok := o.Value.(*schemas.VmMissingFromHost); ok {
+			ms = append(ms, v)
+		}
+	}
+	if len(ms) != 1 || ms[0].VmID != "vm2" || ms[0].ReportSeq != 9000 {
+		t.Fatalf("want vm2 told missing under the ping's sequence 9000, got %+v", ms)
+	}
+}
+
 func TestMaintenanceJobID(t *testing.T) {
 	tests := []struct {
 		id    string

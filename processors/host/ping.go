@@ -39,8 +39,9 @@ func (m *Machine) heard(r *schemas.HostRecord, now time.Time) {
 
 // observeVms records which VMs the host lists and tells each VM the host
 // stopped listing for longer than MissingGrace, once, until it is listed
-// again. VMs told long ago are forgotten so the record does not grow with
-// every VM that ever left the host.
+// again, under seq, the report sequence of the listing (0: a listing
+// without one, which tells no VM). VMs told long ago are forgotten so the
+// record does not grow with every VM that ever left the host.
 func (m *Machine) observeVms(r *schemas.HostRecord, vmIDs []string, seq int64, now time.Time, hdr map[string]string) []schemas.Record {
 	if r.VmLastSeen == nil {
 		r.VmLastSeen = map[string]int64{}
@@ -54,6 +55,9 @@ func (m *Machine) observeVms(r *schemas.HostRecord, vmIDs []string, seq int64, n
 
 	var out []schemas.Record
 	for _, id := range slices.Sorted(maps.Keys(r.VmLastSeen)) {
+		if seq == 0 && !listed[id] {
+			continue
+		}
 		last := time.UnixMilli(r.VmLastSeen[id])
 		switch {
 		case listed[id]:
