@@ -603,6 +603,7 @@ func (t *tx) tickJob() {
 	id := j.JobID
 	if t.ms >= j.Deadline {
 		why := fmt.Sprintf("no end within %s (phase %s)", t.cfg.JobTimeout, j.Phase)
+		t.unsettled()
 		switch {
 		case j.Phase == phaseCleanup:
 			t.cleanupTimedOut()
@@ -629,6 +630,21 @@ func (t *tx) tickJob() {
 	}
 	if t.s.Job.JobID == id {
 		t.s.Job.NextWake = min(t.ms+t.cfg.WakeupInterval.Milliseconds(), t.s.Job.Deadline)
+	}
+}
+
+// unsettled marks the reports taken before the running job's deadline
+// stale when the job times out waiting for an agent's answer. The command
+// expires at that deadline, so an agent may still carry it out until
+// then: a report taken earlier may show the VM as it was before (found by
+// the simulation, seed 13848: a RescueVm ran, its answer came late, and a
+// PowerOff report taken before it ran stopped the VM and released its
+// claim while it ran). Reports taken after the deadline tell how the
+// command left the VM.
+func (t *tx) unsettled() {
+	j := t.s.Job
+	if j.Wait.Kind == waitAnswer && !j.Wait.Answered {
+		t.s.ReportsAfter = max(t.s.ReportsAfter, j.Deadline)
 	}
 }
 

@@ -17,6 +17,12 @@ func (t *tx) powerReport(r *schemas.PowerReport) {
 	if !t.fresh(r.HostID, r.ReportSeq) {
 		return
 	}
+	if r.ReportedAt != 0 && r.ReportedAt < t.s.ReportsAfter {
+		// Taken while a command the VM processor gave up on could still
+		// act (unsettled): what it saw may be undone already.
+		t.s.StaleIgnored++
+		return
+	}
 	t.seq = r.ReportSeq
 	t.observe(r.HostID, r.PowerState, r.ReportedAt, fmt.Sprintf("host %s reported %s", r.HostID, r.PowerState))
 }

@@ -40,6 +40,7 @@ func TestQuickReportMatchesStep(t *testing.T) {
 		}),
 		"other power host": base(func(s *schemas.VmRecord) { s.PowerHost = "h2" }),
 		"unplaced":         base(func(s *schemas.VmRecord) { s.HostID = "" }),
+		"unsettled":        base(func(s *schemas.VmRecord) { s.ReportsAfter = 4_999_500 }),
 	}
 	reports := map[string]*schemas.PowerReport{
 		"same":           {VmID: "vm-1", HostID: "h1", PowerState: schemas.PowerOn, ReportSeq: 6, ReportedAt: 4_999_000},
