@@ -106,19 +106,23 @@ func (t *tx) cleanupTimedOut() {
 // deadline), and its answer may be on the way. Releasing the destination
 // at once would leave a VM that did move there without a claim, and
 // releasing nothing would leave one that did not with a claim where it
-// never went. So the job waits a little more (phaseSettling) for a report,
-// taken after the expiry, from either host: the VM on the destination ends
-// the migration as done, on the source fails it and releases the
-// destination. With no such report before the settling deadline the job
-// fails as a failed migration does (settleTimedOut).
+// never went. So the job waits a little more (phaseSettling) for a report:
+// the VM on the destination ends the migration as done; on the source, in
+// a report taken after the expiry, fails it and releases the destination.
+// With no such report before the settling deadline the job fails as a
+// failed migration does (settleTimedOut).
 
 // phaseSettling: a migration past its deadline, waiting for a report that
 // says which side of the move the VM is on.
 const phaseSettling = "settling"
 
 // paramExpired keeps when the migration's command expired (Unix
-// milliseconds): only reports taken later tell where it left the VM.
+// milliseconds): only a source's report taken later says the VM stayed.
 const paramExpired = "expired_at"
+
+// paramCommand keeps the id of the migration's command while it settles,
+// so that its late answer still counts.
+const paramCommand = "command_id"
 
 // settleMove takes over a migration that timed out waiting for its answer
 // or for the destination's report, and reports whether it did.
@@ -150,6 +154,7 @@ func (t *tx) settleMove(why string) bool {
 	p := t.params()
 	p[paramTimedOut] = why
 	p[paramExpired] = strconv.FormatInt(j.Deadline, 10)
+	p[paramCommand] = w.RequestID
 	t.step(TaskMigrating, "settle", fmt.Sprintf("%s: waiting for host %s or %s to report where the VM runs before giving up", why, j.Params[paramSource], j.Params[paramDest]),
 		map[string]any{"source": j.Params[paramSource], "host_id": j.Params[paramDest]})
 	j.Phase = phaseSettling
@@ -158,19 +163,48 @@ func (t *tx) settleMove(why string) bool {
 	return true
 }
 
-// moveReported applies a report during phaseSettling.
+// moveReported applies a report during phaseSettling. The VM running on
+// the destination ends the migration as done, whenever the report was
+// taken: a move that happened cannot be undone by the command. On the
+// source, only a report taken after the command expired says it stayed
+// (found by the simulation, seed 10456: a destination report taken before
+// the expiry was ignored, the destination released, and the VM ran there
+// without a claim).
 func (t *tx) moveReported(host, power string, at int64) {
 	j := t.s.Job
-	expired, err := strconv.ParseInt(j.Params[paramExpired], 10, 64)
-	if err != nil || at <= expired || !onHost(power) {
-		return // taken before the command could no longer run, or off
+	if !onHost(power) {
+		return
 	}
 	switch host {
 	case j.Params[paramDest]:
 		j.Phase = phaseMigrating
 		t.advance()
 	case j.Params[paramSource]:
-		t.fail("Timeout", j.Params[paramTimedOut]+"; the VM stayed on host "+host, false)
+		expired, err := strconv.ParseInt(j.Params[paramExpired], 10, 64)
+		if err == nil && at > expired {
+			t.fail("Timeout", j.Params[paramTimedOut]+"; the VM stayed on host "+host, false)
+		}
+	}
+}
+
+// moveAnswered applies the migration's late answer during phaseSettling:
+// ok, the VM moved and the migration ends as done (found by the
+// simulation, seed 1998: the answer was ignored, the settling gave up and
+// released the destination the VM ran on). A failure answered before the
+// command expired says it stayed; a refusal as expired says nothing.
+func (t *tx) moveAnswered(a *schemas.AgentAnswer) {
+	j := t.s.Job
+	if a.CommandID != j.Params[paramCommand] || a.Epoch != t.s.Epoch {
+		return
+	}
+	if a.OK {
+		t.s.PowerState, t.s.PowerHost = schemas.PowerOn, j.Params[paramDest]
+		j.Phase = phaseMigrating
+		t.advance()
+		return
+	}
+	if expired, err := strconv.ParseInt(j.Params[paramExpired], 10, 64); err == nil && a.AnsweredAt != 0 && a.AnsweredAt < expired {
+		t.fail("AgentError", fmt.Sprintf("%s on host %s: %s", a.CommandType, a.HostID, a.Error), false)
 	}
 }
 

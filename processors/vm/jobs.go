@@ -490,6 +490,10 @@ func (t *tx) answer(a *schemas.AgentAnswer) {
 		t.s.StaleIgnored++
 		return
 	}
+	if j.JobID != "" && j.Phase == phaseSettling {
+		t.moveAnswered(a)
+		return
+	}
 	if j.JobID == "" || w.Kind != waitAnswer || w.Answered || a.CommandID != w.RequestID || a.Epoch != t.s.Epoch {
 		return
 	}
@@ -504,6 +508,16 @@ func (t *tx) answer(a *schemas.AgentAnswer) {
 		// failed job released the claim of a VM that ran). The job's goal
 		// is reached; it goes on as after an ok answer.
 		a = &schemas.AgentAnswer{CommandID: a.CommandID, HostID: a.HostID, OK: true, PowerState: a.PowerState, AnsweredAt: a.AnsweredAt}
+	}
+	if !a.OK && a.AnsweredAt != 0 && a.AnsweredAt >= j.Deadline {
+		// Refused as expired (read after the job's deadline): that
+		// reading did nothing, but an earlier one, whose answer an agent
+		// restarted without its answers has lost, may have. It is no
+		// answer; the job times out as if none had come, and a start is
+		// cleaned up (found by the simulation, seed 7026: the Deploy
+		// failed on the refusal and released the claim of a VM an
+		// earlier delivery had started).
+		return
 	}
 	if !a.OK {
 		if f := flowOf(j.JobType); f.answerFailed != nil {
@@ -603,14 +617,18 @@ func (t *tx) tickJob() {
 	id := j.JobID
 	if t.ms >= j.Deadline {
 		why := fmt.Sprintf("no end within %s (phase %s)", t.cfg.JobTimeout, j.Phase)
-		t.unsettled()
 		switch {
 		case j.Phase == phaseCleanup:
+			t.unsettled(j.Deadline)
 			t.cleanupTimedOut()
 		case j.Phase == phaseSettling:
+			t.unsettled(j.Deadline)
 			t.settleTimedOut()
 		case t.cleanUpStart(why), t.settleMove(why):
 		default:
+			if j.Wait.Kind == waitAnswer && !j.Wait.Answered {
+				t.unsettled(j.Deadline)
+			}
 			t.fail("Timeout", why, false)
 		}
 		return
@@ -633,19 +651,16 @@ func (t *tx) tickJob() {
 	}
 }
 
-// unsettled marks the reports taken before the running job's deadline
-// stale when the job times out waiting for an agent's answer. The command
-// expires at that deadline, so an agent may still carry it out until
-// then: a report taken earlier may show the VM as it was before (found by
-// the simulation, seed 13848: a RescueVm ran, its answer came late, and a
-// PowerOff report taken before it ran stopped the VM and released its
-// claim while it ran). Reports taken after the deadline tell how the
-// command left the VM.
-func (t *tx) unsettled() {
-	j := t.s.Job
-	if j.Wait.Kind == waitAnswer && !j.Wait.Answered {
-		t.s.ReportsAfter = max(t.s.ReportsAfter, j.Deadline)
-	}
+// unsettled marks the reports taken before until stale: a job ends by
+// timing out while an agent command it sent is unanswered, and the command
+// may still be carried out until it expires (until, the deadline its
+// job gave it). A report taken earlier may show the VM as it was before
+// (found by the simulation, seed 13848: a RescueVm ran, its answer came
+// late, the job timed out, and a PowerOff report taken before it ran
+// stopped the VM and released its claim while it ran). Reports taken
+// after tell how the command left the VM.
+func (t *tx) unsettled(until int64) {
+	t.s.ReportsAfter = max(t.s.ReportsAfter, until)
 }
 
 func (t *tx) alert(kind, id, host, job, msg string) {
