@@ -263,10 +263,11 @@ func (a *simAgent) handle(w *world, e entry) {
 // does) and answers it.
 func (a *simAgent) execute(w *world, v any, cmd *schemas.AgentCommand) {
 	w.touched = true
-	where, report, err := agent.Execute(context.Background(), a.drv, v, w.ms(), func(h string) bool {
-		_, ok := a.serves(h)
-		return ok
-	})
+	peers := make([]string, len(a.hosts))
+	for i, h := range a.hosts {
+		peers[i] = h.ID
+	}
+	where, report, err := agent.Execute(context.Background(), a.drv, v, w.ms(), peers)
 	if errors.Is(err, agent.ErrExpired) {
 		w.trace("%s refuses expired %s %s", a.id, schemas.TypeName(v), cmd.CommandID)
 	}

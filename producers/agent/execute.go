@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/vmplane/vmplane/schemas"
@@ -15,7 +16,24 @@ const (
 	// errForeignDestination answers a MigrateVm whose destination host is
 	// served by another agent: live migration between agents is not built.
 	errForeignDestination = "destination not served by this agent"
+	// errRunsElsewhere answers a StartVm of a VM that runs on another host
+	// of the same agent.
+	errRunsElsewhere = "not started twice"
 )
+
+// runsElsewhere returns a host among peers, other than host, where the VM
+// runs or is paused; "" when none (a peer that cannot be read is passed).
+func runsElsewhere(d Driver, vm, host string, peers []string) string {
+	for _, p := range peers {
+		if p == host {
+			continue
+		}
+		if st, err := d.PowerStates(p); err == nil && (st[vm] == schemas.PowerOn || st[vm] == schemas.PowerPaused) {
+			return p
+		}
+	}
+	return ""
+}
 
 // ErrExpired answers a command read after it expired (AgentCommand.
 // ExpiresAt): the job that sent it has timed out, and carrying it out now
@@ -27,10 +45,11 @@ var ErrExpired = errors.New("expired: the job that sent it has timed out")
 // with a command id it has not answered before; now is the agent's clock
 // (Unix milliseconds). where is the host the VM is on afterwards: the
 // destination of a migration, else the command's host. report says
-// whether a power report follows a success. serves says whether a host is
-// served by the same agent: a migration can only reach those. An expired
-// command does nothing and fails with ErrExpired.
-func Execute(ctx context.Context, d Driver, v any, now int64, serves func(host string) bool) (where string, report bool, err error) {
+// whether a power report follows a success. peers are the hosts the agent
+// serves: a migration can only reach those, and a VM running on one of
+// them is never started on another. An expired command does nothing and
+// fails with ErrExpired.
+func Execute(ctx context.Context, d Driver, v any, now int64, peers []string) (where string, report bool, err error) {
 	c, ok := v.(schemas.AgentCommandRecord)
 	if !ok {
 		return "", false, errors.New(errUnsupported)
@@ -42,6 +61,12 @@ func Execute(ctx context.Context, d Driver, v any, now int64, serves func(host s
 	where, report = cmd.HostID, true
 	switch c := v.(type) {
 	case *schemas.StartVm:
+		if other := runsElsewhere(d, c.VmID, cmd.HostID, peers); other != "" {
+			// A StartVm read again by an agent restarted without its
+			// answers, after the VM moved on: starting it would make a
+			// second copy (found by the simulation, seed 48999).
+			return other, false, fmt.Errorf("%s: %s runs on host %s", errRunsElsewhere, c.VmID, other)
+		}
 		err = d.Start(ctx, cmd.HostID, VMSpec{ID: c.VmID, Name: c.Name, CPU: c.CPU, MemoryMB: c.MemoryMB})
 	case *schemas.StopVm:
 		err = d.Stop(ctx, cmd.HostID, c.VmID, c.Force)
@@ -73,7 +98,7 @@ func Execute(ctx context.Context, d Driver, v any, now int64, serves func(host s
 	case *schemas.MigrateVm:
 		// The destination must be one of ours: the agent reports it, and
 		// a driver cannot reach a hypervisor another agent serves.
-		if !serves(c.DestHostID) {
+		if !slices.Contains(peers, c.DestHostID) {
 			return where, report, errors.New(errForeignDestination)
 		}
 		err = d.Migrate(ctx, cmd.HostID, c.VmID, c.DestHostID, VMSpec{ID: c.VmID, CPU: c.CPU, MemoryMB: c.MemoryMB})
