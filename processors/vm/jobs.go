@@ -501,12 +501,15 @@ func (t *tx) answer(a *schemas.AgentAnswer) {
 		t.cleanupAnswered(a)
 		return
 	}
-	if !a.OK && startPhase(j.Phase) && onHost(a.PowerState) && a.PowerHost == w.HostID {
-		// The StartVm was refused (expired, say) but the VM runs on the
-		// host it was sent to: an earlier delivery started it, and only
+	if !a.OK && (startPhase(j.Phase) || j.Phase == phaseMigrating) && onHost(a.PowerState) && a.PowerHost == w.HostID {
+		// The StartVm was refused (expired, say), or the MigrateVm failed
+		// (the VM is no longer on the source), but the VM runs on the
+		// host the job wants it on: an earlier delivery did it, and only
 		// that answer was lost (found by the simulation, seed 1226: the
-		// failed job released the claim of a VM that ran). The job's goal
-		// is reached; it goes on as after an ok answer.
+		// failed job released the claim of a VM that ran; seed 56443: a
+		// failed migration released the destination the VM had moved to,
+		// and HA later started a second copy on the source). The job's
+		// goal is reached; it goes on as after an ok answer.
 		a = &schemas.AgentAnswer{CommandID: a.CommandID, HostID: a.HostID, OK: true, PowerState: a.PowerState, AnsweredAt: a.AnsweredAt}
 	}
 	if !a.OK && a.AnsweredAt != 0 && a.AnsweredAt >= j.Deadline {
