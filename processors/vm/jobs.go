@@ -628,6 +628,7 @@ func (t *tx) tickJob() {
 			t.unsettled(j.Deadline)
 			t.settleTimedOut()
 		case t.cleanUpStart(why), t.settleMove(why):
+		case t.answeredAtDeadline(why):
 		default:
 			if j.Wait.Kind == waitAnswer && !j.Wait.Answered {
 				t.unsettled(j.Deadline)
@@ -652,6 +653,30 @@ func (t *tx) tickJob() {
 	if t.s.Job.JobID == id {
 		t.s.Job.NextWake = min(t.ms+t.cfg.WakeupInterval.Milliseconds(), t.s.Job.Deadline)
 	}
+}
+
+// answeredAtDeadline ends a job whose command was answered ok and whose
+// confirming report is all that is missing at its deadline: the answer
+// read the VM's power after the command, later than any report so far
+// (answer), so the VM takes that power. When it is the one the job waits
+// for the job ends as done; otherwise it fails and the VM follows it. It
+// reports whether it ended the job (found by the simulation, seed 66797:
+// an Unrescue answered PowerOn timed out on an older PowerOff report, the
+// VM went Stopped, and the next Start ran a second copy elsewhere).
+func (t *tx) answeredAtDeadline(why string) bool {
+	j := t.s.Job
+	w := j.Wait
+	p := j.Params[paramAnsweredPower]
+	if w.Kind != waitAnswer || !w.Answered || p == "" || p == schemas.PowerUnknown || w.HostID == "" {
+		return false
+	}
+	t.s.PowerState, t.s.PowerHost = p, w.HostID
+	if p == w.Power {
+		t.advance()
+	} else {
+		t.fail("Timeout", why+"; the agent answered "+p, true)
+	}
+	return true
 }
 
 // unsettled marks the reports taken before until stale: a job ends by
