@@ -220,5 +220,14 @@ func (t *tx) moveAnswered(a *schemas.AgentAnswer) {
 // an Error VM found running follows to Active and is adopted there, which
 // releases the other claim.
 func (t *tx) settleTimedOut() {
+	t.lostTrack()
 	t.failAs(StateError, "Timeout", t.s.Job.Params[paramTimedOut]+"; no host said where the VM runs: it rests in Error until one reports it")
+}
+
+// lostTrack forgets the VM's power for a job that ends not knowing where
+// the VM runs: the next report of its host is news then, even one that
+// repeats the last (an Error VM found off gives back every claim it may
+// hold, observe; found by the simulation, seed 362).
+func (t *tx) lostTrack() {
+	t.s.PowerState, t.s.PowerHost = schemas.PowerUnknown, ""
 }

@@ -205,6 +205,7 @@ func (t *tx) terminate(ref schemas.JobRef, c schemas.VmCommand, v any) {
 	// The jobs it cancels end before it is accepted: the journal never
 	// shows a VM with two jobs running.
 	why := "Cancelled by terminate job " + c.CommandID
+	alsoOn := ""
 	if j := t.s.Job; j.JobID != "" {
 		// What it claimed goes back now: the terminate may itself fail,
 		// and a migration's destination would stay claimed for good
@@ -214,7 +215,14 @@ func (t *tx) terminate(ref schemas.JobRef, c schemas.VmCommand, v any) {
 		// the VM there, in Error with its claim, as a start's cleanup
 		// does (found by the simulation, seed 3592: the VM ran with no
 		// claim, and the host was filled beyond its capacity).
-		if !((startPhase(j.Phase) || j.Phase == phaseCleanup) && j.Wait.Kind == waitAnswer && j.Wait.HostID != "") {
+		// A migration under way may have moved the VM: both of its
+		// hosts keep their claims, and the terminate destroys the VM on
+		// the destination too (found by the simulation, seed 49624).
+		if j.Phase == phaseMigrating || j.Phase == phaseSettling {
+			alsoOn = j.Params[paramDest]
+		}
+		mayRun := (startPhase(j.Phase) || j.Phase == phaseCleanup) && j.Wait.Kind == waitAnswer && j.Wait.HostID != ""
+		if !mayRun && alsoOn == "" {
 			t.releaseHeld()
 		}
 		t.endJob(outcomeCancelled, &schemas.JobCancelled{JobRef: t.jobRef(), Reason: why, VmState: t.s.VmState, StartedAt: t.s.Job.StartedAt}, why, false)
@@ -232,6 +240,9 @@ func (t *tx) terminate(ref schemas.JobRef, c schemas.VmCommand, v any) {
 	t.s.Queue = nil
 	t.event(&schemas.JobAccepted{JobRef: ref})
 	t.startJob(actionByName[ActTerminate], c, v)
+	if alsoOn != "" && alsoOn != t.s.HostID && t.s.Job.JobID == c.CommandID {
+		t.params()[paramAlsoOn] = alsoOn
+	}
 }
 
 // startJob makes a command the VM's running job: a new epoch, a deadline,

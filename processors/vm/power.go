@@ -112,6 +112,15 @@ func (t *tx) observe(host, power string, at int64, why string) {
 		return
 	}
 	if consistent(s.VmState, power) {
+		if s.VmState == StateError && !same && host == s.HostID && !onHost(power) && power != schemas.PowerUnknown {
+			// An Error VM may hold claims where it might run (a start or
+			// a terminate that got no answer, a migration no report
+			// settled). Its host now finds it off: it runs nowhere
+			// vmplane knows of, and a host it runs on after all reports
+			// it and adopts it (found by the simulation, seed 184: a
+			// destination's claim outlived a failed terminate).
+			t.release("")
+		}
 		if moved {
 			t.alert("VmStateSync", fmt.Sprintf("%s-sync-%d", s.VmID, t.ms), host, "", why+": out-of-band move, the host follows")
 		}

@@ -13,10 +13,18 @@ import (
 // to be off, StopVm(force); then DestroyVm on that host; then the VM is
 // Deleted, its capacity released, and it is expunged after ExpungeDelay.
 func terminateFlow() flow {
-	return flow{start: terminateStart, advance: terminateNext, answerFailed: terminateAnswerFailed}
+	return flow{start: terminateStart, advance: terminateNext, answerFailed: terminateAnswerFailed, failed: terminateFailed}
 }
 
 func terminateStart(t *tx, _ any) { terminateNext(t) }
+
+// paramAlsoOn names a second host the terminate destroys the VM on: the
+// destination of a migration it cancelled; paramAlsoSent is set once the
+// destroy there is sent.
+const (
+	paramAlsoOn   = "also_on"
+	paramAlsoSent = "also_sent"
+)
 
 func destroyVm(_ *tx, ac *schemas.AgentCommand) any { return &schemas.DestroyVm{AgentCommand: *ac} }
 
@@ -31,6 +39,15 @@ func terminateNext(t *tx) {
 		t.step(TaskDeleting, "destroy", "destroying the VM and its disks on host "+s.HostID,
 			map[string]any{"host_id": s.HostID, "command_id": t.nextID(), "epoch": s.Epoch})
 		t.callAgent(phaseDestroying, s.HostID, "")
+	case s.Job.Params[paramAlsoOn] != "" && s.Job.Params[paramAlsoSent] == "":
+		// The migration this terminate cancelled may have moved the VM:
+		// it is destroyed there too, after its source, whose partition
+		// holds the MigrateVm before the source's destroy.
+		also := s.Job.Params[paramAlsoOn]
+		s.Job.Params[paramAlsoSent] = "true"
+		t.step(TaskDeleting, "destroy", "destroying the VM on host "+also+", where the cancelled migration may have moved it",
+			map[string]any{"host_id": also, "command_id": t.nextID(), "epoch": s.Epoch})
+		t.callAgent(phaseDestroying, also, "")
 	default:
 		if s.Job.Phase == "" {
 			t.step(TaskDeleting, "delete", "no host holds the VM", nil)
@@ -58,4 +75,16 @@ func terminateAnswerFailed(t *tx, a *schemas.AgentAnswer) {
 		return
 	}
 	t.fail("AgentError", fmt.Sprintf("%s on host %s: %s", a.CommandType, a.HostID, a.Error), false)
+}
+
+// terminateFailed: a terminate that gives up before it destroyed the VM
+// on the destination of the migration it cancelled leaves the VM in Error,
+// with the claims of both hosts: it may run on either, and the next report
+// that has it running, or its host finding it off, settles them (found by
+// the simulation, seed 184).
+func terminateFailed(t *tx) {
+	if t.s.Job.Params[paramAlsoOn] != "" {
+		t.s.VmState = StateError
+		t.lostTrack()
+	}
 }
