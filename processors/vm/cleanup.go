@@ -27,6 +27,10 @@ const phaseCleanup = "cleanup"
 // cleanup.
 const paramTimedOut = "timed_out"
 
+// mayPowerOn are the jobs whose one agent command may leave an off VM
+// running (starts aside, which cleanUpStart handles).
+var mayPowerOn = map[string]bool{ActReboot: true, ActRescue: true, ActUnrescue: true, ActRebuild: true, ActResume: true, ActUnpause: true}
+
 // startPhase reports whether a phase's agent command is a StartVm.
 func startPhase(phase string) bool {
 	return phase == phaseSpawning || phase == phaseStarting || phase == phaseResizeStarting

@@ -643,6 +643,17 @@ func (t *tx) tickJob() {
 		default:
 			if j.Wait.Kind == waitAnswer && !j.Wait.Answered {
 				t.unsettled(j.Deadline)
+				if mayPowerOn[j.JobType] && !onHost(t.s.PowerState) {
+					// The command may have started the VM after the last
+					// report, which found it off: the VM keeps its state,
+					// its power unknown until a report taken after the
+					// deadline, rather than going Stopped and giving its
+					// claim back (found by the simulation, seed 6541: a
+					// Rescue timed out on a PowerOff taken before the
+					// rescue booted the VM, and the next Start ran a
+					// second copy elsewhere).
+					t.lostTrack()
+				}
 			}
 			t.fail("Timeout", why, false)
 		}
