@@ -64,6 +64,20 @@ func (t *tx) observe(host, power string, at int64, why string) {
 		// The VM is gone; late reports from its old host change nothing.
 		return
 	}
+	if host != s.HostID && !onHost(power) && power != schemas.PowerUnknown && s.VmState == StateError && job == "" &&
+		s.PowerState == schemas.PowerUnknown && s.PowerHost == "" {
+		// An Error VM vmplane lost track of (a terminate or a migration
+		// that ended not knowing where it is) found defined and off on
+		// another host: that is where it is, and an off VM holds no
+		// capacity (found by the simulation, seed 30084: a terminate
+		// that cancelled a migration failed, the VM sat off on the
+		// destination, and both hosts kept their claims).
+		t.release("")
+		s.HostID, s.PodID, s.ClusterID = host, "", ""
+		s.PowerState, s.PowerHost, s.PowerStateUpdateTime, s.PowerStateUpdateCount = power, host, t.ms, 1
+		t.changed("", why+": the VM is there")
+		return
+	}
 	if host != s.HostID {
 		if s.HostID != "" && !onHost(power) {
 			// Another host saying the VM is not running there says nothing

@@ -83,8 +83,19 @@ func terminateAnswerFailed(t *tx, a *schemas.AgentAnswer) {
 // that has it running, or its host finding it off, settles them (found by
 // the simulation, seed 184).
 func terminateFailed(t *tx) {
-	if t.s.Job.Params[paramAlsoOn] != "" {
-		t.s.VmState = StateError
-		t.lostTrack()
+	s := t.s
+	also := s.Job.Params[paramAlsoOn]
+	if also == "" {
+		return
+	}
+	s.VmState = StateError
+	t.lostTrack()
+	if s.Job.Params[paramAlsoSent] != "" && s.HostID != also {
+		// The source destroyed it: only the destination may have it,
+		// and a second Terminate destroys it there (found by the
+		// simulation, seed 26000: the source's claim outlived a VM
+		// destroyed there).
+		t.releaseOn(s.HostID)
+		s.HostID, s.PodID, s.ClusterID = also, "", ""
 	}
 }
