@@ -64,41 +64,13 @@ func (t *tx) observe(host, power string, at int64, why string) {
 		// The VM is gone; late reports from its old host change nothing.
 		return
 	}
-	if host != s.HostID && !onHost(power) && power != schemas.PowerUnknown && s.VmState == StateError && job == "" &&
-		s.PowerState == schemas.PowerUnknown && s.PowerHost == "" {
-		// An Error VM vmplane lost track of (a terminate or a migration
-		// that ended not knowing where it is) found defined and off on
-		// another host: that is where it is, and an off VM holds no
-		// capacity (found by the simulation, seed 30084: a terminate
-		// that cancelled a migration failed, the VM sat off on the
-		// destination, and both hosts kept their claims).
-		t.release("")
-		s.HostID, s.PodID, s.ClusterID = host, "", ""
-		s.PowerState, s.PowerHost, s.PowerStateUpdateTime, s.PowerStateUpdateCount = power, host, t.ms, 1
-		t.changed("", why+": the VM is there")
+	if t.foundOffElsewhere(host, power, why) {
 		return
 	}
 	if host != s.HostID {
-		if s.HostID != "" && !onHost(power) {
-			// Another host saying the VM is not running there says nothing
-			// about where it runs (an old host's report must not override
-			// the current one's, CloudStack bug #3741), but ends a twin
-			// report of that host (twin.go).
-			t.twinGone(host)
+		var done bool
+		if done, moved, why = t.otherHost(host, power, why); done {
 			return
-		}
-		if onHost(power) && t.twinSeen(host, power) {
-			return
-		}
-		if onHost(power) {
-			// The VM runs elsewhere (an external live migration, a start
-			// by another manager): the host is honoured, even during a job.
-			if s.HostID != "" {
-				why = fmt.Sprintf("%s (the VM was on host %s)", why, s.HostID)
-				moved = true
-			}
-			s.HostID, s.PodID, s.ClusterID = host, "", ""
-			t.changed(job, why)
 		}
 	}
 	if host == s.HostID && s.Twin != nil && t.twinSettled(host, power, at, t.seq) {
@@ -126,14 +98,8 @@ func (t *tx) observe(host, power string, at int64, why string) {
 		return
 	}
 	if consistent(s.VmState, power) {
-		if s.VmState == StateError && !same && host == s.HostID && !onHost(power) && power != schemas.PowerUnknown {
-			// An Error VM may hold claims where it might run (a start or
-			// a terminate that got no answer, a migration no report
-			// settled). Its host now finds it off: it runs nowhere
-			// vmplane knows of, and a host it runs on after all reports
-			// it and adopts it (found by the simulation, seed 184: a
-			// destination's claim outlived a failed terminate).
-			t.release("")
+		if !same {
+			t.errorFoundOff(host, power)
 		}
 		if moved {
 			t.alert("VmStateSync", fmt.Sprintf("%s-sync-%d", s.VmID, t.ms), host, "", why+": out-of-band move, the host follows")
@@ -148,6 +114,69 @@ func (t *tx) observe(host, power string, at int64, why string) {
 		// Started or moved outside vmplane: the capacity it uses there is
 		// claimed, whether or not it fits.
 		t.adopt(host)
+	}
+}
+
+// otherHost applies a report of a host other than the VM's: done says
+// the report needs nothing more, moved that the VM now belongs to host,
+// why the reason its change gives.
+func (t *tx) otherHost(host, power, why string) (done, moved bool, _ string) {
+	s := t.s
+	if s.HostID != "" && !onHost(power) {
+		// Another host saying the VM is not running there says nothing
+		// about where it runs (an old host's report must not override
+		// the current one's, CloudStack bug #3741), but ends a twin
+		// report of that host (twin.go).
+		t.twinGone(host)
+		return true, false, why
+	}
+	if !onHost(power) {
+		return false, false, why
+	}
+	if t.twinSeen(host, power) {
+		return true, false, why
+	}
+	// The VM runs elsewhere (an external live migration, a start by
+	// another manager): the host is honoured, even during a job.
+	if s.HostID != "" {
+		why = fmt.Sprintf("%s (the VM was on host %s)", why, s.HostID)
+		moved = true
+	}
+	s.HostID, s.PodID, s.ClusterID = host, "", ""
+	t.changed(s.Job.JobID, why)
+	return false, moved, why
+}
+
+// foundOffElsewhere takes a report of an Error VM vmplane lost track of
+// (a terminate or a migration that ended not knowing where it is, its
+// power unknown) that finds it defined and off on another host: that is
+// where it is, and an off VM holds no capacity. It reports whether it
+// took the report (found by the simulation, seed 30084: a terminate that
+// cancelled a migration failed, the VM sat off on the destination, and
+// both hosts kept their claims).
+func (t *tx) foundOffElsewhere(host, power, why string) bool {
+	s := t.s
+	if host == s.HostID || onHost(power) || power == schemas.PowerUnknown || s.VmState != StateError || s.Job.JobID != "" ||
+		s.PowerState != schemas.PowerUnknown || s.PowerHost != "" {
+		return false
+	}
+	t.release("")
+	s.HostID, s.PodID, s.ClusterID = host, "", ""
+	s.PowerState, s.PowerHost, s.PowerStateUpdateTime, s.PowerStateUpdateCount = power, host, t.ms, 1
+	t.changed("", why+": the VM is there")
+	return true
+}
+
+// errorFoundOff gives back every claim an Error VM may hold where it might
+// run (a start or a terminate that got no answer, a migration no report
+// settled) when its host newly finds it off: it runs nowhere vmplane
+// knows of, and a host it runs on after all reports it and adopts it
+// (found by the simulation, seed 184: a destination's claim outlived a
+// failed terminate).
+func (t *tx) errorFoundOff(host, power string) {
+	s := t.s
+	if s.VmState == StateError && host == s.HostID && !onHost(power) && power != schemas.PowerUnknown {
+		t.release("")
 	}
 }
 
