@@ -221,6 +221,12 @@ func (t *tx) terminate(ref schemas.JobRef, c schemas.VmCommand, v any) {
 		if j.Phase == phaseMigrating || j.Phase == phaseSettling {
 			alsoOn = j.Params[paramDest]
 		}
+		if j.JobType == ActTerminate {
+			// A terminate cancelling one that had such a host left to
+			// destroy on takes it over (found by the simulation, seed
+			// 4296).
+			alsoOn = j.Params[paramAlsoOn]
+		}
 		mayRun := (startPhase(j.Phase) || j.Phase == phaseCleanup) && j.Wait.Kind == waitAnswer && j.Wait.HostID != ""
 		if !mayRun && alsoOn == "" {
 			t.releaseHeld()
