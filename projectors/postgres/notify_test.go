@@ -71,17 +71,21 @@ func TestJobWatchWakesAtCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := readmodel.NewJobWatch(dsn, nil)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-
+	// The watchers are registered before the watch runs: its first LISTEN
+	// wakes the watchers there are then, and a loaded machine may run the
+	// connection before the registrations that follow it (CI, with the
+	// race detector, saw "the watch did not connect").
 	end, stopEnd := w.Watch("job-1", false)
 	defer stopEnd()
 	steps, stopSteps := w.Watch("job-1", true)
 	defer stopSteps()
 	other, stopOther := w.Watch("job-other", true)
 	defer stopOther()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
 	// The watch connects in the background: until it listens, a commit is
 	// not heard. Its first LISTEN wakes every watcher (a reconnect may have
 	// missed commits), which tells that it listens.
