@@ -73,11 +73,16 @@ func migratePlaced(t *tx, d *schemas.PlacementDecided) {
 		return
 	}
 	p[paramDest], p[paramDestPod], p[paramDestCluster] = d.HostID, d.PodID, d.ClusterID
-	if !onHost(s.PowerState) || s.VmState == StateStopped {
+	if s.PowerState == schemas.PowerOff || s.VmState == StateStopped {
 		t.step(TaskMigrating, "relocate", fmt.Sprintf("the VM is not running: moving it from host %s to host %s", source, d.HostID),
 			map[string]any{"source": source, "host_id": d.HostID})
 		s.HostID, s.PodID, s.ClusterID = d.HostID, d.PodID, d.ClusterID
-		// A Stopped VM holds no capacity; Start claims it again.
+		// A Stopped VM holds no capacity; Start claims it again. One
+		// found off during the job is Stopped now: an Active VM without
+		// a claim was adopted back over capacity (found by the
+		// simulation, seed 3012). A VM whose power is unknown moves
+		// live: the agent knows whether it runs.
+		s.VmState = StateStopped
 		t.release("")
 		t.succeed("the VM now belongs to host " + d.HostID)
 		return
