@@ -202,6 +202,7 @@ func (t *tx) moveAnswered(a *schemas.AgentAnswer) {
 		return
 	}
 	if a.OK {
+		t.params()[paramAnsweredAt] = strconv.FormatInt(a.AnsweredAt, 10)
 		t.s.PowerState, t.s.PowerHost = schemas.PowerOn, j.Params[paramDest]
 		j.Phase = phaseMigrating
 		t.advance()

@@ -639,16 +639,16 @@ func (t *tx) tickJob() {
 		why := fmt.Sprintf("no end within %s (phase %s)", t.cfg.JobTimeout, j.Phase)
 		switch {
 		case j.Phase == phaseCleanup:
-			t.unsettled(j.Deadline)
+			t.staleBefore(j.Deadline)
 			t.cleanupTimedOut()
 		case j.Phase == phaseSettling:
-			t.unsettled(j.Deadline)
+			t.staleBefore(j.Deadline)
 			t.settleTimedOut()
 		case t.cleanUpStart(why), t.settleMove(why):
 		case t.answeredAtDeadline(why):
 		default:
 			if j.Wait.Kind == waitAnswer && !j.Wait.Answered {
-				t.unsettled(j.Deadline)
+				t.staleBefore(j.Deadline)
 				if mayPowerOn[j.JobType] && !onHost(t.s.PowerState) {
 					// The command may have started the VM after the last
 					// report, which found it off: the VM keeps its state,
@@ -707,15 +707,16 @@ func (t *tx) answeredAtDeadline(why string) bool {
 	return true
 }
 
-// unsettled marks the reports taken before until stale: a job ends by
-// timing out while an agent command it sent is unanswered, and the command
-// may still be carried out until it expires (until, the deadline its
-// job gave it). A report taken earlier may show the VM as it was before
-// (found by the simulation, seed 13848: a RescueVm ran, its answer came
-// late, the job timed out, and a PowerOff report taken before it ran
-// stopped the VM and released its claim while it ran). Reports taken
-// after tell how the command left the VM.
-func (t *tx) unsettled(until int64) {
+// staleBefore marks the reports taken before until stale. A job that
+// times out while an agent command it sent is unanswered: the command may
+// still be carried out until it expires (until, the deadline its job gave
+// it), so a report taken earlier may show the VM as it was before (found
+// by the simulation, seed 13848: a RescueVm ran, its answer came late, the
+// job timed out, and a PowerOff report taken before it ran stopped the VM
+// and released its claim while it ran). A migration that ended as done:
+// its source's reports taken before the move may still be on their way
+// (seed 13324: one made the VM follow back to its source).
+func (t *tx) staleBefore(until int64) {
 	t.s.ReportsAfter = max(t.s.ReportsAfter, until)
 }
 

@@ -2,6 +2,7 @@ package vm
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/vmplane/vmplane/schemas"
 )
@@ -95,6 +96,9 @@ func migratePlaced(t *tx, d *schemas.PlacementDecided) {
 func migrateAdvance(t *tx) {
 	s := t.s
 	p := s.Job.Params
+	if at, err := strconv.ParseInt(p[paramAnsweredAt], 10, 64); err == nil {
+		t.staleBefore(at)
+	}
 	s.HostID, s.PodID, s.ClusterID = p[paramDest], p[paramDestPod], p[paramDestCluster]
 	t.releaseOn(p[paramSource])
 	t.succeed(fmt.Sprintf("the VM runs on host %s; its capacity on host %s is released", s.HostID, p[paramSource]))
