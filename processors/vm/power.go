@@ -18,8 +18,9 @@ func (t *tx) powerReport(r *schemas.PowerReport) {
 		return
 	}
 	if r.ReportedAt != 0 && r.ReportedAt < t.s.ReportsAfter {
-		// Taken while a command the VM processor gave up on could still
-		// act (unsettled): what it saw may be undone already.
+		// Taken before a command the VM processor gave up on expired,
+		// or before a migration it saw end: what it saw may be undone
+		// already (staleBefore).
 		t.s.StaleIgnored++
 		return
 	}
