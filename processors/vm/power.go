@@ -65,7 +65,7 @@ func (t *tx) observe(host, power string, at int64, why string) {
 		// The VM is gone; late reports from its old host change nothing.
 		return
 	}
-	if t.foundOffElsewhere(host, power, why) {
+	if t.foundOffElsewhere(host, power) {
 		return
 	}
 	if host != s.HostID {
@@ -150,21 +150,22 @@ func (t *tx) otherHost(host, power, why string) (done, moved bool, _ string) {
 
 // foundOffElsewhere takes a report of an Error VM vmplane lost track of
 // (a terminate or a migration that ended not knowing where it is, its
-// power unknown) that finds it defined and off on another host: that is
-// where it is, and an off VM holds no capacity. It reports whether it
-// took the report (found by the simulation, seed 30084: a terminate that
-// cancelled a migration failed, the VM sat off on the destination, and
-// both hosts kept their claims).
-func (t *tx) foundOffElsewhere(host, power, why string) bool {
+// power unknown) that finds it defined and off on another host: it gives
+// back every claim it may hold (found by the simulation, seed 30084: a
+// terminate that cancelled a migration failed, the VM sat off on the
+// destination, and both hosts kept their claims). The VM stays placed
+// where it was: a copy defined elsewhere says nothing of whether it runs
+// there (seed 62519: taking the other host for its place sent the next
+// Terminate there, and the guest running on the first survived the VM's
+// deletion). A later report that finds it running adopts it.
+func (t *tx) foundOffElsewhere(host, power string) bool {
 	s := t.s
 	if host == s.HostID || onHost(power) || power == schemas.PowerUnknown || s.VmState != StateError || s.Job.JobID != "" ||
 		s.PowerState != schemas.PowerUnknown || s.PowerHost != "" {
 		return false
 	}
 	t.release("")
-	s.HostID, s.PodID, s.ClusterID = host, "", ""
 	s.PowerState, s.PowerHost, s.PowerStateUpdateTime, s.PowerStateUpdateCount = power, host, t.ms, 1
-	t.changed("", why+": the VM is there")
 	return true
 }
 
