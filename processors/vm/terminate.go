@@ -10,7 +10,8 @@ import (
 // Terminate deletes a VM. It is always allowed and never queues: the job in
 // flight and the queued ones are cancelled first (see tx.terminate). Then,
 // all in task state Deleting: when a host holds the VM and it is not known
-// to be off, StopVm(force); then DestroyVm on that host; then the VM is
+// to be off, StopVm(force); then DestroyVm on that host, and on the
+// destination of a migration it cancelled (paramAlsoOn); then the VM is
 // Deleted, its capacity released, and it is expunged after ExpungeDelay.
 func terminateFlow() flow {
 	return flow{start: terminateStart, advance: terminateNext, answerFailed: terminateAnswerFailed, failed: terminateFailed}
