@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -150,20 +149,10 @@ func (a *Agent) answerAgain(ctx context.Context, prev schemas.Record, cmd *schem
 	})
 }
 
-// hostIDs lists the hosts the agent serves, sorted.
-func (a *Agent) hostIDs() []string {
-	ids := make([]string, 0, len(a.hosts))
-	for id := range a.hosts {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
-}
-
 // carryOut runs the command on the driver (Execute). where is the host the
 // VM is on afterwards.
 func (a *Agent) carryOut(ctx context.Context, h *hostState, rec schemas.Record) (where *hostState, report bool, err error) {
-	host, report, err := Execute(ctx, a.drv, rec.Value, a.cfg.Clock().UnixMilli(), a.hostIDs())
+	host, report, err := Execute(ctx, a.drv, rec.Value, a.cfg.Clock().UnixMilli(), a.order)
 	if w, ok := a.hosts[host]; ok {
 		return w, report, err
 	}

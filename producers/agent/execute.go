@@ -22,13 +22,14 @@ const (
 )
 
 // runsElsewhere returns a host among peers, other than host, where the VM
-// runs or is paused; "" when none (a peer that cannot be read is passed).
+// runs or is paused; "" when none (a peer that cannot be read, or has no
+// such VM, is passed). One lookup per peer, not a listing of its VMs.
 func runsElsewhere(d Driver, vm, host string, peers []string) string {
 	for _, p := range peers {
 		if p == host {
 			continue
 		}
-		if st, err := d.PowerStates(p); err == nil && (st[vm] == schemas.PowerOn || st[vm] == schemas.PowerPaused) {
+		if st, err := d.PowerState(p, vm); err == nil && (st == schemas.PowerOn || st == schemas.PowerPaused) {
 			return p
 		}
 	}
