@@ -91,6 +91,13 @@ type MigrateVm struct {
 	MemoryMB   int64  `avro:"memory_mb" doc:"Memory at the destination, MiB."`
 }
 
+// CheckVm asks an agent for one VM's power on the host, changing nothing:
+// the answer's power_state is the VM's state there, PowerOff when the host
+// has no such VM. The VM processor sends it to the hosts that keep a claim
+// for a VM it lost track of (VmRecord.maybe_on), since a host that never
+// had the VM never reports it.
+type CheckVm struct{ AgentCommand }
+
 // CheckHost asks an agent to check whether a neighbour host is alive. It is
 // addressed by cluster, not by host: the record is keyed by the target host,
 // and any agent serving another live host of ClusterID answers it (the

@@ -55,6 +55,7 @@ var recordDocs = []struct {
 	{RebuildVm{}, "Agent command: rebuild a VM."},
 	{SnapshotVm{}, "Agent command: snapshot a VM."},
 	{MigrateVm{}, "Agent command: live-migrate a VM."},
+	{CheckVm{}, "Agent command: read one VM's power, changing nothing."},
 	{CheckHost{}, "Agent command: check a neighbour host."},
 	{FenceHost{}, "Agent command: power a neighbour host off."},
 	{AgentRejected{}, "The host processor refuses an agent's host."},

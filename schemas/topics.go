@@ -60,7 +60,7 @@ var vmCommandTypes = []string{"Deploy", "Start", "Stop", "Reboot", "Pause", "Unp
 	"Rescue", "Unrescue", "Rebuild", "Snapshot", "Migrate", "Resize", "ConfirmResize", "RevertResize", "Terminate"}
 
 var agentCommandTypes = []string{"StartVm", "StopVm", "DestroyVm", "RebootVm", "PauseVm", "UnpauseVm",
-	"SuspendVm", "ResumeVm", "RescueVm", "UnrescueVm", "RebuildVm", "SnapshotVm", "MigrateVm", "CheckHost", "FenceHost", "AgentRejected"}
+	"SuspendVm", "ResumeVm", "RescueVm", "UnrescueVm", "RebuildVm", "SnapshotVm", "MigrateVm", "CheckVm", "CheckHost", "FenceHost", "AgentRejected"}
 
 // Topics is the topic table of docs/design.md §3 plus the processors' changelogs.
 var Topics = []TopicSpec{

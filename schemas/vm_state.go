@@ -43,6 +43,8 @@ type VmRecord struct {
 	HAAvoidHosts          []string         `avro:"ha_avoid_hosts" doc:"Hosts the HA restarts of this episode avoid: the host that went down and destinations where an attempt failed."`
 	Twin                  *TwinReport      `avro:"twin" doc:"Another host reporting the VM on it while the VM's own host last said it runs there; empty for none."`
 	ReportsAfter          int64            `avro:"reports_after" doc:"Power reports taken before this time (Unix milliseconds) are stale: an agent command of a job that ended without its answer may have acted until then. 0 for none."`
+	MaybeOn               []string         `avro:"maybe_on" doc:"Hosts besides host_id that keep a claim for the VM because it may be there: a migration or a terminate ended without learning whether the VM moved. Each is asked with CheckVm until its agent answers; a Terminate destroys the VM there too."`
+	CheckAt               int64            `avro:"check_at" doc:"When the next round of CheckVm is due, Unix milliseconds; 0 for none."`
 }
 
 // TwinReport is a report of a VM on a host other than its own while its own

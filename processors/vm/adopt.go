@@ -39,6 +39,9 @@ func (t *tx) adopt(host string) {
 		RequestID: schemas.BoundID(fmt.Sprintf("%s%s%d", s.VmID, adoptPrefix, t.ms)), VmID: s.VmID, ZoneID: s.ZoneID, Account: s.Account,
 		Epoch: s.Epoch, Offering: s.Offering, HostID: host, AffinityGroup: s.AffinityGroup, Adopt: true, At: t.ms,
 	})
+	// Placement releases every other claim of the VM: the hosts it may
+	// have been on keep none.
+	t.notOn("")
 }
 
 // adopted takes the decision of an adopt: it records the host's pod and

@@ -214,19 +214,22 @@ func (t *tx) moveAnswered(a *schemas.AgentAnswer) {
 }
 
 // settleTimedOut ends a migration no report settled: where the VM runs is
-// unknown. It is taken to be on its source, which keeps its claim while
-// the destination's goes (keeping both would hold a claim for good on a
-// host the VM is not on, since a host that never had a VM never says it
-// is missing), but it rests in Error rather than Active: a source that
-// stops listing it then starts no HA restart, since the VM may run on the
-// destination (found by the simulation, seed 35296: a resize's move
-// happened unseen, and when the source stopped listing the VM, HA started
-// a second copy there). The next report that has it running settles it:
-// an Error VM found running follows to Active and is adopted there, which
+// unknown. Both hosts keep their claims (releasing the destination let
+// placement fill it, and the VM's report from there then adopted it beyond
+// its capacity: found by the simulation, seed 2547); the VM stays placed on
+// its source, the destination is a host it may be on (maybeon.go), asked
+// with CheckVm until its agent answers. It rests in Error rather than
+// Active: a source that stops listing it then starts no HA restart, since
+// the VM may run on the destination (seed 35296: a resize's move happened
+// unseen, and when the source stopped listing the VM, HA started a second
+// copy there). A report or an answer that has it running settles it: an
+// Error VM found running follows to Active and is adopted there, which
 // releases the other claim.
 func (t *tx) settleTimedOut() {
+	t.keepClaims = true
+	t.mayBeOn(t.s.Job.Params[paramDest])
 	t.lostTrack()
-	t.failAs(StateError, "Timeout", t.s.Job.Params[paramTimedOut]+"; no host said where the VM runs: it rests in Error until one reports it")
+	t.failAs(StateError, "Timeout", t.s.Job.Params[paramTimedOut]+"; no host said where the VM runs: it rests in Error, with the claims of both hosts, until one says")
 }
 
 // lostTrack forgets the VM's power for a job that ends not knowing where

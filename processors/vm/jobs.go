@@ -205,7 +205,6 @@ func (t *tx) terminate(ref schemas.JobRef, c schemas.VmCommand, v any) {
 	// The jobs it cancels end before it is accepted: the journal never
 	// shows a VM with two jobs running.
 	why := "Cancelled by terminate job " + c.CommandID
-	alsoOn := ""
 	if j := t.s.Job; j.JobID != "" {
 		// What it claimed goes back now: the terminate may itself fail,
 		// and a migration's destination would stay claimed for good
@@ -217,18 +216,14 @@ func (t *tx) terminate(ref schemas.JobRef, c schemas.VmCommand, v any) {
 		// claim, and the host was filled beyond its capacity).
 		// A migration under way may have moved the VM: both of its
 		// hosts keep their claims, and the terminate destroys the VM on
-		// the destination too (found by the simulation, seed 49624).
-		if j.Phase == phaseMigrating || j.Phase == phaseSettling {
-			alsoOn = j.Params[paramDest]
-		}
-		if j.JobType == ActTerminate {
-			// A terminate cancelling one that had such a host left to
-			// destroy on takes it over (found by the simulation, seed
-			// 4296).
-			alsoOn = j.Params[paramAlsoOn]
+		// the destination too (maybeon.go; found by the simulation, seed
+		// 49624).
+		moving := j.Phase == phaseMigrating || j.Phase == phaseSettling
+		if moving {
+			t.mayBeOn(j.Params[paramDest])
 		}
 		mayRun := (startPhase(j.Phase) || j.Phase == phaseCleanup) && j.Wait.Kind == waitAnswer && j.Wait.HostID != ""
-		if !mayRun && alsoOn == "" {
+		if !mayRun && !moving {
 			t.releaseHeld()
 		}
 		t.endJob(outcomeCancelled, &schemas.JobCancelled{JobRef: t.jobRef(), Reason: why, VmState: t.s.VmState, StartedAt: t.s.Job.StartedAt}, why, false)
@@ -246,9 +241,6 @@ func (t *tx) terminate(ref schemas.JobRef, c schemas.VmCommand, v any) {
 	t.s.Queue = nil
 	t.event(&schemas.JobAccepted{JobRef: ref})
 	t.startJob(actionByName[ActTerminate], c, v)
-	if alsoOn != "" && alsoOn != t.s.HostID && t.s.Job.JobID == c.CommandID {
-		t.params()[paramAlsoOn] = alsoOn
-	}
 }
 
 // startJob makes a command the VM's running job: a new epoch, a deadline,
@@ -306,6 +298,7 @@ func (t *tx) endJob(outcome string, ev any, reason string, next bool) {
 	t.remember(id, outcome)
 	*t.s.Job = schemas.JobState{}
 	t.s.TaskState = ""
+	t.scheduleCheck()
 	t.changed(id, reason)
 	t.event(ev)
 	if next {
@@ -444,6 +437,7 @@ func (t *tx) release(host string) {
 		id = schemas.BoundID(fmt.Sprintf("%s-release-%d", s.VmID, t.ms))
 	}
 	t.emit(schemas.TopicPlacementRequests, s.ZoneID, &schemas.ReleaseVm{RequestID: id, VmID: s.VmID, ZoneID: s.ZoneID, HostID: host, At: t.ms})
+	t.notOn(host)
 }
 
 // callAgent sends an agent command (id from the step just emitted) and
@@ -495,6 +489,10 @@ func (t *tx) advance() {
 // answer wakes a job waiting on this agent command of the current epoch;
 // any other answer is stale and ignored.
 func (t *tx) answer(a *schemas.AgentAnswer) {
+	if a.CommandType == typeCheckVm {
+		t.checkAnswered(a)
+		return
+	}
 	if a.PowerHost != "" && a.ReportSeq > 0 {
 		// The answer read the VM's power under this sequence: a report of
 		// that host taken before it is older, whatever it arrives after.

@@ -121,7 +121,8 @@ func (m *Machine) step(s *schemas.VmRecord, in schemas.Record, now time.Time) (*
 }
 
 // Tick runs the VM's timers: job deadline, stall alert, answer re-send and
-// the periodic re-check of a running job; expunge of a Deleted VM.
+// the periodic re-check of a running job; expunge of a Deleted VM; an HA
+// restart and a CheckVm round that are due.
 func (m *Machine) Tick(s *schemas.VmRecord, key string, now time.Time) (*schemas.VmRecord, []schemas.Record) {
 	if s == nil {
 		return nil, nil
@@ -133,14 +134,16 @@ func (m *Machine) Tick(s *schemas.VmRecord, key string, now time.Time) (*schemas
 	case t.s.ExpungeAt != 0 && t.ms >= t.s.ExpungeAt && t.s.VmState == StateDeleted:
 		t.event(&schemas.VmExpunged{VmID: t.s.VmID, Account: t.s.Account, At: t.ms})
 		return nil, t.out
-	case t.s.HARetryAt != 0:
+	default:
 		t.haDue()
+		t.checkDue()
 	}
 	return t.finish(s)
 }
 
 // Wake says when the VM next needs a Tick: the running job's next re-check
-// or deadline, or the expunge time of a Deleted VM; zero for never.
+// or deadline, the expunge time of a Deleted VM, or its next HA restart or
+// CheckVm round; zero for never.
 func (m *Machine) Wake(s *schemas.VmRecord) time.Time {
 	switch {
 	case s == nil:
@@ -153,10 +156,15 @@ func (m *Machine) Wake(s *schemas.VmRecord) time.Time {
 		return time.UnixMilli(at).UTC()
 	case s.VmState == StateDeleted && s.ExpungeAt != 0:
 		return time.UnixMilli(s.ExpungeAt).UTC()
-	case s.HARetryAt != 0:
-		return time.UnixMilli(s.HARetryAt).UTC()
 	}
-	return time.Time{}
+	at := s.HARetryAt
+	if s.CheckAt != 0 && (at == 0 || s.CheckAt < at) {
+		at = s.CheckAt
+	}
+	if at == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(at).UTC()
 }
 
 // finish announces a change of the watched axes with one VmStateChanged and
@@ -166,6 +174,9 @@ func (t *tx) finish(orig *schemas.VmRecord) (*schemas.VmRecord, []schemas.Record
 		return nil, t.out
 	}
 	t.dropStaleTwin(orig)
+	if t.s.CheckAt != 0 && len(t.checkHosts()) == 0 {
+		t.s.CheckAt = 0 // nothing left to ask (maybeon.go)
+	}
 	if watch(t.s) != t.before {
 		t.s.UpdatedAt = t.ms
 		job := t.s.Job.JobID

@@ -2,6 +2,7 @@ package vm
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/vmplane/vmplane/schemas"
 )
@@ -148,20 +149,28 @@ func (t *tx) otherHost(host, power, why string) (done, moved bool, _ string) {
 	return false, moved, why
 }
 
-// foundOffElsewhere takes a report of an Error VM vmplane lost track of
-// (a terminate or a migration that ended not knowing where it is, its
-// power unknown) that finds it defined and off on another host: it gives
-// back every claim it may hold (found by the simulation, seed 30084: a
-// terminate that cancelled a migration failed, the VM sat off on the
-// destination, and both hosts kept their claims). The VM stays placed
-// where it was: a copy defined elsewhere says nothing of whether it runs
-// there (seed 62519: taking the other host for its place sent the next
-// Terminate there, and the guest running on the first survived the VM's
-// deletion). A later report that finds it running adopts it.
+// foundOffElsewhere takes a report that finds the VM off on a host other
+// than its own, with no job running. A host the VM may be on (maybeon.go)
+// gives its claim back. Of an Error VM vmplane lost track of (a terminate
+// or a migration that ended not knowing where it is, its power unknown)
+// with no such host, every claim it may hold goes (found by the
+// simulation, seed 30084: a terminate that cancelled a migration failed,
+// the VM sat off on the destination, and both hosts kept their claims).
+// The VM stays placed where it was: a copy defined elsewhere says nothing
+// of whether it runs there (seed 62519: taking the other host for its
+// place sent the next Terminate there, and the guest running on the first
+// survived the VM's deletion). A later report that finds it running
+// adopts it.
 func (t *tx) foundOffElsewhere(host, power string) bool {
 	s := t.s
-	if host == s.HostID || onHost(power) || power == schemas.PowerUnknown || s.VmState != StateError || s.Job.JobID != "" ||
-		s.PowerState != schemas.PowerUnknown || s.PowerHost != "" {
+	if host == s.HostID || onHost(power) || power == schemas.PowerUnknown || s.Job.JobID != "" {
+		return false
+	}
+	if slices.Contains(s.MaybeOn, host) {
+		t.release(host)
+		return true
+	}
+	if s.VmState != StateError || s.PowerState != schemas.PowerUnknown || s.PowerHost != "" || len(s.MaybeOn) > 0 {
 		return false
 	}
 	t.release("")
@@ -169,17 +178,23 @@ func (t *tx) foundOffElsewhere(host, power string) bool {
 	return true
 }
 
-// errorFoundOff gives back every claim an Error VM may hold where it might
-// run (a start or a terminate that got no answer, a migration no report
-// settled) when its host newly finds it off: it runs nowhere vmplane
-// knows of, and a host it runs on after all reports it and adopts it
-// (found by the simulation, seed 184: a destination's claim outlived a
-// failed terminate).
+// errorFoundOff gives back the claim an Error VM holds where it might run
+// (a start or a terminate that got no answer, a migration no report
+// settled) when its host newly finds it off: it runs nowhere vmplane knows
+// of, and a host it runs on after all reports it and adopts it (found by
+// the simulation, seed 184: a destination's claim outlived a failed
+// terminate). With no other host it may be on, every claim of the VM goes;
+// a host it may be on keeps its claim until it answers (maybeon.go).
 func (t *tx) errorFoundOff(host, power string) {
 	s := t.s
-	if s.VmState == StateError && host == s.HostID && !onHost(power) && power != schemas.PowerUnknown {
-		t.release("")
+	if s.VmState != StateError || host != s.HostID || onHost(power) || power == schemas.PowerUnknown {
+		return
 	}
+	if len(s.MaybeOn) > 0 {
+		t.release(host)
+		return
+	}
+	t.release("")
 }
 
 // follow moves a VM with no job to the state a contradicting report says,

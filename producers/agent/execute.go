@@ -96,6 +96,13 @@ func Execute(ctx context.Context, d Driver, v any, now int64, peers []string) (w
 	case *schemas.SnapshotVm:
 		report = false // the power state does not change
 		err = d.Snapshot(ctx, cmd.HostID, c.VmID, c.SnapshotName)
+	case *schemas.CheckVm:
+		// Nothing changes: the answer carries the VM's power there,
+		// PowerOff when the host has no such VM.
+		report = false
+		if _, err = d.PowerState(cmd.HostID, c.VmID); errors.Is(err, ErrUnknownVM) {
+			err = nil
+		}
 	case *schemas.MigrateVm:
 		// The destination must be one of ours: the agent reports it, and
 		// a driver cannot reach a hypervisor another agent serves.

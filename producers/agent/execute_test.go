@@ -46,7 +46,10 @@ func TestExecuteRefusesExpiredCommands(t *testing.T) {
 // A StartVm of a VM that runs on another host of the same agent starts no
 // second copy: an agent restarted without its answers reads an old StartVm
 // again after the VM migrated on (found by the simulation, seed 48999).
-func TestExecuteStartsNoSecondCopy(t *testing.T) {
+// runningOnH1 is a driver of two hosts, h1 and h2, with vm1 started on h1
+// by the StartVm returned.
+func runningOnH1(t *testing.T) (*sim.Driver, []string, *schemas.StartVm) {
+	t.Helper()
 	hosts := []agent.HostInfo{{ID: "h1", Zone: "z1", CPU: 8, MemoryMB: 8192}, {ID: "h2", Zone: "z1", CPU: 8, MemoryMB: 8192}}
 	d, err := sim.New(sim.Config{Hosts: hosts})
 	if err != nil {
@@ -57,6 +60,11 @@ func TestExecuteStartsNoSecondCopy(t *testing.T) {
 	if _, _, err := agent.Execute(t.Context(), d, start, 1000, peers); err != nil {
 		t.Fatal(err)
 	}
+	return d, peers, start
+}
+
+func TestExecuteStartsNoSecondCopy(t *testing.T) {
+	d, peers, start := runningOnH1(t)
 	migrate := &schemas.MigrateVm{AgentCommand: schemas.AgentCommand{CommandID: "c2", HostID: "h1", VmID: "vm1"}, DestHostID: "h2", CPU: 1, MemoryMB: 512}
 	if _, _, err := agent.Execute(t.Context(), d, migrate, 2000, peers); err != nil {
 		t.Fatal(err)
@@ -70,5 +78,32 @@ func TestExecuteStartsNoSecondCopy(t *testing.T) {
 	}
 	if got := d.Guests("h2")["vm1"]; got != schemas.PowerOn {
 		t.Fatalf("vm1 on h2 is %q, want PowerOn", got)
+	}
+}
+
+// TestExecuteCheckVm: a CheckVm changes nothing and succeeds whether or not
+// the host has the VM (the answer carries the power); a host that cannot be
+// read fails it, so no answer says "absent" for a host nobody could see.
+func TestExecuteCheckVm(t *testing.T) {
+	d, peers, _ := runningOnH1(t)
+	for _, host := range peers {
+		check := &schemas.CheckVm{AgentCommand: schemas.AgentCommand{CommandID: "k-" + host, HostID: host, VmID: "vm1", ExpiresAt: 5000}}
+		where, report, err := agent.Execute(t.Context(), d, check, 2000, peers)
+		if err != nil || where != host || report {
+			t.Fatalf("CheckVm on %s: where %q, report %v, err %v; want that host, no report, no error", host, where, report, err)
+		}
+	}
+	if got := d.Guests("h1")["vm1"]; got != schemas.PowerOn {
+		t.Fatalf("vm1 on h1 is %q after the checks, want PowerOn", got)
+	}
+	if got := d.Guests("h2")["vm1"]; got != "" {
+		t.Fatalf("the check made vm1 on h2: %q", got)
+	}
+	if err := d.CrashHost("h2"); err != nil {
+		t.Fatal(err)
+	}
+	check := &schemas.CheckVm{AgentCommand: schemas.AgentCommand{CommandID: "k3", HostID: "h2", VmID: "vm1", ExpiresAt: 5000}}
+	if _, _, err := agent.Execute(t.Context(), d, check, 3000, peers); !errors.Is(err, agent.ErrHostUnreachable) {
+		t.Fatalf("CheckVm on a crashed host: err %v, want ErrHostUnreachable", err)
 	}
 }

@@ -1,0 +1,118 @@
+package vm
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// A job that ends not knowing whether the VM moved (a migration no report
+// settled, a terminate that cancelled a migration and then failed) keeps
+// the claims of both hosts: releasing the one the VM turns out to run on
+// lets placement fill that host, and the VM's next report then adopts it
+// beyond its capacity (found by the simulation, seed 2547 and 25 more). The
+// host besides the VM's own is kept in VmRecord.MaybeOn, and since a host
+// that never had the VM never reports it, each is asked with CheckVm, a
+// command that changes nothing, every resend interval while no job runs,
+// until its agent answers: running there, the VM is adopted there and every
+// other claim goes; off or absent, that host's claim goes. The VM's own
+// host is asked too while the VM is in Error with its power unknown, so a
+// claim there does not outlive a VM destroyed without its answer (seed
+// 46128). A Terminate destroys the VM on every such host.
+
+// typeCheckVm is the command_type of an answer to a CheckVm.
+const typeCheckVm = "CheckVm"
+
+// mayBeOn keeps host's claim for the VM: it may be there.
+func (t *tx) mayBeOn(host string) {
+	s := t.s
+	if host == "" || host == s.HostID || slices.Contains(s.MaybeOn, host) {
+		return
+	}
+	s.MaybeOn = append(s.MaybeOn, host)
+}
+
+// notOn forgets host as one the VM may be on; its claim is released by
+// the caller (release does both).
+func (t *tx) notOn(host string) {
+	if host == "" {
+		t.s.MaybeOn = nil
+		return
+	}
+	t.s.MaybeOn = slices.DeleteFunc(t.s.MaybeOn, func(h string) bool { return h == host })
+	if len(t.s.MaybeOn) == 0 {
+		t.s.MaybeOn = nil
+	}
+}
+
+// checkHosts are the hosts a CheckVm round asks: those the VM may be on,
+// and its own host while it is in Error with its power unknown.
+func (t *tx) checkHosts() []string {
+	s := t.s
+	hosts := slices.Clone(s.MaybeOn)
+	if s.HostID != "" && s.VmState == StateError && s.PowerState == schemas.PowerUnknown {
+		hosts = append(hosts, s.HostID)
+	}
+	return hosts
+}
+
+// scheduleCheck makes a CheckVm round due now, when the VM has hosts to
+// ask and none is due later (a job that ends).
+func (t *tx) scheduleCheck() {
+	if len(t.checkHosts()) > 0 && t.s.CheckAt < t.ms {
+		t.s.CheckAt = t.ms
+	}
+}
+
+// checkDue sends a round of CheckVm when one is due and no job runs; the
+// next round follows a resend interval later, until no host is left to
+// ask. Each command expires when the next round goes.
+func (t *tx) checkDue() {
+	s := t.s
+	if s.CheckAt == 0 || t.ms < s.CheckAt || s.Job.JobID != "" {
+		return
+	}
+	hosts := t.checkHosts()
+	if len(hosts) == 0 {
+		s.CheckAt = 0
+		return
+	}
+	next := t.ms + t.cfg.ResendAfter.Milliseconds()
+	for _, h := range hosts {
+		t.emit(schemas.TopicAgentCommands, h, &schemas.CheckVm{AgentCommand: schemas.AgentCommand{
+			CommandID: schemas.BoundID(fmt.Sprintf("%s-check-%d-%s", s.VmID, t.ms, h)), HostID: h, VmID: s.VmID,
+			Epoch: s.Epoch, IssuedAt: t.ms, ExpiresAt: next}})
+	}
+	s.CheckAt = next
+}
+
+// checkAnswered applies an agent's answer to a CheckVm. Only an answer of
+// the current epoch read while no job runs counts (a job's own commands
+// settle what it does), and only one newer than the last report of that
+// host.
+func (t *tx) checkAnswered(a *schemas.AgentAnswer) {
+	s := t.s
+	host := a.PowerHost
+	if a.Epoch != s.Epoch || s.Job.JobID != "" || !a.OK || host != a.HostID || a.PowerState == schemas.PowerUnknown ||
+		!slices.Contains(t.checkHosts(), host) {
+		return
+	}
+	if !t.fresh(host, a.ReportSeq) {
+		return
+	}
+	t.seq = a.ReportSeq
+	why := fmt.Sprintf("host %s answered a check: %s", host, a.PowerState)
+	switch {
+	case onHost(a.PowerState), host == s.HostID:
+		// Running there: the VM is there (observe adopts it and every
+		// other claim goes). Its own host finding it off or absent: an
+		// Error VM found off gives its claim back (errorFoundOff).
+		t.observe(host, a.PowerState, a.AnsweredAt, why)
+	default:
+		t.release(host)
+	}
+	if len(t.checkHosts()) == 0 {
+		s.CheckAt = 0
+	}
+}
