@@ -215,8 +215,21 @@ func revertStart(t *tx, _ any) {
 }
 
 func revertPlaced(t *tx, d *schemas.PlacementDecided) {
-	t.s.Job.Wait = schemas.JobWait{}
-	t.restartInPlace("restarting the VM on host " + t.s.HostID + " with its old size")
+	s := t.s
+	s.Job.Wait = schemas.JobWait{}
+	if d.HostID != s.HostID {
+		// The old size no longer fits where the VM runs (its claim there
+		// went back to what runs, a failed restart's rollback), and
+		// placement found room elsewhere: a revert in place cannot use
+		// it, so that claim goes and the VM stays as it is (found by the
+		// simulation, seed 9451: the revert restarted the VM in place,
+		// and the other host's claim stayed for good).
+		t.release(d.HostID)
+		s.Job.Phase = ""
+		t.fail("PlacementFailed", fmt.Sprintf("the old size no longer fits on host %s (placement offered host %s; a revert in place cannot move the VM)", s.HostID, d.HostID), false)
+		return
+	}
+	t.restartInPlace("restarting the VM on host " + s.HostID + " with its old size")
 }
 
 func revertDone(t *tx) {
