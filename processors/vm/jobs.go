@@ -216,10 +216,12 @@ func (t *tx) terminate(ref schemas.JobRef, c schemas.VmCommand, v any) {
 		// claim, and the host was filled beyond its capacity).
 		// A migration under way may have moved the VM: both of its
 		// hosts keep their claims, and the terminate destroys the VM on
-		// the destination too (maybeon.go; found by the simulation, seed
-		// 49624).
+		// both (maybeon.go; found by the simulation, seed 49624; seed
+		// 89383: a report had already placed the VM on the destination,
+		// and the source's claim stayed).
 		moving := j.Phase == phaseMigrating || j.Phase == phaseSettling
 		if moving {
+			t.mayBeOn(j.Params[paramSource])
 			t.mayBeOn(j.Params[paramDest])
 		}
 		mayRun := (startPhase(j.Phase) || j.Phase == phaseCleanup) && j.Wait.Kind == waitAnswer && j.Wait.HostID != ""
