@@ -45,6 +45,7 @@ type VmRecord struct {
 	ReportsAfter          int64            `avro:"reports_after" doc:"Power reports taken before this time (Unix milliseconds) are stale: an agent command of a job that ended without its answer may have acted until then. 0 for none."`
 	MaybeOn               []string         `avro:"maybe_on" doc:"Hosts besides host_id that keep a claim for the VM because it may be there: a migration or a terminate ended without learning whether the VM moved. Each is asked with CheckVm until its agent answers; a Terminate destroys the VM there too."`
 	CheckAt               int64            `avro:"check_at" doc:"When the next round of CheckVm is due, Unix milliseconds; 0 for none."`
+	HAAwaitsCheck         bool             `avro:"ha_awaits_check" doc:"An HA restart waits for the VM's host to confirm with CheckVm that the VM is off: a report found it off, and the host may have started it again since."`
 }
 
 // TwinReport is a report of a VM on a host other than its own while its own

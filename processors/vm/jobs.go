@@ -253,6 +253,7 @@ func (t *tx) startJob(a *action, c schemas.VmCommand, v any) {
 		account = t.s.Account
 	}
 	t.s.Epoch++
+	t.s.HAAwaitsCheck = false
 	*t.s.Job = schemas.JobState{
 		JobID:      c.CommandID,
 		JobType:    a.name,

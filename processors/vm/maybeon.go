@@ -47,11 +47,12 @@ func (t *tx) notOn(host string) {
 }
 
 // checkHosts are the hosts a CheckVm round asks: those the VM may be on,
-// and its own host while it is in Error with its power unknown.
+// and its own host while the VM is in Error with its power unknown or an
+// HA restart waits for it to confirm the VM is off.
 func (t *tx) checkHosts() []string {
 	s := t.s
 	hosts := slices.Clone(s.MaybeOn)
-	if s.HostID != "" && s.VmState == StateError && s.PowerState == schemas.PowerUnknown {
+	if s.HostID != "" && (s.HAAwaitsCheck || (s.VmState == StateError && s.PowerState == schemas.PowerUnknown)) {
 		hosts = append(hosts, s.HostID)
 	}
 	return hosts
@@ -104,6 +105,10 @@ func (t *tx) checkAnswered(a *schemas.AgentAnswer) {
 	t.seq = a.ReportSeq
 	why := fmt.Sprintf("host %s answered a check: %s", host, a.PowerState)
 	switch {
+	case s.HAAwaitsCheck && host == s.HostID && !onHost(a.PowerState):
+		// Confirmed off: the HA restart goes ahead.
+		s.HAAwaitsCheck = false
+		t.startHA("")
 	case onHost(a.PowerState), host == s.HostID:
 		// Running there: the VM is there (observe adopts it and every
 		// other claim goes). Its own host finding it off or absent: an

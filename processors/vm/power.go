@@ -203,6 +203,7 @@ func (t *tx) follow(host, power, why string) {
 	s := t.s
 	from := s.VmState
 	s.VmState = stationaryFor(power)
+	s.HAAwaitsCheck = false
 	msg := fmt.Sprintf("%s while the VM was %s: out-of-band change, the VM follows to %s", why, from, s.VmState)
 	ha := s.HA && from == StateActive && !onHost(power)
 	if !ha {
@@ -213,8 +214,19 @@ func (t *tx) follow(host, power, why string) {
 		// A Stopped VM holds no capacity (Start asks placement again).
 		t.release(s.HostID)
 	}
-	if ha {
-		// An HA VM is not left off: an internal job starts it again.
+	switch {
+	case ha && s.HostID != "" && t.downHost == "":
+		// An HA VM is not left off, but a report may be old, and the
+		// host may have started the VM again since and be out of reach
+		// now: the restart waits for the host to confirm with CheckVm
+		// that the VM is off (maybeon.go; found by the simulation, seeds
+		// 20604 and 60313: a restart decided on a report while the host,
+		// disconnected, ran the VM). A host that is down is not asked:
+		// it was fenced (hostdown.go).
+		s.HAAwaitsCheck = true
+		t.scheduleCheck()
+	case ha:
+		// An internal job starts it again.
 		t.startHA(t.downHost)
 	}
 }
