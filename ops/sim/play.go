@@ -140,6 +140,9 @@ func (w *world) busy() bool {
 // next picks one event by weight and runs it, then hands the hypervisor's
 // own power changes to the agents.
 func (w *world) next(evs []event) {
+	if w.overdueRound() {
+		return
+	}
 	weights := make([]int, len(evs))
 	total := 0
 	for i, e := range evs {
@@ -151,6 +154,27 @@ func (w *world) next(evs []event) {
 	}
 	evs[w.pick(weights...)].do()
 	w.drainChanges()
+}
+
+// roundSlack is how late a running agent's report round may be before it
+// runs ahead of any other event: an agent pings on a timer, and a host
+// whose agent runs is never taken for disconnected because the random
+// choice of events passed its round over for long (found by seed 23629:
+// no round for 30 s, and the host went Disconnected while up).
+const roundSlack = 2 * time.Second
+
+// overdueRound runs the report round of the first running agent whose
+// round is overdue by more than roundSlack, and says whether it did.
+func (w *world) overdueRound() bool {
+	for _, a := range w.ags {
+		if a.running && w.ms() >= a.nextRound+roundSlack.Milliseconds() {
+			a.round(w)
+			a.nextRound = w.ms() + pingInterval.Milliseconds()
+			w.drainChanges()
+			return true
+		}
+	}
+	return false
 }
 
 func (w *world) drainChanges() {
