@@ -2,6 +2,7 @@ package vm
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/vmplane/vmplane/schemas"
 )
@@ -22,6 +23,9 @@ func (t *tx) hostDown(d *schemas.HostDown) {
 	waits := t.jobWaitsOn(d.HostID)
 	if d.HostID != s.HostID {
 		t.twinGone(d.HostID) // a fenced host runs nothing
+		if !waits && slices.Contains(s.MaybeOn, d.HostID) {
+			t.release(d.HostID) // nor needs the claim the VM kept there (maybeon.go)
+		}
 	}
 	if !waits && d.HostID != s.HostID && d.HostID != s.PowerHost {
 		return
@@ -30,6 +34,13 @@ func (t *tx) hostDown(d *schemas.HostDown) {
 	why := fmt.Sprintf("host %s is down (%s)", d.HostID, d.Reason)
 	if waits {
 		t.jobHostDown(d.HostID, why)
+		return
+	}
+	if s.HAAwaitsCheck && d.HostID == s.HostID && s.Job.JobID == "" {
+		// The HA restart waited for this host to confirm the VM is off;
+		// fenced, it has: the restart goes ahead, elsewhere.
+		s.HAAwaitsCheck = false
+		t.startHA(d.HostID)
 		return
 	}
 	t.observe(d.HostID, schemas.PowerOff, 0, why)
