@@ -177,6 +177,19 @@ func (w *world) settled() {
 	w.claimsMatchVMs()
 }
 
+// mayKeep says whether a settled world may leave a VM's claim on host: a
+// host the VM may be on (VmRecord.MaybeOn) keeps its claim until its agent
+// answers a CheckVm, which a host powered off by a fencing since the faults
+// stopped cannot do. Its capacity is of no use to anyone while it is down,
+// and its first answer once back gives the claim back.
+func (w *world) mayKeep(v *schemas.VmRecord, host string) bool {
+	if !slices.Contains(v.MaybeOn, host) {
+		return false
+	}
+	_, err := w.drv.PowerStates(host)
+	return err != nil
+}
+
 // claimsMatchVMs: every claim of capacity belongs to a VM placed on that
 // host, and every running guest to a live VM placed where it runs.
 func (w *world) claimsMatchVMs() {
@@ -187,7 +200,7 @@ func (w *world) claimsMatchVMs() {
 			switch {
 			case !ok:
 				w.fail("settled, but host %s keeps a claim for VM %s, which does not exist", a.HostID, a.VmID)
-			case v.HostID != a.HostID && v.ResizeSourceHost != a.HostID:
+			case v.HostID != a.HostID && v.ResizeSourceHost != a.HostID && !w.mayKeep(v, a.HostID):
 				w.fail("settled, but host %s keeps a claim for VM %s, which is %s on %q", a.HostID, a.VmID, v.VmState, v.HostID)
 			}
 			if w.err != nil {
