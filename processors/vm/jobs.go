@@ -69,6 +69,10 @@ const recentJobs = 16
 // not a contradiction.
 const paramAnsweredAt = "answered_at"
 
+// paramReportedAt keeps the host's time of the power report that
+// confirmed the job's command.
+const paramReportedAt = "reported_at"
+
 // paramAnsweredPower keeps the power state the ok answer said the command
 // left the VM in, for a job that times out before the report that would
 // confirm it (cleanup.go).
@@ -301,7 +305,6 @@ func (t *tx) endJob(outcome string, ev any, reason string, next bool) {
 	t.remember(id, outcome)
 	*t.s.Job = schemas.JobState{}
 	t.s.TaskState = ""
-	t.scheduleCheck()
 	t.changed(id, reason)
 	t.event(ev)
 	if next {
@@ -614,6 +617,9 @@ func (t *tx) wakeJob(host, power string, at int64) {
 	}
 	if power == w.Power {
 		w.Reported = true
+		if at != 0 {
+			t.params()[paramReportedAt] = strconv.FormatInt(at, 10)
+		}
 		if w.Answered {
 			t.advance()
 		}

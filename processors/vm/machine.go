@@ -174,9 +174,7 @@ func (t *tx) finish(orig *schemas.VmRecord) (*schemas.VmRecord, []schemas.Record
 		return nil, t.out
 	}
 	t.dropStaleTwin(orig)
-	if t.s.CheckAt != 0 && len(t.checkHosts()) == 0 {
-		t.s.CheckAt = 0 // nothing left to ask (maybeon.go)
-	}
+	t.planCheck()
 	if watch(t.s) != t.before {
 		t.s.UpdatedAt = t.ms
 		job := t.s.Job.JobID

@@ -19,7 +19,9 @@ import (
 // other claim goes; off or absent, that host's claim goes. The VM's own
 // host is asked too while the VM is in Error with its power unknown, so a
 // claim there does not outlive a VM destroyed without its answer (seed
-// 46128). A Terminate destroys the VM on every such host.
+// 46128), and while an HA restart waits for it to confirm that the VM is
+// off (power.go, follow). A Terminate destroys the VM on every such host;
+// a fenced host needs no answer (hostdown.go).
 
 // typeCheckVm is the command_type of an answer to a CheckVm.
 const typeCheckVm = "CheckVm"
@@ -47,22 +49,33 @@ func (t *tx) notOn(host string) {
 }
 
 // checkHosts are the hosts a CheckVm round asks: those the VM may be on,
-// and its own host while the VM is in Error with its power unknown or an
-// HA restart waits for it to confirm the VM is off.
+// and its own host while the VM is in Error with its power unknown, while
+// an HA restart waits for it to confirm the VM is off, or while another
+// host reports the VM (a twin, which the own host's next word settles: a
+// host that never listed the VM never reports it gone).
 func (t *tx) checkHosts() []string {
-	s := t.s
-	hosts := slices.Clone(s.MaybeOn)
-	if s.HostID != "" && (s.HAAwaitsCheck || (s.VmState == StateError && s.PowerState == schemas.PowerUnknown)) {
-		hosts = append(hosts, s.HostID)
+	hosts := slices.Clone(t.s.MaybeOn)
+	if t.checkOwnHost() {
+		hosts = append(hosts, t.s.HostID)
 	}
 	return hosts
 }
 
-// scheduleCheck makes a CheckVm round due now, when the VM has hosts to
-// ask and none is due later (a job that ends).
-func (t *tx) scheduleCheck() {
-	if len(t.checkHosts()) > 0 && t.s.CheckAt < t.ms {
-		t.s.CheckAt = t.ms
+// checkOwnHost says whether a CheckVm round asks the VM's own host.
+func (t *tx) checkOwnHost() bool {
+	s := t.s
+	return s.HostID != "" && (s.HAAwaitsCheck || s.Twin != nil || (s.VmState == StateError && s.PowerState == schemas.PowerUnknown))
+}
+
+// planCheck keeps CheckAt at the end of every step: a round due now when
+// the VM has hosts to ask and none is due later, none when it has none.
+func (t *tx) planCheck() {
+	s := t.s
+	switch {
+	case len(s.MaybeOn) == 0 && !t.checkOwnHost():
+		s.CheckAt = 0
+	case s.CheckAt < t.ms:
+		s.CheckAt = t.ms
 	}
 }
 
@@ -116,8 +129,5 @@ func (t *tx) checkAnswered(a *schemas.AgentAnswer) {
 		t.observe(host, a.PowerState, a.AnsweredAt, why)
 	default:
 		t.release(host)
-	}
-	if len(t.checkHosts()) == 0 {
-		s.CheckAt = 0
 	}
 }

@@ -96,17 +96,32 @@ func migratePlaced(t *tx, d *schemas.PlacementDecided) {
 func migrateAdvance(t *tx) {
 	s := t.s
 	p := s.Job.Params
-	if at, err := strconv.ParseInt(p[paramAnsweredAt], 10, 64); err == nil {
-		// Reports taken up to the answer's millisecond are stale: an
-		// agent reads the source before it migrates and answers within
-		// the same millisecond (found by the simulation, seed 18428: the
-		// source's report taken then made the VM follow back there, and
-		// its adopt filled the source beyond capacity).
-		t.staleBefore(at + 1)
-	}
+	t.moveDone()
 	s.HostID, s.PodID, s.ClusterID = p[paramDest], p[paramDestPod], p[paramDestCluster]
 	t.releaseOn(p[paramSource])
 	t.succeed(fmt.Sprintf("the VM runs on host %s; its capacity on host %s is released", s.HostID, p[paramSource]))
+}
+
+// moveDone marks stale the reports taken up to the end of a move (a
+// migration, a resize to another host): up to the answer's millisecond,
+// since an agent reads the source before it migrates and answers within
+// the same millisecond (found by the simulation, seed 18428: the source's
+// report taken then made the VM follow back there, and its adopt filled
+// the source beyond capacity), and up to the destination's report that
+// confirmed it (seed 9946: a resize ended on that report, and an older
+// report of the source made the VM follow back while it ran on the
+// destination).
+func (t *tx) moveDone() {
+	p := t.s.Job.Params
+	var until int64
+	for _, k := range []string{paramAnsweredAt, paramReportedAt} {
+		if at, err := strconv.ParseInt(p[k], 10, 64); err == nil {
+			until = max(until, at+1)
+		}
+	}
+	if until > 0 {
+		t.staleBefore(until)
+	}
 }
 
 // migrateRelease frees what a failed migration claimed: the destination,

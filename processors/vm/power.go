@@ -224,7 +224,6 @@ func (t *tx) follow(host, power, why string) {
 		// disconnected, ran the VM). A host that is down is not asked:
 		// it was fenced (hostdown.go).
 		s.HAAwaitsCheck = true
-		t.scheduleCheck()
 	case ha:
 		// An internal job starts it again.
 		t.startHA(t.downHost)

@@ -112,6 +112,7 @@ func resizeAdvance(t *tx) {
 		return
 	case phaseMigrating:
 		p := s.Job.Params
+		t.moveDone()
 		s.HostID, s.PodID, s.ClusterID = p[paramDest], p[paramDestPod], p[paramDestCluster]
 	}
 	if s.Job.JobType == ActRevertResize {
