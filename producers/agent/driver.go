@@ -99,4 +99,13 @@ type Driver interface {
 	// describes it for the destination. On success the VM is gone from the
 	// source and reported by the destination.
 	Migrate(ctx context.Context, srcHostID, vmID, dstHostID string, vm VMSpec) error
+
+	// Admit records that a command of VM epoch epoch is carried out for
+	// the VM on the host, and refuses (false) one of an older epoch than
+	// one admitted there before: a newer job has acted on the VM, so an
+	// older command read again — by an agent restarted without its
+	// answers — is stale, and carrying it out would do it twice. The
+	// record belongs to the host, as the guests do: it outlives the agent
+	// process and the VM's destruction. The errors are PowerStates'.
+	Admit(hostID, vmID string, epoch int64) (bool, error)
 }

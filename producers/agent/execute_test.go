@@ -107,3 +107,37 @@ func TestExecuteCheckVm(t *testing.T) {
 		t.Fatalf("CheckVm on a crashed host: err %v, want ErrHostUnreachable", err)
 	}
 }
+
+// TestExecuteRefusesSupersededCommands: a Deploy's StartVm read again by an
+// agent restarted without its answers, after a Stop of a newer job ran on
+// the host, is refused and starts nothing; so is one read after a destroy,
+// which would bring the VM back. A resend of the current job's command is
+// carried out (found by the simulation, seed 40139).
+func TestExecuteRefusesSupersededCommands(t *testing.T) {
+	d, peers, start := runningOnH1(t) // epoch 0
+	start.Epoch = 1
+	if _, _, err := agent.Execute(t.Context(), d, start, 1000, peers); err != nil {
+		t.Fatalf("the start resent: %v", err)
+	}
+	stop := &schemas.StopVm{AgentCommand: schemas.AgentCommand{CommandID: "c2", HostID: "h1", VmID: "vm1", Epoch: 2}, Force: true}
+	if _, _, err := agent.Execute(t.Context(), d, stop, 2000, peers); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := agent.Execute(t.Context(), d, start, 3000, peers); !errors.Is(err, agent.ErrSuperseded) {
+		t.Fatalf("the old StartVm read again: err %v, want ErrSuperseded", err)
+	}
+	if got := d.Guests("h1")["vm1"]; got != schemas.PowerOff {
+		t.Fatalf("vm1 on h1 is %q after the replay, want PowerOff", got)
+	}
+	destroy := &schemas.DestroyVm{AgentCommand: schemas.AgentCommand{CommandID: "c3", HostID: "h1", VmID: "vm1", Epoch: 3}}
+	if _, _, err := agent.Execute(t.Context(), d, destroy, 4000, peers); err != nil {
+		t.Fatal(err)
+	}
+	start.Epoch = 2
+	if _, _, err := agent.Execute(t.Context(), d, start, 5000, peers); !errors.Is(err, agent.ErrSuperseded) {
+		t.Fatalf("a StartVm of epoch 2 after the destroy: err %v, want ErrSuperseded", err)
+	}
+	if got, ok := d.Guests("h1")["vm1"]; ok {
+		t.Fatalf("the destroyed vm1 is back on h1: %q", got)
+	}
+}

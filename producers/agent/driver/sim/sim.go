@@ -56,6 +56,9 @@ type host struct {
 	partitioned bool
 	vms         []vm
 	index       map[string]int32 // vm id -> position in vms
+	// epochs is the newest VM epoch admitted per VM (Admit); it outlives
+	// the VMs, as a hypervisor's disk does.
+	epochs map[string]int64
 }
 
 // Driver is the simulated hypervisor; it implements agent.Driver.
@@ -215,6 +218,24 @@ func (d *Driver) PowerState(hostID, vmID string) (string, error) {
 		return "", fmt.Errorf("power state of vm %s on %s: %w", vmID, hostID, agent.ErrUnknownVM)
 	}
 	return powerNames[h.vms[i].power], nil
+}
+
+// Admit records the VM epoch of a command carried out on a reachable
+// host, refusing one older than an epoch admitted there before.
+func (d *Driver) Admit(hostID, vmID string, epoch int64) (bool, error) {
+	h, err := d.observed(hostID)
+	if err != nil {
+		return false, fmt.Errorf("admit: %w", err)
+	}
+	defer h.mu.Unlock()
+	if epoch < h.epochs[vmID] {
+		return false, nil
+	}
+	if h.epochs == nil {
+		h.epochs = map[string]int64{}
+	}
+	h.epochs[vmID] = epoch
+	return true, nil
 }
 
 // observed returns the host locked and reachable, for reading its VMs'
