@@ -350,6 +350,14 @@ func (t *tx) failAs(state, reason, detail string) {
 	f := flowOf(j.JobType)
 	t.releaseHeld()
 	t.s.VmState = state
+	if s := t.s; t.releasedAll && t.adoptedOn != s.HostID && holdsCapacity(state) && s.HostID != "" && onHost(s.PowerState) && s.PowerHost == s.HostID {
+		// The job gave back every claim, but the VM rests where it runs,
+		// in a state that holds capacity (a Deploy whose guest was paused
+		// behind its back): the claim there comes back, whether or not it
+		// fits (found by the simulation, seed 1572: the VM ran on with no
+		// claim, and nothing counted it again).
+		t.adopt(s.HostID)
+	}
 	ref := t.jobRef()
 	if f.failed != nil {
 		// Before endJob, so a retry is scheduled ahead of queued commands
@@ -437,6 +445,7 @@ func (t *tx) release(host string) {
 			return // this transaction released every claim already
 		}
 		t.releasedAll = true
+		t.adoptedOn = "" // an adopt sent before is undone
 	}
 	id := schemas.BoundID(s.Job.JobID + "-release")
 	if s.Job.JobID == "" {
