@@ -190,8 +190,15 @@ func (w *world) mayKeep(v *schemas.VmRecord, host string) bool {
 	return err != nil
 }
 
+// claimed says whether host holds a claim of zone for VM vm.
+func (w *world) claimed(zone, vm, host string) bool {
+	z, ok := w.views.zones[zone]
+	return ok && slices.ContainsFunc(z.Allocations, func(a schemas.Allocation) bool { return a.VmID == vm && a.HostID == host })
+}
+
 // claimsMatchVMs: every claim of capacity belongs to a VM placed on that
-// host, and every running guest to a live VM placed where it runs.
+// host, and every running guest to a live VM placed where it runs, which
+// holds a claim there.
 func (w *world) claimsMatchVMs() {
 	for _, zid := range slices.Sorted(maps.Keys(w.views.zones)) {
 		for _, a := range w.views.zones[zid].Allocations {
@@ -222,6 +229,11 @@ func (w *world) claimsMatchVMs() {
 					state = fmt.Sprintf("%s on %q", v.VmState, v.HostID)
 				}
 				w.fail("settled, but a guest of VM %s runs on %s, and the VM is %s", id, h.ID, state)
+				return
+			}
+			w.checks["every guest has its claim"]++
+			if !w.claimed(v.ZoneID, id, h.ID) {
+				w.fail("settled, but a guest of VM %s runs on %s, which holds no claim for it", id, h.ID)
 				return
 			}
 		}

@@ -216,11 +216,20 @@ func (w *world) events(faulty bool) []event {
 		evs = append(evs, event{6, "agent poll", func() { a.poll(w, 1+w.rng.IntN(8)) }})
 		if out := a.pendingOut(); len(out) > 0 {
 			evs = append(evs, event{12, "agent delivers", func() {
+				// A producer sends a partition's records in batches: the
+				// head of one partition's queue, of a random length, goes
+				// out (the first record twice, at times). One record per
+				// event fell behind an agent of many VMs, whose rounds
+				// then kept its outbox from ever emptying.
+				at := out[w.rng.IntN(len(out))]
 				dup := faulty && w.rng.IntN(25) == 0
 				if dup {
 					w.faults["agent record duplicated"]++
 				}
-				a.deliver(w, out[w.rng.IntN(len(out))], dup)
+				for n := 1 + w.rng.IntN(len(a.outbox[at])); n > 0; n-- {
+					a.deliver(w, at, dup)
+					dup = false
+				}
 			}})
 		}
 		evs = append(evs, event{2, "agent commits", func() { a.commit(w) }})
