@@ -69,8 +69,8 @@ const recentJobs = 16
 // not a contradiction.
 const paramAnsweredAt = "answered_at"
 
-// paramReportedAt keeps the host's time of the power report that
-// confirmed the job's command.
+// paramReportedAt keeps the host's time of the destination's power report
+// that confirmed a move (moveDone).
 const paramReportedAt = "reported_at"
 
 // paramAnsweredPower keeps the power state the ok answer said the command
@@ -626,8 +626,8 @@ func (t *tx) wakeJob(host, power string, at int64) {
 	}
 	if power == w.Power {
 		w.Reported = true
-		if at != 0 {
-			t.params()[paramReportedAt] = strconv.FormatInt(at, 10)
+		if at != 0 && t.s.Job.Phase == phaseMigrating {
+			t.params()[paramReportedAt] = strconv.FormatInt(at, 10) // moveDone
 		}
 		if w.Answered {
 			t.advance()
