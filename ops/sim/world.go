@@ -141,7 +141,7 @@ func newWorld(o Options, prof profile) *world {
 	}
 	w.proj = newProjection(w)
 	w.hosts = layout()
-	d, err := drv.New(drv.Config{Hosts: w.hosts, ChangeBuffer: 1 << 16})
+	d, err := drv.New(drv.Config{Hosts: w.hosts, ChangeBuffer: 1 << 16, Clock: func() time.Time { return w.now }})
 	if err != nil {
 		panic(err)
 	}

@@ -100,12 +100,16 @@ type Driver interface {
 	// source and reported by the destination.
 	Migrate(ctx context.Context, srcHostID, vmID, dstHostID string, vm VMSpec) error
 
-	// Admit records that a command of VM epoch epoch is carried out for
-	// the VM on the host, and refuses (false) one of an older epoch than
-	// one admitted there before: a newer job has acted on the VM, so an
-	// older command read again — by an agent restarted without its
-	// answers — is stale, and carrying it out would do it twice. The
-	// record belongs to the host, as the guests do: it outlives the agent
+	// Ledger returns what the host keeps of the commands carried out for
+	// the VM (ledger.go); the zero Ledger when it keeps nothing. It
+	// belongs to the host, as the guests do: it outlives the agent
 	// process and the VM's destruction. The errors are PowerStates'.
-	Admit(hostID, vmID string, epoch int64) (bool, error)
+	Ledger(hostID, vmID string) (Ledger, error)
+	// SetLedger replaces it.
+	SetLedger(hostID, vmID string, l Ledger) error
+	// UpSince is when the host last came back from being down (a crash or
+	// a fencing), Unix milliseconds; 0 when it never was. Its guests died
+	// with it, so a command issued before is void there (ledger.go). The
+	// errors are PowerStates'.
+	UpSince(hostID string) (int64, error)
 }

@@ -42,39 +42,6 @@ func runsElsewhere(d Driver, vm, host string, peers []string) string {
 // job started it elsewhere.
 var ErrExpired = errors.New("expired: the job that sent it has timed out")
 
-// ErrSuperseded answers a command older than one a newer job of the VM
-// had carried out on the host (Driver.Admit): an agent restarted without
-// its answers reads commands again, and the host, not the agent, says
-// which of them are done with (found by the simulation, seed 40139: a
-// Deploy's StartVm read again after the VM had been stopped started it a
-// second time).
-var ErrSuperseded = errors.New("superseded: a newer job's command for this VM was carried out on this host")
-
-// admit asks the host of every VM command but CheckVm, which changes
-// nothing, whether its epoch is still current there; a migration asks
-// its destination too when the agent serves it (peers).
-func admit(d Driver, v any, cmd *schemas.AgentCommand, peers []string) error {
-	hosts := []string{cmd.HostID}
-	switch c := v.(type) {
-	case *schemas.CheckVm:
-		return nil
-	case *schemas.MigrateVm:
-		if slices.Contains(peers, c.DestHostID) {
-			hosts = append(hosts, c.DestHostID)
-		}
-	}
-	for _, h := range hosts {
-		ok, err := d.Admit(h, cmd.VmID, cmd.Epoch)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("%w (epoch %d)", ErrSuperseded, cmd.Epoch)
-		}
-	}
-	return nil
-}
-
 // Execute carries out one agent command on a driver, as every agent does
 // with a command id it has not answered before; now is the agent's clock
 // (Unix milliseconds). where is the host the VM is on afterwards: the
@@ -82,7 +49,8 @@ func admit(d Driver, v any, cmd *schemas.AgentCommand, peers []string) error {
 // whether a power report follows a success. peers are the hosts the agent
 // serves: a migration can only reach those, and a VM running on one of
 // them is never started on another. An expired command does nothing and
-// fails with ErrExpired, one a newer job superseded with ErrSuperseded.
+// fails with ErrExpired, one a newer job superseded with ErrSuperseded;
+// one the host carried out before is not carried out again (ledger.go).
 func Execute(ctx context.Context, d Driver, v any, now int64, peers []string) (where string, report bool, err error) {
 	c, ok := v.(schemas.AgentCommandRecord)
 	if !ok {
@@ -92,9 +60,21 @@ func Execute(ctx context.Context, d Driver, v any, now int64, peers []string) (w
 	if cmd.Expired(now) {
 		return cmd.HostID, false, ErrExpired
 	}
-	if err := admit(d, v, cmd, peers); err != nil {
+	hosts := ledgerHosts(v, cmd, peers)
+	repeat, err := admit(d, hosts, cmd)
+	switch {
+	case err != nil:
 		return cmd.HostID, false, err
+	case repeat:
+		// Carried out before, its answer lost with the agent's memory:
+		// the host says so, and the answer reads the power as it is.
+		return whereAfter(v, cmd), false, nil
 	}
+	defer func() {
+		if err == nil {
+			carriedOut(d, hosts, cmd)
+		}
+	}()
 	where, report = cmd.HostID, true
 	switch c := v.(type) {
 	case *schemas.StartVm:

@@ -2,7 +2,9 @@ package agent_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/vmplane/vmplane/producers/agent"
 	"github.com/vmplane/vmplane/producers/agent/driver/sim"
@@ -18,7 +20,8 @@ func TestExecuteRefusesExpiredCommands(t *testing.T) {
 	}
 	peers := []string{"h1"}
 	start := func(expires int64) *schemas.StartVm {
-		return &schemas.StartVm{AgentCommand: schemas.AgentCommand{CommandID: "c1", HostID: "h1", VmID: "vm1", ExpiresAt: expires}, CPU: 1, MemoryMB: 512}
+		id := fmt.Sprintf("c-%d", expires) // one command per case: a host does not carry one out twice
+		return &schemas.StartVm{AgentCommand: schemas.AgentCommand{CommandID: id, HostID: "h1", VmID: "vm1", ExpiresAt: expires}, CPU: 1, MemoryMB: 512}
 	}
 	for _, tc := range []struct {
 		name    string
@@ -69,9 +72,15 @@ func TestExecuteStartsNoSecondCopy(t *testing.T) {
 	if _, _, err := agent.Execute(t.Context(), d, migrate, 2000, peers); err != nil {
 		t.Fatal(err)
 	}
-	where, _, err := agent.Execute(t.Context(), d, start, 3000, peers)
+	// The same StartVm read again is one the host carried out (ledger.go);
+	// another StartVm of the same job, for h1, is refused.
+	if _, _, err := agent.Execute(t.Context(), d, start, 2500, peers); err != nil {
+		t.Fatalf("the StartVm read again: %v", err)
+	}
+	again := &schemas.StartVm{AgentCommand: schemas.AgentCommand{CommandID: "c3", HostID: "h1", VmID: "vm1"}, CPU: 1, MemoryMB: 512}
+	where, _, err := agent.Execute(t.Context(), d, again, 3000, peers)
 	if err == nil || where != "h2" {
-		t.Fatalf("the StartVm read again: where %q, err %v; want a refusal naming h2", where, err)
+		t.Fatalf("another StartVm for h1: where %q, err %v; want a refusal naming h2", where, err)
 	}
 	if got := d.Guests("h1")["vm1"]; got != "" {
 		t.Fatalf("a second copy on h1: %q", got)
@@ -139,5 +148,49 @@ func TestExecuteRefusesSupersededCommands(t *testing.T) {
 	}
 	if got, ok := d.Guests("h1")["vm1"]; ok {
 		t.Fatalf("the destroyed vm1 is back on h1: %q", got)
+	}
+}
+
+// TestExecuteDoesNotRepeat: a StartVm the host carried out is not carried
+// out again when read again (its answer lost with the agent's memory), even
+// after the guest was shut down behind vmplane's back: it is answered as
+// done, and the guest stays off (found by the simulation, seed 6956). A
+// command that failed is carried out when sent again.
+func TestExecuteDoesNotRepeat(t *testing.T) {
+	d, peers, start := runningOnH1(t)
+	if err := d.OutOfBand("h1", "vm1", schemas.PowerOff); err != nil {
+		t.Fatal(err)
+	}
+	where, report, err := agent.Execute(t.Context(), d, start, 2000, peers)
+	if err != nil || where != "h1" || report {
+		t.Fatalf("the StartVm read again: where %q, report %v, err %v; want h1, no report, no error", where, report, err)
+	}
+	if got := d.Guests("h1")["vm1"]; got != schemas.PowerOff {
+		t.Fatalf("vm1 on h1 is %q after the repeat, want PowerOff", got)
+	}
+	if err := d.CrashHost("h2"); err != nil {
+		t.Fatal(err)
+	}
+	other := &schemas.StartVm{AgentCommand: schemas.AgentCommand{CommandID: "c9", HostID: "h2", VmID: "vm2", IssuedAt: time.Now().UnixMilli() - 1}, CPU: 1, MemoryMB: 512}
+	if _, _, err := agent.Execute(t.Context(), d, other, 3000, peers); !errors.Is(err, agent.ErrHostUnreachable) {
+		t.Fatalf("a start on a crashed host: %v, want ErrHostUnreachable", err)
+	}
+	if err := d.RecoverHost("h2"); err != nil {
+		t.Fatal(err)
+	}
+	// Issued before the host came back: void there (its job, failed on
+	// the host's fencing, may have restarted the VM elsewhere).
+	if _, _, err := agent.Execute(t.Context(), d, other, 4000, peers); !errors.Is(err, agent.ErrBeforeDown) {
+		t.Fatalf("a start issued before the host came back: %v, want ErrBeforeDown", err)
+	}
+	if got, ok := d.Guests("h2")["vm2"]; ok {
+		t.Fatalf("vm2 on h2 is %q, want none", got)
+	}
+	other.IssuedAt = time.Now().UnixMilli() + 1 // the job's resend
+	if _, _, err := agent.Execute(t.Context(), d, other, 5000, peers); err != nil {
+		t.Fatalf("the start sent again once the host is back: %v", err)
+	}
+	if got := d.Guests("h2")["vm2"]; got != schemas.PowerOn {
+		t.Fatalf("vm2 on h2 is %q, want PowerOn", got)
 	}
 }

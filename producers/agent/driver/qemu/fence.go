@@ -92,6 +92,9 @@ func (d *Driver) Fence(ctx context.Context, fromHostID, targetHostID string) err
 	if err != nil {
 		return fmt.Errorf("fence %s: %w", targetHostID, err)
 	}
+	if err := d.setUpSince(targetHostID, time.Now().UnixMilli()); err != nil {
+		return fmt.Errorf("fence %s: %w", targetHostID, err)
+	}
 	d.cfg.Logger.Warn("qemu host fenced: its guests were killed", "host", targetHostID, "guests", len(procs), "unwatched", strays)
 	return nil
 }

@@ -3,6 +3,7 @@ package qemu
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vmplane/vmplane/producers/agent"
 	"github.com/vmplane/vmplane/schemas"
@@ -35,8 +36,17 @@ func TestCheckAndFence(t *testing.T) {
 			t.Errorf("%s: %s (%s) %v, want %s", c.name, got, detail, err, c.want)
 		}
 	}
+	before := time.Now().UnixMilli()
 	if err := d.Fence(ctx, "q2", "q1"); err != nil {
 		t.Fatal(err)
+	}
+	// Commands issued before the fencing are void on q1 (agent.Driver.
+	// UpSince); q2 was never down.
+	if up, err := d.UpSince("q1"); err != nil || up < before {
+		t.Fatalf("q1 up since %d (%v), want at least %d", up, err, before)
+	}
+	if up, err := d.UpSince("q2"); err != nil || up != 0 {
+		t.Fatalf("q2 up since %d (%v), want 0", up, err)
 	}
 	expect(t, d, "q1", "f1", schemas.PowerOff)
 	expect(t, d, "q2", "f2", schemas.PowerOn)

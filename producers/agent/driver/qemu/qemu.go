@@ -55,8 +55,8 @@ type Driver struct {
 	mu  sync.Mutex
 	vms map[string]*guest // by VM id: a VM is on one host at a time
 
-	// epochMu serialises Admit's read and write of an epoch file.
-	epochMu sync.Mutex
+	// ledgerMu serialises the reads and writes of ledger files.
+	ledgerMu sync.Mutex
 
 	// done ends every watch (Close).
 	done      chan struct{}

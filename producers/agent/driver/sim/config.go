@@ -60,6 +60,9 @@ type Config struct {
 	Seed uint64
 	// ChangeBuffer is the capacity of the Changes channel (default 1024).
 	ChangeBuffer int
+	// Clock is the hypervisor's clock, for when a crashed host came back
+	// (UpSince); time.Now when nil.
+	Clock func() time.Time
 	// StateFile keeps the hosts' VMs, power states and crashed or
 	// partitioned flags across restarts of the process (state.go): loaded
 	// by New, saved before every change returns success. An operation whose

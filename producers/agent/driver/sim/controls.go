@@ -18,9 +18,16 @@ func (d *Driver) CrashHost(id string) error {
 	})
 }
 
-// RecoverHost boots a crashed host again; its VMs stay off.
+// RecoverHost boots a crashed host again; its VMs stay off, and commands
+// issued before are void there (UpSince).
 func (d *Driver) RecoverHost(id string) error {
-	return d.control(id, func(h *host) { h.crashed = false })
+	now := d.cfg.Clock().UnixMilli()
+	return d.control(id, func(h *host) {
+		if h.crashed {
+			h.upSince = now
+		}
+		h.crashed = false
+	})
 }
 
 // Partition cuts a host off the network: its VMs keep running, but its agent

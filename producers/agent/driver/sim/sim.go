@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -56,9 +57,11 @@ type host struct {
 	partitioned bool
 	vms         []vm
 	index       map[string]int32 // vm id -> position in vms
-	// epochs is the newest VM epoch admitted per VM (Admit); it outlives
+	// ledgers are the VMs' command ledgers (agent.Ledger); they outlive
 	// the VMs, as a hypervisor's disk does.
-	epochs map[string]int64
+	ledgers map[string]agent.Ledger
+	// upSince is when the host last recovered from a crash, Unix ms.
+	upSince int64
 }
 
 // Driver is the simulated hypervisor; it implements agent.Driver.
@@ -92,6 +95,9 @@ func New(cfg Config) (*Driver, error) {
 	}
 	if cfg.ChangeBuffer <= 0 {
 		cfg.ChangeBuffer = 1024
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
 	}
 	d := &Driver{
 		cfg:     cfg,
@@ -220,22 +226,42 @@ func (d *Driver) PowerState(hostID, vmID string) (string, error) {
 	return powerNames[h.vms[i].power], nil
 }
 
-// Admit records the VM epoch of a command carried out on a reachable
-// host, refusing one older than an epoch admitted there before.
-func (d *Driver) Admit(hostID, vmID string, epoch int64) (bool, error) {
+// Ledger returns the VM's command ledger on a reachable host.
+func (d *Driver) Ledger(hostID, vmID string) (agent.Ledger, error) {
 	h, err := d.observed(hostID)
 	if err != nil {
-		return false, fmt.Errorf("admit: %w", err)
+		return agent.Ledger{}, fmt.Errorf("ledger: %w", err)
 	}
 	defer h.mu.Unlock()
-	if epoch < h.epochs[vmID] {
-		return false, nil
+	l := h.ledgers[vmID]
+	l.Done = slices.Clone(l.Done)
+	return l, nil
+}
+
+// UpSince is when a reachable host last recovered from a crash.
+func (d *Driver) UpSince(hostID string) (int64, error) {
+	h, err := d.observed(hostID)
+	if err != nil {
+		return 0, fmt.Errorf("up since: %w", err)
 	}
-	if h.epochs == nil {
-		h.epochs = map[string]int64{}
+	defer h.mu.Unlock()
+	return h.upSince, nil
+}
+
+// SetLedger replaces the VM's command ledger on a reachable host.
+func (d *Driver) SetLedger(hostID, vmID string, l agent.Ledger) (err error) {
+	defer d.persist(&err)
+	h, err := d.observed(hostID)
+	if err != nil {
+		return fmt.Errorf("ledger: %w", err)
 	}
-	h.epochs[vmID] = epoch
-	return true, nil
+	defer h.mu.Unlock()
+	if h.ledgers == nil {
+		h.ledgers = map[string]agent.Ledger{}
+	}
+	l.Done = slices.Clone(l.Done)
+	h.ledgers[vmID] = l
+	return nil
 }
 
 // observed returns the host locked and reachable, for reading its VMs'

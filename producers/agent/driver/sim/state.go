@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"sync"
 	"sync/atomic"
 
 	"github.com/vmplane/vmplane/internal/atomicfile"
+	"github.com/vmplane/vmplane/producers/agent"
 )
 
 // stateFile keeps the simulated hosts in a file (Config.StateFile), so that
@@ -39,10 +41,12 @@ type savedState struct {
 }
 
 type savedHost struct {
-	ID          string    `json:"id"`
-	Crashed     bool      `json:"crashed,omitempty"`
-	Partitioned bool      `json:"partitioned,omitempty"`
-	VMs         []savedVM `json:"vms,omitempty"`
+	ID          string                  `json:"id"`
+	Crashed     bool                    `json:"crashed,omitempty"`
+	Partitioned bool                    `json:"partitioned,omitempty"`
+	VMs         []savedVM               `json:"vms,omitempty"`
+	UpSince     int64                   `json:"up_since,omitempty"`
+	Ledgers     map[string]agent.Ledger `json:"ledgers,omitempty"`
 }
 
 type savedVM struct {
@@ -73,7 +77,7 @@ func (d *Driver) load() error {
 		if !ok {
 			continue
 		}
-		h.crashed, h.partitioned = sh.Crashed, sh.Partitioned
+		h.crashed, h.partitioned, h.upSince, h.ledgers = sh.Crashed, sh.Partitioned, sh.UpSince, sh.Ledgers
 		for _, sv := range sh.VMs {
 			p, ok := parsePower(sv.Power)
 			if !ok {
@@ -122,8 +126,9 @@ func (d *Driver) snapshot() savedState {
 	for _, id := range d.order {
 		h := d.hosts[id]
 		h.mu.Lock()
-		if len(h.vms) > 0 || h.crashed || h.partitioned {
-			sh := savedHost{ID: id, Crashed: h.crashed, Partitioned: h.partitioned, VMs: make([]savedVM, len(h.vms))}
+		if len(h.vms) > 0 || h.crashed || h.partitioned || h.upSince != 0 || len(h.ledgers) > 0 {
+			sh := savedHost{ID: id, Crashed: h.crashed, Partitioned: h.partitioned, VMs: make([]savedVM, len(h.vms)),
+				UpSince: h.upSince, Ledgers: maps.Clone(h.ledgers)}
 			for i, v := range h.vms {
 				sh.VMs[i] = savedVM{ID: v.id, CPU: v.cpu, MemoryMB: v.memoryMB, Power: powerNames[v.power], Rescued: v.rescued}
 			}

@@ -153,6 +153,24 @@ func TestStateCrashAndRecoverThroughControls(t *testing.T) {
 	if want := map[string]string{"a": schemas.PowerOff, "b": schemas.PowerOff}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("after crash, recover and restarts h1 has %v, want %v", got, want)
 	}
+	if up, err := d.UpSince("h1"); err != nil || up == 0 {
+		t.Fatalf("h1 up since %d (%v) after its recovery and a restart, want its recovery time", up, err)
+	}
+}
+
+// TestStateKeepsLedgers: a VM's command ledger outlives the driver, as the
+// guests do, and the VM itself.
+func TestStateKeepsLedgers(t *testing.T) {
+	cfg := stateConfig(t)
+	d := newSim(t, cfg)
+	want := agent.Ledger{Epoch: 4, Done: []string{"c4-1"}}
+	if err := d.SetLedger("h2", "gone", want); err != nil {
+		t.Fatal(err)
+	}
+	d = newSim(t, cfg)
+	if got, err := d.Ledger("h2", "gone"); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("ledger after a restart: %+v (%v), want %+v", got, err, want)
+	}
 }
 
 // TestStateFileErrors: a state file that cannot be read stops New; hosts
