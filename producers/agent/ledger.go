@@ -41,7 +41,7 @@ const ledgerDone = 16
 // carried out on the host.
 var ErrSuperseded = errors.New("superseded: a newer job's command for this VM was carried out on this host")
 
-// ErrBeforeDown answers a command issued before its host last came back
+// ErrBeforeDown answers a command issued before (or as) its host last came back
 // from being down (Driver.UpSince): the job that sent it may have failed
 // on the host's fencing and the VM been restarted elsewhere since; carrying
 // it out would make a second copy (found by the simulation, seed 10876: a
@@ -83,7 +83,7 @@ func admit(d Driver, hosts []string, cmd *schemas.AgentCommand) (repeat bool, er
 		if err != nil {
 			return false, err
 		}
-		if cmd.IssuedAt < up {
+		if up != 0 && cmd.IssuedAt <= up {
 			return false, fmt.Errorf("%w (host %s)", ErrBeforeDown, h)
 		}
 		l, err := d.Ledger(h, cmd.VmID)
