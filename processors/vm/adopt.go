@@ -42,7 +42,9 @@ func (t *tx) adopt(host string) {
 	// Placement releases every other claim of the VM: the hosts it may
 	// have been on keep none.
 	t.notOn("")
-	t.adoptedOn = host
+	if host == s.HostID {
+		t.claimGone = false
+	}
 }
 
 // adopted takes the decision of an adopt: it records the host's pod and

@@ -350,12 +350,14 @@ func (t *tx) failAs(state, reason, detail string) {
 	f := flowOf(j.JobType)
 	t.releaseHeld()
 	t.s.VmState = state
-	if s := t.s; t.releasedAll && t.adoptedOn != s.HostID && holdsCapacity(state) && s.HostID != "" && onHost(s.PowerState) && s.PowerHost == s.HostID {
-		// The job gave back every claim, but the VM rests where it runs,
-		// in a state that holds capacity (a Deploy whose guest was paused
-		// behind its back): the claim there comes back, whether or not it
-		// fits (found by the simulation, seed 1572: the VM ran on with no
-		// claim, and nothing counted it again).
+	if s := t.s; t.claimGone && holdsCapacity(state) && s.HostID != "" {
+		// The job gave back the claim on the VM's host, but the VM rests
+		// there in a state that holds capacity (a Deploy whose guest was
+		// paused behind its back; an in-place resize whose stop went
+		// unanswered, the VM's power unknown): the claim there comes
+		// back, whether or not it fits (found by the simulation, seed
+		// 1572: the VM ran on with no claim, and nothing counted it again;
+		// seed 37721: the same after the resize, through a Rescue).
 		t.adopt(s.HostID)
 	}
 	ref := t.jobRef()
@@ -445,7 +447,9 @@ func (t *tx) release(host string) {
 			return // this transaction released every claim already
 		}
 		t.releasedAll = true
-		t.adoptedOn = "" // an adopt sent before is undone
+	}
+	if host == "" || host == s.HostID {
+		t.claimGone = true // an adopt sent before is undone
 	}
 	id := schemas.BoundID(s.Job.JobID + "-release")
 	if s.Job.JobID == "" {

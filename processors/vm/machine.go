@@ -62,9 +62,10 @@ type tx struct {
 	// keepClaims is set when a failing job must keep the VM's claims: the
 	// VM may run where they are (cleanup.go).
 	keepClaims bool
-	// adoptedOn is the host this transaction adopted the VM on since it
-	// last released every claim, if any.
-	adoptedOn string
+	// claimGone is set when this transaction released the VM's claim on
+	// its host (alone or with every other) and has not adopted it there
+	// since.
+	claimGone bool
 	// seq is the report sequence of the report being observed; 0 for an
 	// observation that is no report (a HostDown).
 	seq int64
