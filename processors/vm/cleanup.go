@@ -27,9 +27,14 @@ const phaseCleanup = "cleanup"
 // cleanup.
 const paramTimedOut = "timed_out"
 
-// mayPowerOn are the jobs whose one agent command may leave an off VM
-// running (starts aside, which cleanUpStart handles).
-var mayPowerOn = map[string]bool{ActReboot: true, ActRescue: true, ActUnrescue: true, ActRebuild: true, ActResume: true, ActUnpause: true}
+// mayPowerOn are the jobs whose one agent command may leave an off VM on
+// its host — running, paused or suspended, every state that holds capacity
+// (starts aside, which cleanUpStart handles; found by the simulation, seed
+// 40564: a Suspend timed out on an older PowerOff, the VM went Stopped and
+// gave its claim back, and the suspended VM's report adopted it beyond the
+// host's capacity).
+var mayPowerOn = map[string]bool{ActReboot: true, ActRescue: true, ActUnrescue: true, ActRebuild: true, ActResume: true, ActUnpause: true,
+	ActPause: true, ActSuspend: true}
 
 // startPhase reports whether a phase's agent command is a StartVm.
 func startPhase(phase string) bool {
