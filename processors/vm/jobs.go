@@ -535,34 +535,10 @@ func (t *tx) answer(a *schemas.AgentAnswer) {
 		t.cleanupAnswered(a)
 		return
 	}
-	if !a.OK && (startPhase(j.Phase) || j.Phase == phaseMigrating) && onHost(a.PowerState) && a.PowerHost == w.HostID {
-		// The StartVm was refused (expired, say), or the MigrateVm failed
-		// (the VM is no longer on the source), but the VM runs on the
-		// host the job wants it on: an earlier delivery did it, and only
-		// that answer was lost (found by the simulation, seed 1226: the
-		// failed job released the claim of a VM that ran; seed 56443: a
-		// failed migration released the destination the VM had moved to,
-		// and HA later started a second copy on the source). The job's
-		// goal is reached; it goes on as after an ok answer.
-		a = &schemas.AgentAnswer{CommandID: a.CommandID, HostID: a.HostID, OK: true, PowerState: a.PowerState, AnsweredAt: a.AnsweredAt}
-	}
-	if !a.OK && a.AnsweredAt != 0 && a.AnsweredAt >= j.Deadline {
-		// Refused as expired (read after the job's deadline): that
-		// reading did nothing, but an earlier one, whose answer an agent
-		// restarted without its answers has lost, may have. It is no
-		// answer; the job times out as if none had come, and a start is
-		// cleaned up (found by the simulation, seed 7026: the Deploy
-		// failed on the refusal and released the claim of a VM an
-		// earlier delivery had started).
-		return
-	}
 	if !a.OK {
-		if f := flowOf(j.JobType); f.answerFailed != nil {
-			f.answerFailed(t, a)
+		if a = t.failedAnswer(a); a == nil {
 			return
 		}
-		t.fail("AgentError", fmt.Sprintf("%s on host %s: %s", a.CommandType, a.HostID, a.Error), false)
-		return
 	}
 	w.Answered = true
 	p := t.params()
@@ -573,6 +549,41 @@ func (t *tx) answer(a *schemas.AgentAnswer) {
 	if w.Power == "" || w.Reported {
 		t.advance()
 	}
+}
+
+// failedAnswer applies a failed answer to the running job's command. It
+// returns the answer to go on with as ok when the job's goal is reached
+// all the same, or nil once the answer is dealt with.
+func (t *tx) failedAnswer(a *schemas.AgentAnswer) *schemas.AgentAnswer {
+	j := t.s.Job
+	w := &j.Wait
+	if (startPhase(j.Phase) || j.Phase == phaseMigrating) && onHost(a.PowerState) && a.PowerHost == w.HostID {
+		// The StartVm was refused (expired, say), or the MigrateVm failed
+		// (the VM is no longer on the source), but the VM runs on the
+		// host the job wants it on: an earlier delivery did it, and only
+		// that answer was lost (found by the simulation, seed 1226: the
+		// failed job released the claim of a VM that ran; seed 56443: a
+		// failed migration released the destination the VM had moved to,
+		// and HA later started a second copy on the source). The job's
+		// goal is reached; it goes on as after an ok answer.
+		return &schemas.AgentAnswer{CommandID: a.CommandID, HostID: a.HostID, OK: true, PowerState: a.PowerState, AnsweredAt: a.AnsweredAt}
+	}
+	if a.AnsweredAt != 0 && a.AnsweredAt >= j.Deadline {
+		// Refused as expired (read after the job's deadline): that
+		// reading did nothing, but an earlier one, whose answer an agent
+		// restarted without its answers has lost, may have. It is no
+		// answer; the job times out as if none had come, and a start is
+		// cleaned up (found by the simulation, seed 7026: the Deploy
+		// failed on the refusal and released the claim of a VM an
+		// earlier delivery had started).
+		return nil
+	}
+	if f := flowOf(j.JobType); f.answerFailed != nil {
+		f.answerFailed(t, a)
+		return nil
+	}
+	t.fail("AgentError", fmt.Sprintf("%s on host %s: %s", a.CommandType, a.HostID, a.Error), false)
+	return nil
 }
 
 func (t *tx) placementDecided(d *schemas.PlacementDecided) {
