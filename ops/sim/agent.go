@@ -271,7 +271,7 @@ func (a *simAgent) execute(w *world, v any, cmd *schemas.AgentCommand) {
 	if errors.Is(err, agent.ErrExpired) {
 		w.trace("%s refuses expired %s %s", a.id, schemas.TypeName(v), cmd.CommandID)
 	}
-	if errors.Is(err, agent.ErrHostUnreachable) {
+	if agent.Unanswered(err) {
 		return // the agent of an unreachable host cannot answer
 	}
 	seq, state := a.answer(w, v, cmd, err, where)

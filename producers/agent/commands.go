@@ -120,10 +120,11 @@ func (a *Agent) execute(ctx context.Context, h *hostState, rec schemas.Record, c
 	ctx, span := a.commandSpan(ctx, &rec, cmd)       // telemetry:
 	defer func() { a.commandDone(span, rec, err) }() // telemetry:
 	where, report, err := a.carryOut(ctx, h, rec)
-	if errors.Is(err, ErrHostUnreachable) {
-		// The agent of a crashed or partitioned host cannot answer; the
-		// job that sent the command times out, as with a real outage.
-		a.log.Warn("command for an unreachable host dropped", "host", cmd.HostID, "command", cmd.CommandID, "err", err)
+	if Unanswered(err) {
+		// The agent of a crashed or partitioned host cannot answer, and a
+		// command issued before its host came back is void there; the
+		// job that sent it resends it or times out, as with a real outage.
+		a.log.Warn("command dropped unanswered", "host", cmd.HostID, "command", cmd.CommandID, "err", err)
 		return
 	}
 	if ctx.Err() != nil {

@@ -46,8 +46,19 @@ var ErrSuperseded = errors.New("superseded: a newer job's command for this VM wa
 // on the host's fencing and the VM been restarted elsewhere since; carrying
 // it out would make a second copy (found by the simulation, seed 10876: a
 // RescueVm read by a fenced host once it was back booted the VM while its
-// HA restart ran it on another host). A job still waiting resends it.
+// HA restart ran it on another host). It is not answered (Unanswered): a
+// job still waiting resends it, and an earlier delivery may have carried it
+// out, so a refusal would tell the job a failure that may not be one (seed
+// 66964: the Deploy failed on the refusal and released the claim of a VM
+// an earlier delivery had started).
 var ErrBeforeDown = errors.New("issued before the host came back from being down")
+
+// Unanswered says whether a command that came to err gets no answer: its
+// host could not be reached, or it was issued before the host came back.
+// The job that sent it resends it or times out, as with a lost command.
+func Unanswered(err error) bool {
+	return errors.Is(err, ErrHostUnreachable) || errors.Is(err, ErrBeforeDown)
+}
 
 // ledgerHosts are the hosts whose ledger a command consults: none for a
 // CheckVm, which changes nothing; the source, and the destination when the
