@@ -272,7 +272,7 @@ func (a *simAgent) execute(w *world, v any, cmd *schemas.AgentCommand) {
 		w.trace("%s refuses expired %s %s", a.id, schemas.TypeName(v), cmd.CommandID)
 	}
 	if agent.Unanswered(err) {
-		return // the agent of an unreachable host cannot answer
+		return // unreachable, or issued before its host came back: no answer (agent.Unanswered)
 	}
 	seq, state := a.answer(w, v, cmd, err, where)
 	if err != nil {
