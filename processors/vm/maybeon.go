@@ -108,8 +108,8 @@ func (t *tx) checkDue() {
 func (t *tx) checkAnswered(a *schemas.AgentAnswer) {
 	s := t.s
 	host := a.PowerHost
-	if a.Epoch != s.Epoch || s.Job.JobID != "" || !a.OK || host != a.HostID || a.PowerState == schemas.PowerUnknown ||
-		!slices.Contains(t.checkHosts(), host) {
+	asked := slices.Contains(s.MaybeOn, host) || (host == s.HostID && t.checkOwnHost())
+	if a.Epoch != s.Epoch || s.Job.JobID != "" || !a.OK || host != a.HostID || a.PowerState == schemas.PowerUnknown || !asked {
 		return
 	}
 	if !t.fresh(host, a.ReportSeq) {
@@ -122,12 +122,11 @@ func (t *tx) checkAnswered(a *schemas.AgentAnswer) {
 		// Confirmed off: the HA restart goes ahead.
 		s.HAAwaitsCheck = false
 		t.startHA("")
-	case onHost(a.PowerState), host == s.HostID:
-		// Running there: the VM is there (observe adopts it and every
-		// other claim goes). Its own host finding it off or absent: an
-		// Error VM found off gives its claim back (errorFoundOff).
-		t.observe(host, a.PowerState, a.AnsweredAt, why)
 	default:
-		t.release(host)
+		// An answer is a report (power.go): running there, the VM is
+		// adopted there and every other claim goes; off or absent on a
+		// host it may be on, that claim goes (foundOffElsewhere); off on
+		// its own host, an Error VM gives its claim back (errorFoundOff).
+		t.observe(host, a.PowerState, a.AnsweredAt, why)
 	}
 }
