@@ -156,9 +156,10 @@ func (a *simAgent) flushAll(w *world) {
 // round reports every host it can reach: AgentConnected for a host not
 // announced yet, a PowerReport per VM and an AgentPing, under one new
 // report sequence. A host it cannot reach is skipped and announced again
-// once back.
+// once back. The next round is due a ping interval later.
 func (a *simAgent) round(w *world) {
 	at := w.ms()
+	a.nextRound = at + pingInterval.Milliseconds()
 	for _, h := range a.hosts {
 		if a.rejected[h.ID] {
 			continue

@@ -169,7 +169,6 @@ func (w *world) overdueRound() bool {
 	for _, a := range w.ags {
 		if a.running && w.ms() >= a.nextRound+roundSlack.Milliseconds() {
 			a.round(w)
-			a.nextRound = w.ms() + pingInterval.Milliseconds()
 			w.drainChanges()
 			return true
 		}
@@ -234,10 +233,7 @@ func (w *world) events(faulty bool) []event {
 		}
 		evs = append(evs, event{2, "agent commits", func() { a.commit(w) }})
 		if w.ms() >= a.nextRound {
-			evs = append(evs, event{6, "agent round", func() {
-				a.round(w)
-				a.nextRound = w.ms() + pingInterval.Milliseconds()
-			}})
+			evs = append(evs, event{6, "agent round", func() { a.round(w) }})
 		}
 	}
 	if !faulty {
