@@ -7,8 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/vmplane/vmplane/internal/atomicfile"
 	"github.com/vmplane/vmplane/producers/agent"
@@ -26,15 +24,23 @@ const (
 	upSinceName = ".up_since"
 )
 
-// ledgerPath is the file of a VM's ledger on a host this driver serves.
-func (d *Driver) ledgerPath(hostID, vmID string) (string, error) {
+// hostFile is the file name under a served host's directory of ledgersDir.
+func (d *Driver) hostFile(hostID, name string) (string, error) {
 	if _, ok := d.hosts[hostID]; !ok {
 		return "", fmt.Errorf("host %s: %w", hostID, agent.ErrUnknownHost)
 	}
-	if !validID(hostID) || !validID(vmID) {
-		return "", fmt.Errorf("ledger: host %q or vm %q is not a valid id", hostID, vmID)
+	if !validID(hostID) {
+		return "", fmt.Errorf("ledger: host %q is not a valid id", hostID)
 	}
-	return filepath.Join(d.cfg.Dir, ledgersDir, hostID, vmID+".json"), nil
+	return filepath.Join(d.cfg.Dir, ledgersDir, hostID, name), nil
+}
+
+// ledgerPath is the file of a VM's ledger on a host this driver serves.
+func (d *Driver) ledgerPath(hostID, vmID string) (string, error) {
+	if !validID(vmID) {
+		return "", fmt.Errorf("ledger: vm %q is not a valid id", vmID)
+	}
+	return d.hostFile(hostID, vmID+".json")
 }
 
 // Ledger reads the VM's command ledger on the host; the zero Ledger when
@@ -45,19 +51,7 @@ func (d *Driver) Ledger(hostID, vmID string) (agent.Ledger, error) {
 	if err != nil {
 		return l, err
 	}
-	d.ledgerMu.Lock()
-	defer d.ledgerMu.Unlock()
-	b, err := os.ReadFile(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return l, nil
-	case err != nil:
-		return l, fmt.Errorf("ledger: %w", err)
-	}
-	if err := json.Unmarshal(b, &l); err != nil {
-		return l, fmt.Errorf("ledger %s: %w", path, err)
-	}
-	return l, nil
+	return l, d.readJSON(path, &l)
 }
 
 // SetLedger replaces the VM's command ledger on the host.
@@ -66,65 +60,60 @@ func (d *Driver) SetLedger(hostID, vmID string, l agent.Ledger) error {
 	if err != nil {
 		return err
 	}
-	b, err := json.Marshal(l)
-	if err != nil {
-		return err
-	}
-	return d.replaceFile(path, append(b, '\n'))
+	return d.writeJSON(path, l)
 }
 
 // UpSince is when the host was last fenced; 0 when it never was.
 func (d *Driver) UpSince(hostID string) (int64, error) {
-	path, err := d.upSincePath(hostID)
+	var at int64
+	path, err := d.hostFile(hostID, upSinceName)
 	if err != nil {
 		return 0, err
 	}
+	return at, d.readJSON(path, &at)
+}
+
+// setUpSince records that the host came back at at (a fencing).
+func (d *Driver) setUpSince(hostID string, at int64) error {
+	path, err := d.hostFile(hostID, upSinceName)
+	if err != nil {
+		return err
+	}
+	return d.writeJSON(path, at)
+}
+
+// readJSON decodes one of the files under ledgersDir into v; a missing
+// file leaves v as it is.
+func (d *Driver) readJSON(path string, v any) error {
 	d.ledgerMu.Lock()
 	defer d.ledgerMu.Unlock()
 	b, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return 0, nil
+		return nil
 	case err != nil:
-		return 0, fmt.Errorf("up since: %w", err)
+		return fmt.Errorf("ledger: %w", err)
 	}
-	at, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("up since %s: %w", path, err)
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("ledger %s: %w", path, err)
 	}
-	return at, nil
+	return nil
 }
 
-// setUpSince records that the host came back at at (a fencing).
-func (d *Driver) setUpSince(hostID string, at int64) error {
-	path, err := d.upSincePath(hostID)
+// writeJSON replaces one of the files under ledgersDir with v (atomicfile:
+// a crash leaves the old content or the new one).
+func (d *Driver) writeJSON(path string, v any) error {
+	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	return d.replaceFile(path, []byte(strconv.FormatInt(at, 10)+"\n"))
-}
-
-// replaceFile writes one of the files under ledgersDir (atomicfile: a
-// crash leaves the old content or the new one).
-func (d *Driver) replaceFile(path string, b []byte) error {
 	d.ledgerMu.Lock()
 	defer d.ledgerMu.Unlock()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("ledger: %w", err)
 	}
-	if err := atomicfile.Write(path, b); err != nil {
+	if err := atomicfile.Write(path, append(b, '\n')); err != nil {
 		return fmt.Errorf("ledger: %w", err)
 	}
 	return nil
-}
-
-// upSincePath is the file of a host's UpSince.
-func (d *Driver) upSincePath(hostID string) (string, error) {
-	if _, ok := d.hosts[hostID]; !ok {
-		return "", fmt.Errorf("host %s: %w", hostID, agent.ErrUnknownHost)
-	}
-	if !validID(hostID) {
-		return "", fmt.Errorf("up since: host %q is not a valid id", hostID)
-	}
-	return filepath.Join(d.cfg.Dir, ledgersDir, hostID, upSinceName), nil
 }
