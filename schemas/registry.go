@@ -40,6 +40,7 @@ var recordDocs = []struct {
 	{VmStateChanged{}, "The VM after a change."},
 	{PowerStateObserved{}, "A power report agreed with the VM."},
 	{AlertRaised{}, "Something for an operator to look at."},
+	{AlertAcknowledged{}, "Someone has seen an alert."},
 	{VmExpunged{}, "A Deleted VM was expunged."},
 	{VmRecord{}, "VM processor state of one VM (changelog)."},
 	{StartVm{}, "Agent command: power on a VM."},

@@ -9,6 +9,7 @@ const (
 	KeyZone    = "zone_id"
 	KeyCatalog = "offering_id"
 	KeyAccount = "account_id"
+	KeyAlert   = "alert_id"
 )
 
 // Topic names.
@@ -18,6 +19,7 @@ const (
 	TopicVmAnswers         = "vm.answers.v1"
 	TopicVmSignals         = "vm.signals.v1"
 	TopicVmEvents          = "vm.events.v1"
+	TopicAlertAcks         = "alert.acks.v1"
 	TopicVmState           = "vm.state.v1"
 	TopicAgentCommands     = "agent.commands.v1"
 	TopicHostEvents        = "host.events.v1"
@@ -54,6 +56,7 @@ var Partitions = map[string]int32{
 	KeyZone:    3,
 	KeyCatalog: 1,
 	KeyAccount: 1,
+	KeyAlert:   1,
 }
 
 var vmCommandTypes = []string{"Deploy", "Start", "Stop", "Reboot", "Pause", "Unpause", "Suspend", "Resume",
@@ -68,7 +71,7 @@ var Topics = []TopicSpec{
 	{TopicVmPower, KeyVM, false, []string{"PowerReport"}, "Raw power reports from agents."},
 	{TopicVmAnswers, KeyVM, false, []string{"AgentAnswer"}, "Agent answers to VM commands."},
 	{TopicVmSignals, KeyVM, false, []string{"PlacementDecided", "PlacementFailed", "HostDown", "VmMissingFromHost"}, "Signals to VMs from placement and host."},
-	{TopicVmEvents, KeyVM, false, []string{"JobAccepted", "JobStepped", "JobSucceeded", "JobFailed", "JobCancelled", "JobRejected", "VmStateChanged", "PowerStateObserved", "AlertRaised", "VmExpunged"}, "VM and job events."},
+	{TopicVmEvents, KeyVM, false, []string{"JobAccepted", "JobStepped", "JobSucceeded", "JobFailed", "JobCancelled", "JobRejected", "VmStateChanged", "PowerStateObserved", "AlertRaised", "VmExpunged"}, "VM and job events, and alerts (a host's keyed by its host id)."},
 	{TopicVmState, KeyVM, true, []string{"VmRecord"}, "Changelog of the VM processor."},
 	{TopicAgentCommands, KeyHost, false, agentCommandTypes, "Commands to agents."},
 	{TopicHostEvents, KeyHost, false, []string{"AgentConnected", "AgentPing", "AgentDisconnected", "CheckHostAnswer", "MaintenanceMigrationEnded"}, "Agent connect, ping, disconnect, investigation answers, maintenance job ends."},
@@ -84,6 +87,7 @@ var Topics = []TopicSpec{
 	{TopicLeaseState, KeyZone, true, []string{"LeaseZoneRecord"}, "Changelog of the lease processor."},
 	{TopicCatalog, KeyCatalog, true, []string{"ServiceOffering"}, "Service offerings."},
 	{TopicAccounts, KeyAccount, false, []string{"AccountCreated", "ApiKeyIssued", "ApiKeyRevoked"}, "Accounts and API keys."},
+	{TopicAlertAcks, KeyAlert, true, []string{"AlertAcknowledged"}, "Acknowledgements of alerts."},
 	{TopicDLQ, "", false, nil, "Undecodable or poison records; the error is in headers."},
 }
 

@@ -97,12 +97,23 @@ type PowerStateObserved struct {
 // AlertRaised reports something an operator should look at.
 type AlertRaised struct {
 	AlertID string `avro:"alert_id" doc:"Unique alert id."`
-	Kind    string `avro:"kind" doc:"VmStateSync, JobStalled, HostAlert, HAExhausted, ..."`
+	Kind    string `avro:"kind" doc:"VmStateSync, JobStalled, HAExhausted, HostDisconnected, HostAlert, HostDown, HostFencing, ErrorInMaintenance, HostUnreservable, ..."`
 	VmID    string `avro:"vm_id" doc:"VM concerned; empty for none."`
 	HostID  string `avro:"host_id" doc:"Host concerned; empty for none."`
 	Account string `avro:"account" doc:"Account concerned; empty for none."`
 	JobID   string `avro:"job_id" doc:"Job concerned; empty for none."`
 	Message string `avro:"message" doc:"What happened."`
+	At      int64  `avro:"at" doc:"Unix milliseconds."`
+	ZoneID  string `avro:"zone_id" doc:"Zone concerned; empty for none."`
+}
+
+// AlertAcknowledged records that someone has seen an alert and taken it
+// in hand. The gateway writes it on an operator's request; the alert
+// itself is never changed.
+type AlertAcknowledged struct {
+	AlertID string `avro:"alert_id" doc:"The alert; also the record key."`
+	By      string `avro:"by" doc:"Account of the API key that acknowledged it."`
+	Account string `avro:"account" doc:"Account of the alert; empty for an operator's alert."`
 	At      int64  `avro:"at" doc:"Unix milliseconds."`
 }
 

@@ -52,16 +52,20 @@ func (m *Machine) connected(s *schemas.HostRecord, ev *schemas.AgentConnected, i
 	return r, append(out, m.observeVms(r, ev.VmIDs, 0, now, hdr)...)
 }
 
-// disconnected records an agent's orderly goodbye. No timer is left: a
-// host whose agent said goodbye is not expected to ping.
+// disconnected records an agent's orderly goodbye. The host is Disconnected
+// at once, but its clocks run on as for a silent host (the AgentManager
+// seed): if no agent pings by the ping deadline it is investigated, and it
+// turns Alert after alert.wait unless found Down. A goodbye says why the
+// agent left, not that the host or its VMs are gone.
 func (m *Machine) disconnected(s *schemas.HostRecord, ev *schemas.AgentDisconnected, now time.Time, hdr map[string]string) (*schemas.HostRecord, []schemas.Record) {
-	if s == nil || s.Status.Status == StatusRemoved {
+	if s == nil || s.Status.Status == StatusRemoved || s.Status.Status == StatusDown || s.Status.Status == StatusAlert {
 		return s, nil
 	}
 	r := clone(s)
 	setStatus(&r.Status, StatusDisconnected, "agent disconnected: "+ev.Reason)
-	r.PingDeadline, r.GraceUntil = 0, 0
-	r.Investigation, r.StepDeadline, r.AlertAt = "", 0, 0
+	if r.Investigation == "" && r.PingDeadline == 0 {
+		r.PingDeadline = now.Add(m.cfg.PingTimeout).UnixMilli()
+	}
 	return r, announce(&s.Status, r, now, hdr)
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/vmplane/vmplane/schemas"
@@ -48,13 +49,20 @@ func stepID(hostID string, round int64, investigator string) string {
 }
 
 // investigate opens a new round at the first investigator. The alert clock
-// starts now: a round that never gets a definitive answer turns the host
-// Alert after AlertWait, and never Down.
+// starts with the first round since the host was last heard and runs on
+// through the rounds after it: a host that no round finds Down — whether
+// no investigator could tell, or they found it alive while its agent stays
+// silent — turns Alert after AlertWait, and never Down.
 func (m *Machine) investigate(r *schemas.HostRecord, now time.Time, hdr map[string]string) []schemas.Record {
 	r.Round++
-	r.AlertAt = now.Add(m.cfg.AlertWait).UnixMilli()
 	r.PingDeadline, r.GraceUntil = 0, 0
-	return m.ask(r, 0, now, hdr)
+	var out []schemas.Record
+	if r.AlertAt == 0 {
+		r.AlertAt = now.Add(m.cfg.AlertWait).UnixMilli()
+		out = append(out, raise(r, AlertDisconnected, fmt.Sprintf("%s; no ping since %s; investigating, Alert at %s unless found down",
+			r.Status.Reason, time.UnixMilli(r.Status.LastPingAt).UTC().Format(time.RFC3339), time.UnixMilli(r.AlertAt).UTC().Format(time.RFC3339)), now, hdr))
+	}
+	return append(out, m.ask(r, 0, now, hdr)...)
 }
 
 // ask sends investigator i its command, addressed by the host's cluster.
@@ -68,13 +76,16 @@ func (m *Machine) ask(r *schemas.HostRecord, i int, now time.Time, hdr map[strin
 	// anyway).
 	base := schemas.AgentCommand{CommandID: stepID(st.HostID, r.Round, name), HostID: st.HostID, IssuedAt: now.UnixMilli(),
 		ExpiresAt: r.StepDeadline}
-	var v any
-	if name == InvestigatorFence {
-		v = &schemas.FenceHost{AgentCommand: base, TargetHostID: st.HostID, ClusterID: st.ClusterID}
-	} else {
-		v = &schemas.CheckHost{AgentCommand: base, TargetHostID: st.HostID, ClusterID: st.ClusterID, Method: name, VmIDs: listed(r)}
+	if name != InvestigatorFence {
+		v := &schemas.CheckHost{AgentCommand: base, TargetHostID: st.HostID, ClusterID: st.ClusterID, Method: name, VmIDs: listed(r)}
+		return []schemas.Record{{Topic: schemas.TopicAgentCommands, Key: st.HostID, Value: v, Headers: withCommand(hdr, base.CommandID)}}
 	}
-	return []schemas.Record{{Topic: schemas.TopicAgentCommands, Key: st.HostID, Value: v, Headers: withCommand(hdr, base.CommandID)}}
+	v := &schemas.FenceHost{AgentCommand: base, TargetHostID: st.HostID, ClusterID: st.ClusterID}
+	return []schemas.Record{
+		{Topic: schemas.TopicAgentCommands, Key: st.HostID, Value: v, Headers: withCommand(hdr, base.CommandID)},
+		raise(r, AlertFencing, fmt.Sprintf("the investigators before could not tell whether the host is down; fencing it through a neighbour of cluster %s (round %d)",
+			st.ClusterID, r.Round), now, hdr),
+	}
 }
 
 // answer applies an investigator's answer. Only the answer to the step in
@@ -92,8 +103,9 @@ func (m *Machine) answer(s *schemas.HostRecord, a *schemas.CheckHostAnswer, now 
 	switch a.Result {
 	case VerdictUp:
 		// Alive: its agent is what is gone. No HA; look again if the
-		// agent stays silent for another ping timeout.
-		r.Investigation, r.StepDeadline, r.AlertAt = "", 0, 0
+		// agent stays silent for another ping timeout, and turn Alert
+		// if it is still silent at AlertAt.
+		r.Investigation, r.StepDeadline = "", 0
 		r.PingDeadline = now.Add(m.cfg.PingTimeout).UnixMilli()
 		setStatus(&r.Status, StatusDisconnected, ReasonAlive+by)
 		r.Status.Reason = ReasonAlive + by
@@ -135,9 +147,14 @@ func (m *Machine) alert(s *schemas.HostRecord, now time.Time) (*schemas.HostReco
 		return s, nil
 	}
 	r := clone(s)
-	r.AlertAt = 0
-	setStatus(&r.Status, StatusAlert, ReasonInconclusive)
-	return r, announce(&s.Status, r, now, nil)
+	reason := ReasonInconclusive
+	if strings.HasPrefix(s.Status.Reason, ReasonAlive) {
+		reason = fmt.Sprintf("agent silent since %s; host %s", time.UnixMilli(s.Status.LastPingAt).UTC().Format(time.RFC3339), s.Status.Reason)
+	}
+	r.AlertAt, r.Investigation, r.StepDeadline, r.PingDeadline, r.GraceUntil = 0, "", 0, 0, 0
+	setStatus(&r.Status, StatusAlert, reason)
+	out := announce(&s.Status, r, now, nil)
+	return r, append(out, raise(r, AlertHostAlert, reason+"; no VM is restarted until an operator looks", now, nil))
 }
 
 // down marks a host Down on a definitive answer and tells every VM it last
@@ -148,6 +165,7 @@ func (m *Machine) down(before, r *schemas.HostRecord, reason string, now time.Ti
 	setStatus(&r.Status, StatusDown, reason)
 	out := announce(&before.Status, r, now, hdr)
 	told := listed(r)
+	out = append(out, raise(r, AlertHostDown, fmt.Sprintf("%s; %d VM(s) told, HA ones restart elsewhere", reason, len(told)), now, hdr))
 	// Told once: no VmMissingFromHost for them when the host comes back.
 	r.MissingSent = append(r.MissingSent, told...)
 	for _, id := range told {

@@ -56,7 +56,7 @@ func (m *Machine) Tick(s *schemas.HostRecord, _ string, now time.Time) (*schemas
 		return nil, nil
 	case s.Investigation != "":
 		return m.stepTimeout(s, now)
-	case s.AlertAt != 0:
+	case s.AlertAt != 0 && !now.Before(time.UnixMilli(s.AlertAt)):
 		return m.alert(s, now)
 	default:
 		return m.pingTimeout(s, now)
@@ -64,21 +64,29 @@ func (m *Machine) Tick(s *schemas.HostRecord, _ string, now time.Time) (*schemas
 }
 
 // Wake returns when the host next needs a Tick: the deadline of the
-// investigator in progress, else the alert deadline of an inconclusive
-// investigation, else when a missed ping is next to be looked at (the ping
-// deadline, or the end of the restart grace if that is later).
+// investigator in progress, else the earlier of the alert deadline of a
+// host no round found Down and when a missed ping is next to be looked at.
 func (m *Machine) Wake(s *schemas.HostRecord) time.Time {
 	switch {
 	case s == nil:
 		return time.Time{}
 	case s.Investigation != "":
 		return time.UnixMilli(s.StepDeadline)
+	case s.AlertAt != 0 && s.PingDeadline != 0:
+		return time.UnixMilli(min(s.AlertAt, max(s.PingDeadline, s.GraceUntil)))
 	case s.AlertAt != 0:
 		return time.UnixMilli(s.AlertAt)
-	case s.PingDeadline != 0:
-		return time.UnixMilli(max(s.PingDeadline, s.GraceUntil))
 	}
-	return time.Time{}
+	return pingWake(s)
+}
+
+// pingWake is when a missed ping is next to be looked at: the ping
+// deadline, or the end of the restart grace if that is later.
+func pingWake(s *schemas.HostRecord) time.Time {
+	if s.PingDeadline == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(max(s.PingDeadline, s.GraceUntil))
 }
 
 // carried returns the headers an output inherits from its input: the trace

@@ -106,10 +106,12 @@ func (m *Machine) migrationEnded(s *schemas.HostRecord, e *schemas.MaintenanceMi
 	r.Draining = nil
 	if len(r.DrainFailed) == 0 {
 		setResourceState(&r.Status, ResourceMaintenance, ReasonMaintenance)
-	} else {
-		setResourceState(&r.Status, ResourceErrorInMaintenance, ReasonDrainFailed+strings.Join(r.DrainFailed, ", "))
+		return r, announce(&s.Status, r, now, hdr)
 	}
-	return r, announce(&s.Status, r, now, hdr)
+	reason := ReasonDrainFailed + strings.Join(r.DrainFailed, ", ")
+	setResourceState(&r.Status, ResourceErrorInMaintenance, reason)
+	out := announce(&s.Status, r, now, hdr)
+	return r, append(out, raise(r, AlertErrorInMaintenance, reason, now, hdr))
 }
 
 // cancelMaintenance returns a host preparing for, in, or failed in

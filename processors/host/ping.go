@@ -93,7 +93,7 @@ func (m *Machine) observeVms(r *schemas.HostRecord, vmIDs []string, seq int64, n
 // again before its missed ping counts. A timely Tick is an ordinary timeout,
 // so ping.timeout keeps its meaning while the processor runs.
 func (m *Machine) pingTimeout(s *schemas.HostRecord, now time.Time) (*schemas.HostRecord, []schemas.Record) {
-	wake := m.Wake(s)
+	wake := pingWake(s)
 	if wake.IsZero() || now.Before(wake) || (s.Status.Status != StatusUp && s.Status.Status != StatusDisconnected) {
 		return s, nil
 	}

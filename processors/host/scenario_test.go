@@ -30,9 +30,11 @@ func TestScenarioAgentLife(t *testing.T) {
 		"0s host.status.v1 h1 Up reservable=true (agent connected)",
 		"4m0s vm.signals.v1 VmMissingFromHost vm2 last=1m0s seq=4",
 		"6m30s host.status.v1 h1 Disconnected reservable=false (ping timeout)",
+		"6m30s vm.events.v1 *schemas.AlertRaised",    // HostDisconnected
 		"6m30s agent.commands.v1 *schemas.CheckHost", // neighbour: no answer
 		"7m0s agent.commands.v1 *schemas.CheckHost",  // vm-activity: no answer
 		"7m30s agent.commands.v1 *schemas.FenceHost", // fence: no answer, so not Down
+		"7m30s vm.events.v1 *schemas.AlertRaised",    // HostFencing
 		"9m0s host.status.v1 h1 Up reservable=true (ping)",
 	}
 

@@ -188,6 +188,11 @@ func describe(t *testing.T, outs []schemas.Record) []string {
 			s = fmt.Sprintf("VmMissingFromHost[%s] last=%v", o.Key, time.UnixMilli(v.LastSeenAt).Sub(t0))
 		case *schemas.Migrate:
 			s = fmt.Sprintf("Migrate[%s] id=%s origin=%s account=%s", o.Key, v.CommandID, v.Origin, v.Account)
+		case *schemas.AlertRaised:
+			if o.Topic != schemas.TopicVmEvents || v.HostID != o.Key || v.ZoneID == "" || v.AlertID == "" {
+				t.Fatalf("host alert off its host's key, or without zone or id: %+v", o)
+			}
+			s = fmt.Sprintf("AlertRaised[%s] %s %q", o.Key, v.Kind, v.Message)
 		case *schemas.AgentRejected:
 			s = fmt.Sprintf("AgentRejected[%s] reason=%q", o.Key, v.Reason)
 		default:

@@ -8,6 +8,10 @@ import (
 	"github.com/vmplane/vmplane/schemas"
 )
 
+// AlertHostUnreservable is the kind of the alert raised when a host that
+// leases hold stops being reservable.
+const AlertHostUnreservable = "HostUnreservable"
+
 // hostStatus is push monitoring: the status table takes the host's latest
 // status; a known host whose reservable flips is a resource notification,
 // and one that stops being reservable heals the leases holding it now.
@@ -35,6 +39,19 @@ func (t *tx) hostStatus(v *schemas.HostStatus) {
 	t.emit(schemas.TopicLeaseEvents, t.z.ZoneID, &schemas.LeaseHostChanged{ZoneID: t.z.ZoneID, HostID: v.HostID,
 		Reservable: v.Reservable, Status: v.Status, ResourceState: v.ResourceState, Leases: affected,
 		Reason: v.Reason, At: t.now})
+	if !v.Reservable && len(affected) > 0 {
+		// Leases lose a host they hold: the operators hear of it with
+		// the leases named, whether healing finds a replacement or not.
+		why := v.Status + "/" + v.ResourceState
+		if v.Reason != "" {
+			why += ": " + v.Reason
+		}
+		t.emit(schemas.TopicVmEvents, v.HostID, &schemas.AlertRaised{
+			AlertID: schemas.BoundID(fmt.Sprintf("lease:%s:HostUnreservable:%d", v.HostID, t.now)), Kind: AlertHostUnreservable,
+			HostID: v.HostID, ZoneID: t.z.ZoneID, At: t.now,
+			Message: fmt.Sprintf("host is no longer reservable (%s); leases holding it: %s", why, strings.Join(affected, ", ")),
+		})
+	}
 	if !v.Reservable && t.m.cfg.monitor(t.z.ZoneID).Push {
 		for _, id := range affected {
 			if l := t.lease(id); t.inWindow(l) {

@@ -228,6 +228,11 @@ func render(r schemas.Record) string {
 		return s
 	case *schemas.LeaseHostChanged:
 		return fmt.Sprintf("host %s reservable=%v leases=%s", v.HostID, v.Reservable, strings.Join(v.Leases, ","))
+	case *schemas.AlertRaised:
+		if r.Topic != schemas.TopicVmEvents || r.Key != v.HostID || v.ZoneID == "" || v.AlertID == "" {
+			return fmt.Sprintf("misaddressed alert %s/%s %+v", r.Topic, r.Key, v)
+		}
+		return fmt.Sprintf("alert %s %s: %s", v.Kind, v.HostID, v.Message)
 	case *schemas.Stop:
 		return fmt.Sprintf("vm.commands Stop %s id=%s account=%s", v.VmID, v.CommandID, v.Account)
 	case *schemas.Migrate:
