@@ -22,6 +22,12 @@ type VM struct {
 	ZoneID         string    `json:"zone_id"`
 	Epoch          int64     `json:"epoch"`
 	JobID          string    `json:"job_id,omitempty"`
+	// HostStatus is the agent status of the VM's host. While it is not
+	// Up nobody is watching the VM: PowerState is then PowerUnknown, and
+	// LastPowerState is what was last seen, at PowerStateAt.
+	HostStatus     string     `json:"host_status,omitempty"`
+	LastPowerState string     `json:"last_power_state,omitempty"`
+	PowerStateAt   *time.Time `json:"power_state_at,omitempty"`
 }
 
 // DeployRequest is the body of POST /v1/vms. Offering is a name or an id;

@@ -90,10 +90,16 @@ func NewFanout(log *slog.Logger, ringSize int) *Fanout {
 // eventOf turns a decoded record into an Event; it reads only the fields
 // the streams filter on, and leaves the rest to the rendering.
 func eventOf(rec schemas.Record) Event {
+	vm := rec.Key
+	if a, ok := rec.Value.(*schemas.AlertRaised); ok {
+		// A host's alert is keyed by its host: it is no VM's, and only
+		// admins see it (no account).
+		vm = a.VmID
+	}
 	return Event{
 		Event: api.Event{
 			ID:   strconv.Itoa(int(rec.Partition)) + ":" + strconv.FormatInt(rec.Offset, 10),
-			Type: schemas.TypeName(rec.Value), VmID: rec.Key, JobID: stringField(rec.Value, "job_id"),
+			Type: schemas.TypeName(rec.Value), VmID: vm, JobID: stringField(rec.Value, "job_id"),
 		},
 		Account:   stringField(rec.Value, "account"),
 		partition: rec.Partition, offset: rec.Offset,
@@ -173,9 +179,11 @@ func (f *Fanout) Publish(e Event) {
 }
 
 func (f *Fanout) publishLocked(e Event) {
-	if e.Account != "" {
+	switch {
+	case e.VmID == "":
+	case e.Account != "":
 		f.owners[e.VmID] = e.Account
-	} else {
+	default:
 		e.Account = f.owners[e.VmID]
 	}
 	if e.Type == "VmExpunged" {

@@ -157,7 +157,7 @@ func (f *Fanout) feed(ctx context.Context, cfg kafka.Config, codec *schemas.Code
 				return
 			}
 			e := eventOf(rec)
-			if e.Account == "" && owner != nil {
+			if e.Account == "" && e.VmID != "" && owner != nil {
 				f.learnOwner(fctx, e.VmID, owner)
 			}
 			f.mu.Lock()

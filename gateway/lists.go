@@ -54,23 +54,3 @@ func (s *Server) jobJournal(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
-
-// listAlerts is GET /v1/alerts[?vm=]: the caller's alerts (every alert for
-// an admin), by id.
-func (s *Server) listAlerts(w http.ResponseWriter, r *http.Request) error {
-	page, err := pageOf(r)
-	if err != nil {
-		return err
-	}
-	rows, err := s.rm.Alerts(r.Context(), principalOf(r.Context()).scope(), r.URL.Query().Get("vm"), page.ask())
-	if err != nil {
-		return fmt.Errorf("list alerts: %w", err)
-	}
-	rows, next := cutPage(page, rows, func(a readmodel.Alert) string { return a.ID })
-	out := api.List[api.Alert]{Items: make([]api.Alert, len(rows)), Next: next}
-	for i, a := range rows {
-		out.Items[i] = api.Alert{ID: a.ID, Kind: a.Kind, VmID: a.VmID, HostID: a.HostID, JobID: a.JobID, Message: a.Message, At: a.At.UTC()}
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
-}

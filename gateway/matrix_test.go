@@ -55,6 +55,8 @@ func newMatrixEnvWith(t *testing.T, cfg gateway.Config) *matrixEnv {
 	e.wrongSecret = e.alice[:17] + other[17:]
 	e.unknownKey, _, _, _ = gateway.NewAPIKey()
 	end := time.Now().Add(48 * time.Hour)
+	e.rm.PutAlert(readmodel.Alert{ID: "alert-a", Kind: "HAExhausted", VmID: "vm-a1", Account: "acct-a", At: end})
+	e.rm.PutAlert(readmodel.Alert{ID: "alert-b", Kind: "HAExhausted", VmID: "vm-b1", Account: "acct-b", At: end})
 	e.rm.PutLease(readmodel.Lease{ID: "lease-a", Project: "acct-a", Name: "la", Status: "Pending", ZoneID: "zone-1", Start: end.Add(-time.Hour), End: end})
 	e.rm.PutLease(readmodel.Lease{ID: "lease-b", Project: "acct-b", Name: "lb", Status: "Pending", ZoneID: "zone-1", Start: end.Add(-time.Hour), End: end})
 	return e
@@ -82,6 +84,8 @@ func (r route) fill(acct string, e *matrixEnv) string {
 		p = strings.Replace(p, "{id}", "vm-"+suffix+"1", 1)
 	case strings.HasPrefix(p, "/v1/jobs/{id}"):
 		p = strings.Replace(p, "{id}", "job-"+suffix+"1", 1)
+	case strings.HasPrefix(p, "/v1/alerts/{id}"):
+		p = strings.Replace(p, "{id}", "alert-"+suffix, 1)
 	case strings.HasPrefix(p, "/v1/leases/{id}"):
 		p = strings.Replace(p, "{id}", "lease-"+suffix, 1)
 	case strings.HasPrefix(p, "/v1/accounts/{id}"):
@@ -112,6 +116,8 @@ var matrixRoutes = []route{
 	{method: "GET", path: "/v1/events"},
 	{method: "POST", path: "/v1/journal/query", body: `{"sql":"SELECT 1"}`, admin: true},
 	{method: "GET", path: "/v1/alerts"},
+	{method: "GET", path: "/v1/alerts/{id}", owned: true},
+	{method: "POST", path: "/v1/alerts/{id}/ack", owned: true},
 	{method: "GET", path: "/v1/hosts", admin: true},
 	{method: "GET", path: "/v1/hosts/{id}", admin: true},
 	{method: "POST", path: "/v1/hosts/{id}/actions", body: `{"action":"disable"}`, admin: true},

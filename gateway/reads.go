@@ -17,7 +17,8 @@ import (
 type ReadModel interface {
 	VM(ctx context.Context, id string) (readmodel.VM, error)
 	FilterVMs(ctx context.Context, f readmodel.VMFilter, p readmodel.Page) ([]readmodel.VM, error)
-	Alerts(ctx context.Context, account, vmID string, p readmodel.Page) ([]readmodel.Alert, error)
+	Alerts(ctx context.Context, f readmodel.AlertFilter, p readmodel.Page) ([]readmodel.Alert, error)
+	Alert(ctx context.Context, id string) (readmodel.Alert, error)
 	Job(ctx context.Context, id string) (readmodel.Job, error)
 	JobSteps(ctx context.Context, jobID string) ([]readmodel.JobStep, error)
 	Jobs(ctx context.Context, account, vmID, state string, p readmodel.Page) ([]readmodel.Job, error)

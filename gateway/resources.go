@@ -16,13 +16,33 @@ func nonNil(s []string) []string {
 }
 
 func vmJSON(v readmodel.VM) api.VM {
-	return api.VM{
+	out := api.VM{
 		ID: v.ID, Name: v.Name, Account: v.Account, Offering: v.Offering,
 		VmState: v.VmState, TaskState: v.TaskState, PowerState: v.PowerState, LegacyState: v.LegacyState,
 		HostID: v.HostID, AllowedActions: nonNil(v.AllowedActions), HA: v.HA,
 		CreatedAt: v.CreatedAt.UTC(), UpdatedAt: v.UpdatedAt.UTC(),
 		CPU: v.CPU, MemoryMB: v.MemoryMB, ZoneID: v.ZoneID, Epoch: v.Epoch, JobID: v.JobID,
+		HostStatus: v.HostStatus,
 	}
+	if v.PowerSeenAt != nil {
+		t := v.PowerSeenAt.UTC()
+		out.PowerStateAt = &t
+	}
+	if powerUnseen(v) {
+		out.PowerState, out.LastPowerState = powerUnknown, v.PowerState
+	}
+	return out
+}
+
+// powerUnknown is what a VM's power state is while its host is not Up.
+const powerUnknown = "PowerUnknown"
+
+// powerUnseen says whether nobody can see v's power now: it is on a host
+// the read model knows and that is not Up (Disconnected, Alert, Down, ...).
+// The VM processor keeps the last report, which is a fact about the past;
+// the API must not show it as the present.
+func powerUnseen(v readmodel.VM) bool {
+	return v.HostID != "" && v.HostStatus != "" && v.HostStatus != "Up" && v.PowerState != "" && v.PowerState != powerUnknown
 }
 
 func jobJSON(j readmodel.Job) api.Job {

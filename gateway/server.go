@@ -239,6 +239,8 @@ func (s *Server) router() *mux.Router {
 	api("/vms/{id}/history", s.vmHistory, http.MethodGet)
 	admin("/journal/query", s.journalQuery, http.MethodPost)
 	api("/alerts", s.listAlerts, http.MethodGet)
+	api("/alerts/{id}", s.getAlert, http.MethodGet)
+	api("/alerts/{id}/ack", s.ackAlert, http.MethodPost)
 	admin("/hosts", s.listHosts, http.MethodGet)
 	admin("/hosts/{id}", s.getHost, http.MethodGet)
 	admin("/hosts/{id}/actions", s.hostAction, http.MethodPost)

@@ -40,7 +40,11 @@ func (s *Server) getVM(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// The host's status is part of the answer (powerUnseen), so of its tag.
 	etag := `"` + strconv.FormatInt(vm.Version, 10) + `"`
+	if powerUnseen(vm) {
+		etag = `"` + strconv.FormatInt(vm.Version, 10) + "-" + vm.HostStatus + `"`
+	}
 	w.Header().Set("ETag", etag)
 	if etagMatches(r.Header.Get("If-None-Match"), etag) {
 		w.WriteHeader(http.StatusNotModified)

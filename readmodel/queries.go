@@ -64,21 +64,38 @@ func limitOf(p Page) int {
 	return p.Limit
 }
 
-const vmColumnsSQL = `id, name, account, zone_id, offering, offering_id, cpu, memory_mb, vm_state, task_state,
-	power_state, legacy_state, host_id, allowed_actions, ha, job_id, epoch, version, created_at, updated_at`
+const vmColumnsSQL = `v.id, v.name, v.account, v.zone_id, v.offering, v.offering_id, v.cpu, v.memory_mb, v.vm_state,
+	v.task_state, v.power_state, v.legacy_state, v.host_id, v.allowed_actions, v.ha, v.job_id, v.epoch, v.version,
+	v.created_at, v.updated_at, coalesce(h.status, ''), v.power_state_update_time`
+
+// vmFromSQL joins each VM with its host's status: the power state of a VM
+// whose host is not Up is only what was last seen.
+const vmFromSQL = ` FROM vms v LEFT JOIN hosts h ON h.id = v.host_id AND v.host_id <> ''`
 
 func scanVM(row pgx.Row) (VM, error) {
 	var v VM
 	err := row.Scan(&v.ID, &v.Name, &v.Account, &v.ZoneID, &v.Offering, &v.OfferingID, &v.CPU, &v.MemoryMB,
 		&v.VmState, &v.TaskState, &v.PowerState, &v.LegacyState, &v.HostID, &v.AllowedActions, &v.HA, &v.JobID,
-		&v.Epoch, &v.Version, &v.CreatedAt, &v.UpdatedAt)
+		&v.Epoch, &v.Version, &v.CreatedAt, &v.UpdatedAt, &v.HostStatus, &v.PowerSeenAt)
 	return v, err
 }
 
 // VM returns one VM.
 func (r *Reader) VM(ctx context.Context, id string) (VM, error) {
-	v, err := scanVM(r.pool.QueryRow(ctx, `SELECT `+vmColumnsSQL+` FROM vms WHERE id = $1`, id))
+	v, err := scanVM(r.pool.QueryRow(ctx, `SELECT `+vmColumnsSQL+vmFromSQL+` WHERE v.id = $1`, id))
 	return v, one("vm "+id, err)
+}
+
+// FilterVMs lists VMs by id after p.After, narrowed by account, vm_state
+// and host where set.
+func (r *Reader) FilterVMs(ctx context.Context, f VMFilter, p Page) ([]VM, error) {
+	rows, err := r.pool.Query(ctx, `SELECT `+vmColumnsSQL+vmFromSQL+`
+		WHERE v.id > $1 AND ($2 = '' OR v.account = $2) AND ($3 = '' OR v.vm_state = $3) AND ($4 = '' OR v.host_id = $4)
+		ORDER BY v.id LIMIT $5`, p.After, f.Account, f.VmState, f.HostID, limitOf(p))
+	if err != nil {
+		return nil, fmt.Errorf("filter vms: %w", err)
+	}
+	return collect(rows, scanVM, "filter vms")
 }
 
 const jobColumnsSQL = `id, vm_id, account, type, state, reason, detail, task_state, origin, allowed_actions,

@@ -30,6 +30,11 @@ type VM struct {
 	Version        int64 // Kafka offset of the event that wrote the row (ETag)
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+	// HostStatus is the agent status of the VM's host ("" when it has
+	// none, or the read model has not seen the host); PowerSeenAt is when
+	// a report last agreed with PowerState (nil: none has yet).
+	HostStatus  string
+	PowerSeenAt *time.Time
 }
 
 // Job is a row of the jobs read model.
@@ -116,8 +121,24 @@ type Alert struct {
 	HostID  string
 	Account string
 	JobID   string
+	ZoneID  string
 	Message string
 	At      time.Time
+	// AckedBy and AckedAt are the alert's first acknowledgement; nil
+	// AckedAt: not acknowledged.
+	AckedBy string
+	AckedAt *time.Time
+}
+
+// AlertFilter narrows an alert list; "" fields match everything, and a
+// nil Acked takes acknowledged and open alerts alike.
+type AlertFilter struct {
+	Account string
+	VmID    string
+	HostID  string
+	ZoneID  string
+	Kind    string
+	Acked   *bool
 }
 
 // VMFilter narrows a VM list; "" fields match everything.

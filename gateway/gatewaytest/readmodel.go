@@ -104,16 +104,32 @@ func (m *ReadModel) PutAlert(a readmodel.Alert) {
 	m.mu.Unlock()
 }
 
-// Alerts lists alerts by account and VM.
-func (m *ReadModel) Alerts(_ context.Context, account, vmID string, p readmodel.Page) ([]readmodel.Alert, error) {
-	if err := TextError(account, vmID, p.After); err != nil {
+// Alerts lists alerts narrowed by f.
+func (m *ReadModel) Alerts(_ context.Context, f readmodel.AlertFilter, p readmodel.Page) ([]readmodel.Alert, error) {
+	if err := TextError(f.Account, f.VmID, f.HostID, f.ZoneID, f.Kind, p.After); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return page(m.alerts, p, func(a readmodel.Alert) bool {
-		return (account == "" || a.Account == account) && (vmID == "" || a.VmID == vmID)
+		return (f.Account == "" || a.Account == f.Account) && (f.VmID == "" || a.VmID == f.VmID) &&
+			(f.HostID == "" || a.HostID == f.HostID) && (f.ZoneID == "" || a.ZoneID == f.ZoneID) &&
+			(f.Kind == "" || a.Kind == f.Kind) && (f.Acked == nil || *f.Acked == (a.AckedAt != nil))
 	}), nil
+}
+
+// Alert returns the alert id, or readmodel.ErrNotFound.
+func (m *ReadModel) Alert(_ context.Context, id string) (readmodel.Alert, error) {
+	if err := TextError(id); err != nil {
+		return readmodel.Alert{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a, ok := m.alerts[id]
+	if !ok {
+		return readmodel.Alert{}, readmodel.ErrNotFound
+	}
+	return a, nil
 }
 
 // Job returns the job id, or readmodel.ErrNotFound.

@@ -166,7 +166,9 @@ func (c *changes) add(r schemas.Record) bool {
 		c.finish(j, "rejected", v.Reason, v.Detail, ts, v.At)
 		j.AllowedActions = nonNil(v.AllowedActions)
 	case *schemas.AlertRaised:
-		c.stmts = append(c.stmts, stmt{sqlAlert, []any{v.AlertID, v.Kind, v.VmID, v.HostID, v.Account, v.JobID, v.Message, ms(v.At, ts), r.Offset}})
+		c.stmts = append(c.stmts, stmt{sqlAlert, []any{v.AlertID, v.Kind, v.VmID, v.HostID, v.Account, v.JobID, v.Message, ms(v.At, ts), r.Offset, v.ZoneID}})
+	case *schemas.AlertAcknowledged:
+		c.stmts = append(c.stmts, stmt{sqlAlertAck, []any{v.AlertID, v.By, ms(v.At, ts), r.Offset}})
 	case *schemas.HostStatus:
 		c.stmts = append(c.stmts, stmt{sqlHostStatus, []any{v.HostID, v.Name, v.ZoneID, v.PodID, v.ClusterID, v.Hypervisor,
 			v.Status, v.ResourceState, v.Reservable, v.CPU, v.MemoryMB, v.CPUOvercommit, v.MemOvercommit, nonNil(v.Tags),

@@ -126,14 +126,14 @@ func readAllocations(ctx context.Context, conn *pgx.Conn, m *Model) error {
 
 func readAlerts(ctx context.Context, conn *pgx.Conn, m *Model) error {
 	var (
-		id, kind, vm, host, account, job, msg string
+		id, kind, vm, host, account, job, msg, zone string
 		at                                    time.Time
 		version                               int64
 	)
-	return eachRow(ctx, conn, `SELECT id, kind, vm_id, host_id, account, job_id, message, at, version FROM alerts`,
-		[]any{&id, &kind, &vm, &host, &account, &job, &msg, &at, &version},
+	return eachRow(ctx, conn, `SELECT id, kind, vm_id, host_id, account, job_id, message, at, version, zone_id FROM alerts`,
+		[]any{&id, &kind, &vm, &host, &account, &job, &msg, &at, &version, &zone},
 		func() {
-			m.stmts.alerts = append(m.stmts.alerts, []any{id, kind, vm, host, account, job, msg, utc(at), version})
+			m.stmts.alerts = append(m.stmts.alerts, []any{id, kind, vm, host, account, job, msg, utc(at), version, zone})
 			m.stmts.alertSeen[id] = true
 		})
 }

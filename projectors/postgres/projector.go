@@ -23,7 +23,7 @@ const DefaultGroup = "vmplane-projector-postgres"
 // Topics are the topics the projector folds into read models.
 var Topics = []string{
 	schemas.TopicVmEvents, schemas.TopicVmCommands, schemas.TopicHostStatus,
-	schemas.TopicPlacementEvents, schemas.TopicCatalog, schemas.TopicAccounts, schemas.TopicLeaseEvents,
+	schemas.TopicPlacementEvents, schemas.TopicCatalog, schemas.TopicAccounts, schemas.TopicLeaseEvents, schemas.TopicAlertAcks,
 }
 
 // Config configures a Projector.

@@ -65,6 +65,11 @@ func scenario(p *producer) {
 	p.send(schemas.TopicVmEvents, "vm-4", &schemas.VmStateChanged{VmID: "vm-4", Account: "acme", VmState: "Deleted", CreatedAt: at, UpdatedAt: at})
 	p.send(schemas.TopicVmEvents, "vm-4", &schemas.AlertRaised{AlertID: "a1", Kind: "VmStateSync", VmID: "vm-4", Message: "gone", At: at})
 	p.send(schemas.TopicVmEvents, "vm-4", &schemas.VmExpunged{VmID: "vm-4", Account: "acme", At: at + 1})
+	// A host's alert, keyed by its host, acknowledged twice (the first
+	// counts); a rebuild may read the acknowledgements first.
+	p.send(schemas.TopicAlertAcks, "a2", &schemas.AlertAcknowledged{AlertID: "a2", By: "ops", At: at + 3})
+	p.send(schemas.TopicAlertAcks, "a2", &schemas.AlertAcknowledged{AlertID: "a2", By: "late", At: at + 4})
+	p.send(schemas.TopicVmEvents, "h2", &schemas.AlertRaised{AlertID: "a2", Kind: "HostAlert", HostID: "h2", ZoneID: "z1", Message: "agent silent", At: at + 2})
 }
 
 func TestProjectorProjectsScenario(t *testing.T) {
@@ -88,7 +93,8 @@ func TestProjectorProjectsScenario(t *testing.T) {
 		t.Fatal(err)
 	}
 	if vm.VmState != "Active" || vm.PowerState != "PowerOn" || vm.HostID != "h1" || vm.Offering != "small" ||
-		!slices.Equal(vm.AllowedActions, []string{"stop", "reboot", "terminate"}) || vm.Version <= 0 {
+		!slices.Equal(vm.AllowedActions, []string{"stop", "reboot", "terminate"}) || vm.Version <= 0 ||
+		vm.HostStatus != "Up" || vm.PowerSeenAt == nil || vm.PowerSeenAt.UnixMilli() != 1_700_000_000_050 {
 		t.Errorf("vm-1 = %+v", vm)
 	}
 	if _, err := r.VM(ctx, "vm-4"); !errors.Is(err, readmodel.ErrNotFound) {
@@ -131,7 +137,15 @@ func TestProjectorProjectsScenario(t *testing.T) {
 		t.Errorf("k1 = %+v, err %v", k, err)
 	}
 	d := dump(t, dsn)
-	if len(d["alerts"]) != 1 || len(d["allocations"]) != 1 || len(d["accounts"]) != 1 {
+	a2, err := r.Alert(ctx, "a2")
+	if err != nil || a2.HostID != "h2" || a2.ZoneID != "z1" || a2.Account != "" || a2.AckedBy != "ops" || a2.AckedAt == nil ||
+		a2.AckedAt.UnixMilli() != 1_700_000_000_003 {
+		t.Errorf("a2 = %+v, err %v", a2, err)
+	}
+	if open, err := r.Alerts(ctx, readmodel.AlertFilter{Acked: new(bool)}, readmodel.Page{}); err != nil || len(open) != 1 || open[0].ID != "a1" {
+		t.Errorf("open alerts = %+v, err %v", open, err)
+	}
+	if len(d["alerts"]) != 2 || len(d["alert_acks"]) != 1 || len(d["allocations"]) != 1 || len(d["accounts"]) != 1 {
 		t.Errorf("alerts %v allocations %v accounts %v", d["alerts"], d["allocations"], d["accounts"])
 	}
 

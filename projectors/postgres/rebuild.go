@@ -676,7 +676,7 @@ var (
 		"reservable", "cpu", "memory_mb", "cpu_overcommit", "mem_overcommit", "tags", "last_ping_at", "reason", "updated_at",
 		"version", "used_cpu", "used_memory_mb", "usage_version"}
 	allocationsCopyColumns = []string{"vm_id", "host_id", "zone_id", "account", "cpu", "memory_mb", "request_id", "at", "version"}
-	alertsCopyColumns      = []string{"id", "kind", "vm_id", "host_id", "account", "job_id", "message", "at", "version"}
+	alertsCopyColumns      = []string{"id", "kind", "vm_id", "host_id", "account", "job_id", "message", "at", "version", "zone_id"}
 )
 
 // Positions in a host row.

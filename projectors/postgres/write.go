@@ -121,9 +121,14 @@ SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], 
 ON CONFLICT (job_id, seq) DO NOTHING`
 
 const sqlAlert = `
-INSERT INTO alerts (id, kind, vm_id, host_id, account, job_id, message, at, version)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+INSERT INTO alerts (id, kind, vm_id, host_id, account, job_id, message, at, version, zone_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 ON CONFLICT (id) DO NOTHING`
+
+// sqlAlertAck keeps an alert's first acknowledgement.
+const sqlAlertAck = `
+INSERT INTO alert_acks (alert_id, by, at, version) VALUES ($1, $2, $3, $4)
+ON CONFLICT (alert_id) DO NOTHING`
 
 const sqlHostStatus = `
 INSERT INTO hosts (id, name, zone_id, pod_id, cluster_id, hypervisor, status, resource_state, reservable, cpu,

@@ -2,26 +2,21 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
-	"text/tabwriter"
-	"time"
 
-	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/schemas/actions"
 )
 
 // lifecycleCommands are the VM actions of the catalog as commands
 // (vmctl vm reboot ID --hard --wait, vmctl vm migrate ID --host h2, ...),
-// each with a flag per parameter, and the alert list. An action posts
+// each with a flag per parameter. An action posts
 // {"action": ..., parameters} to /v1/vms/{id}/actions.
 var lifecycleCommands = func() map[string]command {
-	cmds := map[string]command{"alert list": alertList}
+	cmds := map[string]command{}
 	for _, a := range actions.Catalog {
 		cmds["vm "+actionVerb(a)] = vmLifecycle(a)
 	}
@@ -92,34 +87,4 @@ func vmLifecycle(a actions.Action) command {
 		}
 		return c.submit(ctx, http.MethodPost, "/v1/vms/"+url.PathEscape(pos[0])+"/actions", body, wait)
 	}
-}
-
-// alertList is vmctl alert list [--vm ID].
-func alertList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
-	vmID := fs.String("vm", "", "only the alerts of this VM")
-	if _, err := a.setup(fs, args, getenv); err != nil {
-		return err
-	}
-	cctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	q := url.Values{"limit": {"500"}}
-	if *vmID != "" {
-		q.Set("vm", *vmID)
-	}
-	var raw json.RawMessage
-	if err := a.c.call(cctx, http.MethodGet, "/v1/alerts", q, nil, &raw); err != nil {
-		return err
-	}
-	var l api.List[api.Alert]
-	if err := json.Unmarshal(raw, &l); err != nil {
-		return fmt.Errorf("decode alerts: %w", err)
-	}
-	return a.emit(raw, func(w io.Writer) error {
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "AT\tKIND\tVM\tHOST\tMESSAGE")
-		for _, al := range l.Items {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", al.At.Format(time.RFC3339), al.Kind, al.VmID, al.HostID, strings.ReplaceAll(al.Message, "\n", " "))
-		}
-		return tw.Flush()
-	})
 }

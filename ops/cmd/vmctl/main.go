@@ -32,7 +32,7 @@ commands:
   vm action ID ACTION [--wait]
 ` + actionUsage() + `  vm history ID [--at RFC3339|DURATION-AGO]
   journal query "<SQL>"   (admin; read-only, see docs/analytics.md)
-  alert list [--vm ID]
+  alert list [--vm ID] [--host ID] [--zone ID] [--kind K] [--open]; alert get ID; alert ack ID
   job get ID [--steps]
   job wait ID [--timeout 5m]
   host list; host get ID
@@ -156,6 +156,9 @@ func (a *cli) dispatch(ctx context.Context, args []string, getenv func(string) s
 	}
 	if !ok {
 		h, ok = accountCommands[cmd]
+	}
+	if !ok {
+		h, ok = alertCommands[cmd]
 	}
 	if !ok {
 		return fmt.Errorf("%w: unknown command %q", errUsage, cmd)

@@ -57,14 +57,31 @@ func printVM(w io.Writer, v api.VM) {
 	fmt.Fprintf(w, "name:\t%s\n", v.Name)
 	fmt.Fprintf(w, "account:\t%s\n", v.Account)
 	fmt.Fprintf(w, "state:\t%s\n", stateOf(v))
-	fmt.Fprintf(w, "power:\t%s\n", orDash(v.PowerState))
-	fmt.Fprintf(w, "host:\t%s\n", orDash(v.HostID))
+	fmt.Fprintf(w, "power:\t%s\n", powerOf(v))
+	fmt.Fprintf(w, "host:\t%s\n", hostOf(v))
 	fmt.Fprintf(w, "offering:\t%s (%d vCPU, %d MiB)\n", v.Offering, v.CPU, v.MemoryMB)
 	fmt.Fprintf(w, "zone:\t%s\n", orDash(v.ZoneID))
 	fmt.Fprintf(w, "ha:\t%v\n", v.HA)
 	fmt.Fprintf(w, "allowed actions:\t%s\n", orDash(strings.Join(v.AllowedActions, ", ")))
 	fmt.Fprintf(w, "created:\t%s\n", v.CreatedAt.Format(time.RFC3339))
 	fmt.Fprintf(w, "updated:\t%s\n", v.UpdatedAt.Format(time.RFC3339))
+}
+
+// powerOf is a VM's power state, and while its host is not Up what was
+// last seen, and how long ago.
+func powerOf(v api.VM) string {
+	if v.LastPowerState == "" {
+		return orDash(v.PowerState)
+	}
+	return fmt.Sprintf("%s (last seen %s, %s)", v.PowerState, v.LastPowerState, ago(v.PowerStateAt))
+}
+
+// hostOf is a VM's host, with its status when that is not Up.
+func hostOf(v api.VM) string {
+	if v.HostID == "" || v.HostStatus == "" || v.HostStatus == "Up" {
+		return orDash(v.HostID)
+	}
+	return v.HostID + " (" + v.HostStatus + ")"
 }
 
 func stateOf(v api.VM) string {

@@ -88,7 +88,7 @@ func vmList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.ID, v.Name, stateOf(v), orDash(v.PowerState), orDash(v.HostID), v.Offering, v.Account)
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.ID, v.Name, stateOf(v), orDash(v.PowerState), hostOf(v), v.Offering, v.Account)
 		}
 		return nil
 	})
