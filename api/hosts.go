@@ -53,6 +53,19 @@ type HostActionRequest struct {
 	Action string `json:"action"`
 }
 
+// HostAddRequest is the body of POST /v1/hosts: a host an admin registers
+// before its agent connects (the way in when auto-registration is off, and
+// the way back for a removed host). The agent's hello replaces what is
+// given here with what the host says of itself.
+type HostAddRequest struct {
+	ID         string `json:"id"`
+	Name       string `json:"name,omitempty"`
+	ZoneID     string `json:"zone_id,omitempty"`
+	PodID      string `json:"pod_id,omitempty"`
+	ClusterID  string `json:"cluster_id,omitempty"`
+	Hypervisor string `json:"hypervisor,omitempty"`
+}
+
 // HostCommandAccepted answers a host action: the command is in the log,
 // and the host processor applies it in order with the host's other inputs.
 // Host commands are no VM jobs; GET /v1/hosts/{id} shows the outcome

@@ -329,8 +329,8 @@ func utcPtr(t *time.Time) *time.Time {
 	return &u
 }
 
-// publish writes records that are not commands (accounts.v1), answering a
-// 503 when the log cannot take them.
+// publish writes records other than VM commands (accounts, host commands,
+// alert acknowledgements), answering a 503 when the log cannot take them.
 func (s *Server) publish(ctx context.Context, recs ...schemas.Record) error {
 	if err := s.pub.Publish(ctx, recs...); err != nil {
 		s.log.Error("publish", "request_id", requestID(ctx), "err", err)

@@ -72,9 +72,8 @@ func (s *Server) ackAlert(w http.ResponseWriter, r *http.Request) error {
 	by := principalOf(r.Context()).Account
 	rec := schemas.Record{Topic: schemas.TopicAlertAcks, Key: a.ID,
 		Value: &schemas.AlertAcknowledged{AlertID: a.ID, By: by, Account: a.Account, At: now.UnixMilli()}}
-	if err := s.pub.Publish(r.Context(), rec); err != nil {
-		s.log.Error("publish alert acknowledgement", "request_id", requestID(r.Context()), "alert", a.ID, "err", err)
-		return errorf(http.StatusServiceUnavailable, codeUnavailable, "the acknowledgement could not be written to the log; retry (request %s)", requestID(r.Context()))
+	if err := s.publish(r.Context(), rec); err != nil {
+		return err
 	}
 	a.AckedBy, a.AckedAt = by, &now
 	writeJSON(w, http.StatusAccepted, alertJSON(a))

@@ -21,6 +21,8 @@ var hostActions = map[string]func(schemas.HostCommand) any{
 	"prepare_for_maintenance": func(c schemas.HostCommand) any { return &schemas.PrepareForMaintenance{HostCommand: c} },
 	"cancel_maintenance":      func(c schemas.HostCommand) any { return &schemas.CancelMaintenance{HostCommand: c} },
 	"remove":                  func(c schemas.HostCommand) any { return &schemas.RemoveHost{HostCommand: c} },
+	"unmanage":                func(c schemas.HostCommand) any { return &schemas.UnmanageHost{HostCommand: c} },
+	"manage":                  func(c schemas.HostCommand) any { return &schemas.ManageHost{HostCommand: c} },
 }
 
 func hostActionNames() []string {
@@ -105,13 +107,47 @@ func (s *Server) hostAction(w http.ResponseWriter, r *http.Request) error {
 	value := build(cmd)
 	rec := schemas.Record{Topic: schemas.TopicHostCommands, Key: h.ID, Value: value,
 		Headers: map[string]string{"command_id": cmd.CommandID}}
-	if err := s.pub.Publish(r.Context(), rec); err != nil {
-		s.log.Error("publish host command", "request_id", requestID(r.Context()), "host", h.ID, "err", err)
-		return errorf(http.StatusServiceUnavailable, codeUnavailable, "the command could not be written to the log; retry (request %s)", requestID(r.Context()))
+	if err := s.publish(r.Context(), rec); err != nil {
+		return err
 	}
 	w.Header().Set("Location", "/v1/hosts/"+h.ID)
 	writeJSON(w, http.StatusAccepted, api.HostCommandAccepted{CommandID: cmd.CommandID, HostID: h.ID, Action: req.Action,
 		Command: schemas.TypeName(value), AcceptedAt: now, Host: hostJSON(h)})
+	return nil
+}
+
+// addHost is POST /v1/hosts (admin): AddHost for a host the read model
+// does not know or shows Removed; a known host is a 409.
+func (s *Server) addHost(w http.ResponseWriter, r *http.Request) error {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	var req api.HostAddRequest
+	if err := decodeStrict(body, &req); err != nil {
+		return err
+	}
+	if req.ID == "" {
+		return fieldError("id", "field %q is required", "id")
+	}
+	h, err := s.rm.Host(r.Context(), req.ID)
+	switch {
+	case err == nil && h.Status != "Removed":
+		return errorf(http.StatusConflict, codeConflict, "host %s is known (%s/%s); remove it first to add it again", h.ID, h.Status, h.ResourceState)
+	case err != nil && !errors.Is(err, readmodel.ErrNotFound):
+		return fmt.Errorf("read host %s: %w", req.ID, err)
+	}
+	now := s.now().UTC()
+	cmd := schemas.HostCommand{CommandID: s.newID(), HostID: req.ID, Account: principalOf(r.Context()).Account, IssuedAt: now.UnixMilli()}
+	value := &schemas.AddHost{HostCommand: cmd, Name: req.Name, ZoneID: req.ZoneID, PodID: req.PodID, ClusterID: req.ClusterID, Hypervisor: req.Hypervisor}
+	rec := schemas.Record{Topic: schemas.TopicHostCommands, Key: req.ID, Value: value, Headers: map[string]string{"command_id": cmd.CommandID}}
+	if err := s.publish(r.Context(), rec); err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/v1/hosts/"+req.ID)
+	writeJSON(w, http.StatusAccepted, api.HostCommandAccepted{CommandID: cmd.CommandID, HostID: req.ID, Action: "add",
+		Command: schemas.TypeName(value), AcceptedAt: now, Host: api.Host{ID: req.ID, Name: req.Name, ZoneID: req.ZoneID,
+			PodID: req.PodID, ClusterID: req.ClusterID, Hypervisor: req.Hypervisor, Status: "Creating", ResourceState: "Enabled"}})
 	return nil
 }
 

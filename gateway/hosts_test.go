@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"testing"
@@ -98,4 +99,43 @@ func TestHostActions(t *testing.T) {
 
 	e.pub.Err = errors.New("broker down")
 	wantStatus(t, e.do(http.MethodPost, "/v1/hosts/host-1/actions", e.admin, api.HostActionRequest{Action: "disable"}), http.StatusServiceUnavailable)
+}
+
+func TestAddHost(t *testing.T) {
+	e := newEnv(t, gateway.Config{})
+	e.rm.PutHost(readmodel.Host{ID: "host-gone", Name: "gone", ZoneID: "zone-1", Status: "Removed", ResourceState: "Enabled"})
+	for _, c := range []struct {
+		body string
+		key  string
+		want int
+	}{
+		{`{"id":"host-9","name":"h9","zone_id":"zone-1","cluster_id":"c1"}`, "admin", http.StatusAccepted},
+		{`{"id":"host-gone"}`, "admin", http.StatusAccepted}, // removed: added again
+		{`{"id":"host-1"}`, "admin", http.StatusConflict},    // known
+		{`{"id":"host-9"}`, "alice", http.StatusForbidden},
+		{`{"name":"no id"}`, "admin", http.StatusUnprocessableEntity},
+		{`{"id":"bad id/x"}`, "admin", http.StatusUnprocessableEntity},
+		{`{"id":"host-8","name":"a\u0000b"}`, "admin", http.StatusUnprocessableEntity},
+		{`{"id":"host-8","cpu":4}`, "admin", http.StatusUnprocessableEntity},
+	} {
+		rec := e.do("POST", "/v1/hosts", map[string]string{"admin": e.admin, "alice": e.alice}[c.key], json.RawMessage(c.body))
+		if rec.Code != c.want {
+			t.Errorf("%s as %s: %d %s, want %d", c.body, c.key, rec.Code, rec.Body, c.want)
+		}
+	}
+	recs := e.pub.Records()
+	if len(recs) != 2 {
+		t.Fatalf("published %d records, want 2", len(recs))
+	}
+	add, ok := recs[0].Value.(*schemas.AddHost)
+	if !ok || recs[0].Topic != schemas.TopicHostCommands || recs[0].Key != "host-9" || add.Name != "h9" || add.ZoneID != "zone-1" ||
+		add.ClusterID != "c1" || add.CommandID == "" || recs[0].Headers["command_id"] != add.CommandID {
+		t.Errorf("AddHost record %s %s %+v", recs[0].Topic, recs[0].Key, recs[0].Value)
+	}
+	for _, action := range []string{"unmanage", "manage"} {
+		wantStatus(t, e.do("POST", "/v1/hosts/host-1/actions", e.admin, map[string]string{"action": action}), http.StatusAccepted)
+	}
+	if _, ok := e.pub.Records()[3].Value.(*schemas.ManageHost); !ok {
+		t.Errorf("manage wrote %T", e.pub.Records()[3].Value)
+	}
 }

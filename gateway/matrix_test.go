@@ -121,6 +121,7 @@ var matrixRoutes = []route{
 	{method: "GET", path: "/v1/hosts", admin: true},
 	{method: "GET", path: "/v1/hosts/{id}", admin: true},
 	{method: "POST", path: "/v1/hosts/{id}/actions", body: `{"action":"disable"}`, admin: true},
+	{method: "POST", path: "/v1/hosts", body: `{"id":"host-new","zone_id":"zone-1"}`, admin: true},
 	{method: "GET", path: "/v1/offerings"},
 	{method: "GET", path: "/v1/offerings/{id}"},
 	{method: "POST", path: "/v1/offerings", body: `{"name":"tiny","cpu":1,"memory_mb":512}`, admin: true},

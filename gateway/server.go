@@ -244,6 +244,7 @@ func (s *Server) router() *mux.Router {
 	admin("/hosts", s.listHosts, http.MethodGet)
 	admin("/hosts/{id}", s.getHost, http.MethodGet)
 	admin("/hosts/{id}/actions", s.hostAction, http.MethodPost)
+	admin("/hosts", s.addHost, http.MethodPost)
 	api("/offerings", s.listOfferings, http.MethodGet)
 	api("/offerings/{id}", s.getOffering, http.MethodGet)
 	admin("/offerings", s.createOffering, http.MethodPost)

@@ -75,7 +75,7 @@ var Topics = []TopicSpec{
 	{TopicVmState, KeyVM, true, []string{"VmRecord"}, "Changelog of the VM processor."},
 	{TopicAgentCommands, KeyHost, false, agentCommandTypes, "Commands to agents."},
 	{TopicHostEvents, KeyHost, false, []string{"AgentConnected", "AgentPing", "AgentDisconnected", "CheckHostAnswer", "MaintenanceMigrationEnded"}, "Agent connect, ping, disconnect, investigation answers, maintenance job ends."},
-	{TopicHostCommands, KeyHost, false, []string{"EnableHost", "DisableHost", "PrepareForMaintenance", "CancelMaintenance", "RemoveHost"}, "Admin host commands."},
+	{TopicHostCommands, KeyHost, false, []string{"EnableHost", "DisableHost", "PrepareForMaintenance", "CancelMaintenance", "RemoveHost", "AddHost", "UnmanageHost", "ManageHost"}, "Admin host commands."},
 	{TopicHostStatus, KeyHost, true, []string{"HostStatus"}, "Latest status of each host."},
 	{TopicHostState, KeyHost, true, []string{"HostRecord"}, "Changelog of the host processor."},
 	{TopicHostRelay, KeyVM, true, []string{}, "Changelog of the host relay, which keeps no state (tombstones only)."},

@@ -37,6 +37,60 @@ func (m *Machine) disable(r *schemas.HostRecord) {
 	}
 }
 
+// Reasons of the admin's host commands.
+const (
+	ReasonAdded     = "added by admin; waiting for its agent"
+	ReasonUnmanaged = "unmanaged by admin"
+	ReasonManaged   = "managed again by admin"
+)
+
+// add registers a host before its agent connects, or brings a removed one
+// back. The host waits in Creating, with no clock running, until its
+// agent says hello. A host that is known and not removed is left as it is.
+func (m *Machine) add(s *schemas.HostRecord, c *schemas.AddHost, now time.Time, hdr map[string]string) (*schemas.HostRecord, []schemas.Record) {
+	if s != nil && s.Status.Status != StatusRemoved {
+		return s, nil
+	}
+	var before *schemas.HostStatus
+	r := &schemas.HostRecord{}
+	if s != nil {
+		before, r = &s.Status, clone(s)
+		// Whatever it listed before its removal is history.
+		r.VmLastSeen, r.MissingSent, r.Draining, r.DrainFailed, r.AgentID = nil, nil, nil, nil, ""
+	}
+	st := &r.Status
+	st.HostID, st.Name, st.ZoneID, st.PodID, st.ClusterID, st.Hypervisor = c.HostID, c.Name, c.ZoneID, c.PodID, c.ClusterID, c.Hypervisor
+	st.ResourceState = ResourceEnabled
+	setStatus(st, StatusCreating, ReasonAdded)
+	return r, announce(before, r, now, hdr)
+}
+
+// unmanage takes a host out of vmplane's hands: out of placement, and no
+// missed ping is investigated or escalated (nothing is done to its VMs)
+// until it is managed again. A host preparing for maintenance is first
+// cancelled or left to finish.
+func (m *Machine) unmanage(r *schemas.HostRecord) {
+	switch r.Status.ResourceState {
+	case ResourceEnabled, ResourceDisabled, ResourceMaintenance, ResourceErrorInMaintenance, ResourceError, ResourceCreating:
+		setResourceState(&r.Status, ResourceUnmanaged, ReasonUnmanaged)
+		r.PingDeadline, r.GraceUntil = 0, 0
+		r.Investigation, r.StepDeadline, r.AlertAt = "", 0, 0
+	}
+}
+
+// manage takes an Unmanaged host back, Enabled; its agent has a ping
+// timeout from now to be heard, as after a restart.
+func (m *Machine) manage(r *schemas.HostRecord, now time.Time) {
+	if r.Status.ResourceState != ResourceUnmanaged {
+		return
+	}
+	setResourceState(&r.Status, ResourceEnabled, ReasonManaged)
+	switch r.Status.Status {
+	case StatusUp, StatusConnecting, StatusDisconnected:
+		r.PingDeadline = now.Add(m.cfg.PingTimeout).UnixMilli()
+	}
+}
+
 // remove forgets a host: it is never reservable again and its agent is
 // refused from then on. The resource state keeps the admin's last intent.
 func (m *Machine) remove(r *schemas.HostRecord) {

@@ -9,7 +9,7 @@ import (
 
 // Reasons recorded on a host's status or sent to its agent.
 const (
-	ReasonConnected   = "agent connected"
+	ReasonConnected   = "agent connected; waiting for its first report round"
 	ReasonPing        = "ping"
 	ReasonPingTimeout = "ping timeout"
 	ReasonRemoved     = "removed by admin"
@@ -18,7 +18,8 @@ const (
 )
 
 // connected registers a host on its agent's hello, or refuses the agent of
-// an unknown (without auto-registration) or removed host.
+// an unknown (without auto-registration) or removed host. A host an admin
+// added (Creating) is known.
 func (m *Machine) connected(s *schemas.HostRecord, ev *schemas.AgentConnected, in schemas.Record, now time.Time, hdr map[string]string) (*schemas.HostRecord, []schemas.Record) {
 	switch {
 	case s == nil && !m.cfg.AutoRegister:
@@ -39,7 +40,10 @@ func (m *Machine) connected(s *schemas.HostRecord, ev *schemas.AgentConnected, i
 	st.CPU, st.MemoryMB = ev.CPU, ev.MemoryMB
 	st.Tags, st.Properties = ev.Tags, ev.Properties
 	r.AgentID = ev.AgentID
-	setStatus(st, StatusUp, ReasonConnected)
+	// Up only once its first report round has ended (its ping): until
+	// then the VM processor has not heard what the host runs, and
+	// placement must not choose it.
+	setStatus(st, StatusConnecting, ReasonConnected)
 	m.heard(r, now)
 	out := announce(before, r, now, hdr)
 	// The hello lists the host's VMs like a ping does, but carries no
@@ -72,12 +76,9 @@ func (m *Machine) disconnected(s *schemas.HostRecord, ev *schemas.AgentDisconnec
 // reject refuses an agent. The command id comes from the refused record's
 // place in the log, so a redelivery refuses with the same id.
 func reject(ev *schemas.AgentConnected, in schemas.Record, reason string, now time.Time, hdr map[string]string) schemas.Record {
-	return schemas.Record{Topic: schemas.TopicAgentCommands, Key: ev.HostID, Headers: hdr, Value: &schemas.AgentRejected{
-		AgentCommand: schemas.AgentCommand{
-			CommandID: schemas.BoundID(fmt.Sprintf("reject:%s:%d:%d", ev.HostID, in.Partition, in.Offset)),
-			HostID:    ev.HostID,
-			IssuedAt:  now.UnixMilli(),
-		},
-		Reason: reason,
+	id := schemas.BoundID(fmt.Sprintf("reject:%s:%d:%d", ev.HostID, in.Partition, in.Offset))
+	return schemas.Record{Topic: schemas.TopicAgentCommands, Key: ev.HostID, Headers: withCommand(hdr, id), Value: &schemas.AgentRejected{
+		AgentCommand: schemas.AgentCommand{CommandID: id, HostID: ev.HostID, IssuedAt: now.UnixMilli()},
+		Reason:       reason,
 	}}
 }

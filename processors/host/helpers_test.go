@@ -23,6 +23,18 @@ func pingOf(seq int64, vms ...string) *schemas.AgentPing {
 	return &schemas.AgentPing{HostID: "h1", ReportSeq: seq, VmIDs: vms}
 }
 
+// up returns h1 as its agent's first report round leaves it at t0: the
+// hello and the round's ping.
+func up(t *testing.T, m *Machine, vms ...string) *schemas.HostRecord {
+	t.Helper()
+	r, _ := m.Step(nil, rec(hello(vms...)), t0)
+	r, _ = m.Step(r, rec(pingOf(1, vms...)), t0)
+	if r.Status.Status != StatusUp {
+		t.Fatalf("h1 after its first round: %+v", r.Status)
+	}
+	return r
+}
+
 func cmd() schemas.HostCommand {
 	return schemas.HostCommand{CommandID: "c", HostID: "h1", Account: "admin"}
 }

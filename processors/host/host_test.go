@@ -11,9 +11,13 @@ import (
 )
 
 func TestTransitions(t *testing.T) {
-	disconnected := []any{hello(), &schemas.AgentDisconnected{HostID: "h1", Reason: "shutdown"}}
-	disabled := []any{hello(), &schemas.DisableHost{HostCommand: cmd()}}
-	removed := []any{hello(), &schemas.RemoveHost{HostCommand: cmd()}}
+	upped := []any{hello(), pingOf(1)} // the agent's first report round
+	disconnected := []any{hello(), pingOf(1), &schemas.AgentDisconnected{HostID: "h1", Reason: "shutdown"}}
+	disabled := []any{hello(), pingOf(1), &schemas.DisableHost{HostCommand: cmd()}}
+	removed := []any{hello(), pingOf(1), &schemas.RemoveHost{HostCommand: cmd()}}
+	unmanaged := []any{hello(), pingOf(1), &schemas.UnmanageHost{HostCommand: cmd()}}
+	preparing := []any{hello("vm1"), pingOf(1, "vm1"), &schemas.PrepareForMaintenance{HostCommand: cmd()}}
+	add := &schemas.AddHost{HostCommand: cmd(), Name: "h1", ZoneID: "z1", ClusterID: "c1"}
 	tests := []struct {
 		name       string
 		cfg        func(*Config)
@@ -25,32 +29,43 @@ func TestTransitions(t *testing.T) {
 		published  bool   // a HostStatus went out
 		other      string // the type of the one other output, if any
 	}{
-		{"new host registers", nil, nil, hello(), StatusUp, ResourceEnabled, true, true, ""},
+		{"new host registers", nil, nil, hello(), StatusConnecting, ResourceEnabled, false, true, ""},
+		{"its first round ends", nil, []any{hello()}, pingOf(1), StatusUp, ResourceEnabled, true, true, ""},
 		{"unknown host without auto-registration", func(c *Config) { c.AutoRegister = false }, nil, hello(), "", "", false, false, "*schemas.AgentRejected"},
 		{"ping of an unknown host", nil, nil, pingOf(1), "", "", false, false, ""},
-		{"steady ping", nil, []any{hello()}, pingOf(1), StatusUp, ResourceEnabled, true, false, ""},
-		{"reconnect with the same facts", nil, []any{hello()}, hello(), StatusUp, ResourceEnabled, true, false, ""},
-		{"reconnect with more memory", nil, []any{hello()}, func() any { h := hello(); h.MemoryMB *= 2; return h }(), StatusUp, ResourceEnabled, true, true, ""},
-		{"orderly disconnect", nil, []any{hello()}, &schemas.AgentDisconnected{HostID: "h1"}, StatusDisconnected, ResourceEnabled, false, true, ""},
+		{"steady ping", nil, upped, pingOf(2), StatusUp, ResourceEnabled, true, false, ""},
+		{"reconnect with the same facts", nil, upped, hello(), StatusConnecting, ResourceEnabled, false, true, ""},
+		{"reconnect with more memory", nil, upped, func() any { h := hello(); h.MemoryMB *= 2; return h }(), StatusConnecting, ResourceEnabled, false, true, ""},
+		{"orderly disconnect", nil, upped, &schemas.AgentDisconnected{HostID: "h1"}, StatusDisconnected, ResourceEnabled, false, true, ""},
 		{"ping after disconnect", nil, disconnected, pingOf(2), StatusUp, ResourceEnabled, true, true, ""},
-		{"hello after disconnect", nil, disconnected, hello(), StatusUp, ResourceEnabled, true, true, ""},
-		{"disable", nil, []any{hello()}, &schemas.DisableHost{HostCommand: cmd()}, StatusUp, ResourceDisabled, false, true, ""},
+		{"hello after disconnect", nil, disconnected, hello(), StatusConnecting, ResourceEnabled, false, true, ""},
+		{"disable", nil, upped, &schemas.DisableHost{HostCommand: cmd()}, StatusUp, ResourceDisabled, false, true, ""},
 		{"disable twice", nil, disabled, &schemas.DisableHost{HostCommand: cmd()}, StatusUp, ResourceDisabled, false, false, ""},
 		{"enable", nil, disabled, &schemas.EnableHost{HostCommand: cmd()}, StatusUp, ResourceEnabled, true, true, ""},
-		{"enable an enabled host", nil, []any{hello()}, &schemas.EnableHost{HostCommand: cmd()}, StatusUp, ResourceEnabled, true, false, ""},
-		{"disabled host reconnects disabled", nil, disabled, hello(), StatusUp, ResourceDisabled, false, false, ""},
+		{"enable an enabled host", nil, upped, &schemas.EnableHost{HostCommand: cmd()}, StatusUp, ResourceEnabled, true, false, ""},
+		{"disabled host reconnects disabled", nil, disabled, hello(), StatusConnecting, ResourceDisabled, false, true, ""},
 		{"disable a disconnected host", nil, disconnected, &schemas.DisableHost{HostCommand: cmd()}, StatusDisconnected, ResourceDisabled, false, true, ""},
-		{"remove", nil, []any{hello()}, &schemas.RemoveHost{HostCommand: cmd()}, StatusRemoved, ResourceEnabled, false, true, ""},
+		{"remove", nil, upped, &schemas.RemoveHost{HostCommand: cmd()}, StatusRemoved, ResourceEnabled, false, true, ""},
 		{"remove a disabled host", nil, disabled, &schemas.RemoveHost{HostCommand: cmd()}, StatusRemoved, ResourceDisabled, false, true, ""},
 		{"agent of a removed host", nil, removed, hello(), StatusRemoved, ResourceEnabled, false, false, "*schemas.AgentRejected"},
 		{"ping of a removed host", nil, removed, pingOf(3), StatusRemoved, ResourceEnabled, false, false, ""},
 		{"enable a removed host", nil, removed, &schemas.EnableHost{HostCommand: cmd()}, StatusRemoved, ResourceEnabled, false, false, ""},
 		{"admin command on an unknown host", nil, nil, &schemas.DisableHost{HostCommand: cmd()}, "", "", false, false, ""},
-		{"prepare an empty host for maintenance", nil, []any{hello()}, &schemas.PrepareForMaintenance{HostCommand: cmd()}, StatusUp, ResourceMaintenance, false, true, ""},
-		{"prepare a host with a VM", nil, []any{hello("vm1")}, &schemas.PrepareForMaintenance{HostCommand: cmd()}, StatusUp, ResourcePrepareForMaintenance, false, true, "*schemas.Migrate"},
+		{"add an unknown host", func(c *Config) { c.AutoRegister = false }, nil, add, StatusCreating, ResourceEnabled, false, true, ""},
+		{"agent of an added host", func(c *Config) { c.AutoRegister = false }, []any{add}, hello(), StatusConnecting, ResourceEnabled, false, true, ""},
+		{"add a removed host", nil, removed, add, StatusCreating, ResourceEnabled, false, true, ""},
+		{"add a known host", nil, upped, add, StatusUp, ResourceEnabled, true, false, ""},
+		{"unmanage", nil, upped, &schemas.UnmanageHost{HostCommand: cmd()}, StatusUp, ResourceUnmanaged, false, true, ""},
+		{"unmanage a disabled host", nil, disabled, &schemas.UnmanageHost{HostCommand: cmd()}, StatusUp, ResourceUnmanaged, false, true, ""},
+		{"unmanage a host preparing for maintenance", nil, preparing, &schemas.UnmanageHost{HostCommand: cmd()}, StatusUp, ResourcePrepareForMaintenance, false, false, ""},
+		{"ping of an unmanaged host", nil, unmanaged, pingOf(2), StatusUp, ResourceUnmanaged, false, false, ""},
+		{"manage", nil, unmanaged, &schemas.ManageHost{HostCommand: cmd()}, StatusUp, ResourceEnabled, true, true, ""},
+		{"manage a managed host", nil, upped, &schemas.ManageHost{HostCommand: cmd()}, StatusUp, ResourceEnabled, true, false, ""},
+		{"prepare an empty host for maintenance", nil, upped, &schemas.PrepareForMaintenance{HostCommand: cmd()}, StatusUp, ResourceMaintenance, false, true, ""},
+		{"prepare a host with a VM", nil, []any{hello("vm1"), pingOf(1, "vm1")}, &schemas.PrepareForMaintenance{HostCommand: cmd()}, StatusUp, ResourcePrepareForMaintenance, false, true, "*schemas.Migrate"},
 		{"prepare a disconnected host", nil, disconnected, &schemas.PrepareForMaintenance{HostCommand: cmd()}, StatusDisconnected, ResourceEnabled, false, false, ""},
 		{"cancel maintenance of a host not in it", nil, disabled, &schemas.CancelMaintenance{HostCommand: cmd()}, StatusUp, ResourceDisabled, false, false, ""},
-		{"check host answer nobody asked for", nil, []any{hello()}, &schemas.CheckHostAnswer{TargetHostID: "h1", Result: "Down"}, StatusUp, ResourceEnabled, true, false, ""},
+		{"check host answer nobody asked for", nil, upped, &schemas.CheckHostAnswer{TargetHostID: "h1", Result: "Down"}, StatusUp, ResourceEnabled, true, false, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,6 +134,26 @@ func TestRegistrationCopiesFacts(t *testing.T) {
 	}
 }
 
+// A host is Connecting from its agent's hello to the end of the agent's
+// first report round (its ping): placement must not choose a host whose
+// VMs the VM processor has not heard of yet.
+func TestConnectingUntilFirstRound(t *testing.T) {
+	m := New(DefaultConfig())
+	r, out := m.Step(nil, rec(hello("vm1")), t0)
+	if st := statuses(t, out); len(st) != 1 || st[0].Status != StatusConnecting || st[0].Reservable {
+		t.Fatalf("after the hello: %+v", st)
+	}
+	r, out = m.Step(r, rec(pingOf(1, "vm1")), t0)
+	if st := statuses(t, out); len(st) != 1 || st[0].Status != StatusUp || !st[0].Reservable || r.Status.Status != StatusUp {
+		t.Fatalf("after the first round: %+v", st)
+	}
+	// A reconnect waits for its round again.
+	_, out = m.Step(r, rec(hello("vm1")), t0.Add(time.Minute))
+	if st := statuses(t, out); len(st) != 1 || st[0].Status != StatusConnecting {
+		t.Fatalf("after a reconnect: %+v", st)
+	}
+}
+
 func TestRejectionIsStable(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.AutoRegister = false
@@ -136,8 +171,8 @@ func TestRejectionIsStable(t *testing.T) {
 
 func TestSteadyPingsUpdateStateOnly(t *testing.T) {
 	m := New(DefaultConfig())
-	r, _ := m.Step(nil, rec(hello()), t0)
-	for i := 1; i <= 5; i++ {
+	r := up(t, m)
+	for i := 2; i <= 5; i++ {
 		now := t0.Add(time.Duration(i) * time.Minute)
 		var out []schemas.Record
 		r, out = m.Step(r, rec(pingOf(int64(i))), now)
@@ -152,7 +187,7 @@ func TestSteadyPingsUpdateStateOnly(t *testing.T) {
 
 func TestPingTimeout(t *testing.T) {
 	m := New(DefaultConfig())
-	r, _ := m.Step(nil, rec(hello()), t0)
+	r := up(t, m)
 	deadline := t0.Add(150 * time.Second)
 	if w := m.Wake(r); !w.Equal(deadline) {
 		t.Fatalf("wake %v, want %v", w, deadline)
@@ -194,7 +229,7 @@ func TestPingTimeout(t *testing.T) {
 
 func TestRestartGraceThenTimeout(t *testing.T) {
 	m := New(DefaultConfig())
-	r, _ := m.Step(nil, rec(hello()), t0)
+	r := up(t, m)
 	restart := t0.Add(time.Hour)
 	r, out := m.Tick(r, "h1", restart)
 	if len(out) != 0 || r.Status.Status != StatusUp {
@@ -206,7 +241,7 @@ func TestRestartGraceThenTimeout(t *testing.T) {
 		t.Fatalf("after grace: %+v %+v", r.Status, out)
 	}
 	// With a ping in the grace, the ordinary deadline applies again.
-	r, _ = m.Step(nil, rec(hello()), t0)
+	r = up(t, m)
 	r, _ = m.Tick(r, "h1", restart)
 	r, _ = m.Step(r, rec(pingOf(1)), restart.Add(10*time.Second))
 	if w := m.Wake(r); !w.Equal(restart.Add(160 * time.Second)) {

@@ -43,6 +43,12 @@ func (m *Machine) Step(s *schemas.HostRecord, in schemas.Record, now time.Time) 
 		return m.prepare(s, v, now, hdr)
 	case *schemas.CancelMaintenance:
 		return m.admin(s, now, hdr, func(r *schemas.HostRecord) { m.cancelMaintenance(r) })
+	case *schemas.AddHost:
+		return m.add(s, v, now, hdr)
+	case *schemas.UnmanageHost:
+		return m.admin(s, now, hdr, func(r *schemas.HostRecord) { m.unmanage(r) })
+	case *schemas.ManageHost:
+		return m.admin(s, now, hdr, func(r *schemas.HostRecord) { m.manage(r, now) })
 	default:
 		return s, nil
 	}

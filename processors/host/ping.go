@@ -33,6 +33,9 @@ func (m *Machine) ping(s *schemas.HostRecord, p *schemas.AgentPing, now time.Tim
 func (m *Machine) heard(r *schemas.HostRecord, now time.Time) {
 	r.Status.LastPingAt = now.UnixMilli()
 	r.PingDeadline = now.Add(m.cfg.PingTimeout).UnixMilli()
+	if r.Status.ResourceState == ResourceUnmanaged {
+		r.PingDeadline = 0 // nobody watches an unmanaged host's pings
+	}
 	r.GraceUntil = 0
 	r.Investigation, r.StepDeadline, r.AlertAt = "", 0, 0
 }
@@ -94,8 +97,15 @@ func (m *Machine) observeVms(r *schemas.HostRecord, vmIDs []string, seq int64, n
 // so ping.timeout keeps its meaning while the processor runs.
 func (m *Machine) pingTimeout(s *schemas.HostRecord, now time.Time) (*schemas.HostRecord, []schemas.Record) {
 	wake := pingWake(s)
-	if wake.IsZero() || now.Before(wake) || (s.Status.Status != StatusUp && s.Status.Status != StatusDisconnected) {
+	switch {
+	case wake.IsZero() || now.Before(wake):
 		return s, nil
+	case s.Status.Status != StatusUp && s.Status.Status != StatusDisconnected && s.Status.Status != StatusConnecting,
+		s.Status.ResourceState == ResourceUnmanaged:
+		// Nothing to investigate; the deadline is spent.
+		r := clone(s)
+		r.PingDeadline, r.GraceUntil = 0, 0
+		return r, nil
 	}
 	r := clone(s)
 	if now.Sub(wake) > m.cfg.TickSlack {

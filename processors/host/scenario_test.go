@@ -27,7 +27,8 @@ func TestScenarioAgentLife(t *testing.T) {
 	inputs[10*time.Minute] = pingOf(10, "vm1")
 
 	want := []string{
-		"0s host.status.v1 h1 Up reservable=true (agent connected)",
+		"0s host.status.v1 h1 Connecting reservable=false (agent connected; waiting for its first report round)",
+		"1m0s host.status.v1 h1 Up reservable=true (ping)", // the first ping ends the first round
 		"4m0s vm.signals.v1 VmMissingFromHost vm2 last=1m0s seq=4",
 		"6m30s host.status.v1 h1 Disconnected reservable=false (ping timeout)",
 		"6m30s vm.events.v1 *schemas.AlertRaised",    // HostDisconnected

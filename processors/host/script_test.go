@@ -14,12 +14,12 @@ import (
 // TestScripts plays each testdata/*.txt (see internal/scenario for the
 // syntax) against one host h1 of cluster c1. The directives:
 //
-//	config ping=60s step=30s alert=30m investigators=neighbour,fence
+//	config ping=60s step=30s alert=30m investigators=neighbour,fence autoregister=off
 //	hello <t> [vm...]            AgentConnected listing the VMs
 //	ping <t> <seq> [vm...]       AgentPing
 //	bye <t>                      AgentDisconnected
 //	answer <t> <round> <investigator> <Up|Down|Unknown>   CheckHostAnswer
-//	admin <t> enable|disable|remove|prepare|cancel
+//	admin <t> enable|disable|remove|prepare|cancel|add|unmanage|manage
 //	migrated <t> <round> <vm> ok|fail   MaintenanceMigrationEnded
 //	advance <t>                  fire every due Tick up to t, second by second
 //	offline <t>                  the processor is down until t: no Tick fires
@@ -102,6 +102,10 @@ func parseConfig(t *testing.T, kvs []string) Config {
 			cfg.Investigators = strings.Split(v, ",")
 			continue
 		}
+		if k == "autoregister" {
+			cfg.AutoRegister = v == "on"
+			continue
+		}
 		d, err := time.ParseDuration(v)
 		if err != nil {
 			t.Fatalf("config %s: %v", kv, err)
@@ -158,6 +162,12 @@ func scriptInput(t *testing.T, verb string, args []string, r *schemas.HostRecord
 			return &schemas.PrepareForMaintenance{HostCommand: c}
 		case "cancel":
 			return &schemas.CancelMaintenance{HostCommand: c}
+		case "add":
+			return &schemas.AddHost{HostCommand: c, Name: "h1", ZoneID: "z1", ClusterID: "c1"}
+		case "unmanage":
+			return &schemas.UnmanageHost{HostCommand: c}
+		case "manage":
+			return &schemas.ManageHost{HostCommand: c}
 		}
 	}
 	t.Fatalf("unknown input %s %v", verb, args)

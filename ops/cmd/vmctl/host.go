@@ -25,6 +25,39 @@ var hostCommands = map[string]command{
 	"host maintenance":        hostActionCmd("prepare_for_maintenance"),
 	"host cancel-maintenance": hostActionCmd("cancel_maintenance"),
 	"host remove":             hostActionCmd("remove"),
+	"host unmanage":           hostActionCmd("unmanage"),
+	"host manage":             hostActionCmd("manage"),
+	"host add":                hostAdd,
+}
+
+// hostAdd is vmctl host add ID [--name N] [--zone Z] [--pod P] [--cluster C]
+// [--hypervisor H]: a host registered before its agent connects.
+func hostAdd(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	var req api.HostAddRequest
+	fs.StringVar(&req.Name, "name", "", "display name")
+	fs.StringVar(&req.ZoneID, "zone", "", "zone")
+	fs.StringVar(&req.PodID, "pod", "", "pod")
+	fs.StringVar(&req.ClusterID, "cluster", "", "cluster")
+	fs.StringVar(&req.Hypervisor, "hypervisor", "", "hypervisor type")
+	pos, err := a.setup(fs, args, getenv, "ID")
+	if err != nil {
+		return err
+	}
+	req.ID = pos[0]
+	cctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	var raw json.RawMessage
+	if err := a.c.call(cctx, http.MethodPost, "/v1/hosts", nil, req, &raw); err != nil {
+		return err
+	}
+	return a.emit(raw, func(w io.Writer) error {
+		acc, err := decodeRaw[api.HostCommandAccepted](raw)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "host %s added (command %s); it is Up once its agent has connected and reported\n", acc.HostID, acc.CommandID)
+		return nil
+	})
 }
 
 func hostList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
@@ -102,6 +135,8 @@ var hostDone = map[string]func(h api.Host) (done, ok bool){
 	"disable":            func(h api.Host) (bool, bool) { return h.ResourceState == "Disabled", true },
 	"cancel_maintenance": func(h api.Host) (bool, bool) { return h.ResourceState == "Enabled", true },
 	"remove":             func(h api.Host) (bool, bool) { return h.Status == "Removed", true },
+	"unmanage":           func(h api.Host) (bool, bool) { return h.ResourceState == "Unmanaged", true },
+	"manage":             func(h api.Host) (bool, bool) { return h.ResourceState != "Unmanaged", true },
 	"prepare_for_maintenance": func(h api.Host) (bool, bool) {
 		return slices.Contains([]string{"Maintenance", "ErrorInMaintenance"}, h.ResourceState), h.ResourceState == "Maintenance"
 	},

@@ -36,7 +36,8 @@ commands:
   job get ID [--steps]
   job wait ID [--timeout 5m]
   host list; host get ID
-  host enable|disable|maintenance|cancel-maintenance|remove ID [--wait] [--timeout 10m]
+  host enable|disable|maintenance|cancel-maintenance|remove|unmanage|manage ID [--wait] [--timeout 10m]
+  host add ID [--name N] [--zone Z] [--pod P] [--cluster C] [--hypervisor H]
   offering list
   account create ID [--name N]; account list
   key create ACCOUNT [--role user|admin] [--expires-in 720h]; key list ACCOUNT; key revoke ACCOUNT KEY-ID
