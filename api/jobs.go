@@ -17,6 +17,27 @@ type Job struct {
 	CreatedAt      time.Time  `json:"created_at"`
 	FinishedAt     *time.Time `json:"finished_at"`
 	Steps          []JobStep  `json:"steps,omitempty"`
+	// Progress is how far a job that measures it is (a host's maintenance,
+	// a lease's end: its child jobs ended); absent for the others.
+	Progress *Progress `json:"progress,omitempty"`
+	// Children are the jobs a bulk job fanned out and joins.
+	Children []JobChild `json:"children,omitempty"`
+}
+
+// Progress is a job's progress after its last step: done of total parts.
+type Progress struct {
+	Done    int `json:"done"`
+	Total   int `json:"total"`
+	Percent int `json:"percent"`
+}
+
+// JobChild is one job of a bulk job's fan-out: pending until the read
+// model has it.
+type JobChild struct {
+	ID    string `json:"id"`
+	VmID  string `json:"vm_id,omitempty"`
+	Type  string `json:"type,omitempty"`
+	State string `json:"state"`
 }
 
 // JobStep is one step of a job's journal.

@@ -90,16 +90,13 @@ func NewFanout(log *slog.Logger, ringSize int) *Fanout {
 // eventOf turns a decoded record into an Event; it reads only the fields
 // the streams filter on, and leaves the rest to the rendering.
 func eventOf(rec schemas.Record) Event {
-	vm := rec.Key
-	if a, ok := rec.Value.(*schemas.AlertRaised); ok {
-		// A host's alert is keyed by its host: it is no VM's, and only
-		// admins see it (no account).
-		vm = a.VmID
-	}
+	// The VM is the record's, not its key's: a host's alerts and
+	// maintenance job and a lease's end job are keyed by their host or
+	// lease and are no VM's.
 	return Event{
 		Event: api.Event{
 			ID:   strconv.Itoa(int(rec.Partition)) + ":" + strconv.FormatInt(rec.Offset, 10),
-			Type: schemas.TypeName(rec.Value), VmID: vm, JobID: stringField(rec.Value, "job_id"),
+			Type: schemas.TypeName(rec.Value), VmID: stringField(rec.Value, "vm_id"), JobID: stringField(rec.Value, "job_id"),
 		},
 		Account:   stringField(rec.Value, "account"),
 		partition: rec.Partition, offset: rec.Offset,

@@ -57,11 +57,14 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := jobJSON(job)
+	steps, err := s.rm.JobSteps(ctx, id)
+	if err != nil {
+		return fmt.Errorf("read steps of job %s: %w", id, err)
+	}
+	if err := s.progressOf(ctx, &out, steps); err != nil {
+		return err
+	}
 	if b, _ := strconv.ParseBool(r.URL.Query().Get("steps")); b {
-		steps, err := s.rm.JobSteps(ctx, id)
-		if err != nil {
-			return fmt.Errorf("read steps of job %s: %w", id, err)
-		}
 		out.Steps = make([]api.JobStep, len(steps))
 		for i, st := range steps {
 			out.Steps[i] = stepJSON(st)

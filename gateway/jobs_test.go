@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -213,5 +214,33 @@ func TestWaitParameter(t *testing.T) {
 		if msg := decode[api.ErrorResponse](t, rec).Error.Message; !strings.Contains(msg, tc.message) {
 			t.Errorf("%s: %q, want %q", tc.query, msg, tc.message)
 		}
+	}
+}
+
+// A bulk job (a host's maintenance) shows its progress from its last step
+// and its children with their states; only admins see an operator's job.
+func TestBulkJobProgressAndChildren(t *testing.T) {
+	e := newEnv(t, gateway.Config{})
+	e.rm.PutJob(readmodel.Job{ID: "cmd-m1", Type: "PrepareForMaintenance", State: "running", CreatedAt: t0})
+	e.rm.AddStep(readmodel.JobStep{JobID: "cmd-m1", Seq: 1, TaskState: "Draining", Step: "drain", At: t0,
+		Obj: `{"children":["maint:h1:1:vm-a1","maint:h1:1:vm-b1","maint:h1:1:vm-c1"],"done":0,"total":3}`})
+	e.rm.AddStep(readmodel.JobStep{JobID: "cmd-m1", Seq: 2, TaskState: "Draining", Step: "migrated", At: t0,
+		Obj: `{"child":"maint:h1:1:vm-a1","done":1,"total":3}`})
+	e.rm.PutJob(readmodel.Job{ID: "maint:h1:1:vm-a1", VmID: "vm-a1", Account: "acct-a", Type: "Migrate", State: "succeeded", CreatedAt: t0})
+	e.rm.PutJob(readmodel.Job{ID: "maint:h1:1:vm-b1", VmID: "vm-b1", Account: "acct-b", Type: "Migrate", State: "running", CreatedAt: t0})
+
+	j := decode[api.Job](t, e.do("GET", "/v1/jobs/cmd-m1", e.admin, nil))
+	if j.Progress == nil || *j.Progress != (api.Progress{Done: 1, Total: 3, Percent: 33}) {
+		t.Errorf("progress %+v", j.Progress)
+	}
+	want := []api.JobChild{{ID: "maint:h1:1:vm-a1", VmID: "vm-a1", Type: "Migrate", State: "succeeded"},
+		{ID: "maint:h1:1:vm-b1", VmID: "vm-b1", Type: "Migrate", State: "running"}, {ID: "maint:h1:1:vm-c1", State: "pending"}}
+	if !slices.Equal(j.Children, want) {
+		t.Errorf("children %+v, want %+v", j.Children, want)
+	}
+	wantStatus(t, e.do("GET", "/v1/jobs/cmd-m1", e.alice, nil), http.StatusNotFound)
+	// A VM's job without a measure has no progress and no children.
+	if j := decode[api.Job](t, e.do("GET", "/v1/jobs/job-a1", e.alice, nil)); j.Progress != nil || j.Children != nil {
+		t.Errorf("job-a1: %+v", j)
 	}
 }

@@ -21,6 +21,7 @@ type ReadModel interface {
 	Alert(ctx context.Context, id string) (readmodel.Alert, error)
 	Job(ctx context.Context, id string) (readmodel.Job, error)
 	JobSteps(ctx context.Context, jobID string) ([]readmodel.JobStep, error)
+	JobsByID(ctx context.Context, ids []string) ([]readmodel.Job, error)
 	Jobs(ctx context.Context, account, vmID, state string, p readmodel.Page) ([]readmodel.Job, error)
 	Host(ctx context.Context, id string) (readmodel.Host, error)
 	Hosts(ctx context.Context, p readmodel.Page) ([]readmodel.Host, error)

@@ -127,16 +127,25 @@ func (r *Reader) Jobs(ctx context.Context, account, vmID, state string, p Page) 
 
 // JobSteps returns a job's steps in order; none for an unknown job.
 func (r *Reader) JobSteps(ctx context.Context, jobID string) ([]JobStep, error) {
-	rows, err := r.pool.Query(ctx, `SELECT job_id, seq, task_state, step, text, at FROM job_steps
+	rows, err := r.pool.Query(ctx, `SELECT job_id, seq, task_state, step, text, obj, at FROM job_steps
 		WHERE job_id = $1 ORDER BY seq`, jobID)
 	if err != nil {
 		return nil, fmt.Errorf("job steps of %s: %w", jobID, err)
 	}
 	return collect(rows, func(row pgx.Row) (JobStep, error) {
 		var s JobStep
-		err := row.Scan(&s.JobID, &s.Seq, &s.TaskState, &s.Step, &s.Text, &s.At)
+		err := row.Scan(&s.JobID, &s.Seq, &s.TaskState, &s.Step, &s.Text, &s.Obj, &s.At)
 		return s, err
 	}, "job steps of "+jobID)
+}
+
+// JobsByID returns the jobs of ids the read model has, by id.
+func (r *Reader) JobsByID(ctx context.Context, ids []string) ([]Job, error) {
+	rows, err := r.pool.Query(ctx, `SELECT `+jobColumnsSQL+` FROM jobs WHERE id = ANY($1) ORDER BY id`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("jobs by id: %w", err)
+	}
+	return collect(rows, scanJob, "jobs by id")
 }
 
 // hostColumnsSQL counts a host's VMs from vms (indexed by host_id): the

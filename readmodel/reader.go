@@ -64,7 +64,9 @@ type JobStep struct {
 	TaskState string
 	Step      string
 	Text      string
-	At        time.Time
+	// Obj is the step's details as its event gave them (JSON).
+	Obj string
+	At  time.Time
 }
 
 // Host is a row of the hosts read model.

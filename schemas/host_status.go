@@ -49,4 +49,7 @@ type HostRecord struct {
 	Maintenance   int64            `avro:"maintenance" doc:"PrepareForMaintenance round, minting the Migrate command ids."`
 	Draining      []string         `avro:"draining" doc:"VMs whose maintenance Migrate job has not ended."`
 	DrainFailed   []string         `avro:"drain_failed" doc:"VMs whose maintenance Migrate job failed."`
+	DrainJob      string           `avro:"drain_job" doc:"Job id of the maintenance in progress (its PrepareForMaintenance command id); empty for none."`
+	DrainJobs     []string         `avro:"drain_jobs" doc:"Ids of the last PrepareForMaintenance commands the host took or refused: a repeat of one is not a new job."`
+	DrainTotal    int32            `avro:"drain_total" doc:"How many VMs the maintenance in progress drains."`
 }

@@ -113,6 +113,7 @@ type LeaseRecord struct {
 	Dedicated    []string      `avro:"dedicated" doc:"Hosts placement was last told the lease dedicates to its project."`
 	StopWait     []string      `avro:"stop_wait" doc:"VMs whose Stop the lease's end waits on (their capacity release)."`
 	StopDeadline int64         `avro:"stop_deadline" doc:"When the end stops waiting, Unix milliseconds."`
+	StopTotal    int32         `avro:"stop_total" doc:"How many VMs the end stops in all (its job's progress)."`
 	CreatedAt    int64         `avro:"created_at" doc:"Unix milliseconds."`
 	DoneAt       int64         `avro:"done_at" doc:"When the lease reached a terminal status, Unix milliseconds."`
 }

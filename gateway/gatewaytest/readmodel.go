@@ -146,6 +146,23 @@ func (m *ReadModel) Job(_ context.Context, id string) (readmodel.Job, error) {
 	return j, nil
 }
 
+// JobsByID returns the jobs of ids it has, by id.
+func (m *ReadModel) JobsByID(_ context.Context, ids []string) ([]readmodel.Job, error) {
+	if err := TextError(ids...); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []readmodel.Job
+	for _, id := range ids {
+		if j, ok := m.jobs[id]; ok {
+			out = append(out, j)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
 // JobSteps returns a job's steps in their order.
 func (m *ReadModel) JobSteps(_ context.Context, jobID string) ([]readmodel.JobStep, error) {
 	if err := TextError(jobID); err != nil {

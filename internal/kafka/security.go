@@ -57,9 +57,11 @@ const (
 	PrincipalProcessor = "vmplane-processor"
 )
 
-// gatewayWrites are the topics the gateway may write: commands, and the
-// catalog and accounts it administers.
-var gatewayWrites = []string{schemas.TopicVmCommands, schemas.TopicHostCommands, schemas.TopicLeaseCommands, schemas.TopicCatalog, schemas.TopicAccounts}
+// gatewayWrites are the topics the gateway may write: commands, the
+// catalog and accounts it administers, and operators' acknowledgements
+// of alerts.
+var gatewayWrites = []string{schemas.TopicVmCommands, schemas.TopicHostCommands, schemas.TopicLeaseCommands, schemas.TopicCatalog,
+	schemas.TopicAccounts, schemas.TopicAlertAcks}
 
 // agentWrites are the agents' reports and answers.
 var agentWrites = []string{schemas.TopicVmPower, schemas.TopicVmAnswers, schemas.TopicHostEvents}

@@ -153,14 +153,14 @@ func (v *views) job(w *world, ev any) {
 	if end != "" {
 		j.ends = append(j.ends, end)
 		j.running = false
-		if v.running[j.vm] == ref.JobID {
+		if j.vm != "" && v.running[j.vm] == ref.JobID {
 			delete(v.running, j.vm)
 		}
 		kind := end[:len(end)-len(afterColon(end))-1]
 		v.outcomes[kind]++
 		// A cancelled job was cut short by a Terminate, which runs on at
 		// once: the VM does not rest there.
-		if j.accepted && kind != "rejected" && kind != "cancelled" {
+		if j.accepted && kind != "rejected" && kind != "cancelled" && ref.VmID != "" {
 			w.checks["job ends in a stationary state"]++
 			if st := afterColon(end); !stationary(st) {
 				w.fail("job %s (%s of %s) ended %s in a state that is not stationary: %q", ref.JobID, ref.JobType, ref.VmID, kind, st)
@@ -169,9 +169,13 @@ func (v *views) job(w *world, ev any) {
 	}
 }
 
-// run marks a job running, and holds that its VM runs no other.
+// run marks a job running, and holds that its VM runs no other. A bulk
+// job (a host's maintenance, a lease's end) is no VM's: its children are.
 func (v *views) run(w *world, id string, j *jobLife) {
 	j.running = true
+	if j.vm == "" {
+		return
+	}
 	w.checks["one running job per VM"]++
 	if other, ok := v.running[j.vm]; ok && other != id {
 		w.fail("VM %s runs two jobs: %s (%s) and %s (%s)", j.vm, other, v.jobs[other].jobType, id, j.jobType)

@@ -91,6 +91,18 @@ func (m *Machine) manage(r *schemas.HostRecord, now time.Time) {
 	}
 }
 
+// removeHost removes a known host; a maintenance in progress ends
+// cancelled with it.
+func (m *Machine) removeHost(s *schemas.HostRecord, c *schemas.RemoveHost, now time.Time, hdr map[string]string) (*schemas.HostRecord, []schemas.Record) {
+	if s == nil || s.Status.Status == StatusRemoved {
+		return s, nil
+	}
+	r := clone(s)
+	out := drainCancelled(r, c.Account+" (RemoveHost)", now, hdr)
+	m.remove(r)
+	return r, append(announce(&s.Status, r, now, hdr), out...)
+}
+
 // remove forgets a host: it is never reservable again and its agent is
 // refused from then on. The resource state keeps the admin's last intent.
 func (m *Machine) remove(r *schemas.HostRecord) {

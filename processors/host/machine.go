@@ -38,11 +38,11 @@ func (m *Machine) Step(s *schemas.HostRecord, in schemas.Record, now time.Time) 
 	case *schemas.DisableHost:
 		return m.admin(s, now, hdr, func(r *schemas.HostRecord) { m.disable(r) })
 	case *schemas.RemoveHost:
-		return m.admin(s, now, hdr, func(r *schemas.HostRecord) { m.remove(r) })
+		return m.removeHost(s, v, now, hdr)
 	case *schemas.PrepareForMaintenance:
 		return m.prepare(s, v, now, hdr)
 	case *schemas.CancelMaintenance:
-		return m.admin(s, now, hdr, func(r *schemas.HostRecord) { m.cancelMaintenance(r) })
+		return m.cancelMaintenance(s, v, now, hdr)
 	case *schemas.AddHost:
 		return m.add(s, v, now, hdr)
 	case *schemas.UnmanageHost:

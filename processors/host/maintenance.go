@@ -2,6 +2,7 @@ package host
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -48,6 +49,10 @@ func ParseMaintenanceJobID(jobID string) (hostID string, round int64, ok bool) {
 	return parts[0], round, true
 }
 
+// drainJobsKept is how many PrepareForMaintenance command ids a host
+// remembers to know a repeat (a client's retry) from a new request.
+const drainJobsKept = 16
+
 // prepare starts draining an Up host: one internal Migrate per VM its last
 // report listed (placement picks a destination other than this host), joined by
 // migrationEnded. A host with no VMs is in Maintenance at once. A host that
@@ -55,23 +60,37 @@ func ParseMaintenanceJobID(jobID string) (hostID string, round int64, ok bool) {
 // maintenance has nothing to start; both ignore the command. A host in
 // ErrorInMaintenance may try again.
 func (m *Machine) prepare(s *schemas.HostRecord, c *schemas.PrepareForMaintenance, now time.Time, hdr map[string]string) (*schemas.HostRecord, []schemas.Record) {
-	if s == nil || s.Status.Status != StatusUp {
+	switch {
+	case s == nil:
+		// No job: an unknown host has no record to remember the command
+		// by, and a repeat after it registered would start the job that
+		// was refused (the gateway sends commands of known hosts only).
 		return s, nil
+	case slices.Contains(s.DrainJobs, c.CommandID):
+		return s, nil // a repeat: the job was taken, or refused, already
+	}
+	r := clone(s)
+	if c.CommandID != "" {
+		r.DrainJobs = append(r.DrainJobs, c.CommandID)
+		r.DrainJobs = r.DrainJobs[max(0, len(r.DrainJobs)-drainJobsKept):]
+	}
+	if s.Status.Status != StatusUp {
+		return r, drainRejected(c.HostID, c.CommandID, fmt.Sprintf("host is %s: only an Up host can move its VMs away", s.Status.Status), now, hdr)
 	}
 	switch s.Status.ResourceState {
 	case ResourceEnabled, ResourceDisabled, ResourceErrorInMaintenance:
 	default:
-		return s, nil
+		return r, drainRejected(c.HostID, c.CommandID, "host is "+s.Status.ResourceState, now, hdr)
 	}
-	r := clone(s)
 	r.Maintenance++
 	r.Draining, r.DrainFailed = current(r), nil
 	if len(r.Draining) == 0 {
 		setResourceState(&r.Status, ResourceMaintenance, ReasonMaintenance)
-		return r, announce(&s.Status, r, now, hdr)
+		return r, append(announce(&s.Status, r, now, hdr), drainStarted(r, c.CommandID, now, hdr)...)
 	}
 	setResourceState(&r.Status, ResourcePrepareForMaintenance, ReasonPreparing)
-	out := announce(&s.Status, r, now, hdr)
+	r.DrainJob, r.DrainTotal = c.CommandID, int32(len(r.Draining))
+	out := append(announce(&s.Status, r, now, hdr), drainStarted(r, c.CommandID, now, hdr)...)
 	for _, vm := range r.Draining {
 		id := MaintenanceJobID(r.Status.HostID, r.Maintenance, vm)
 		out = append(out, schemas.Record{Topic: schemas.TopicVmCommands, Key: vm, Headers: withCommand(hdr, id), Value: &schemas.Migrate{
@@ -101,28 +120,35 @@ func (m *Machine) migrationEnded(s *schemas.HostRecord, e *schemas.MaintenanceMi
 		r.DrainFailed = append(r.DrainFailed, e.VmID)
 	}
 	if len(r.Draining) > 0 {
-		return r, nil
+		return r, drainStepped(r, e, now, hdr)
 	}
 	r.Draining = nil
 	if len(r.DrainFailed) == 0 {
 		setResourceState(&r.Status, ResourceMaintenance, ReasonMaintenance)
-		return r, announce(&s.Status, r, now, hdr)
+		return r, append(announce(&s.Status, r, now, hdr), drainStepped(r, e, now, hdr)...)
 	}
 	reason := ReasonDrainFailed + strings.Join(r.DrainFailed, ", ")
 	setResourceState(&r.Status, ResourceErrorInMaintenance, reason)
-	out := announce(&s.Status, r, now, hdr)
+	out := append(announce(&s.Status, r, now, hdr), drainStepped(r, e, now, hdr)...)
 	return r, append(out, raise(r, AlertErrorInMaintenance, reason, now, hdr))
 }
 
 // cancelMaintenance returns a host preparing for, in, or failed in
 // maintenance to Enabled. Drain jobs still running finish on their own; their
 // ends are stale from now on.
-func (m *Machine) cancelMaintenance(r *schemas.HostRecord) {
+func (m *Machine) cancelMaintenance(s *schemas.HostRecord, c *schemas.CancelMaintenance, now time.Time, hdr map[string]string) (*schemas.HostRecord, []schemas.Record) {
+	if s == nil || s.Status.Status == StatusRemoved {
+		return s, nil
+	}
+	r := clone(s)
+	var out []schemas.Record
 	switch r.Status.ResourceState {
 	case ResourcePrepareForMaintenance, ResourceMaintenance, ResourceErrorInMaintenance:
 		setResourceState(&r.Status, ResourceEnabled, ReasonMaintenanceEnded)
 		r.Draining, r.DrainFailed = nil, nil
+		out = drainCancelled(r, c.Account+" (CancelMaintenance)", now, hdr)
 	}
+	return r, append(announce(&s.Status, r, now, hdr), out...)
 }
 
 // current returns, sorted, the VMs the host's last hello or ping listed. A

@@ -19,7 +19,7 @@ import (
 //	ping <t> <seq> [vm...]       AgentPing
 //	bye <t>                      AgentDisconnected
 //	answer <t> <round> <investigator> <Up|Down|Unknown>   CheckHostAnswer
-//	admin <t> enable|disable|remove|prepare|cancel|add|unmanage|manage
+//	admin <t> enable|disable|remove|prepare|cancel|add|unmanage|manage [command-id]
 //	migrated <t> <round> <vm> ok|fail   MaintenanceMigrationEnded
 //	advance <t>                  fire every due Tick up to t, second by second
 //	offline <t>                  the processor is down until t: no Tick fires
@@ -131,6 +131,9 @@ func parseConfig(t *testing.T, kvs []string) Config {
 func scriptInput(t *testing.T, verb string, args []string, r *schemas.HostRecord) any {
 	t.Helper()
 	c := schemas.HostCommand{CommandID: "c", HostID: "h1", Account: "admin"}
+	if verb == "admin" && len(args) > 1 {
+		c.CommandID = args[1]
+	}
 	switch verb {
 	case "hello":
 		return hello(args...)
@@ -198,6 +201,18 @@ func describe(t *testing.T, outs []schemas.Record) []string {
 			s = fmt.Sprintf("VmMissingFromHost[%s] last=%v", o.Key, time.UnixMilli(v.LastSeenAt).Sub(t0))
 		case *schemas.Migrate:
 			s = fmt.Sprintf("Migrate[%s] id=%s origin=%s account=%s", o.Key, v.CommandID, v.Origin, v.Account)
+		case *schemas.JobAccepted:
+			s = fmt.Sprintf("JobAccepted[%s] %s %s", o.Key, v.JobID, v.JobType)
+		case *schemas.JobStepped:
+			s = fmt.Sprintf("JobStepped[%s] %s #%d %s %q obj=%s", o.Key, v.JobID, v.Seq, v.Step, v.Text, v.Obj)
+		case *schemas.JobSucceeded:
+			s = fmt.Sprintf("JobSucceeded[%s] %s", o.Key, v.JobID)
+		case *schemas.JobFailed:
+			s = fmt.Sprintf("JobFailed[%s] %s %s %q", o.Key, v.JobID, v.Reason, v.Detail)
+		case *schemas.JobCancelled:
+			s = fmt.Sprintf("JobCancelled[%s] %s %q", o.Key, v.JobID, v.Reason)
+		case *schemas.JobRejected:
+			s = fmt.Sprintf("JobRejected[%s] %s %s %q", o.Key, v.JobID, v.Reason, v.Detail)
 		case *schemas.AlertRaised:
 			if o.Topic != schemas.TopicVmEvents || v.HostID != o.Key || v.ZoneID == "" || v.AlertID == "" {
 				t.Fatalf("host alert off its host's key, or without zone or id: %+v", o)

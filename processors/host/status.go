@@ -105,5 +105,6 @@ func clone(r *schemas.HostRecord) *schemas.HostRecord {
 	c.MissingSent = slices.Clone(r.MissingSent)
 	c.Draining = slices.Clone(r.Draining)
 	c.DrainFailed = slices.Clone(r.DrainFailed)
+	c.DrainJobs = slices.Clone(r.DrainJobs)
 	return &c
 }

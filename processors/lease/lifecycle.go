@@ -1,7 +1,6 @@
 package lease
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
@@ -48,11 +47,13 @@ func (t *tx) end(l *schemas.LeaseRecord) {
 // sends the same ones, and joins on their capacity release.
 func (t *tx) stopVMs(l *schemas.LeaseRecord) {
 	hosts := leaseHosts(l)
+	var children []string
 	for _, v := range t.vmsOf(l.Project, hosts) {
 		if slices.Contains(l.StopWait, v) {
 			continue
 		}
-		id := schemas.BoundID(fmt.Sprintf("lease-%s-end-%s", l.LeaseID, v))
+		id := stopJobID(l.LeaseID, v)
+		children = append(children, id)
 		t.out = append(t.out, schemas.Record{Topic: schemas.TopicVmCommands, Key: v, Headers: t.cmdHeaders(id),
 			Value: &schemas.Stop{VmCommand: schemas.VmCommand{CommandID: id, VmID: v, Account: l.Project,
 				Origin: schemas.OriginInternal, IssuedAt: t.now}}})
@@ -61,6 +62,8 @@ func (t *tx) stopVMs(l *schemas.LeaseRecord) {
 	if len(l.StopWait) > 0 {
 		l.StopDeadline = t.now + t.m.cfg.StopTimeout.Milliseconds()
 	}
+	l.StopTotal = int32(len(l.StopWait))
+	t.endJobStarted(l, children)
 }
 
 // finish ends TERMINATING or DELETING: the reservations are deleted, the
@@ -70,10 +73,11 @@ func (t *tx) finish(l *schemas.LeaseRecord, reason string) {
 	if l.Status == Deleting {
 		ev, rev, name = evDeleted, resDelete, "deleted"
 	}
-	var err error
-	if l.Status, err = nextLease(l.Status, "", ev); err != nil {
+	if _, err := nextLease(l.Status, "", ev); err != nil {
 		return
 	}
+	t.endJobEnded(l, reason) // while the status still says end or delete
+	l.Status, _ = nextLease(l.Status, "", ev)
 	for i := range l.Reservations {
 		r := &l.Reservations[i]
 		r.Status, _ = nextRes(r.Status, rev)
@@ -118,6 +122,7 @@ func (t *tx) released(v *schemas.CapacityReleased) {
 			continue // not waited on, or still on a lease host (a migration released its source)
 		}
 		l.StopWait = slices.DeleteFunc(l.StopWait, func(id string) bool { return id == v.VmID })
+		t.endJobStepped(l, v.VmID)
 		if len(l.StopWait) == 0 {
 			t.finish(l, "")
 		}

@@ -228,6 +228,14 @@ func render(r schemas.Record) string {
 		return s
 	case *schemas.LeaseHostChanged:
 		return fmt.Sprintf("host %s reservable=%v leases=%s", v.HostID, v.Reservable, strings.Join(v.Leases, ","))
+	case *schemas.JobAccepted:
+		return fmt.Sprintf("job %s accepted %s account=%s", v.JobID, v.JobType, v.Account)
+	case *schemas.JobStepped:
+		return fmt.Sprintf("job %s step %d %s %q obj=%s", v.JobID, v.Seq, v.Step, v.Text, v.Obj)
+	case *schemas.JobSucceeded:
+		return fmt.Sprintf("job %s succeeded", v.JobID)
+	case *schemas.JobFailed:
+		return fmt.Sprintf("job %s failed %s %q", v.JobID, v.Reason, v.Detail)
 	case *schemas.AlertRaised:
 		if r.Topic != schemas.TopicVmEvents || r.Key != v.HostID || v.ZoneID == "" || v.AlertID == "" {
 			return fmt.Sprintf("misaddressed alert %s/%s %+v", r.Topic, r.Key, v)

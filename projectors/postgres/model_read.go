@@ -127,8 +127,8 @@ func readAllocations(ctx context.Context, conn *pgx.Conn, m *Model) error {
 func readAlerts(ctx context.Context, conn *pgx.Conn, m *Model) error {
 	var (
 		id, kind, vm, host, account, job, msg, zone string
-		at                                    time.Time
-		version                               int64
+		at                                          time.Time
+		version                                     int64
 	)
 	return eachRow(ctx, conn, `SELECT id, kind, vm_id, host_id, account, job_id, message, at, version, zone_id FROM alerts`,
 		[]any{&id, &kind, &vm, &host, &account, &job, &msg, &at, &version, &zone},

@@ -166,6 +166,9 @@ func hostActionCmd(action string) command {
 					return err
 				}
 				fmt.Fprintf(w, "%s of host %s accepted (command %s)\n", acc.Command, id, acc.CommandID)
+				if action == "prepare_for_maintenance" {
+					fmt.Fprintf(w, "follow it: vmctl job get %s --steps\n", acc.CommandID)
+				}
 				return nil
 			})
 		}

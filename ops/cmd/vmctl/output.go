@@ -93,9 +93,12 @@ func stateOf(v api.VM) string {
 
 func printJob(w io.Writer, j api.Job) {
 	fmt.Fprintf(w, "id:\t%s\n", j.ID)
-	fmt.Fprintf(w, "vm:\t%s\n", j.VmID)
+	fmt.Fprintf(w, "vm:\t%s\n", orDash(j.VmID))
 	fmt.Fprintf(w, "type:\t%s\n", j.Type)
 	fmt.Fprintf(w, "state:\t%s\n", j.State)
+	if p := j.Progress; p != nil {
+		fmt.Fprintf(w, "progress:\t%d of %d (%d%%)\n", p.Done, p.Total, p.Percent)
+	}
 	if j.TaskState != "" {
 		fmt.Fprintf(w, "task state:\t%s\n", j.TaskState)
 	}
@@ -105,6 +108,9 @@ func printJob(w io.Writer, j api.Job) {
 	fmt.Fprintf(w, "created:\t%s\n", j.CreatedAt.Format(time.RFC3339))
 	if j.FinishedAt != nil {
 		fmt.Fprintf(w, "finished:\t%s (%s)\n", j.FinishedAt.Format(time.RFC3339), j.FinishedAt.Sub(j.CreatedAt).Round(time.Millisecond))
+	}
+	for _, c := range j.Children {
+		fmt.Fprintf(w, "  child %s\t%s %s\t%s\n", c.ID, orDash(c.Type), orDash(c.VmID), c.State)
 	}
 	for _, s := range j.Steps {
 		fmt.Fprintln(w, stepLine(s))
