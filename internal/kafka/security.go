@@ -59,7 +59,7 @@ const (
 
 // gatewayWrites are the topics the gateway may write: commands, and the
 // catalog and accounts it administers.
-var gatewayWrites = []string{schemas.TopicVmCommands, schemas.TopicHostCommands, schemas.TopicLeaseCommands, schemas.TopicCatalog, schemas.TopicAccounts}
+var gatewayWrites = []string{schemas.TopicVmCommands, schemas.TopicHostCommands, schemas.TopicLeaseCommands, schemas.TopicCatalog, schemas.TopicAccounts, schemas.TopicSettings}
 
 // agentWrites are the agents' reports and answers.
 var agentWrites = []string{schemas.TopicVmPower, schemas.TopicVmAnswers, schemas.TopicHostEvents}

@@ -30,7 +30,7 @@ type Config struct {
 	// Settings is the topic of operator settings (settings.v1), read whole
 	// by every instance when the machine is Configurable; empty for none.
 	Settings string
-	Kafka     kafka.Config
+	Kafka    kafka.Config
 	// InstanceID makes the transactional id; a restarted instance with the
 	// same id fences its predecessor. Default: the host name.
 	InstanceID string

@@ -37,7 +37,7 @@ func produceSetting(t *testing.T, cfg kafka.Config, value string) {
 	}
 	defer cl.Close()
 	r, err := kafka.ToKafka(t.Context(), schemas.NewCodec(nil), schemas.Record{Topic: schemas.TopicSettings,
-		Key: settings.Key(settings.Global, "", settings.HAMaxRetries),
+		Key:   settings.Key(settings.Global, "", settings.HAMaxRetries),
 		Value: &schemas.SettingChanged{Name: settings.HAMaxRetries, Scope: settings.Global, Value: value}})
 	if err != nil {
 		t.Fatal(err)
