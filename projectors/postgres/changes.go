@@ -194,6 +194,12 @@ func (c *changes) add(r schemas.Record) bool {
 		}
 	case *schemas.LeaseStatusChanged, *schemas.LeaseHostChanged:
 		c.stmts = append(c.stmts, leaseStmts(v, r.Offset, ts)...)
+	case *schemas.SettingChanged:
+		if v.Value == "" {
+			c.stmts = append(c.stmts, stmt{sqlSettingDelete, []any{v.Name, v.Scope, v.ScopeID, r.Offset}})
+		} else {
+			c.stmts = append(c.stmts, stmt{sqlSetting, []any{v.Name, v.Scope, v.ScopeID, v.Value, v.By, ms(v.At, ts), r.Offset}})
+		}
 	case *schemas.AccountCreated:
 		c.stmts = append(c.stmts, stmt{sqlAccount, []any{v.AccountID, v.Name, ms(v.At, ts), r.Offset}})
 	case *schemas.ApiKeyIssued:
