@@ -96,6 +96,8 @@ func (r route) fill(acct string, e *matrixEnv) string {
 		p = strings.Replace(p, "{id}", "zone-1", 1)
 	case strings.HasPrefix(p, "/v1/offerings/{id}"):
 		p = strings.Replace(p, "{id}", "off-small", 1)
+	case strings.HasPrefix(p, "/v1/settings/{name}"):
+		p = strings.Replace(p, "{name}", "ping.timeout", 1)
 	}
 	return strings.Replace(p, "{key}", map[string]string{"acct-a": e.spareA, "acct-b": e.spareB}[acct], 1)
 }
@@ -126,6 +128,10 @@ var matrixRoutes = []route{
 	{method: "GET", path: "/v1/offerings/{id}"},
 	{method: "POST", path: "/v1/offerings", body: `{"name":"tiny","cpu":1,"memory_mb":512}`, admin: true},
 	{method: "GET", path: "/v1/planners"},
+	{method: "GET", path: "/v1/settings", admin: true},
+	{method: "GET", path: "/v1/settings/{name}", admin: true},
+	{method: "PUT", path: "/v1/settings/{name}", body: `{"value":"20s"}`, admin: true},
+	{method: "DELETE", path: "/v1/settings/{name}", admin: true},
 	{method: "GET", path: "/v1/zones/{id}/capacity", admin: true},
 	{method: "POST", path: "/v1/accounts", body: `{"id":"acct-new"}`, admin: true},
 	{method: "GET", path: "/v1/accounts", admin: true},

@@ -27,6 +27,8 @@ type ReadModel interface {
 	Hosts(ctx context.Context, p readmodel.Page) ([]readmodel.Host, error)
 	Offering(ctx context.Context, idOrName string) (readmodel.Offering, error)
 	Offerings(ctx context.Context) ([]readmodel.Offering, error)
+	// Settings lists the values set for name (every setting when empty).
+	Settings(ctx context.Context, name string) ([]readmodel.Setting, error)
 	APIKey(ctx context.Context, keyID string) (readmodel.APIKey, error)
 	// Ready reports whether the database answers.
 	Ready(ctx context.Context) error

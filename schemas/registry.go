@@ -93,6 +93,7 @@ var recordDocs = []struct {
 	{AccountCreated{}, "An account was created."},
 	{ApiKeyIssued{}, "An API key was issued."},
 	{ApiKeyRevoked{}, "An API key was revoked."},
+	{SettingChanged{}, "An operator setting was set at a scope."},
 }
 
 // Names returns the record name of every top-level record, in registry order.

@@ -10,6 +10,8 @@ const (
 	KeyCatalog = "offering_id"
 	KeyAccount = "account_id"
 	KeyAlert   = "alert_id"
+	// KeySetting is a setting's scope and name (schemas/settings.Key).
+	KeySetting = "setting"
 )
 
 // Topic names.
@@ -35,6 +37,7 @@ const (
 	TopicLeaseState        = "lease.state.v1"
 	TopicCatalog           = "catalog.v1"
 	TopicAccounts          = "accounts.v1"
+	TopicSettings          = "settings.v1"
 	TopicDLQ               = "dlq.v1"
 )
 
@@ -57,6 +60,7 @@ var Partitions = map[string]int32{
 	KeyCatalog: 1,
 	KeyAccount: 1,
 	KeyAlert:   1,
+	KeySetting: 1,
 }
 
 var vmCommandTypes = []string{"Deploy", "Start", "Stop", "Reboot", "Pause", "Unpause", "Suspend", "Resume",
@@ -88,6 +92,7 @@ var Topics = []TopicSpec{
 	{TopicCatalog, KeyCatalog, true, []string{"ServiceOffering"}, "Service offerings."},
 	{TopicAccounts, KeyAccount, false, []string{"AccountCreated", "ApiKeyIssued", "ApiKeyRevoked"}, "Accounts and API keys."},
 	{TopicAlertAcks, KeyAlert, true, []string{"AlertAcknowledged"}, "Acknowledgements of alerts."},
+	{TopicSettings, KeySetting, true, []string{"SettingChanged"}, "Operator settings, the latest value per scope and name."},
 	{TopicDLQ, "", false, nil, "Undecodable or poison records; the error is in headers."},
 }
 

@@ -25,6 +25,7 @@ type ReadModel struct {
 	alerts    map[string]readmodel.Alert
 	accounts  map[string]readmodel.Account
 	leases    map[string]readmodel.Lease
+	settings  map[[3]string]readmodel.Setting
 	readyErr  error
 	keyReads  int
 }

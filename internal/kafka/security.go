@@ -58,10 +58,10 @@ const (
 )
 
 // gatewayWrites are the topics the gateway may write: commands, the
-// catalog and accounts it administers, and operators' acknowledgements
-// of alerts.
+// catalog, accounts and settings it administers, and operators'
+// acknowledgements of alerts.
 var gatewayWrites = []string{schemas.TopicVmCommands, schemas.TopicHostCommands, schemas.TopicLeaseCommands, schemas.TopicCatalog,
-	schemas.TopicAccounts, schemas.TopicAlertAcks}
+	schemas.TopicAccounts, schemas.TopicAlertAcks, schemas.TopicSettings}
 
 // agentWrites are the agents' reports and answers.
 var agentWrites = []string{schemas.TopicVmPower, schemas.TopicVmAnswers, schemas.TopicHostEvents}

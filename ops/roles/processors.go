@@ -37,7 +37,10 @@ type Processor interface {
 
 // NewProcessor returns the processor of a kind.
 func NewProcessor(kind string, o Options, s Settings, clock engine.Clock) (Processor, error) {
-	cfg := engine.Config{Name: "processor-" + kind, Kafka: o.Kafka, InstanceID: o.InstanceID, Clock: clock, Logger: o.Logger}
+	// Every machine but the host relay is Configurable: it takes the
+	// operator settings of settings.v1 over the Config it starts with.
+	cfg := engine.Config{Name: "processor-" + kind, Kafka: o.Kafka, InstanceID: o.InstanceID, Clock: clock, Logger: o.Logger,
+		Settings: schemas.TopicSettings}
 	switch kind {
 	case KindVM:
 		cfg.Inputs = []string{schemas.TopicVmCommands, schemas.TopicVmPower, schemas.TopicVmAnswers, schemas.TopicVmSignals}
@@ -47,9 +50,11 @@ func NewProcessor(kind string, o Options, s Settings, clock engine.Clock) (Proce
 		cfg.Inputs = []string{schemas.TopicHostEvents, schemas.TopicHostCommands}
 		cfg.Changelog = schemas.TopicHostState
 		hc := host.DefaultConfig()
+		// Timeout, grace and slack follow the interval, the flag's or the
+		// ping.interval setting's (docs/design.md §13).
+		hc.PingTimeout, hc.MissingGrace, hc.TickSlack = 0, 0, 0
 		if s.PingInterval > 0 {
-			// Timeout and grace follow the interval (docs/design.md §13).
-			hc.PingInterval, hc.PingTimeout, hc.MissingGrace = s.PingInterval, 0, 0
+			hc.PingInterval = s.PingInterval
 		}
 		return engine.New(cfg, engine.Machine[*schemas.HostRecord](host.New(hc)))
 	case KindHostRelay:

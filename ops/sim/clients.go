@@ -5,6 +5,7 @@ import (
 
 	"github.com/vmplane/vmplane/schemas"
 	"github.com/vmplane/vmplane/schemas/actions"
+	"github.com/vmplane/vmplane/schemas/settings"
 )
 
 // clients ask for anything, allowed or not, as API users and admins do
@@ -134,12 +135,38 @@ func (c *clients) hostAdmin(w *world) {
 		v = &schemas.CancelMaintenance{HostCommand: hc}
 	default:
 		if w.rng.IntN(4) != 0 {
-			return // removing is rare: a removed host stays gone
+			// Removing is rare: a removed host stays gone. An admin
+			// changes a setting instead.
+			c.setting(w)
+			return
 		}
 		v = &schemas.RemoveHost{HostCommand: hc}
 		c.removed[h] = true
 	}
 	c.send(w, schemas.Record{Topic: schemas.TopicHostCommands, Key: h, Value: v})
+}
+
+// simSettings are the settings an admin of the simulation changes, with
+// values that keep the settle phase's bounds (a host's truth shows within
+// six ping intervals, no job outlives the job timeout): "" sets the
+// default again.
+var simSettings = []struct {
+	name   string
+	values []string
+}{
+	{settings.PingTimeout, []string{"", "20s", "30s"}},
+	{settings.AlertWait, []string{"", "30s", "90s"}},
+	{settings.HAMaxRetries, []string{"", "2", "8"}},
+	{settings.HABackoff, []string{"", "5s", "20s"}},
+	{settings.DeploymentPlanner, []string{"", "UserDispersingPlanner", "BinpackPlanner", "SpreadPlanner"}},
+}
+
+// setting changes one setting globally, as PUT /v1/settings/{name} does.
+func (c *clients) setting(w *world) {
+	s := simSettings[w.rng.IntN(len(simSettings))]
+	v := s.values[w.rng.IntN(len(s.values))]
+	c.send(w, schemas.Record{Topic: schemas.TopicSettings, Key: settings.Key(settings.Global, "", s.name),
+		Value: &schemas.SettingChanged{Name: s.name, Scope: settings.Global, Value: v, By: "admin", At: w.ms()}})
 }
 
 func (c *clients) lease(w *world) {

@@ -101,8 +101,42 @@ func (p *machineProc[S]) restore(w *world) {
 			p.pos[at] = w.log.committed(p.group, at)
 		}
 	}
+	p.configure(w)
 	p.rewake()
 	p.running = true
+}
+
+// configure hands the machine the settings.v1 records it has not read, as
+// the engine does: all of them on a restore, before anything is stepped,
+// then the new ones before each batch. A Configurable machine keeps the
+// latest value per scope and name, so reading from the start again after
+// a crash leaves it as it was.
+func (p *machineProc[S]) configure(w *world) {
+	c, ok := any(p.m).(engine.Configurable)
+	if !ok {
+		return
+	}
+	for part := range w.log.partitions(schemas.TopicSettings) {
+		at := tp{schemas.TopicSettings, part}
+		for o := p.pos[at]; o < w.log.end(at); o++ {
+			e, _ := w.log.read(at, o)
+			v, err := schemas.Unmarshal(e.value)
+			sc, ok := v.(*schemas.SettingChanged)
+			if err == nil && !ok {
+				err = fmt.Errorf("a %T is no setting", v)
+			}
+			if err == nil {
+				err = c.Configure(sc)
+			}
+			if err != nil {
+				w.trace("%s dead letter %s/%d@%d: %v", p.group, at.topic, at.part, o, err)
+				w.deadLetters++
+				continue
+			}
+			w.trace("%s setting %s = %q", p.group, e.key, sc.Value)
+		}
+		p.pos[at] = w.log.end(at)
+	}
 }
 
 func decodeState[S any](b []byte) (S, error) {
@@ -175,6 +209,7 @@ func (p *machineProc[S]) batch(w *world, max int, abort bool) bool {
 	if !p.running {
 		return false
 	}
+	p.configure(w)
 	due := p.due(w.now)
 	ready := slices.Clone(p.ready(w))
 	if len(ready) == 0 && len(due) == 0 {

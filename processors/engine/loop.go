@@ -22,15 +22,20 @@ func (p *Processor[S]) iterate(ctx context.Context, sess *kgo.GroupTransactSessi
 	if err != nil || !polled {
 		return err
 	}
+	settings, ferr := p.feed.take()
+	if ferr != nil {
+		p.log.Warn("settings fetch error", "topic", p.cfg.Settings, "err", ferr)
+	}
 	now := p.cfg.Clock.Now()
 	p.due = p.timers.due(now.UnixNano(), p.claim, p.due[:0])
-	if len(records) == 0 && len(p.due) == 0 {
+	if len(records) == 0 && len(p.due) == 0 && len(settings) == 0 {
 		return nil
 	}
 	tx, err := p.begin(ctx, sess)
 	if err != nil {
 		return err
 	}
+	p.applySettings(tx, settings)
 	if !p.ownsAll(records) {
 		// Assigned while we polled and not restored yet, or revoked:
 		// never step or skip a record without its state; abort, and
@@ -151,10 +156,7 @@ func (p *Processor[S]) step(tx *txn, records []*kgo.Record, now time.Time) error
 		p.stats.Records.Add(1)
 		in, err := p.decode(tx.ctx, kr)
 		if err != nil {
-			p.stats.DeadLettered.Add(1)
-			p.hooks.OnDeadLetter(kr, err)
-			p.log.Warn("dead letter", "err", err)
-			tx.produce(kafka.DeadLetter(kr, err, p.Group()))
+			p.deadLetter(tx, kr, err)
 			continue
 		}
 		p.stats.Decoded.Add(1)
@@ -168,6 +170,15 @@ func (p *Processor[S]) step(tx *txn, records []*kgo.Record, now time.Time) error
 		}
 	}
 	return nil
+}
+
+// deadLetter sends a record that can never be applied to dlq.v1 with the
+// reason, in the batch's transaction.
+func (p *Processor[S]) deadLetter(tx *txn, kr *kgo.Record, err error) {
+	p.stats.DeadLettered.Add(1)
+	p.hooks.OnDeadLetter(kr, err)
+	p.log.Warn("dead letter", "err", err)
+	tx.produce(kafka.DeadLetter(kr, err, p.Group()))
 }
 
 // tick runs the timers that came due. It runs after the batch's steps,

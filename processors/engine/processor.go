@@ -27,7 +27,10 @@ type Config struct {
 	Inputs []string
 	// Changelog is the compacted topic holding the state per key.
 	Changelog string
-	Kafka     kafka.Config
+	// Settings is the topic of operator settings (settings.v1), read whole
+	// by every instance when the machine is Configurable; empty for none.
+	Settings string
+	Kafka    kafka.Config
 	// InstanceID makes the transactional id; a restarted instance with the
 	// same id fences its predecessor. Default: the host name.
 	InstanceID string
@@ -67,6 +70,9 @@ type Processor[S any] struct {
 	batch   uint64
 	touched []touchedKey
 	due     []timerEntry // reused between batches
+	// feed brings the session's new settings (nil when the machine takes
+	// none).
+	feed *settingsFeed
 
 	mu       sync.Mutex
 	assigned map[int32]bool // from the group callbacks
@@ -98,6 +104,9 @@ type Processor[S any] struct {
 // Stats are counters of a processor, for metrics and tests.
 type Stats struct {
 	Records, Decoded, DeadLettered, Ticks, Commits, Aborts, Restored atomic.Int64
+	// Settings counts the settings records the machine took, in a
+	// restore or live.
+	Settings atomic.Int64
 }
 
 // New returns a processor of m.
@@ -275,6 +284,13 @@ func (p *Processor[S]) session(ctx context.Context) error {
 		return fmt.Errorf("%s: restore client: %w", p.cfg.Name, err)
 	}
 	defer restorer.Close()
+	// Every setting is in the machine before the first record is stepped,
+	// so a restarted processor decides with the settings it had.
+	fctx, stopFeed := context.WithCancel(ctx)
+	defer stopFeed()
+	if p.feed, err = p.restoreSettings(fctx, restorer); err != nil {
+		return err
+	}
 
 	for ctx.Err() == nil {
 		if err := p.iterate(ctx, sess, restorer); err != nil {

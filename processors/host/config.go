@@ -1,6 +1,10 @@
 package host
 
-import "time"
+import (
+	"time"
+
+	"github.com/vmplane/vmplane/schemas/settings"
+)
 
 // Config holds the host settings (docs/design.md §13).
 type Config struct {
@@ -8,8 +12,9 @@ type Config struct {
 	// without it, unknown hosts are refused.
 	AutoRegister bool
 	// PingInterval is ping.interval; PingTimeout (ping.timeout) is how long
-	// after a ping the next must have come. Zero PingTimeout means 2.5 ×
-	// PingInterval.
+	// after a ping the next must have come. A PingTimeout of zero or not
+	// above PingInterval means 2.5 × PingInterval: a shorter one would
+	// investigate every host between two pings.
 	PingInterval time.Duration
 	PingTimeout  time.Duration
 	// MissingGrace is power.report.missing.grace: how long a VM may be absent
@@ -54,12 +59,20 @@ func DefaultConfig() Config {
 	}
 }
 
+// with returns c with the operator settings the host processor applies.
+func (c Config) with(v *settings.Values) Config {
+	c.PingInterval = v.Duration(settings.PingInterval, "", "", c.PingInterval)
+	c.PingTimeout = v.Duration(settings.PingTimeout, "", "", c.PingTimeout)
+	c.AlertWait = v.Duration(settings.AlertWait, "", "", c.AlertWait)
+	return c
+}
+
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
 	if c.PingInterval <= 0 {
 		c.PingInterval = d.PingInterval
 	}
-	if c.PingTimeout <= 0 {
+	if c.PingTimeout <= c.PingInterval {
 		c.PingTimeout = c.PingInterval * 5 / 2
 	}
 	if c.MissingGrace <= 0 {

@@ -4,17 +4,33 @@ import (
 	"time"
 
 	"github.com/vmplane/vmplane/schemas"
+	"github.com/vmplane/vmplane/schemas/settings"
 )
 
 // Machine is the host state machine. It satisfies the runtime's
 // Machine[*schemas.HostRecord] without importing it.
 type Machine struct {
-	cfg Config
+	// base is the Config the machine was made with; cfg is base with the
+	// operator settings over it.
+	base     Config
+	cfg      Config
+	settings settings.Values
 }
 
 // New returns a host machine; zero settings take their defaults.
 func New(cfg Config) *Machine {
-	return &Machine{cfg: cfg.withDefaults()}
+	return &Machine{base: cfg, cfg: cfg.withDefaults()}
+}
+
+// Configure applies an operator setting (docs/design.md §13). A deadline
+// already set stays: a new ping.timeout holds each host from its next
+// ping, a new alert.wait from the next investigation.
+func (m *Machine) Configure(c *schemas.SettingChanged) error {
+	if err := m.settings.Apply(c.Name, c.Scope, c.ScopeID, c.Value); err != nil {
+		return err
+	}
+	m.cfg = m.base.with(&m.settings).withDefaults()
+	return nil
 }
 
 // Step applies one record of host.events.v1 or host.commands.v1 to the host

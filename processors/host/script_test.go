@@ -24,6 +24,7 @@ import (
 //	advance <t>                  fire every due Tick up to t, second by second
 //	offline <t>                  the processor is down until t: no Tick fires
 //	                             before, then a late Tick if one is due
+//	set <t> <name> <value>       SettingChanged at the global scope
 //
 // Times are offsets from t0 and never go back. Outputs of advance carry the
 // time of the Tick that made them. go test ./processors/host -run
@@ -78,6 +79,14 @@ func (s *script) run(d scenario.Case) []string {
 		}
 	case "offline":
 		tick(at)
+	case "set":
+		if len(d.Args) != 3 {
+			t.Fatalf("%s: want set <t> <name> <value>", d.Pos)
+		}
+		err := s.m.Configure(&schemas.SettingChanged{Name: d.Args[1], Scope: "global", Value: d.Args[2]})
+		if err != nil {
+			res = append(res, "refused: "+err.Error())
+		}
 	default:
 		// Due timers fire before the input, as the runtime does when
 		// both are due in one iteration.

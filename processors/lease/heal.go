@@ -52,7 +52,7 @@ func (t *tx) hostStatus(v *schemas.HostStatus) {
 			Message: fmt.Sprintf("host is no longer reservable (%s); leases holding it: %s", why, strings.Join(affected, ", ")),
 		})
 	}
-	if !v.Reservable && t.m.cfg.monitor(t.z.ZoneID).Push {
+	if !v.Reservable && t.m.monitor(t.z.ZoneID).Push {
 		for _, id := range affected {
 			if l := t.lease(id); t.inWindow(l) {
 				t.healLease(l)
@@ -79,7 +79,7 @@ func (t *tx) inWindow(l *schemas.LeaseRecord) bool {
 	case Active, Starting:
 		return true
 	case Pending:
-		return l.Start <= t.now+t.m.cfg.HealingWindow.Milliseconds()
+		return l.Start <= t.now+t.m.healingWindow().Milliseconds()
 	}
 	return false
 }

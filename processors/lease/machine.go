@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/vmplane/vmplane/schemas"
+	"github.com/vmplane/vmplane/schemas/settings"
 )
 
 // Machine is the lease state machine. It satisfies the runtime's
@@ -19,11 +20,40 @@ import (
 // goroutine.
 type Machine struct {
 	cfg Config
+	// settings are the operator's, over cfg, by zone.
+	settings settings.Values
 }
 
 // New returns a lease machine; zero durations take their defaults. Start
 // from DefaultConfig: it turns both kinds of monitoring on.
 func New(cfg Config) *Machine { return &Machine{cfg: cfg.withDefaults()} }
+
+// Configure applies an operator setting (docs/design.md §13) from the
+// zone's next step: a poll already scheduled keeps its time.
+func (m *Machine) Configure(c *schemas.SettingChanged) error {
+	return m.settings.Apply(c.Name, c.Scope, c.ScopeID, c.Value)
+}
+
+// monitor returns how a zone's hosts are watched: lease.monitor.type and
+// lease.monitor.poll.interval of the zone, else of Config.
+func (m *Machine) monitor(zone string) Monitor {
+	mo := m.cfg.monitor(zone)
+	switch m.settings.String(settings.LeaseMonitorType, zone, "", "") {
+	case settings.MonitorPush:
+		mo.Push, mo.Poll = true, false
+	case settings.MonitorPoll:
+		mo.Push, mo.Poll = false, true
+	case settings.MonitorBoth:
+		mo.Push, mo.Poll = true, true
+	}
+	mo.PollInterval = m.settings.Duration(settings.LeaseMonitorPoll, zone, "", mo.PollInterval)
+	return mo
+}
+
+// healingWindow is healing.window.
+func (m *Machine) healingWindow() time.Duration {
+	return m.settings.Duration(settings.HealingWindow, "", "", m.cfg.HealingWindow)
+}
 
 // tx is one Step or Tick over a zone: the outputs it has made so far.
 type tx struct {
@@ -93,7 +123,7 @@ func (m *Machine) Tick(s *schemas.LeaseZoneRecord, _ string, now time.Time) (*sc
 	}
 	// A lease that started and ended while the processor was away ends now.
 	t.runEnds()
-	if mo := m.cfg.monitor(s.ZoneID); mo.Poll && s.PollAt > 0 && s.PollAt <= t.now {
+	if mo := m.monitor(s.ZoneID); mo.Poll && s.PollAt > 0 && s.PollAt <= t.now {
 		t.reconcile()
 		s.PollAt = 0
 	}
@@ -149,7 +179,7 @@ func (m *Machine) Wake(s *schemas.LeaseZoneRecord) time.Time {
 
 // schedulePoll arms the periodic reconcile when polling is on.
 func (t *tx) schedulePoll() {
-	mo := t.m.cfg.monitor(t.z.ZoneID)
+	mo := t.m.monitor(t.z.ZoneID)
 	switch {
 	case !mo.Poll:
 		t.z.PollAt = 0

@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -42,10 +43,17 @@ func TestMonitoringModes(t *testing.T) {
 		mo       Monitor
 		atStatus bool          // healed by the HostStatus step
 		byTick   time.Duration // healed by a tick at this offset; 0 for never
+		// set are settings of the zone (name=value), applied after the
+		// lease was created.
+		set []string
 	}{
-		{"push and poll", Monitor{Push: true, Poll: true}, true, 0},
-		{"poll every 5m", Monitor{Poll: true, PollInterval: 5 * time.Minute}, false, 5 * time.Minute},
-		{"neither", Monitor{}, false, 0},
+		{"push and poll", Monitor{Push: true, Poll: true}, true, 0, nil},
+		{"poll every 5m", Monitor{Poll: true, PollInterval: 5 * time.Minute}, false, 5 * time.Minute, nil},
+		{"neither", Monitor{}, false, 0, nil},
+		// The poll the lease scheduled at 1m keeps its time.
+		{"set to poll every 5m", Monitor{Push: true, Poll: true}, false, time.Minute,
+			[]string{"lease.monitor.type=poll", "lease.monitor.poll.interval=5m"}},
+		{"set to push", Monitor{Poll: true}, true, 0, []string{"lease.monitor.type=push"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -57,6 +65,12 @@ func TestMonitoringModes(t *testing.T) {
 			z, _ = m.Step(z, rec(&schemas.CreateLease{CommandID: "c1", LeaseID: "l1", ZoneID: zone, Project: "acme",
 				Start: t0.Add(10 * time.Minute).UnixMilli(), End: t0.Add(2 * time.Hour).UnixMilli(),
 				Reservations: []schemas.ReservationSpec{{MinHosts: 1, MaxHosts: 1}}}), t0)
+			for _, kv := range tc.set {
+				name, v, _ := strings.Cut(kv, "=")
+				if err := m.Configure(&schemas.SettingChanged{Name: name, Scope: "zone", ScopeID: zone, Value: v}); err != nil {
+					t.Fatal(err)
+				}
+			}
 			z, out := m.Step(z, rec(up("h1", false)), t0.Add(time.Second))
 			if got := healed(out); got != tc.atStatus {
 				t.Fatalf("healed by the status: %v, want %v", got, tc.atStatus)

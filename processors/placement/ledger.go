@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/vmplane/vmplane/schemas"
+	"github.com/vmplane/vmplane/schemas/settings"
 )
 
 // hostStatusRemoved is the agent status of a host an admin removed.
@@ -31,8 +32,8 @@ func (m *Machine) applyHostStatus(z *schemas.ZoneRecord, st *schemas.HostStatus)
 	}
 	row.PodID, row.ClusterID = st.PodID, st.ClusterID
 	row.CPU, row.MemoryMB = st.CPU, st.MemoryMB
-	row.CPUOvercommit = ratio(st.CPUOvercommit, m.cfg.CPUOvercommit)
-	row.MemOvercommit = ratio(st.MemOvercommit, m.cfg.MemOvercommit)
+	row.CPUOvercommit = ratio(st.CPUOvercommit, m.settings.Float(settings.CPUOverprovisioning, z.ZoneID, st.ClusterID, m.cfg.CPUOvercommit))
+	row.MemOvercommit = ratio(st.MemOvercommit, m.settings.Float(settings.MemOverprovisioning, z.ZoneID, st.ClusterID, m.cfg.MemOvercommit))
 	row.Reservable = st.Reservable
 	row.Tags = slices.Clone(st.Tags)
 	if !known {
@@ -51,7 +52,8 @@ func (m *Machine) applyHostStatus(z *schemas.ZoneRecord, st *schemas.HostStatus)
 	ix.count(i, +1)
 }
 
-// ratio is the host's own over-commit ratio when it has one, else the zone's.
+// ratio is the host's own over-commit ratio when it has one, else the
+// setting of its cluster, zone or the global one.
 func ratio(own, fallback float64) float64 {
 	if own > 0 {
 		return own

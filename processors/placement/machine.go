@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/vmplane/vmplane/schemas"
+	"github.com/vmplane/vmplane/schemas/settings"
 )
 
 // Machine is the placement state machine. It satisfies the runtime's
@@ -15,7 +16,9 @@ import (
 // runtime, which never steps a state again after a failed transaction but
 // restores it from the changelog. A Machine is driven by one goroutine.
 type Machine struct {
-	cfg      Config
+	cfg Config
+	// settings are the operator's, over cfg, by zone and cluster.
+	settings settings.Values
 	planners map[string]Planner
 	// indexes are derived from the zones (see zoneIndex), by zone id.
 	indexes map[string]*zoneIndex
@@ -28,6 +31,14 @@ func New(cfg Config) *Machine {
 		m.planners[p.Name()] = p
 	}
 	return m
+}
+
+// Configure applies an operator setting (docs/design.md §13): a new
+// planner decides the next request, a new release period holds from the
+// zone's next step, a new over-commit ratio reaches a host with its next
+// status.
+func (m *Machine) Configure(c *schemas.SettingChanged) error {
+	return m.settings.Apply(c.Name, c.Scope, c.ScopeID, c.Value)
 }
 
 // Planners lists the planners this machine knows, in the order of
@@ -90,7 +101,7 @@ func (m *Machine) Wake(s *schemas.ZoneRecord) time.Time {
 	}
 	ix := m.index(s)
 	for id := range ix.releasable {
-		if due, ok := m.releaseDue(&s.Hosts[ix.host[id]]); ok && (next.IsZero() || due.Before(next)) {
+		if due, ok := m.releaseDue(s.ZoneID, &s.Hosts[ix.host[id]]); ok && (next.IsZero() || due.Before(next)) {
 			next = due
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/vmplane/vmplane/schemas"
+	"github.com/vmplane/vmplane/schemas/settings"
 )
 
 // Reasons of PlacementFailed; PlacementFailed.Detail says which filters
@@ -160,12 +161,13 @@ func (m *Machine) remember(ix *zoneIndex, requestID string) {
 	}
 }
 
-// plannerName is the offering's planner, else vm.deployment.planner.
+// plannerName is the offering's planner, else vm.deployment.planner of the
+// request's zone.
 func (m *Machine) plannerName(req *schemas.PlaceVm) string {
 	if req.Offering.DeploymentPlanner != "" {
 		return req.Offering.DeploymentPlanner
 	}
-	return m.cfg.DefaultPlanner
+	return m.settings.String(settings.DeploymentPlanner, req.ZoneID, "", m.cfg.DefaultPlanner)
 }
 
 // decided builds the decision naming a host.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/vmplane/vmplane/schemas"
+	"github.com/vmplane/vmplane/schemas/settings"
 )
 
 // reservationRefuses is the host-reservation check of the planning manager
@@ -57,11 +58,16 @@ func (ix *zoneIndex) reserve(i int, planner, usage, account string, now time.Tim
 
 // releaseDue says when a host's reservation is to be released: a reserved
 // host that became empty, one release period later.
-func (m *Machine) releaseDue(h *schemas.HostCapacity) (time.Time, bool) {
+func (m *Machine) releaseDue(zone string, h *schemas.HostCapacity) (time.Time, bool) {
 	if h.Planner == "" || h.EmptySince == 0 {
 		return time.Time{}, false
 	}
-	return time.UnixMilli(h.EmptySince).Add(m.cfg.HostReservationReleasePeriod), true
+	return time.UnixMilli(h.EmptySince).Add(m.releasePeriod(zone)), true
+}
+
+// releasePeriod is host.reservation.release.period in a zone.
+func (m *Machine) releasePeriod(zone string) time.Duration {
+	return m.settings.Duration(settings.ReservationRelease, zone, "", m.cfg.HostReservationReleasePeriod)
 }
 
 // releaseReservations frees every due reservation of an empty host, in host
@@ -77,7 +83,7 @@ func (m *Machine) releaseReservations(z *schemas.ZoneRecord, now time.Time) []sc
 	for _, id := range ids {
 		i := ix.host[id]
 		h := &z.Hosts[i]
-		due, ok := m.releaseDue(h)
+		due, ok := m.releaseDue(z.ZoneID, h)
 		if !ok || now.Before(due) || ix.hostVMs[id] > 0 {
 			continue
 		}
@@ -87,7 +93,7 @@ func (m *Machine) releaseReservations(z *schemas.ZoneRecord, now time.Time) []sc
 		ix.track(id)
 		out = append(out, event(z.ZoneID, &schemas.HostReservationReleased{
 			ZoneID: z.ZoneID, HostID: id,
-			Reason: "no VMs for " + m.cfg.HostReservationReleasePeriod.String(), At: now.UnixMilli(),
+			Reason: "no VMs for " + m.releasePeriod(z.ZoneID).String(), At: now.UnixMilli(),
 		}, nil))
 	}
 	return out

@@ -1,6 +1,10 @@
 package vm
 
-import "time"
+import (
+	"time"
+
+	"github.com/vmplane/vmplane/schemas/settings"
+)
 
 // Config holds the VM processor's settings (docs/design.md §13). A zero field takes
 // its default, so a partly filled Config works.
@@ -23,6 +27,11 @@ type Config struct {
 	// HAMaxRetries is ha.max.retries: how many HA restarts of a VM are
 	// tried before it goes to Error with AlertRaised{HAExhausted}.
 	HAMaxRetries int32
+	// HABackoff is ha.backoff, the wait before a VM's second HA restart
+	// attempt; each later one doubles it, up to HABackoffMax
+	// (ha.backoff.max).
+	HABackoff    time.Duration
+	HABackoffMax time.Duration
 	// ResendAfter is how long a job waits for an agent's answer before it
 	// sends the same command again. Agents execute a command id once and
 	// answer repeats with the first answer, so re-sending is safe.
@@ -38,6 +47,8 @@ func DefaultConfig() Config {
 		PowerStateUpdateLimit: 3,
 		ExpungeDelay:          86400 * time.Second,
 		HAMaxRetries:          5,
+		HABackoff:             10 * time.Second,
+		HABackoffMax:          5 * time.Minute,
 		ResendAfter:           30 * time.Second,
 	}
 }
@@ -65,5 +76,22 @@ func (c Config) withDefaults() Config {
 	if c.ResendAfter <= 0 {
 		c.ResendAfter = d.ResendAfter
 	}
+	if c.HABackoff <= 0 {
+		c.HABackoff = d.HABackoff
+	}
+	if c.HABackoffMax <= 0 {
+		c.HABackoffMax = d.HABackoffMax
+	}
+	return c
+}
+
+// with returns c with the operator settings the VM processor applies.
+func (c Config) with(v *settings.Values) Config {
+	c.JobTimeout = v.Duration(settings.JobTimeout, "", "", c.JobTimeout)
+	c.WakeupInterval = v.Duration(settings.WakeupInterval, "", "", c.WakeupInterval)
+	c.PowerStateUpdateLimit = int32(v.Int(settings.PowerStateUpdateLimit, "", "", int64(c.PowerStateUpdateLimit)))
+	c.HAMaxRetries = int32(v.Int(settings.HAMaxRetries, "", "", int64(c.HAMaxRetries)))
+	c.HABackoff = v.Duration(settings.HABackoff, "", "", c.HABackoff)
+	c.HABackoffMax = v.Duration(settings.HABackoffMax, "", "", c.HABackoffMax)
 	return c
 }

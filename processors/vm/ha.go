@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/vmplane/vmplane/schemas"
 )
@@ -12,7 +11,7 @@ import (
 // HA restart (docs/design.md §5.5): an HA VM that was Active and is found off (a
 // report, a fenced host, a missing report) is started again by an internal
 // job, elsewhere when its host is down. A failed attempt is retried after a
-// backoff that doubles from haBackoff; after HAMaxRetries attempts the VM
+// backoff that doubles from HABackoff; after HAMaxRetries attempts the VM
 // goes to Error with AlertRaised{HAExhausted}. A successful start (by HA or
 // by anyone) resets the count.
 //
@@ -20,13 +19,6 @@ import (
 // Error) avoids the hosts kept in VmRecord.HAAvoidHosts: the host that went
 // down, and each destination where an attempt failed after placement chose
 // it, so a retry does not land on the host that just failed it.
-
-// haBackoff is the wait before the second attempt; each later one doubles
-// it, up to haBackoffMax.
-const (
-	haBackoff    = 10 * time.Second
-	haBackoffMax = 5 * time.Minute
-)
 
 // haAvoidMax bounds HAAvoidHosts; the oldest host is dropped first.
 const haAvoidMax = 8
@@ -112,9 +104,9 @@ func haFailed(t *tx) {
 			fmt.Sprintf("HA restart of VM %s failed %d times; the VM is in Error", s.VmID, s.HARetries))
 		return
 	}
-	wait := haBackoff << (s.HARetries - 1)
-	if wait > haBackoffMax || wait <= 0 {
-		wait = haBackoffMax
+	wait := t.cfg.HABackoff << (s.HARetries - 1)
+	if wait > t.cfg.HABackoffMax || wait <= 0 {
+		wait = t.cfg.HABackoffMax
 	}
 	s.HARetryAt = t.ms + wait.Milliseconds()
 }

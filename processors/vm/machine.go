@@ -23,20 +23,36 @@ import (
 	"time"
 
 	"github.com/vmplane/vmplane/schemas"
+	"github.com/vmplane/vmplane/schemas/settings"
 )
 
 // Machine is the VM state machine. It satisfies engine.Machine for
 // *schemas.VmRecord. It is not safe for concurrent use: it belongs to one
 // runtime, which steps it from its poll loop (reportseq.go says why).
 type Machine struct {
-	cfg Config
+	// base is the Config the machine was made with; cfg is base with the
+	// operator settings over it.
+	base     Config
+	cfg      Config
+	settings settings.Values
 	// seqs are the report sequence maps shared by the states the quick
 	// report path returns (reportseq.go).
 	seqs seqMaps
 }
 
 // New returns a Machine; zero fields of cfg take their defaults.
-func New(cfg Config) *Machine { return &Machine{cfg: cfg.withDefaults()} }
+func New(cfg Config) *Machine { return &Machine{base: cfg, cfg: cfg.withDefaults()} }
+
+// Configure applies an operator setting (docs/design.md §13). A job
+// already running keeps the deadline it was given; the next step of each
+// VM uses the new values.
+func (m *Machine) Configure(c *schemas.SettingChanged) error {
+	if err := m.settings.Apply(c.Name, c.Scope, c.ScopeID, c.Value); err != nil {
+		return err
+	}
+	m.cfg = m.base.with(&m.settings).withDefaults()
+	return nil
+}
 
 // Config returns the settings in effect.
 func (m *Machine) Config() Config { return m.cfg }

@@ -21,6 +21,7 @@ import (
 //	tick <at>                     run every timer due up to <at>, as the runtime would
 //	state                         print the VM state
 //	wake                          print when the VM next needs a Tick
+//	set <name> <value>            SettingChanged at the global scope
 //
 // <at> is a duration from the Unix epoch, so times in outputs (Unix ms)
 // read as offsets. Records print as Type[key] with their non-zero fields.
@@ -74,6 +75,14 @@ func (r *runner) run(c scenario.Case) []string {
 			}
 		}
 		r.m = New(cfg)
+		return nil
+	case "set":
+		if len(c.Args) != 2 {
+			t.Fatalf("%s: want set <name> <value>", c.Pos)
+		}
+		if err := r.m.Configure(&schemas.SettingChanged{Name: c.Args[0], Scope: "global", Value: c.Args[1]}); err != nil {
+			return []string{"refused: " + err.Error()}
+		}
 		return nil
 	case "step":
 		now := at(t, c.Args[0])

@@ -186,14 +186,12 @@ func (c *changes) add(r schemas.Record) bool {
 	case *schemas.HostReservationReleased:
 		c.stmts = append(c.stmts, stmt{sqlHostReservationReleased, []any{v.HostID, v.ZoneID, v.Reason, ms(v.At, ts), r.Offset}})
 	case *schemas.ServiceOffering:
-		if v.Deleted {
-			c.stmts = append(c.stmts, stmt{sqlOfferingDelete, []any{v.ID, r.Offset}})
-		} else {
-			c.stmts = append(c.stmts, stmt{sqlOffering, []any{v.ID, v.Name, v.CPU, v.MemoryMB, v.HA, v.DeploymentPlanner,
-				nonNil(v.HostTags), ms(v.CreatedAt, ts), r.Offset, v.PlannerMode}})
-		}
+		c.stmts = append(c.stmts, offeringStmt(v, r.Offset, ts))
+	case *schemas.SettingChanged:
+		c.stmts = append(c.stmts, settingStmt(v, r.Offset, ts))
 	case *schemas.LeaseStatusChanged, *schemas.LeaseHostChanged:
 		c.stmts = append(c.stmts, leaseStmts(v, r.Offset, ts)...)
+
 	case *schemas.AccountCreated:
 		c.stmts = append(c.stmts, stmt{sqlAccount, []any{v.AccountID, v.Name, ms(v.At, ts), r.Offset}})
 	case *schemas.ApiKeyIssued:
@@ -208,6 +206,24 @@ func (c *changes) add(r schemas.Record) bool {
 		return false
 	}
 	return true
+}
+
+// offeringStmt sets an offering's row, or removes a deleted one.
+func offeringStmt(v *schemas.ServiceOffering, offset int64, ts time.Time) stmt {
+	if v.Deleted {
+		return stmt{sqlOfferingDelete, []any{v.ID, offset}}
+	}
+	return stmt{sqlOffering, []any{v.ID, v.Name, v.CPU, v.MemoryMB, v.HA, v.DeploymentPlanner,
+		nonNil(v.HostTags), ms(v.CreatedAt, ts), offset, v.PlannerMode}}
+}
+
+// settingStmt sets a setting's row at its scope, or removes it when the
+// setting was set back to its default.
+func settingStmt(v *schemas.SettingChanged, offset int64, ts time.Time) stmt {
+	if v.Value == "" {
+		return stmt{sqlSettingDelete, []any{v.Name, v.Scope, v.ScopeID, offset}}
+	}
+	return stmt{sqlSetting, []any{v.Name, v.Scope, v.ScopeID, v.Value, v.By, ms(v.At, ts), offset}}
 }
 
 func (c *changes) vm(id string) *vmChange {

@@ -46,7 +46,7 @@ func TestMigrateTwiceAndConcurrently(t *testing.T) {
 	if n != len(all) {
 		t.Fatalf("schema_migrations has %d rows, want %d", n, len(all))
 	}
-	for _, table := range []string{"vms", "jobs", "job_steps", "hosts", "allocations", "offerings", "accounts", "api_keys", "alerts", "alert_acks", "consumer_offsets"} {
+	for _, table := range []string{"vms", "jobs", "job_steps", "hosts", "allocations", "offerings", "accounts", "api_keys", "alerts", "alert_acks", "settings", "consumer_offsets"} {
 		var exists bool
 		if err := conn.QueryRow(t.Context(), "SELECT to_regclass($1) IS NOT NULL", table).Scan(&exists); err != nil || !exists {
 			t.Errorf("table %s missing (err %v)", table, err)

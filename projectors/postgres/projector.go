@@ -24,6 +24,7 @@ const DefaultGroup = "vmplane-projector-postgres"
 var Topics = []string{
 	schemas.TopicVmEvents, schemas.TopicVmCommands, schemas.TopicHostStatus,
 	schemas.TopicPlacementEvents, schemas.TopicCatalog, schemas.TopicAccounts, schemas.TopicLeaseEvents, schemas.TopicAlertAcks,
+	schemas.TopicSettings,
 }
 
 // Config configures a Projector.

@@ -13,6 +13,7 @@ import (
 	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
+	"github.com/vmplane/vmplane/schemas/settings"
 )
 
 // scenario writes a small history touching every projected topic, with two
@@ -27,6 +28,15 @@ func scenario(p *producer) {
 	p.send(schemas.TopicCatalog, "off-old", &schemas.ServiceOffering{Offering: schemas.Offering{ID: "off-old", Name: "old"}, CreatedAt: at})
 	p.send(schemas.TopicCatalog, "off-old", &schemas.ServiceOffering{Offering: schemas.Offering{ID: "off-old", Name: "old"}, Deleted: true})
 	p.send(schemas.TopicAccounts, "acme", &schemas.AccountCreated{AccountID: "acme", Name: "Acme", At: at})
+	for _, c := range []schemas.SettingChanged{
+		{Name: "ping.timeout", Scope: "global", Value: "20s", By: "admin", At: at},
+		{Name: "cpu.overprovisioning.factor", Scope: "cluster", ScopeID: "c1", Value: "8", By: "admin", At: at},
+		{Name: "vm.deployment.planner", Scope: "zone", ScopeID: "z1", Value: "BinpackPlanner", By: "admin", At: at},
+		{Name: "vm.deployment.planner", Scope: "zone", ScopeID: "z1", Value: "SpreadPlanner", By: "ops", At: at + 1},
+		{Name: "cpu.overprovisioning.factor", Scope: "cluster", ScopeID: "c1", By: "admin", At: at + 2},
+	} {
+		p.send(schemas.TopicSettings, settings.Key(c.Scope, c.ScopeID, c.Name), &c)
+	}
 	p.send(schemas.TopicAccounts, "acme", &schemas.ApiKeyIssued{KeyID: "k1", AccountID: "acme", Role: "user", Hash: "ab", At: at})
 	p.send(schemas.TopicAccounts, "acme", &schemas.ApiKeyIssued{KeyID: "k2", AccountID: "acme", Role: "admin", Hash: "cd", At: at})
 	p.send(schemas.TopicAccounts, "acme", &schemas.ApiKeyRevoked{KeyID: "k2", AccountID: "acme", At: at})
@@ -118,6 +128,12 @@ func TestProjectorProjectsScenario(t *testing.T) {
 	}
 	if j, err := r.Job(ctx, "job-3"); err != nil || j.State != "pending" || j.Type != "Reboot" || j.Account != "acme" {
 		t.Errorf("job-3 = %+v, err %v", j, err)
+	}
+
+	set, err := r.Settings(ctx, "")
+	if err != nil || len(set) != 2 || set[0].Name != "ping.timeout" || set[0].Value != "20s" ||
+		set[1].ScopeID != "z1" || set[1].Value != "SpreadPlanner" || set[1].By != "ops" {
+		t.Errorf("settings = %+v, err %v; want ping.timeout 20s and z1's SpreadPlanner, the cluster's value gone", set, err)
 	}
 
 	h1, err := r.Host(ctx, "h1")

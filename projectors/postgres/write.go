@@ -187,6 +187,14 @@ WHERE offerings.version < excluded.version`
 
 const sqlOfferingDelete = `DELETE FROM offerings WHERE id = $1 AND version < $2`
 
+const sqlSetting = `
+INSERT INTO settings (name, scope, scope_id, value, set_by, set_at, version) VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT (name, scope, scope_id) DO UPDATE SET value = excluded.value, set_by = excluded.set_by,
+	set_at = excluded.set_at, version = excluded.version
+WHERE settings.version < excluded.version`
+
+const sqlSettingDelete = `DELETE FROM settings WHERE name = $1 AND scope = $2 AND scope_id = $3 AND version < $4`
+
 const sqlAccount = `
 INSERT INTO accounts (id, name, created_at, version) VALUES ($1, $2, $3, $4)
 ON CONFLICT (id) DO UPDATE SET name = excluded.name, version = excluded.version

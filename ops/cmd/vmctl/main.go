@@ -44,6 +44,8 @@ commands:
   offering create --name N --cpu C --memory MiB [--ha] [--planner P] [--planner-mode Strict|Preferred] [--host-tags a,b]
   planner list
   zone capacity ZONE
+  settings list [--zone Z] [--cluster C]; settings get NAME [--zone Z] [--cluster C]   (admin)
+  settings set NAME VALUE [--zone Z | --cluster C]; settings reset NAME [--zone Z | --cluster C]
   lease create --name N --end TIME|DURATION [--start now|TIME|DURATION] [--hosts MIN..MAX] [--property k=v,..] [--project P]
   lease get ID; lease list; lease events ID; lease delete ID
   lease update ID [--start T] [--end T] [--hosts MIN..MAX]
@@ -160,6 +162,9 @@ func (a *cli) dispatch(ctx context.Context, args []string, getenv func(string) s
 	}
 	if !ok {
 		h, ok = alertCommands[cmd]
+	}
+	if !ok {
+		h, ok = settingsCommands[cmd]
 	}
 	if !ok {
 		return fmt.Errorf("%w: unknown command %q", errUsage, cmd)

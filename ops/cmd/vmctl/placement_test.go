@@ -1,6 +1,7 @@
 package main
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -28,5 +29,36 @@ func TestPlacementCommands(t *testing.T) {
 	code, _, errOut = s.run(t, s.admin, "zone", "capacity", "zone-1")
 	if code != 1 || !strings.Contains(errOut, "not configured") {
 		t.Fatalf("zone capacity: %d %q", code, errOut)
+	}
+}
+
+func TestSettingsCommands(t *testing.T) {
+	s := newStack(t)
+	code, out, errOut := s.run(t, s.admin, "settings", "list")
+	if code != 0 || !regexp.MustCompile(`(?m)^vm\.deployment\.planner +FirstFitPlanner +default +FirstFitPlanner +global,zone +one of`).MatchString(out) {
+		t.Fatalf("settings list: %d %q %q", code, out, errOut)
+	}
+	code, out, errOut = s.run(t, s.admin, "settings", "set", "ping.timeout", "20s")
+	if code != 0 || !strings.Contains(out, "ping.timeout = 20s (global)") {
+		t.Fatalf("settings set: %d %q %q", code, out, errOut)
+	}
+	code, out, errOut = s.run(t, s.admin, "settings", "set", "vm.deployment.planner", "UserDispersingPlanner", "--zone", "zone-1")
+	if code != 0 || !strings.Contains(out, "vm.deployment.planner = UserDispersingPlanner (zone)") {
+		t.Fatalf("settings set --zone: %d %q %q", code, out, errOut)
+	}
+	code, _, errOut = s.run(t, s.admin, "settings", "set", "ping.timeout", "2h")
+	if code != 1 || !strings.Contains(errOut, "0s to 1h0m0s") {
+		t.Fatalf("out of range: %d %q", code, errOut)
+	}
+	code, out, errOut = s.run(t, s.admin, "settings", "reset", "alert.wait")
+	if code != 0 || !strings.Contains(out, "alert.wait = 30m0s (default)") {
+		t.Fatalf("settings reset: %d %q %q", code, out, errOut)
+	}
+	code, _, errOut = s.run(t, s.user, "settings", "get", "ping.timeout")
+	if code != 1 || !strings.Contains(errOut, "admin") {
+		t.Fatalf("user get: %d %q", code, errOut)
+	}
+	if code, _, _ = s.run(t, s.admin, "settings", "set", "ping.timeout"); code != 2 {
+		t.Fatalf("set without a value: exit %d, want 2", code)
 	}
 }
