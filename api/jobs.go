@@ -67,3 +67,9 @@ func Finished(state string) bool {
 	}
 	return false
 }
+
+// CancelRequest is the optional body of POST /v1/jobs/{id}/cancel.
+type CancelRequest struct {
+	// Reason is why, as the caller says; the job's end detail quotes it.
+	Reason string `json:"reason,omitempty"`
+}

@@ -48,6 +48,7 @@ func FuzzHTTP(f *testing.F) {
 	for _, c := range []struct{ target, query, body string }{
 		{"POST /v1/vms/{id}/actions", "", `{"action":"migrate","host_id":"h\u0000x"}`},
 		{"POST /v1/vms", "", `{"name":"web-1","offering":"sm\u0000all"}`},
+		{"POST /v1/jobs/{id}/cancel", "", `{"reason":"a\u0000b"}`},
 		{"POST /v1/accounts", "", `{"id":"acct-x","name":"a\u0000b"}`},
 		{"POST /v1/leases", "", `{"name":"l","zone_id":"z\u0000","end":"` + leaseEnd + `","reservations":[{"min_hosts":1,"max_hosts":1}]}`},
 		{"POST /v1/offerings", "", `{"name":"tiny","cpu":1,"memory_mb":512,"host_tags":["\u0000"]}`},

@@ -115,6 +115,7 @@ var matrixRoutes = []route{
 	{method: "GET", path: "/v1/jobs/{id}", owned: true},
 	{method: "GET", path: "/v1/jobs/{id}/journal", owned: true},
 	{method: "GET", path: "/v1/jobs/{id}/events", owned: true},
+	{method: "POST", path: "/v1/jobs/{id}/cancel", body: `{"reason":"no longer needed"}`, owned: true},
 	{method: "GET", path: "/v1/events"},
 	{method: "POST", path: "/v1/journal/query", body: `{"sql":"SELECT 1"}`, admin: true},
 	{method: "GET", path: "/v1/alerts"},

@@ -46,6 +46,8 @@ var apiOps = []apiOp{
 	{method: "GET", path: "/jobs/{id}", summary: "Get a job; wait long-polls", query: []string{"wait", "steps", "after_step"}, status: 200, resp: api.Job{}},
 	{method: "GET", path: "/jobs/{id}/journal", summary: "A job's journal: its steps while the read model has the job, the journal's lines after", status: 200,
 		resp: api.List[api.JobStep]{}, alt: api.List[api.JournalLine]{}},
+	{method: "POST", path: "/jobs/{id}/cancel", summary: "Cancel a job: a queued one leaves the queue, a running one stops at its next safe point (a job whose agent command is out waits for its answer); 409 for a job that has ended or a terminate",
+		body: api.CancelRequest{}, status: 202, resp: api.Job{}},
 	{method: "GET", path: "/jobs/{id}/events", summary: "A job's events as Server-Sent Events (Last-Event-ID resumes)", status: 200, stream: true},
 	{method: "GET", path: "/events", summary: "VM and job events as Server-Sent Events (Last-Event-ID resumes)", query: []string{"vm"}, status: 200, stream: true},
 	{method: "POST", path: "/journal/query", summary: "Query the journal (analysts)", admin: true, body: api.QueryRequest{}, status: 200, resp: api.QueryResult{}},

@@ -147,6 +147,8 @@ func answersEnv(t *testing.T) *matrixEnv {
 		History: fixedHistory{}, Capacity: fixedCapacity{}}
 	m := newMatrixEnvWith(t, cfg)
 	m.rm.AddStep(readmodel.JobStep{JobID: "job-a1", Seq: 1, TaskState: "Spawning", Step: "StartVm", Text: "StartVm sent to host-1", At: t0})
+	// A job still running, so that its cancel is accepted.
+	m.rm.PutJob(readmodel.Job{ID: "job-a1", VmID: "vm-a1", Account: "acct-a", Type: "Deploy", State: "running", TaskState: "Spawning", CreatedAt: t0})
 	m.rm.PutAlert(readmodel.Alert{ID: "al-1", Kind: "HostDown", VmID: "vm-a1", HostID: "host-1", Account: "acct-a", Message: "host-1 is down", At: t0})
 	l, _ := m.rm.Lease(t.Context(), "lease-a")
 	l.Reservations = []readmodel.LeaseReservation{{ID: "res-1", Status: "active", MinHosts: 1, MaxHosts: 2,

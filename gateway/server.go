@@ -236,6 +236,7 @@ func (s *Server) router() *mux.Router {
 	api("/jobs/{id}", s.getJob, http.MethodGet)
 	api("/jobs", s.listJobs, http.MethodGet)
 	api("/jobs/{id}/journal", s.jobJournalAnywhere, http.MethodGet)
+	api("/jobs/{id}/cancel", s.cancelJob, http.MethodPost)
 	api("/vms/{id}/history", s.vmHistory, http.MethodGet)
 	admin("/journal/query", s.journalQuery, http.MethodPost)
 	api("/alerts", s.listAlerts, http.MethodGet)

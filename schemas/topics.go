@@ -64,7 +64,7 @@ var Partitions = map[string]int32{
 }
 
 var vmCommandTypes = []string{"Deploy", "Start", "Stop", "Reboot", "Pause", "Unpause", "Suspend", "Resume",
-	"Rescue", "Unrescue", "Rebuild", "Snapshot", "Migrate", "Resize", "ConfirmResize", "RevertResize", "Terminate"}
+	"Rescue", "Unrescue", "Rebuild", "Snapshot", "Migrate", "Resize", "ConfirmResize", "RevertResize", "Terminate", "CancelJob"}
 
 var agentCommandTypes = []string{"StartVm", "StopVm", "DestroyVm", "RebootVm", "PauseVm", "UnpauseVm",
 	"SuspendVm", "ResumeVm", "RescueVm", "UnrescueVm", "RebuildVm", "SnapshotVm", "MigrateVm", "CheckVm", "CheckHost", "FenceHost", "AgentRejected"}

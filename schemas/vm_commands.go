@@ -90,3 +90,19 @@ type RevertResize struct{ VmCommand }
 
 // Terminate deletes a VM. It is always allowed and cancels the job in flight.
 type Terminate struct{ VmCommand }
+
+// CancelJob asks the VM processor to cancel one job of the VM
+// (docs/design.md §5.3): a queued job leaves the queue; a running one stops
+// at its next safe point, before it sends its next agent command, and one
+// whose agent command was sent first waits for the answer. It is no job of
+// its own and does not embed VmCommand: the cancelled job's JobCancelled
+// says who cancelled it.
+type CancelJob struct {
+	CommandID string `avro:"command_id" doc:"Unique id of the request; a repeat changes nothing."`
+	VmID      string `avro:"vm_id" doc:"VM of the job; also the record key."`
+	JobID     string `avro:"job_id" doc:"The job to cancel."`
+	Account   string `avro:"account" doc:"Account of the caller."`
+	By        string `avro:"by" doc:"Who asks, as the job's JobCancelled names it: key <key id> of account <account>."`
+	Reason    string `avro:"reason" doc:"Why, as the caller says; empty for none."`
+	IssuedAt  int64  `avro:"issued_at" doc:"When the request was issued, Unix milliseconds."`
+}

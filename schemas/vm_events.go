@@ -43,12 +43,17 @@ type JobFailed struct {
 	StartedAt int64  `avro:"started_at" doc:"When the job started running, Unix milliseconds (after any wait in the VM's queue); at for a job that never ran; 0 from writers before this field."`
 }
 
-// JobCancelled ends a job cancelled by Terminate (it never resumes).
+// JobCancelled ends a job cancelled by a Terminate or a CancelJob (it never
+// resumes).
 type JobCancelled struct {
 	JobRef
-	Reason    string `avro:"reason" doc:"Why, e.g. Cancelled by terminate job <id>."`
+	Reason    string `avro:"reason" doc:"Why, e.g. Cancelled by terminate job <id>, Cancelled by key <key id> of account <account>."`
 	VmState   string `avro:"vm_state" doc:"Stationary state the VM rests in."`
 	StartedAt int64  `avro:"started_at" doc:"When the job started running, Unix milliseconds (after any wait in the VM's queue); at for a job that never ran; 0 from writers before this field."`
+	By        string `avro:"by" doc:"Who cancelled: terminate job <id>, or the caller of a CancelJob (key <key id> of account <account>); empty from writers before this field."`
+	Step      int32  `avro:"step" doc:"The job's last step number when the cancel took effect (its journal names the step); 0 for a job that never ran."`
+	TaskState string `avro:"task_state" doc:"The job's task state when the cancel took effect; empty for a job that never ran."`
+	Detail    string `avro:"detail" doc:"What the cancel found: the agent command already sent and what it did (a move that finished cannot be undone), or how the job was rolled back."`
 }
 
 // JobRejected ends a command that was not allowed in the VM's state.

@@ -2,6 +2,8 @@ package sim
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/vmplane/vmplane/schemas"
 	"github.com/vmplane/vmplane/schemas/actions"
@@ -46,6 +48,8 @@ func (c *clients) act(w *world) {
 		w.produce(rec)
 	case k <= 1 || len(c.vms) == 0:
 		c.deploy(w)
+	case k == 2 && w.rng.IntN(6) == 0:
+		c.cancel(w)
 	case k == 2:
 		c.action(w)
 	case k == 3:
@@ -118,6 +122,32 @@ func (c *clients) action(w *world) {
 		return
 	}
 	c.send(w, schemas.Record{Topic: schemas.TopicVmCommands, Key: vmID, Value: cmd})
+}
+
+// cancel asks to cancel a job, as a caller of POST /v1/jobs/{id}/cancel
+// does: one a VM runs now (internal ones too: HA restarts, maintenance
+// moves), or one the clients sent lately, which may be queued, ended or a
+// terminate (the gateway refuses those it knows have ended; the others
+// race it).
+func (c *clients) cancel(w *world) {
+	var vmID, jobID string
+	if running := w.views.running; len(running) > 0 && (len(c.sent) == 0 || w.rng.IntN(2) == 0) {
+		vms := slices.Sorted(maps.Keys(running))
+		vmID = vms[w.rng.IntN(len(vms))]
+		jobID = running[vmID]
+	} else if len(c.sent) > 0 {
+		rec := c.sent[len(c.sent)-1-w.rng.IntN(min(len(c.sent), 8))]
+		cmd, ok := rec.Value.(schemas.VmCommandRecord)
+		if !ok {
+			return
+		}
+		vmID, jobID = rec.Key, cmd.Common().CommandID
+	} else {
+		return
+	}
+	acct := c.accounts[w.rng.IntN(len(c.accounts))]
+	c.send(w, schemas.Record{Topic: schemas.TopicVmCommands, Key: vmID, Value: &schemas.CancelJob{CommandID: c.id("cancel"),
+		VmID: vmID, JobID: jobID, Account: acct, By: "key k-" + acct + " of account " + acct, IssuedAt: w.ms()}})
 }
 
 func (c *clients) hostAdmin(w *world) {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/vmplane/vmplane/schemas"
 )
@@ -126,6 +127,10 @@ func (v *views) job(w *world, ev any) {
 		ref, end = e.JobRef, "failed:"+e.VmState
 	case *schemas.JobCancelled:
 		ref, end = e.JobRef, "cancelled:"+e.VmState
+		if !strings.HasPrefix(e.By, "terminate job ") {
+			// Cancelled by a caller: the VM rests where the job left it.
+			end = "stopped:" + e.VmState
+		}
 	case *schemas.JobRejected:
 		ref, end = e.JobRef, "rejected:"
 	default:
@@ -151,16 +156,23 @@ func (v *views) job(w *world, ev any) {
 		v.run(w, ref.JobID, j)
 	}
 	if end != "" {
+		wasRunning := j.running
 		j.ends = append(j.ends, end)
 		j.running = false
 		if j.vm != "" && v.running[j.vm] == ref.JobID {
 			delete(v.running, j.vm)
 		}
 		kind := end[:len(end)-len(afterColon(end))-1]
+		byCaller := kind == "stopped"
+		if byCaller {
+			kind = "cancelled"
+		}
 		v.outcomes[kind]++
-		// A cancelled job was cut short by a Terminate, which runs on at
-		// once: the VM does not rest there.
-		if j.accepted && kind != "rejected" && kind != "cancelled" && ref.VmID != "" {
+		// A job cancelled by a Terminate was cut short, and the terminate
+		// runs on at once: the VM does not rest there. One a caller
+		// cancelled leaves the VM at rest, unless it was queued: its end
+		// shows the VM as the running job has it.
+		if j.accepted && kind != "rejected" && (kind != "cancelled" || byCaller && wasRunning) && ref.VmID != "" {
 			w.checks["job ends in a stationary state"]++
 			if st := afterColon(end); !stationary(st) {
 				w.fail("job %s (%s of %s) ended %s in a state that is not stationary: %q", ref.JobID, ref.JobType, ref.VmID, kind, st)

@@ -78,11 +78,18 @@ func TestPlacesNumberEachList(t *testing.T) {
 	}
 }
 
-// Every command the topic carries has a row that commandOf finds, and
-// every row but the internal HARestart is such a command.
+// Every command the topic carries but CancelJob (no job, no row:
+// cancel.go) has a row that commandOf finds, and every row but the
+// internal HARestart is such a command.
 func TestTableNamesCommands(t *testing.T) {
 	spec, _ := schemas.TopicByName(schemas.TopicVmCommands)
 	for _, name := range spec.Types {
+		if name == "CancelJob" {
+			if _, _, ok := commandOf(&schemas.CancelJob{}); ok {
+				t.Errorf("a CancelJob has a row")
+			}
+			continue
+		}
 		v, ok := schemas.New(name)
 		if !ok {
 			t.Fatalf("no record %s", name)

@@ -135,7 +135,7 @@ func fuzzRun(t *testing.T, data []byte) {
 		}
 	}
 	for pos < len(data) {
-		op := next() % 10
+		op := next() % 11
 		in = nil
 		switch op {
 		case 0:
@@ -186,6 +186,10 @@ func fuzzRun(t *testing.T, data []byte) {
 			in = &schemas.HostDown{VmID: "vm1", HostID: hosts[int(next())%len(hosts)]}
 		case 6:
 			in = &schemas.VmMissingFromHost{VmID: "vm1", HostID: hosts[int(next())%len(hosts)], ReportSeq: int64(next() % 16)}
+		case 7:
+			// A cancel of one of the command ids the commands use: running,
+			// queued, ended or never sent.
+			in = &schemas.CancelJob{CommandID: "x", VmID: "vm1", JobID: fmt.Sprintf("c%d", next()%6), Account: "acme", By: "key k1 of account acme"}
 		default:
 			b := next()
 			now = now.Add(time.Duration(b) * time.Second)

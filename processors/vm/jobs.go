@@ -208,7 +208,8 @@ func (t *tx) reject(ref schemas.JobRef, reason, detail string, allowed []string)
 func (t *tx) terminate(ref schemas.JobRef, c schemas.VmCommand, v any) {
 	// The jobs it cancels end before it is accepted: the journal never
 	// shows a VM with two jobs running.
-	why := "Cancelled by terminate job " + c.CommandID
+	by := "terminate job " + c.CommandID
+	why := "Cancelled by " + by
 	if j := t.s.Job; j.JobID != "" {
 		// What it claimed goes back now: the terminate may itself fail,
 		// and a migration's destination would stay claimed for good
@@ -232,16 +233,12 @@ func (t *tx) terminate(ref schemas.JobRef, c schemas.VmCommand, v any) {
 		if !mayRun && !moving {
 			t.releaseHeld()
 		}
-		t.endJob(outcomeCancelled, &schemas.JobCancelled{JobRef: t.jobRef(), Reason: why, VmState: t.s.VmState, StartedAt: t.s.Job.StartedAt}, why, false)
+		t.endJob(outcomeCancelled, &schemas.JobCancelled{JobRef: t.jobRef(), Reason: why, VmState: t.s.VmState, StartedAt: t.s.Job.StartedAt,
+			By: by, Step: j.Seq, TaskState: t.s.TaskState}, why, false)
 	}
 	for _, q := range t.s.Queue {
-		qref := schemas.JobRef{JobID: q.CommandID, VmID: t.key, JobType: q.Type, Origin: schemas.OriginAPI, At: t.ms}
-		if qv, err := schemas.Unmarshal(q.Payload); err == nil {
-			if a, qc, ok := commandOf(qv); ok {
-				qref = t.refOf(a.name, qc)
-			}
-		}
-		t.event(&schemas.JobCancelled{JobRef: qref, Reason: why, VmState: t.s.VmState, StartedAt: qref.At})
+		qref := t.queuedRef(q)
+		t.event(&schemas.JobCancelled{JobRef: qref, Reason: why, VmState: t.s.VmState, StartedAt: qref.At, By: by})
 		t.remember(q.CommandID, outcomeCancelled)
 	}
 	t.s.Queue = nil
@@ -301,6 +298,12 @@ func (t *tx) startNext() {
 // endJob ends the running job with its end event; the VM rests in a
 // stationary state (task_state empty). next starts the queued commands.
 func (t *tx) endJob(outcome string, ev any, reason string, next bool) {
+	if outcome != outcomeCancelled && t.cancelRequested() {
+		// A cancelled job that ends as its flow ends it: the end says who
+		// cancelled it and what its command did (cancel.go).
+		outcome, ev = outcomeCancelled, t.cancelledEnd(ev, reason)
+		reason = fmt.Sprintf("job %s cancelled by %s", t.s.Job.JobID, t.s.Job.Params[paramCancelBy])
+	}
 	id := t.s.Job.JobID
 	t.remember(id, outcome)
 	*t.s.Job = schemas.JobState{}
@@ -361,8 +364,8 @@ func (t *tx) failAs(state, reason, detail string) {
 		t.adopt(s.HostID)
 	}
 	ref := t.jobRef()
-	if f.failed != nil {
-		// Before endJob, so a retry is scheduled ahead of queued commands
+	if f.failed != nil && !t.cancelRequested() {
+		// A cancelled job is not retried (an HA restart). Before endJob, so a retry is scheduled ahead of queued commands
 		// that endJob starts (they win: a retry finds a job running).
 		f.failed(t)
 	}
@@ -502,6 +505,10 @@ func (t *tx) graceDeadline() int64 { return t.ms + 3*t.cfg.ResendAfter.Milliseco
 // advance ends the job's wait and lets its flow go on.
 func (t *tx) advance() {
 	t.s.Job.Wait = schemas.JobWait{}
+	if t.cancelRequested() {
+		t.advanceCancelled()
+		return
+	}
 	flowOf(t.s.Job.JobType).advance(t)
 }
 

@@ -6,7 +6,8 @@
 // snapshots, placement requests and agent commands.
 //
 // It owns the action table (which command a VM allows in which state), the
-// job lifecycle (one job per VM, queueing, cancellation by Terminate,
+// job lifecycle (one job per VM, queueing, cancellation by Terminate or
+// CancelJob,
 // epochs, timeouts, stall alerts, command-id dedup) and the reaction to
 // power reports. It never does I/O, never reads the clock (time arrives as
 // an argument), never uses randomness (every id it makes derives from a job
@@ -136,6 +137,8 @@ func (m *Machine) step(s *schemas.VmRecord, in schemas.Record, now time.Time) (*
 		t.hostDown(v)
 	case *schemas.VmMissingFromHost:
 		t.missingFromHost(v)
+	case *schemas.CancelJob:
+		t.cancelJob(v)
 	}
 	return t.finish(s)
 }

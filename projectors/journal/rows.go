@@ -118,7 +118,12 @@ func rowsWithoutPayload(r schemas.Record) (*jobRow, eventRow, error) {
 		ev.VmState, ev.Reason = v.VmState, v.Reason
 	case *schemas.JobCancelled:
 		job = newJob(v.JobRef, KindCancelled, endSeq)
-		job.Reason, job.VmState, job.Text = v.Reason, v.VmState, v.Reason
+		job.Reason, job.Detail, job.VmState, job.Text = v.Reason, v.Detail, v.VmState, v.Reason
+		job.TaskState = v.TaskState
+		if v.By != "" {
+			// Who cancelled and at which step, for the journal's reader.
+			job.Obj = mustJSON(map[string]any{"by": v.By, "step": v.Step, "task_state": v.TaskState})
+		}
 		job.StartedMs = v.StartedAt
 		ev.VmState, ev.Reason = v.VmState, v.Reason
 	case *schemas.JobRejected:

@@ -160,7 +160,7 @@ func (c *changes) add(r schemas.Record) bool {
 	case *schemas.JobFailed:
 		c.finish(c.job(v.JobRef, r.Offset, ts), "failed", v.Reason, v.Detail, ts, v.At)
 	case *schemas.JobCancelled:
-		c.finish(c.job(v.JobRef, r.Offset, ts), "cancelled", v.Reason, "", ts, v.At)
+		c.finish(c.job(v.JobRef, r.Offset, ts), "cancelled", v.Reason, v.Detail, ts, v.At)
 	case *schemas.JobRejected:
 		j := c.job(v.JobRef, r.Offset, ts)
 		c.finish(j, "rejected", v.Reason, v.Detail, ts, v.At)

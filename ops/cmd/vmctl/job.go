@@ -162,3 +162,55 @@ func (a *cli) finalLine(j api.Job, raw json.RawMessage, waited time.Duration) er
 	}
 	return nil
 }
+
+// jobCancel is job cancel ID: POST /v1/jobs/{id}/cancel. The gateway
+// answers with the job as it is; the processor stops it at its next safe
+// point, so with --wait it is followed to its end, where cancelled is the
+// outcome asked for (exit 0). A job whose agent command finished first may
+// end otherwise: its final line says how, and the exit code is 1.
+func jobCancel(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	reason := fs.String("reason", "", "why, quoted in the job's end")
+	wait := waitFlags(fs)
+	pos, err := a.setup(fs, args, getenv, "ID")
+	if err != nil {
+		return err
+	}
+	body := map[string]any{}
+	if *reason != "" {
+		body["reason"] = *reason
+	}
+	cctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	var raw json.RawMessage
+	if err := a.c.call(cctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(pos[0])+"/cancel", nil, body, &raw); err != nil {
+		return err
+	}
+	j, err := decodeRaw[api.Job](raw)
+	if err != nil {
+		return err
+	}
+	accepted := fmt.Sprintf("cancel of job %s (%s, %s%s) accepted for VM %s", j.ID, j.Type, j.State, taskOf(j.TaskState), j.VmID)
+	if !*wait.wait {
+		return a.emit(raw, func(w io.Writer) error {
+			fmt.Fprintln(w, accepted)
+			fmt.Fprintf(w, "follow it with: vmctl job wait %s\n", j.ID)
+			return nil
+		})
+	}
+	if a.output == "table" {
+		fmt.Fprintln(a.stdout, accepted)
+	}
+	err = a.waitJob(ctx, j.ID, *wait.timeout)
+	if f, ok := errors.AsType[*jobFailed](err); ok && f.j.State == api.JobCancelled {
+		return nil
+	}
+	return err
+}
+
+// taskOf is a task state as a suffix: ", Migrating"; "" for none.
+func taskOf(task string) string {
+	if task == "" {
+		return ""
+	}
+	return ", " + task
+}

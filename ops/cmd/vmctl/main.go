@@ -35,6 +35,7 @@ commands:
   alert list [--vm ID] [--host ID] [--zone ID] [--kind K] [--open]; alert get ID; alert ack ID
   job get ID [--steps]
   job wait ID [--timeout 5m]
+  job cancel ID [--reason R] [--wait] [--timeout 10m]
   host list; host get ID
   host enable|disable|maintenance|cancel-maintenance|remove|unmanage|manage ID [--wait] [--timeout 10m]
   host add ID [--name N] [--zone Z] [--pod P] [--cluster C] [--hypervisor H]

@@ -26,6 +26,7 @@ func init() {
 		"vm action":     vmAction,
 		"job get":       jobGet,
 		"job wait":      jobWait,
+		"job cancel":    jobCancel,
 		"offering list": offeringList,
 	}
 }

@@ -58,6 +58,10 @@ func (s *stack) key(t *testing.T, account, role string) string {
 }
 
 func (s *stack) play(r schemas.Record) {
+	if c, ok := r.Value.(*schemas.CancelJob); ok {
+		s.cancel(c)
+		return
+	}
 	typ := schemas.TypeName(r.Value)
 	id := r.Headers["command_id"]
 	created := time.Now().UTC()
@@ -102,15 +106,7 @@ func TestDeployAndWaitPrintsSteps(t *testing.T) {
 		`^  \[3\] Spawning: StartVm sent to host-2$`,
 		`^job \S+ Deploy succeeded in \d+(\.\d+)?m?s$`,
 	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != len(want) {
-		t.Fatalf("output:\n%s", out)
-	}
-	for i, re := range want {
-		if !regexp.MustCompile(re).MatchString(lines[i]) {
-			t.Errorf("line %d %q does not match %s", i, lines[i], re)
-		}
-	}
+	wantLines(t, out, want)
 }
 
 // stampWriter remembers when each line was written.
