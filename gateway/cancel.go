@@ -58,6 +58,13 @@ func (s *Server) cancelIssuer(id, reason string) issueFunc {
 			e.Details = map[string]any{"state": job.State, "reason": job.Reason}
 			return schemas.Record{}, api.Job{}, e
 		}
+		if job.VmID == "" {
+			// A bulk job is no VM's: its owner resource ends it.
+			e := errorf(http.StatusConflict, codeInvalidState,
+				"job %s is a %s, which is ended through its resource (a maintenance: the host's cancel_maintenance action), not cancelled", id, job.Type)
+			e.Details = map[string]any{"state": job.State, "type": job.Type}
+			return schemas.Record{}, api.Job{}, e
+		}
 		if job.Type == "Terminate" {
 			e := errorf(http.StatusConflict, codeInvalidState, "job %s is a terminate, which cannot be cancelled", id)
 			e.Details = map[string]any{"state": job.State, "type": job.Type}

@@ -45,6 +45,7 @@ func TestCancelJobPublishesCancelJob(t *testing.T) {
 func TestCancelJobRefusals(t *testing.T) {
 	e := newEnv(t, gateway.Config{})
 	e.rm.PutJob(readmodel.Job{ID: "job-t", VmID: "vm-a1", Account: "acct-a", Type: "Terminate", State: "running", CreatedAt: t0})
+	e.rm.PutJob(readmodel.Job{ID: "job-drain", Type: "PrepareForMaintenance", State: "running", CreatedAt: t0})
 	e.rm.PutJob(readmodel.Job{ID: "job-c", VmID: "vm-a1", Account: "acct-a", Type: "Reboot", State: "cancelled", Reason: "Cancelled by terminate job t1", CreatedAt: t0, FinishedAt: &t0})
 	for _, tc := range []struct {
 		name, path, key string
@@ -57,6 +58,8 @@ func TestCancelJobRefusals(t *testing.T) {
 		{"a job that succeeded", "/v1/jobs/job-a1/cancel", e.alice, nil, 409, "invalid_state", "succeeded"},
 		{"a job cancelled already", "/v1/jobs/job-c/cancel", e.alice, nil, 409, "invalid_state", "cancelled"},
 		{"a terminate", "/v1/jobs/job-t/cancel", e.alice, nil, 409, "invalid_state", "running"},
+		{"a host's maintenance", "/v1/jobs/job-drain/cancel", e.admin, nil, 409, "invalid_state", "running"},
+		{"a host's maintenance, for a user", "/v1/jobs/job-drain/cancel", e.alice, nil, 404, "not_found", ""},
 		{"an unknown field", "/v1/jobs/job-t/cancel", e.alice, `{"why":"x"}`, 422, "validation_failed", ""},
 		{"a reason that is not text", "/v1/jobs/job-t/cancel", e.alice, "{\"reason\":\"a\\u0000b\"}", 422, "validation_failed", ""},
 		{"a reason too long", "/v1/jobs/job-t/cancel", e.alice, map[string]any{"reason": strings.Repeat("x", 501)}, 422, "validation_failed", ""},
