@@ -64,6 +64,7 @@ func (c Config) with(v *settings.Values) Config {
 	c.PingInterval = v.Duration(settings.PingInterval, "", "", c.PingInterval)
 	c.PingTimeout = v.Duration(settings.PingTimeout, "", "", c.PingTimeout)
 	c.AlertWait = v.Duration(settings.AlertWait, "", "", c.AlertWait)
+	c.AutoRegister = v.Bool(settings.AutoRegister, "", "", c.AutoRegister)
 	return c
 }
 

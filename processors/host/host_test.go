@@ -381,3 +381,27 @@ func TestRelay(t *testing.T) {
 		})
 	}
 }
+
+// host.auto.register changes at run time, as any setting: off, an unknown
+// host's agent is refused; on again, the next hello registers its host.
+func TestAutoRegisterSetting(t *testing.T) {
+	m := New(DefaultConfig())
+	set := func(v string) {
+		t.Helper()
+		if err := m.Configure(&schemas.SettingChanged{Name: "host.auto.register", Scope: "global", Value: v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Configure(&schemas.SettingChanged{Name: "host.auto.register", Scope: "global", Value: "maybe"}); err == nil {
+		t.Fatal("a value that is no bool was taken")
+	}
+	set("false")
+	r, out := m.Step(nil, rec(hello()), t0)
+	if r != nil || len(out) != 1 || typeName(out[0].Value) != "*schemas.AgentRejected" {
+		t.Fatalf("auto-registration off: %+v %+v", r, out)
+	}
+	set("true")
+	if r, _ := m.Step(nil, rec(hello()), t0); r == nil || r.Status.Status != StatusConnecting {
+		t.Fatalf("auto-registration on: %+v", r)
+	}
+}

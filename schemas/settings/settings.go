@@ -80,6 +80,7 @@ const (
 	LeaseMonitorType      = "lease.monitor.type"
 	LeaseMonitorPoll      = "lease.monitor.poll.interval"
 	HealingWindow         = "healing.window"
+	AutoRegister          = "host.auto.register"
 )
 
 // Values of lease.monitor.type.
@@ -112,6 +113,8 @@ var Catalog = []Spec{
 		"Longest wait between two HA restart attempts."},
 	{HAMaxRetries, KindInt, "5", "1", "100", nil, global, []string{ByVM},
 		"HA restart attempts of a VM before it goes to Error with an HAExhausted alert."},
+	{AutoRegister, KindBool, "true", "", "", nil, global, []string{ByHost},
+		"An unknown host's agent registers its host on its first hello; off, an admin adds each host first (POST /v1/hosts)."},
 	{HealingWindow, KindDuration, "1h0m0s", "1m0s", "720h0m0s", nil, global, []string{ByLease},
 		"Leases starting within it (and active ones) are healed when a host fails."},
 	{ReservationRelease, KindDuration, "5m0s", "1s", "24h0m0s", nil, globalZone, []string{ByPlacement},
@@ -293,6 +296,11 @@ func (v *Values) Int(name, zone, cluster string, def int64) int64 {
 // Float returns a float setting in effect, or def when none is set.
 func (v *Values) Float(name, zone, cluster string, def float64) float64 {
 	return parsed(v, name, zone, cluster, def, func(x string) (float64, error) { return strconv.ParseFloat(x, 64) })
+}
+
+// Bool returns a bool setting in effect, or def when none is set.
+func (v *Values) Bool(name, zone, cluster string, def bool) bool {
+	return parsed(v, name, zone, cluster, def, strconv.ParseBool)
 }
 
 // String returns a setting in effect as written, or def when none is set.
