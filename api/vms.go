@@ -24,7 +24,8 @@ type VM struct {
 	JobID          string    `json:"job_id,omitempty"`
 	// HostStatus is the agent status of the VM's host. While it is not
 	// Up nobody is watching the VM: PowerState is then PowerUnknown, and
-	// LastPowerState is what was last seen, at PowerStateAt.
+	// LastPowerState is what was last seen, at PowerStateAt (a report, or
+	// its host's last ping).
 	HostStatus     string     `json:"host_status,omitempty"`
 	LastPowerState string     `json:"last_power_state,omitempty"`
 	PowerStateAt   *time.Time `json:"power_state_at,omitempty"`

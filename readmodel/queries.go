@@ -66,7 +66,7 @@ func limitOf(p Page) int {
 
 const vmColumnsSQL = `v.id, v.name, v.account, v.zone_id, v.offering, v.offering_id, v.cpu, v.memory_mb, v.vm_state,
 	v.task_state, v.power_state, v.legacy_state, v.host_id, v.allowed_actions, v.ha, v.job_id, v.epoch, v.version,
-	v.created_at, v.updated_at, coalesce(h.status, ''), v.power_state_update_time`
+	v.created_at, v.updated_at, coalesce(h.status, ''), greatest(v.power_state_update_time, h.last_ping_at)`
 
 // vmFromSQL joins each VM with its host's status: the power state of a VM
 // whose host is not Up is only what was last seen.

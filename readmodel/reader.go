@@ -32,7 +32,8 @@ type VM struct {
 	UpdatedAt      time.Time
 	// HostStatus is the agent status of the VM's host ("" when it has
 	// none, or the read model has not seen the host); PowerSeenAt is when
-	// a report last agreed with PowerState (nil: none has yet).
+	// PowerState was last seen: a report agreed with it, or its host
+	// pinged since, listing its VMs (nil: neither has happened yet).
 	HostStatus  string
 	PowerSeenAt *time.Time
 }
