@@ -73,7 +73,6 @@ func (m *Machine) unmanage(r *schemas.HostRecord) {
 	switch r.Status.ResourceState {
 	case ResourceEnabled, ResourceDisabled, ResourceMaintenance, ResourceErrorInMaintenance, ResourceError, ResourceCreating:
 		setResourceState(&r.Status, ResourceUnmanaged, ReasonUnmanaged)
-		r.PingDeadline, r.GraceUntil = 0, 0
 		r.Investigation, r.StepDeadline, r.AlertAt = "", 0, 0
 	}
 }

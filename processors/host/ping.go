@@ -33,9 +33,6 @@ func (m *Machine) ping(s *schemas.HostRecord, p *schemas.AgentPing, now time.Tim
 func (m *Machine) heard(r *schemas.HostRecord, now time.Time) {
 	r.Status.LastPingAt = now.UnixMilli()
 	r.PingDeadline = now.Add(m.cfg.PingTimeout).UnixMilli()
-	if r.Status.ResourceState == ResourceUnmanaged {
-		r.PingDeadline = 0 // nobody watches an unmanaged host's pings
-	}
 	r.GraceUntil = 0
 	r.Investigation, r.StepDeadline, r.AlertAt = "", 0, 0
 }
@@ -100,12 +97,18 @@ func (m *Machine) pingTimeout(s *schemas.HostRecord, now time.Time) (*schemas.Ho
 	switch {
 	case wake.IsZero() || now.Before(wake):
 		return s, nil
-	case s.Status.Status != StatusUp && s.Status.Status != StatusDisconnected && s.Status.Status != StatusConnecting,
-		s.Status.ResourceState == ResourceUnmanaged:
+	case s.Status.Status != StatusUp && s.Status.Status != StatusDisconnected && s.Status.Status != StatusConnecting:
 		// Nothing to investigate; the deadline is spent.
 		r := clone(s)
 		r.PingDeadline, r.GraceUntil = 0, 0
 		return r, nil
+	case s.Status.ResourceState == ResourceUnmanaged:
+		// Shown as it is, Disconnected, but neither investigated nor
+		// escalated: an operator has the host in hand.
+		r := clone(s)
+		r.PingDeadline, r.GraceUntil = 0, 0
+		setStatus(&r.Status, StatusDisconnected, ReasonPingTimeout+" (unmanaged: not investigated)")
+		return r, announce(&s.Status, r, now, nil)
 	}
 	r := clone(s)
 	if now.Sub(wake) > m.cfg.TickSlack {

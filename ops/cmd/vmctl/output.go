@@ -110,7 +110,7 @@ func printJob(w io.Writer, j api.Job) {
 		fmt.Fprintf(w, "finished:\t%s (%s)\n", j.FinishedAt.Format(time.RFC3339), j.FinishedAt.Sub(j.CreatedAt).Round(time.Millisecond))
 	}
 	for _, c := range j.Children {
-		fmt.Fprintf(w, "  child %s\t%s %s\t%s\n", c.ID, orDash(c.Type), orDash(c.VmID), c.State)
+		fmt.Fprintf(w, "  child %s: %s of %s, %s\n", c.ID, orDash(c.Type), orDash(c.VmID), c.State)
 	}
 	for _, s := range j.Steps {
 		fmt.Fprintln(w, stepLine(s))
