@@ -125,7 +125,7 @@ func waitHTTP(ctx context.Context, url string, d time.Duration) error {
 	}
 }
 
-// waitHostsUp waits until the read model shows n hosts Up and Enabled.
+// waitHostsUp waits until the read model shows n hosts Up.
 func (s *Stack) waitHostsUp(ctx context.Context, n int, d time.Duration) error {
 	rm, err := readmodel.NewReader(ctx, s.dsn)
 	if err != nil {
@@ -139,8 +139,10 @@ func (s *Stack) waitHostsUp(ctx context.Context, n int, d time.Duration) error {
 			return err
 		}
 		up := 0
+		// Up, whatever the admin's intent: a host left in maintenance or
+		// disabled by the last run is up, and the stack must start.
 		for _, h := range hosts {
-			if h.Reservable {
+			if h.Status == "Up" {
 				up++
 			}
 		}
