@@ -43,6 +43,9 @@ const (
 	TaskRescuing           = "Rescuing"
 	TaskUnrescuing         = "Unrescuing"
 	TaskSnapshotting       = "Snapshotting"
+	TaskRevertingSnapshot  = "RevertingSnapshot"
+	TaskDeletingSnapshot   = "DeletingSnapshot"
+	TaskRecovering         = "Recovering"
 	TaskDeleting           = "Deleting"
 )
 
