@@ -112,6 +112,12 @@ func Execute(ctx context.Context, d Driver, v any, now int64, peers []string) (w
 	case *schemas.SnapshotVm:
 		report = false // the power state does not change
 		err = d.Snapshot(ctx, cmd.HostID, c.VmID, c.SnapshotName)
+	case *schemas.RevertSnapshotVm:
+		report = false // the VM is off and stays off
+		err = d.RevertSnapshot(ctx, cmd.HostID, c.VmID, c.SnapshotName)
+	case *schemas.DeleteSnapshotVm:
+		report = false
+		err = d.DeleteSnapshot(ctx, cmd.HostID, c.VmID, c.SnapshotName)
 	case *schemas.CheckVm:
 		// Nothing changes: the answer carries the VM's power there,
 		// PowerOff when the host has no such VM.
