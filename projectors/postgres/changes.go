@@ -143,6 +143,11 @@ func (c *changes) add(r schemas.Record) bool {
 	case *schemas.VmExpunged:
 		c.vm(v.VmID).op = vmDelete
 		c.vms[v.VmID].version = r.Offset
+		c.stmts = append(c.stmts, stmt{sqlSnapshotsExpunged, []any{v.VmID, r.Offset}})
+	case *schemas.SnapshotTaken:
+		c.stmts = append(c.stmts, stmt{sqlSnapshot, []any{v.VmID, v.Name, v.Account, v.JobID, ms(v.At, ts), r.Offset}})
+	case *schemas.SnapshotDeleted:
+		c.stmts = append(c.stmts, stmt{sqlSnapshotDelete, []any{v.VmID, v.Name, r.Offset}})
 	case *schemas.JobAccepted:
 		j := c.job(v.JobRef, r.Offset, ts)
 		j.State = "running"
