@@ -23,6 +23,21 @@ type OfferingRequest struct {
 	HostTags          []string `json:"host_tags,omitempty"`
 }
 
+// OfferingUpdate is the body of PATCH /v1/offerings/{id}: the fields to
+// change, the others left out. CPU and memory are the size of every VM
+// deployed on the offering and cannot change: a request that changes
+// either is refused and names a new offering as the way. A name changes
+// the offering's name, not its id.
+type OfferingUpdate struct {
+	Name              *string   `json:"name,omitempty"`
+	CPU               *int32    `json:"cpu,omitempty"`
+	MemoryMB          *int64    `json:"memory_mb,omitempty"`
+	HA                *bool     `json:"ha,omitempty"`
+	DeploymentPlanner *string   `json:"deployment_planner,omitempty"`
+	PlannerMode       *string   `json:"planner_mode,omitempty"`
+	HostTags          *[]string `json:"host_tags,omitempty"`
+}
+
 // Planner is one entry of GET /v1/planners (listDeploymentPlanners).
 type Planner struct {
 	Name          string `json:"name"`

@@ -31,6 +31,14 @@ type VM struct {
 	PowerStateAt   *time.Time `json:"power_state_at,omitempty"`
 }
 
+// Snapshot is the JSON of a VM's snapshot (GET /v1/vms/{id}/snapshots).
+type Snapshot struct {
+	VmID    string    `json:"vm_id"`
+	Name    string    `json:"name"`
+	JobID   string    `json:"job_id"`
+	TakenAt time.Time `json:"taken_at"`
+}
+
 // DeployRequest is the body of POST /v1/vms. Offering is a name or an id;
 // HA unset means the offering's default.
 type DeployRequest struct {

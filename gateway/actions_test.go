@@ -37,14 +37,18 @@ func TestEveryActionMapsToItsCommand(t *testing.T) {
 		"suspend": "Suspend", "resume": "Resume", "rescue": "Rescue", "unrescue": "Unrescue",
 		"rebuild": "Rebuild", "snapshot": "Snapshot", "migrate": "Migrate", "resize": "Resize",
 		"confirm_resize": "ConfirmResize", "revert_resize": "RevertResize", "terminate": "Terminate",
+		"revert_snapshot": "RevertSnapshot", "delete_snapshot": "DeleteSnapshot", "recover": "Recover",
 	}
 	if names := gateway.ActionNames(); len(names) != len(want) {
 		t.Fatalf("%d actions, want %d: %v", len(names), len(want), names)
 	}
 	for _, name := range gateway.ActionNames() {
 		body := map[string]any{"action": name}
-		if name == "resize" {
+		switch name {
+		case "resize":
 			body["offering"] = "ha-medium"
+		case "revert_snapshot", "delete_snapshot":
+			body["snapshot_name"] = "before"
 		}
 		rec := e.do("POST", "/v1/vms/vm-new/actions", e.alice, body)
 		wantStatus(t, rec, http.StatusAccepted)

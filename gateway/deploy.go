@@ -101,8 +101,13 @@ func (s *Server) offering(ctx context.Context, idOrName string) (schemas.Offerin
 	if err != nil {
 		return schemas.Offering{}, fmt.Errorf("read offering %s: %w", idOrName, err)
 	}
+	return commandOffering(o), nil
+}
+
+// commandOffering is the copy of a catalog offering that a record embeds.
+func commandOffering(o readmodel.Offering) schemas.Offering {
 	return schemas.Offering{
 		ID: o.ID, Name: o.Name, CPU: o.CPU, MemoryMB: o.MemoryMB, HA: o.HA,
 		DeploymentPlanner: o.DeploymentPlanner, HostTags: o.HostTags, PlannerMode: o.PlannerMode,
-	}, nil
+	}
 }

@@ -94,6 +94,9 @@ func (r route) fill(acct string, e *matrixEnv) string {
 		p = strings.Replace(p, "{id}", "host-1", 1)
 	case strings.HasPrefix(p, "/v1/zones/{id}"):
 		p = strings.Replace(p, "{id}", "zone-1", 1)
+	case strings.HasPrefix(p, "/v1/offerings/{id}") && r.method == "DELETE":
+		// No VM uses it: a delete of one in use is a 409.
+		p = strings.Replace(p, "{id}", "off-ha", 1)
 	case strings.HasPrefix(p, "/v1/offerings/{id}"):
 		p = strings.Replace(p, "{id}", "off-small", 1)
 	case strings.HasPrefix(p, "/v1/settings/{name}"):
@@ -110,6 +113,7 @@ var matrixRoutes = []route{
 	{method: "GET", path: "/v1/vms/{id}", owned: true},
 	{method: "DELETE", path: "/v1/vms/{id}", owned: true},
 	{method: "POST", path: "/v1/vms/{id}/actions", body: `{"action":"migrate"}`, owned: true},
+	{method: "GET", path: "/v1/vms/{id}/snapshots", owned: true},
 	{method: "GET", path: "/v1/vms/{id}/history", owned: true, noBackend: http.StatusServiceUnavailable},
 	{method: "GET", path: "/v1/jobs"},
 	{method: "GET", path: "/v1/jobs/{id}", owned: true},
@@ -128,6 +132,8 @@ var matrixRoutes = []route{
 	{method: "GET", path: "/v1/offerings"},
 	{method: "GET", path: "/v1/offerings/{id}"},
 	{method: "POST", path: "/v1/offerings", body: `{"name":"tiny","cpu":1,"memory_mb":512}`, admin: true},
+	{method: "PATCH", path: "/v1/offerings/{id}", body: `{"deployment_planner":"FirstFitPlanner"}`, admin: true},
+	{method: "DELETE", path: "/v1/offerings/{id}", admin: true},
 	{method: "GET", path: "/v1/planners"},
 	{method: "GET", path: "/v1/settings", admin: true},
 	{method: "GET", path: "/v1/settings/{name}", admin: true},

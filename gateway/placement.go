@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -63,12 +64,8 @@ func (s *Server) createOffering(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id := offeringID(req.Name)
-	for _, name := range []string{req.Name, id} {
-		if _, err := s.rm.Offering(r.Context(), name); err == nil {
-			return errorf(http.StatusConflict, codeInvalidState, "offering %q exists", req.Name)
-		} else if !errors.Is(err, readmodel.ErrNotFound) {
-			return fmt.Errorf("read offering %s: %w", name, err)
-		}
+	if err := s.nameFree(r.Context(), req.Name, ""); err != nil {
+		return err
 	}
 	o := schemas.Offering{ID: id, Name: req.Name, CPU: req.CPU, MemoryMB: req.MemoryMB, HA: req.HA,
 		DeploymentPlanner: req.DeploymentPlanner, PlannerMode: req.PlannerMode, HostTags: req.HostTags}
@@ -78,8 +75,31 @@ func (s *Server) createOffering(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.Header().Set("Location", "/v1/offerings/"+o.ID)
-	writeJSON(w, http.StatusCreated, api.Offering{ID: o.ID, Name: o.Name, CPU: o.CPU, MemoryMB: o.MemoryMB, HA: o.HA,
-		DeploymentPlanner: o.DeploymentPlanner, PlannerMode: o.PlannerMode, HostTags: nonNil(o.HostTags)})
+	writeJSON(w, http.StatusCreated, publishedOffering(o))
+	return nil
+}
+
+// publishedOffering is the answer to a create or update: the offering as
+// published, before the projector has it.
+func publishedOffering(o schemas.Offering) api.Offering {
+	return api.Offering{ID: o.ID, Name: o.Name, CPU: o.CPU, MemoryMB: o.MemoryMB, HA: o.HA,
+		DeploymentPlanner: o.DeploymentPlanner, PlannerMode: o.PlannerMode, HostTags: nonNil(o.HostTags)}
+}
+
+// nameFree refuses (409) an offering name that another offering than self
+// ("" for none) has, or whose id ("off-" + name) another has: a create of
+// that name later would then overwrite that offering.
+func (s *Server) nameFree(ctx context.Context, name, self string) error {
+	for _, key := range []string{name, offeringID(name)} {
+		o, err := s.rm.Offering(ctx, key)
+		switch {
+		case errors.Is(err, readmodel.ErrNotFound):
+		case err != nil:
+			return fmt.Errorf("read offering %s: %w", key, err)
+		case o.ID != self:
+			return errorf(http.StatusConflict, codeInvalidState, "offering %q exists", name)
+		}
+	}
 	return nil
 }
 

@@ -29,6 +29,10 @@ type ReadModel interface {
 	Offerings(ctx context.Context) ([]readmodel.Offering, error)
 	// Settings lists the values set for name (every setting when empty).
 	Settings(ctx context.Context, name string) ([]readmodel.Setting, error)
+	// OfferingVMs counts the VMs of an offering that are not expunged.
+	OfferingVMs(ctx context.Context, offeringID string) (int, error)
+	// Snapshots lists a VM's snapshots, oldest first.
+	Snapshots(ctx context.Context, vmID string) ([]readmodel.Snapshot, error)
 	APIKey(ctx context.Context, keyID string) (readmodel.APIKey, error)
 	// Ready reports whether the database answers.
 	Ready(ctx context.Context) error

@@ -67,3 +67,22 @@ func etagMatches(header, etag string) bool {
 	}
 	return false
 }
+
+// listSnapshots is GET /v1/vms/{id}/snapshots: the VM's snapshots, oldest
+// first, as the projector has them.
+func (s *Server) listSnapshots(w http.ResponseWriter, r *http.Request) error {
+	vm, err := s.visibleVM(r.Context(), mux.Vars(r)["id"])
+	if err != nil {
+		return err
+	}
+	rows, err := s.rm.Snapshots(r.Context(), vm.ID)
+	if err != nil {
+		return fmt.Errorf("list snapshots of %s: %w", vm.ID, err)
+	}
+	out := api.List[api.Snapshot]{Items: make([]api.Snapshot, len(rows))}
+	for i, sn := range rows {
+		out.Items[i] = api.Snapshot{VmID: sn.VmID, Name: sn.Name, JobID: sn.JobID, TakenAt: sn.TakenAt.UTC()}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}

@@ -83,6 +83,20 @@ type SnapshotVm struct {
 	SnapshotName string `avro:"snapshot_name" doc:"Snapshot name."`
 }
 
+// RevertSnapshotVm returns a VM's disk to one of its snapshots; the VM is
+// off.
+type RevertSnapshotVm struct {
+	AgentCommand
+	SnapshotName string `avro:"snapshot_name" doc:"Snapshot name."`
+}
+
+// DeleteSnapshotVm removes one of a VM's snapshots; deleting one the host
+// does not have succeeds.
+type DeleteSnapshotVm struct {
+	AgentCommand
+	SnapshotName string `avro:"snapshot_name" doc:"Snapshot name."`
+}
+
 // MigrateVm live-migrates a VM from this host (the source) to another.
 type MigrateVm struct {
 	AgentCommand

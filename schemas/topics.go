@@ -64,10 +64,11 @@ var Partitions = map[string]int32{
 }
 
 var vmCommandTypes = []string{"Deploy", "Start", "Stop", "Reboot", "Pause", "Unpause", "Suspend", "Resume",
-	"Rescue", "Unrescue", "Rebuild", "Snapshot", "Migrate", "Resize", "ConfirmResize", "RevertResize", "Terminate", "CancelJob"}
+	"Rescue", "Unrescue", "Rebuild", "Snapshot", "Migrate", "Resize", "ConfirmResize", "RevertResize", "Terminate", "CancelJob",
+	"RevertSnapshot", "DeleteSnapshot", "Recover"}
 
 var agentCommandTypes = []string{"StartVm", "StopVm", "DestroyVm", "RebootVm", "PauseVm", "UnpauseVm",
-	"SuspendVm", "ResumeVm", "RescueVm", "UnrescueVm", "RebuildVm", "SnapshotVm", "MigrateVm", "CheckVm", "CheckHost", "FenceHost", "AgentRejected"}
+	"SuspendVm", "ResumeVm", "RescueVm", "UnrescueVm", "RebuildVm", "SnapshotVm", "RevertSnapshotVm", "DeleteSnapshotVm", "MigrateVm", "CheckVm", "CheckHost", "FenceHost", "AgentRejected"}
 
 // Topics is the topic table of docs/design.md §3 plus the processors' changelogs.
 var Topics = []TopicSpec{
@@ -75,7 +76,7 @@ var Topics = []TopicSpec{
 	{TopicVmPower, KeyVM, false, []string{"PowerReport"}, "Raw power reports from agents."},
 	{TopicVmAnswers, KeyVM, false, []string{"AgentAnswer"}, "Agent answers to VM commands."},
 	{TopicVmSignals, KeyVM, false, []string{"PlacementDecided", "PlacementFailed", "HostDown", "VmMissingFromHost"}, "Signals to VMs from placement and host."},
-	{TopicVmEvents, KeyVM, false, []string{"JobAccepted", "JobStepped", "JobSucceeded", "JobFailed", "JobCancelled", "JobRejected", "VmStateChanged", "PowerStateObserved", "AlertRaised", "VmExpunged"}, "VM and job events, and alerts (a host's keyed by its host id)."},
+	{TopicVmEvents, KeyVM, false, []string{"JobAccepted", "JobStepped", "JobSucceeded", "JobFailed", "JobCancelled", "JobRejected", "VmStateChanged", "PowerStateObserved", "AlertRaised", "VmExpunged", "SnapshotTaken", "SnapshotDeleted"}, "VM and job events, and alerts (a host's keyed by its host id)."},
 	{TopicVmState, KeyVM, true, []string{"VmRecord"}, "Changelog of the VM processor."},
 	{TopicAgentCommands, KeyHost, false, agentCommandTypes, "Commands to agents."},
 	{TopicHostEvents, KeyHost, false, []string{"AgentConnected", "AgentPing", "AgentDisconnected", "CheckHostAnswer", "MaintenanceMigrationEnded"}, "Agent connect, ping, disconnect, investigation answers, maintenance job ends."},

@@ -70,6 +70,18 @@ type Snapshot struct {
 	SnapshotName string `avro:"snapshot_name" doc:"Name of the snapshot."`
 }
 
+// RevertSnapshot returns a Stopped VM's disk to one of its snapshots.
+type RevertSnapshot struct {
+	VmCommand
+	SnapshotName string `avro:"snapshot_name" doc:"Name of the snapshot to revert to."`
+}
+
+// DeleteSnapshot removes one of a VM's snapshots.
+type DeleteSnapshot struct {
+	VmCommand
+	SnapshotName string `avro:"snapshot_name" doc:"Name of the snapshot to delete."`
+}
+
 // Migrate moves a VM to another host (live when it runs, cold when Stopped).
 type Migrate struct {
 	VmCommand
@@ -106,3 +118,6 @@ type CancelJob struct {
 	Reason    string `avro:"reason" doc:"Why, as the caller says; empty for none."`
 	IssuedAt  int64  `avro:"issued_at" doc:"When the request was issued, Unix milliseconds."`
 }
+
+// Recover brings a Deleted VM back, Stopped, before it is expunged.
+type Recover struct{ VmCommand }

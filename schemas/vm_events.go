@@ -122,6 +122,26 @@ type AlertAcknowledged struct {
 	At      int64  `avro:"at" doc:"Unix milliseconds."`
 }
 
+// SnapshotTaken records a snapshot the VM's host took and the VM now keeps.
+type SnapshotTaken struct {
+	VmID    string `avro:"vm_id" doc:"VM; also the record key."`
+	Account string `avro:"account" doc:"Owning account."`
+	Name    string `avro:"name" doc:"Snapshot name, unique per VM."`
+	JobID   string `avro:"job_id" doc:"Snapshot job that took it."`
+	At      int64  `avro:"at" doc:"When it was taken, Unix milliseconds."`
+}
+
+// SnapshotDeleted records that a VM no longer has a snapshot: a
+// DeleteSnapshot job removed it, or the VM's terminate destroyed it with the
+// VM's disk.
+type SnapshotDeleted struct {
+	VmID    string `avro:"vm_id" doc:"VM; also the record key."`
+	Account string `avro:"account" doc:"Owning account."`
+	Name    string `avro:"name" doc:"Snapshot name."`
+	JobID   string `avro:"job_id" doc:"Job that removed it."`
+	At      int64  `avro:"at" doc:"Unix milliseconds."`
+}
+
 // VmExpunged records that a Deleted VM's record was removed after expunge.delay.
 type VmExpunged struct {
 	VmID    string `avro:"vm_id" doc:"VM; also the record key."`

@@ -3,9 +3,9 @@ package schemas
 // VmRecord is the VM processor's state of one VM, written to the compacted
 // changelog vm.state.v1 after every change and read back on assignment.
 //
-// Job, OldOffering and Twin are pointers, nil when zero (no job in flight,
-// no resize awaiting confirmation, no second host reporting the VM), as
-// nearly every VM is: an idle VM's record then takes 512 bytes instead of
+// Job, OldOffering, Twin and Snapshots are pointers, nil when zero (no job
+// in flight, no resize awaiting confirmation, no second host reporting the
+// VM, no snapshot), as nearly every VM is: an idle VM's record then takes 512 bytes instead of
 // 856 (unsafe.Sizeof on amd64; the 512-byte
 // allocation size class instead of 896), with the same schema and bytes on
 // the wire (see doc.go).
@@ -46,6 +46,21 @@ type VmRecord struct {
 	MaybeOn               []string         `avro:"maybe_on" doc:"Hosts besides host_id that keep a claim for the VM because it may be there: a migration or a terminate ended without learning whether the VM moved. Each is asked with CheckVm until its agent answers; a Terminate destroys the VM there too."`
 	CheckAt               int64            `avro:"check_at" doc:"When the next round of CheckVm is due, Unix milliseconds; 0 for none."`
 	HAAwaitsCheck         bool             `avro:"ha_awaits_check" doc:"An HA restart waits for the VM's host to confirm with CheckVm that the VM is off: a report found it off, and the host may have started it again since."`
+	Snapshots             *SnapshotList    `avro:"snapshots" doc:"The VM's snapshots: those its host took and no job has deleted since; empty for none."`
+}
+
+// SnapshotList is a VM's snapshots, out of line in VmRecord as Job and Twin
+// are: most VMs have none, and a nil pointer costs 8 bytes where an empty
+// slice would cost 24 (and take VmRecord past its allocation size class).
+type SnapshotList struct {
+	Items []VmSnapshot `avro:"items" doc:"The snapshots, oldest first."`
+}
+
+// VmSnapshot is one snapshot of a VM's disk. The host keeps the data; the
+// record keeps the name and time only.
+type VmSnapshot struct {
+	Name    string `avro:"name" doc:"Snapshot name, unique per VM."`
+	TakenAt int64  `avro:"taken_at" doc:"Unix milliseconds."`
 }
 
 // TwinReport is a report of a VM on a host other than its own while its own

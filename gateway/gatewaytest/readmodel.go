@@ -26,6 +26,7 @@ type ReadModel struct {
 	accounts  map[string]readmodel.Account
 	leases    map[string]readmodel.Lease
 	settings  map[[3]string]readmodel.Setting
+	snapshots map[string][]readmodel.Snapshot
 	readyErr  error
 	keyReads  int
 }
@@ -235,6 +236,39 @@ func (m *ReadModel) Offerings(context.Context) ([]readmodel.Offering, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return page(m.offerings, readmodel.Page{}, func(readmodel.Offering) bool { return true }), nil
+}
+
+// OfferingVMs counts the stored VMs whose offering has that id.
+func (m *ReadModel) OfferingVMs(_ context.Context, offeringID string) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, v := range m.vms {
+		if v.OfferingID == offeringID {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// PutSnapshot stores a VM's snapshot after those stored before.
+func (m *ReadModel) PutSnapshot(s readmodel.Snapshot) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.snapshots == nil {
+		m.snapshots = map[string][]readmodel.Snapshot{}
+	}
+	m.snapshots[s.VmID] = append(m.snapshots[s.VmID], s)
+}
+
+// Snapshots lists a VM's snapshots in the order they were stored.
+func (m *ReadModel) Snapshots(_ context.Context, vmID string) ([]readmodel.Snapshot, error) {
+	if err := TextError(vmID); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]readmodel.Snapshot{}, m.snapshots[vmID]...), nil
 }
 
 // KeyReads says how many times APIKey was called.

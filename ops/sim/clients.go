@@ -111,6 +111,10 @@ func (c *clients) action(w *world) {
 				if w.rng.IntN(2) == 0 {
 					args[p.Name] = w.hosts[w.rng.IntN(len(w.hosts))].ID
 				}
+			} else if p.Name == "snapshot_name" {
+				// Few names, so that reverts and deletes find snapshots
+				// and some takes find the name taken.
+				args[p.Name] = []string{"snap-a", "snap-b"}[w.rng.IntN(2)]
 			} else if p.Required || w.rng.IntN(2) == 0 {
 				args[p.Name] = "img-1"
 			}

@@ -45,6 +45,11 @@ var families = map[string]struct {
 		})},
 	"queue": {"many commands for few VMs, repeated ids and terminates (vm/testdata/queue.txt, duplicate.txt, terminate_*.txt)",
 		with(mix, func(p *profile) { p.repeat, p.deploy, p.action = 20, 5, 70 })},
+	"snapshots": {"snapshots taken, reverted and deleted, VMs terminated and recovered, through agent crashes (vm/testdata/snapshot*.txt, recover*.txt)",
+		with(mix, func(p *profile) {
+			p.actions = []string{"snapshot", "snapshot", "revert_snapshot", "delete_snapshot", "stop", "start", "migrate", "terminate", "recover"}
+			p.agentCrash, p.hostFault = 3, 0
+		})},
 	"leases": {"leases created, updated and deleted while hosts fail (lease/testdata/heal_*.txt, lifecycle.txt)",
 		with(mix, func(p *profile) { p.lease, p.hostKinds = 40, [4]int{2, 1, 2, 1} })},
 }

@@ -9,9 +9,11 @@ import (
 	"github.com/vmplane/vmplane/schemas"
 )
 
-// allActions are the rows a caller may send for a VM that exists: the
-// ones some state allows.
-var allActions = func() []string {
+// allActions returns the rows a caller may send for a VM that exists: the
+// ones some state allows. A function, not a variable: init fills the
+// table after the package's variables are set, so a variable would hold
+// none and the grid would test nothing.
+func allActions() []string {
 	var out []string
 	for _, a := range actionTable {
 		if len(a.allowed) > 0 || a.always {
@@ -19,11 +21,12 @@ var allActions = func() []string {
 		}
 	}
 	return out
-}()
+}
 
 var allTasks = []string{"", TaskScheduling, TaskNetworking, TaskBlockDeviceMapping, TaskSpawning, TaskStarting, TaskStopping,
 	TaskRebooting, TaskPausing, TaskUnpausing, TaskSuspending, TaskResuming, TaskMigrating, TaskResizing, TaskResizeVerify,
-	TaskRebuilding, TaskRescuing, TaskUnrescuing, TaskSnapshotting, TaskDeleting}
+	TaskRebuilding, TaskRescuing, TaskUnrescuing, TaskSnapshotting, TaskRevertingSnapshot, TaskDeletingSnapshot,
+	TaskRecovering, TaskDeleting}
 
 // TestActionGrid steps every action against every vm_state × task_state
 // and checks the processor's answer against the table: with no job, an
@@ -37,19 +40,25 @@ func TestActionGrid(t *testing.T) {
 		StatePaused: schemas.PowerPaused, StateSuspended: schemas.PowerSusp, StateStopped: schemas.PowerOff}
 	for _, vmState := range stationaryStates {
 		for _, task := range allTasks {
-			for _, action := range allActions {
+			for _, action := range allActions() {
 				name := fmt.Sprintf("%s/%s/%s", vmState, task, action)
 				s := &schemas.VmRecord{VmID: "vm1", Account: "acme", ZoneID: "z1", VmState: vmState, TaskState: task,
 					PowerState: powerOf[vmState], HostID: "h1", PowerHost: "h1", Epoch: 5,
-					Offering: schemas.Offering{Name: "small", CPU: 1, MemoryMB: 1024}, OldOffering: &schemas.Offering{Name: "tiny", CPU: 1, MemoryMB: 512}}
+					Offering: schemas.Offering{Name: "small", CPU: 1, MemoryMB: 1024}, OldOffering: &schemas.Offering{Name: "tiny", CPU: 1, MemoryMB: 512},
+					Snapshots: &schemas.SnapshotList{Items: []schemas.VmSnapshot{{Name: "s1", TakenAt: 1}}}}
 				if task != "" {
 					s.Job = &schemas.JobState{JobID: "running", JobType: ActStop, Phase: phaseStopping, Deadline: now.Add(time.Hour).UnixMilli(),
 						Wait: schemas.JobWait{Kind: waitAnswer, RequestID: "running-1", HostID: "h1", Power: schemas.PowerOff}}
 				}
 				v, _ := schemas.New(action)
 				*v.(schemas.VmCommandRecord).Common() = schemas.VmCommand{CommandID: "c1", VmID: "vm1", Account: "acme"}
-				if r, ok := v.(*schemas.Resize); ok {
-					r.Offering = schemas.Offering{Name: "big", CPU: 4, MemoryMB: 4096}
+				switch c := v.(type) {
+				case *schemas.Resize:
+					c.Offering = schemas.Offering{Name: "big", CPU: 4, MemoryMB: 4096}
+				case *schemas.RevertSnapshot:
+					c.SnapshotName = "s1"
+				case *schemas.DeleteSnapshot:
+					c.SnapshotName = "s1"
 				}
 				ns, out := m.Step(s, schemas.Record{Topic: schemas.TopicVmCommands, Key: "vm1", Value: v}, now)
 				if len(out) == 0 {

@@ -30,6 +30,11 @@ const (
 	ActConfirmResize = "ConfirmResize"
 	ActRevertResize  = "RevertResize"
 	ActTerminate     = "Terminate"
+	// Snapshots as resources (snapshot.go) and the recovery of a Deleted
+	// VM (recover.go).
+	ActRevertSnapshot = "RevertSnapshot"
+	ActDeleteSnapshot = "DeleteSnapshot"
+	ActRecover        = "Recover"
 	// ActHARestart is no command anyone sends: the processor starts it
 	// itself (origin internal) for an HA VM found off.
 	ActHARestart = "HARestart"
@@ -54,6 +59,10 @@ type action struct {
 	// sends is the agent command of each phase of the flow that sends
 	// one; a Tick sends it again while the answer is due.
 	sends sends
+	// check, when set, refuses a command the state allows but the VM
+	// cannot carry out (a snapshot it does not have): a reason and detail
+	// for JobRejected, or "" to go on. It runs when the job would start.
+	check func(s *schemas.VmRecord, cmd any) (reason, detail string)
 }
 
 // places maps a stationary state to an action's place in the state's
@@ -113,8 +122,15 @@ func init() {
 				power: schemas.PowerOn, end: StateActive}),
 			sends: acting(rebuildVm)},
 		{name: ActSnapshot, params: []string{"snapshot_name"}, allowed: places{StateActive: 7},
-			flow:  simple(simpleAction{task: TaskSnapshotting, step: "snapshot", text: "taking a snapshot of the VM"}),
-			sends: acting(snapshotVm)},
+			flow: snapshotFlow(), sends: acting(snapshotVm), check: snapshotNew},
+		{name: ActRevertSnapshot, params: []string{"snapshot_name"}, allowed: places{StateStopped: 4},
+			flow: simple(simpleAction{task: TaskRevertingSnapshot, step: "revert-snapshot",
+				text: "reverting the VM's disk to a snapshot"}),
+			sends: acting(revertSnapshotVm), check: snapshotRevertible},
+		{name: ActDeleteSnapshot, params: []string{"snapshot_name"}, allowed: places{StateActive: 10, StateStopped: 5},
+			flow: simple(simpleAction{task: TaskDeletingSnapshot, step: "delete-snapshot",
+				text: "deleting a snapshot of the VM", done: snapshotDeleted}),
+			sends: acting(deleteSnapshotVm), check: snapshotKnown},
 		{name: ActMigrate, params: []string{"host_id,omitempty"}, allowed: places{StateActive: 9, StateStopped: 2},
 			flow: migrateFlow(), sends: sends{phaseMigrating: migrateVm}},
 		{name: ActResize, params: []string{"offering"}, allowed: places{StateActive: 8, StateStopped: 3},
@@ -123,6 +139,7 @@ func init() {
 		{name: ActRevertResize, allowed: places{StateResized: 2}, flow: revertResizeFlow(), sends: resizeSends},
 		{name: ActTerminate, always: true,
 			flow: terminateFlow(), sends: sends{phaseStopping: forceStopVm, phaseDestroying: destroyVm}},
+		{name: ActRecover, allowed: places{StateDeleted: 1}, flow: recoverFlow()},
 		{name: ActHARestart, params: []string{"avoid,omitempty"},
 			flow: haRestartFlow(), sends: sends{phaseStarting: startVm, phaseCleanup: forceStopVm}},
 	}

@@ -16,15 +16,16 @@ func TestAllowedActions(t *testing.T) {
 		vm, task string
 		want     []string
 	}{
-		{StateActive, "", []string{"reboot", "stop", "rebuild", "pause", "suspend", "rescue", "snapshot", "resize", "migrate", "terminate"}},
+		{StateActive, "", []string{"reboot", "stop", "rebuild", "pause", "suspend", "rescue", "snapshot", "resize", "migrate",
+			"delete_snapshot", "terminate"}},
 		{StateResized, "", []string{"confirm_resize", "revert_resize", "reboot", "stop", "terminate"}},
-		{StateStopped, "", []string{"start", "migrate", "resize", "terminate"}},
+		{StateStopped, "", []string{"start", "migrate", "resize", "revert_snapshot", "delete_snapshot", "terminate"}},
 		{StatePaused, "", []string{"unpause", "rescue", "terminate"}},
 		{StateSuspended, "", []string{"resume", "rescue", "terminate"}},
 		{StateRescued, "", []string{"unrescue", "reboot", "stop", "rebuild", "pause", "suspend", "terminate"}},
 		{StateBuilding, "", []string{"terminate"}},
 		{StateError, "", []string{"terminate"}},
-		{StateDeleted, "", []string{"terminate"}},
+		{StateDeleted, "", []string{"recover", "terminate"}},
 		{"NoSuchState", "", []string{"terminate"}},
 		// A job in flight allows Terminate only, whatever the state.
 		{StateActive, TaskStopping, []string{"terminate"}},
@@ -102,7 +103,9 @@ func TestTableNamesCommands(t *testing.T) {
 		if a.name != ActHARestart && !spec.Carries(a.name) {
 			t.Errorf("row %s is no command", a.name)
 		}
-		if a.flow.start == nil || a.flow.advance == nil && a.name != ActConfirmResize {
+		// ConfirmResize and Recover end where they start: nothing to wait for.
+		endsAtStart := a.name == ActConfirmResize || a.name == ActRecover
+		if a.flow.start == nil || a.flow.advance == nil && !endsAtStart {
 			t.Errorf("row %s has no flow", a.name)
 		}
 	}

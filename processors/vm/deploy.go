@@ -36,8 +36,15 @@ func (t *tx) create(d *schemas.Deploy) {
 }
 
 func deployStart(t *tx, _ any) {
-	t.step(TaskScheduling, "schedule", "asking placement for a host in zone "+t.s.ZoneID,
-		map[string]any{"zone_id": t.s.ZoneID, "request_id": t.nextID(), "epoch": t.s.Epoch})
+	text := "asking placement for a host in zone " + t.s.ZoneID
+	obj := map[string]any{"zone_id": t.s.ZoneID, "request_id": t.nextID(), "epoch": t.s.Epoch}
+	if p := t.s.Offering.DeploymentPlanner; p != "" {
+		// The offering as the deploy copied it from the catalog: the
+		// journal shows which planner a VM was placed with.
+		text += " with " + p
+		obj["planner"] = p
+	}
+	t.step(TaskScheduling, "schedule", text, obj)
 	t.requestPlacement("", false)
 }
 

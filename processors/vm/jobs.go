@@ -164,6 +164,7 @@ func (t *tx) command(a *action, c schemas.VmCommand, v any) {
 	case !IsAllowed(name, t.s.VmState, t.s.TaskState):
 		t.reject(ref, "InvalidState", fmt.Sprintf("%s is not allowed while the VM is %s", Snake(name), t.s.VmState),
 			AllowedActions(t.s.VmState, t.s.TaskState))
+	case t.refused(a, ref, v):
 	default:
 		t.event(&schemas.JobAccepted{JobRef: ref})
 		t.startJob(a, c, v)
@@ -201,6 +202,20 @@ func (t *tx) reject(ref schemas.JobRef, reason, detail string, allowed []string)
 	if t.s != nil && ref.JobID != "" {
 		t.remember(ref.JobID, outcomeRejected)
 	}
+}
+
+// refused rejects a command its row's check refuses in the VM's state; it
+// reports whether it did.
+func (t *tx) refused(a *action, ref schemas.JobRef, v any) bool {
+	if a.check == nil {
+		return false
+	}
+	reason, detail := a.check(t.s, v)
+	if reason == "" {
+		return false
+	}
+	t.reject(ref, reason, detail, AllowedActions(t.s.VmState, t.s.TaskState))
+	return true
 }
 
 // terminate never queues: it cancels the running job and every queued one,
@@ -286,6 +301,9 @@ func (t *tx) startNext() {
 		if !IsAllowed(a.name, t.s.VmState, "") {
 			t.reject(t.refOf(a.name, c), "InvalidState",
 				fmt.Sprintf("%s is not allowed while the VM is %s", Snake(a.name), t.s.VmState), AllowedActions(t.s.VmState, ""))
+			continue
+		}
+		if t.refused(a, t.refOf(a.name, c), v) {
 			continue
 		}
 		t.startJob(a, c, v)

@@ -8,9 +8,9 @@ import (
 
 // A simple action is one agent command on the VM's host and the power
 // state it leads to: Reboot, Pause, Unpause, Suspend, Resume, Rescue,
-// Unrescue, Rebuild, Snapshot. Its row in the action table says all that
-// differs between them: a simpleAction for the flow and the agent command
-// of phaseActing.
+// Unrescue, Rebuild, Snapshot, RevertSnapshot, DeleteSnapshot. Its row in
+// the action table says all that differs between them: a simpleAction for
+// the flow and the agent command of phaseActing.
 type simpleAction struct {
 	task, step string
 	// power is the state the host must report afterwards; "" keeps the
@@ -20,6 +20,9 @@ type simpleAction struct {
 	// end is the stationary state on success; "" keeps the VM's.
 	end  string
 	text string
+	// done, when set, records what the success changed besides the
+	// states (a snapshot taken or deleted), before the job ends.
+	done func(t *tx)
 }
 
 // simple is the flow of a simple action.
@@ -54,6 +57,9 @@ func simpleAdvance(t *tx, a simpleAction) {
 	if a.end != "" {
 		s.VmState = a.end
 	}
+	if a.done != nil {
+		a.done(t)
+	}
 	t.succeed(fmt.Sprintf("%s done on host %s", a.step, s.HostID))
 }
 
@@ -76,8 +82,4 @@ func unrescueVm(_ *tx, ac *schemas.AgentCommand) any { return &schemas.UnrescueV
 
 func rebuildVm(t *tx, ac *schemas.AgentCommand) any {
 	return &schemas.RebuildVm{AgentCommand: *ac, Image: t.s.Job.Params["image"]}
-}
-
-func snapshotVm(t *tx, ac *schemas.AgentCommand) any {
-	return &schemas.SnapshotVm{AgentCommand: *ac, SnapshotName: t.s.Job.Params["snapshot_name"]}
 }

@@ -43,6 +43,9 @@ const (
 	TaskRescuing           = "Rescuing"
 	TaskUnrescuing         = "Unrescuing"
 	TaskSnapshotting       = "Snapshotting"
+	TaskRevertingSnapshot  = "RevertingSnapshot"
+	TaskDeletingSnapshot   = "DeletingSnapshot"
+	TaskRecovering         = "Recovering"
 	TaskDeleting           = "Deleting"
 )
 
@@ -71,6 +74,9 @@ func clone(s *schemas.VmRecord) *schemas.VmRecord {
 	c.Recent = slices.Clone(s.Recent)
 	c.ReportSeq = maps.Clone(s.ReportSeq)
 	c.HAAvoidHosts = slices.Clone(s.HAAvoidHosts)
+	if s.Snapshots != nil {
+		c.Snapshots = &schemas.SnapshotList{Items: slices.Clone(s.Snapshots.Items)}
+	}
 	if s.Twin != nil {
 		tw := *s.Twin
 		c.Twin = &tw
@@ -78,8 +84,8 @@ func clone(s *schemas.VmRecord) *schemas.VmRecord {
 	return &c
 }
 
-// The out-of-line parts of a record (schemas.VmRecord's Job and
-// OldOffering) are nil when zero in every state Step and Tick return, as
+// The out-of-line parts of a record (schemas.VmRecord's Job, OldOffering,
+// Twin and Snapshots) are nil when zero in every state Step and Tick return, as
 // in every state decoded from vm.state.v1. Inside a Step or Tick the working
 // copy always has a Job, changed in place, so the flows read and write it
 // without nil checks; finish compacts it again.
@@ -111,6 +117,9 @@ func compact(s *schemas.VmRecord) {
 	}
 	if s.Twin != nil && *s.Twin == (schemas.TwinReport{}) {
 		s.Twin = nil
+	}
+	if s.Snapshots != nil && len(s.Snapshots.Items) == 0 {
+		s.Snapshots = nil
 	}
 }
 

@@ -59,6 +59,8 @@ func terminateNext(t *tx) {
 		// zone's requests in order.
 		t.release("")
 		s.HostID, s.PodID, s.ClusterID = "", "", ""
+		// The destroys took the VM's disk and its snapshots with it.
+		t.dropSnapshots(func(string) bool { return true })
 		t.succeed(fmt.Sprintf("the VM is deleted; expunge at %s", time.UnixMilli(s.ExpungeAt).UTC().Format(time.RFC3339)))
 	}
 }

@@ -14,6 +14,8 @@ var (
 	// ErrHostUnreachable means the agent cannot reach the host right now
 	// (crashed, partitioned): nothing about it can be observed or done.
 	ErrHostUnreachable = errors.New("host unreachable")
+	// ErrUnknownSnapshot means the VM has no snapshot of that name there.
+	ErrUnknownSnapshot = errors.New("unknown snapshot")
 )
 
 // HostInfo is what a host offers, as announced in AgentConnected.
@@ -95,6 +97,13 @@ type Driver interface {
 	// Snapshot takes a named snapshot of the VM's disks; the power state is
 	// unchanged.
 	Snapshot(ctx context.Context, hostID, vmID, name string) error
+	// RevertSnapshot returns the disks of an off VM to the named snapshot
+	// (ErrUnknownSnapshot when it has none of that name); its next start
+	// boots from them.
+	RevertSnapshot(ctx context.Context, hostID, vmID, name string) error
+	// DeleteSnapshot removes the named snapshot; one the VM does not have
+	// is deleted already, and succeeds.
+	DeleteSnapshot(ctx context.Context, hostID, vmID, name string) error
 	// Migrate moves a running VM live from srcHostID to dstHostID; vm
 	// describes it for the destination. On success the VM is gone from the
 	// source and reported by the destination.

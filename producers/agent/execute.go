@@ -112,6 +112,9 @@ func Execute(ctx context.Context, d Driver, v any, now int64, peers []string) (w
 	case *schemas.SnapshotVm:
 		report = false // the power state does not change
 		err = d.Snapshot(ctx, cmd.HostID, c.VmID, c.SnapshotName)
+	case *schemas.RevertSnapshotVm, *schemas.DeleteSnapshotVm:
+		report = false // the power state does not change
+		err = changeSnapshots(ctx, d, c)
 	case *schemas.CheckVm:
 		// Nothing changes: the answer carries the VM's power there,
 		// PowerOff when the host has no such VM.
@@ -131,6 +134,17 @@ func Execute(ctx context.Context, d Driver, v any, now int64, peers []string) (w
 		err = errors.New(errUnsupported)
 	}
 	return where, report, err
+}
+
+// changeSnapshots carries out a RevertSnapshotVm or a DeleteSnapshotVm.
+func changeSnapshots(ctx context.Context, d Driver, v any) error {
+	switch c := v.(type) {
+	case *schemas.RevertSnapshotVm:
+		return d.RevertSnapshot(ctx, c.HostID, c.VmID, c.SnapshotName)
+	case *schemas.DeleteSnapshotVm:
+		return d.DeleteSnapshot(ctx, c.HostID, c.VmID, c.SnapshotName)
+	}
+	return errors.New(errUnsupported)
 }
 
 // SortedIDs returns the VM ids of a host's power states, sorted, as pings

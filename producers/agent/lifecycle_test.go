@@ -36,6 +36,8 @@ func TestLifecycleCommands(t *testing.T) {
 		{"unrescue", &schemas.UnrescueVm{AgentCommand: cmd("unrescue", "h1", "v1", 8)}, true, schemas.PowerOn, true},
 		{"rebuild", &schemas.RebuildVm{AgentCommand: cmd("rebuild", "h1", "v1", 9), Image: "debian"}, true, schemas.PowerOn, true},
 		{"snapshot", &schemas.SnapshotVm{AgentCommand: cmd("snapshot", "h1", "v1", 10), SnapshotName: "s1"}, true, schemas.PowerOn, false},
+		{"revert-running", &schemas.RevertSnapshotVm{AgentCommand: cmd("revert-running", "h1", "v1", 10), SnapshotName: "s1"}, false, schemas.PowerOn, false},
+		{"delete-snapshot", &schemas.DeleteSnapshotVm{AgentCommand: cmd("delete-snapshot", "h1", "v1", 10), SnapshotName: "s1"}, true, schemas.PowerOn, false},
 		{"foreign", &schemas.MigrateVm{AgentCommand: cmd("foreign", "h1", "v1", 11), DestHostID: "elsewhere"}, false, schemas.PowerOn, false},
 		{"migrate", &schemas.MigrateVm{AgentCommand: cmd("migrate", "h1", "v1", 12), DestHostID: "h2", CPU: 1, MemoryMB: 512}, true, schemas.PowerOn, true},
 	}

@@ -143,6 +143,10 @@ func rowsWithoutPayload(r schemas.Record) (*jobRow, eventRow, error) {
 		ev.Reason = v.Kind + ": " + v.Message
 	case *schemas.VmExpunged:
 		ev.VmID, ev.AtMs = v.VmID, v.At
+	case *schemas.SnapshotTaken:
+		ev.VmID, ev.JobID, ev.AtMs, ev.Reason = v.VmID, v.JobID, v.At, "snapshot "+strconv.Quote(v.Name)+" taken"
+	case *schemas.SnapshotDeleted:
+		ev.VmID, ev.JobID, ev.AtMs, ev.Reason = v.VmID, v.JobID, v.At, "snapshot "+strconv.Quote(v.Name)+" deleted"
 	}
 	// An event without a time of its own falls back to the record's Kafka
 	// timestamp, which the log keeps, so a replay still yields the same row.

@@ -18,7 +18,7 @@ import (
 // the result against a rebuild (docs/design.md §14);
 // TestModelMatchesPostgres holds Apply against the real projector's
 // tables. The other tables (leases, offerings, accounts, keys, host
-// reservations) run the same statements, in log order, in both paths, and
+// reservations, snapshots) run the same statements, in log order, in both paths, and
 // are not modelled.
 type Model struct {
 	vms   map[string]vmChange

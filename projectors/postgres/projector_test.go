@@ -65,6 +65,15 @@ func scenario(p *producer) {
 		Offering: small, VmState: "Active", PowerState: "PowerOn", HostID: "h1", Epoch: 1, JobID: "job-1",
 		AllowedActions: []string{"stop", "reboot", "terminate"}, CreatedAt: at, UpdatedAt: at + 40})
 	p.send(schemas.TopicVmEvents, "vm-1", &schemas.PowerStateObserved{VmID: "vm-1", HostID: "h1", PowerState: "PowerOn", Count: 2, At: at + 50})
+	// vm-1's snapshots: a and b taken, b deleted, a taken again later.
+	for _, n := range []string{"a", "b"} {
+		p.send(schemas.TopicVmEvents, "vm-1", &schemas.SnapshotTaken{VmID: "vm-1", Account: "acme", Name: n, JobID: "snap-" + n, At: at + 60})
+	}
+	p.send(schemas.TopicVmEvents, "vm-1", &schemas.SnapshotDeleted{VmID: "vm-1", Account: "acme", Name: "b", JobID: "del-b", At: at + 70})
+	p.send(schemas.TopicVmEvents, "vm-1", &schemas.SnapshotTaken{VmID: "vm-1", Account: "acme", Name: "a", JobID: "snap-a2", At: at + 80})
+	// An offering update: the planner changes, the row stays.
+	p.send(schemas.TopicCatalog, "off-small", &schemas.ServiceOffering{Offering: schemas.Offering{ID: "off-small", Name: "small",
+		CPU: 1, MemoryMB: 512, DeploymentPlanner: "UserDispersingPlanner"}, CreatedAt: at})
 
 	// vm-2: a command rejected; vm-3: a command nothing has answered yet.
 	p.send(schemas.TopicVmCommands, "vm-2", &schemas.Stop{VmCommand: schemas.VmCommand{CommandID: "job-2", VmID: "vm-2", Account: "other", Origin: "api", IssuedAt: at}})
@@ -72,6 +81,7 @@ func scenario(p *producer) {
 		JobType: "Stop", Origin: "api", At: at + 5}, Reason: "InvalidState", Detail: "Stopped", AllowedActions: []string{"start", "terminate"}})
 	p.send(schemas.TopicVmCommands, "vm-3", &schemas.Reboot{VmCommand: schemas.VmCommand{CommandID: "job-3", VmID: "vm-3", Account: "acme", Origin: "api", IssuedAt: at}})
 	// vm-4 lives and is expunged.
+	p.send(schemas.TopicVmEvents, "vm-4", &schemas.SnapshotTaken{VmID: "vm-4", Account: "acme", Name: "x", JobID: "snap-x", At: at})
 	p.send(schemas.TopicVmEvents, "vm-4", &schemas.VmStateChanged{VmID: "vm-4", Account: "acme", VmState: "Deleted", CreatedAt: at, UpdatedAt: at})
 	p.send(schemas.TopicVmEvents, "vm-4", &schemas.AlertRaised{AlertID: "a1", Kind: "VmStateSync", VmID: "vm-4", Message: "gone", At: at})
 	p.send(schemas.TopicVmEvents, "vm-4", &schemas.VmExpunged{VmID: "vm-4", Account: "acme", At: at + 1})
@@ -140,8 +150,17 @@ func TestProjectorProjectsScenario(t *testing.T) {
 	if err != nil || h1.Status != "Up" || !h1.Reservable || h1.UsedCPU != 1 || h1.UsedMemoryMB != 512 || h1.LastPingAt == nil {
 		t.Errorf("h1 = %+v, err %v", h1, err)
 	}
-	if o, err := r.Offering(ctx, "small"); err != nil || o.ID != "off-small" {
+	if o, err := r.Offering(ctx, "small"); err != nil || o.ID != "off-small" || o.DeploymentPlanner != "UserDispersingPlanner" {
 		t.Errorf("offering small = %+v, err %v", o, err)
+	}
+	if n, err := r.OfferingVMs(ctx, "off-small"); err != nil || n != 1 {
+		t.Errorf("vms of off-small: %d, err %v", n, err)
+	}
+	if sn, err := r.Snapshots(ctx, "vm-1"); err != nil || len(sn) != 1 || sn[0].Name != "a" || sn[0].JobID != "snap-a2" {
+		t.Errorf("snapshots of vm-1 = %+v, err %v", sn, err)
+	}
+	if sn, err := r.Snapshots(ctx, "vm-4"); err != nil || len(sn) != 0 {
+		t.Errorf("snapshots of expunged vm-4 = %+v, err %v", sn, err)
 	}
 	if _, err := r.Offering(ctx, "off-old"); !errors.Is(err, readmodel.ErrNotFound) {
 		t.Errorf("deleted offering: err %v", err)

@@ -195,6 +195,16 @@ WHERE settings.version < excluded.version`
 
 const sqlSettingDelete = `DELETE FROM settings WHERE name = $1 AND scope = $2 AND scope_id = $3 AND version < $4`
 
+const sqlSnapshot = `
+INSERT INTO snapshots (vm_id, name, account, job_id, taken_at, version) VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (vm_id, name) DO UPDATE SET account = excluded.account, job_id = excluded.job_id,
+	taken_at = excluded.taken_at, version = excluded.version
+WHERE snapshots.version < excluded.version`
+
+const sqlSnapshotDelete = `DELETE FROM snapshots WHERE vm_id = $1 AND name = $2 AND version < $3`
+
+const sqlSnapshotsExpunged = `DELETE FROM snapshots WHERE vm_id = $1 AND version < $2`
+
 const sqlAccount = `
 INSERT INTO accounts (id, name, created_at, version) VALUES ($1, $2, $3, $4)
 ON CONFLICT (id) DO UPDATE SET name = excluded.name, version = excluded.version

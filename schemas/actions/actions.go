@@ -73,7 +73,11 @@ var Catalog = []Action{
 	{Name: "rebuild", Command: "Rebuild", Doc: "reinstall a VM's root disk", Params: []Param{
 		{Name: "image", Kind: KindString, Flag: "image", Doc: "image to rebuild from; empty for the VM's own"}}},
 	{Name: "snapshot", Command: "Snapshot", Doc: "take a disk snapshot of a VM", Params: []Param{
-		{Name: "snapshot_name", Kind: KindString, Flag: "name", Doc: "snapshot name"}}},
+		{Name: "snapshot_name", Kind: KindString, Flag: "name", Doc: "snapshot name, unique per VM; empty names it by its job id"}}},
+	{Name: "revert_snapshot", Command: "RevertSnapshot", Doc: "return a Stopped VM's disk to a snapshot", Params: []Param{
+		{Name: "snapshot_name", Kind: KindString, Required: true, Flag: "name", Doc: "snapshot name"}}},
+	{Name: "delete_snapshot", Command: "DeleteSnapshot", Doc: "delete a VM's snapshot", Params: []Param{
+		{Name: "snapshot_name", Kind: KindString, Required: true, Flag: "name", Doc: "snapshot name"}}},
 	{Name: "migrate", Command: "Migrate", Doc: "move a VM to another host", Params: []Param{
 		{Name: "host_id", Kind: KindString, Flag: "host", Doc: "destination host; empty lets placement choose"}}},
 	{Name: "resize", Command: "Resize", Doc: "change a VM's offering", Params: []Param{
@@ -81,6 +85,7 @@ var Catalog = []Action{
 	{Name: "confirm_resize", Command: "ConfirmResize", Doc: "keep a Resized VM's new size"},
 	{Name: "revert_resize", Command: "RevertResize", Doc: "restore a Resized VM's old size"},
 	{Name: "terminate", Command: "Terminate", Doc: "delete a VM; always allowed"},
+	{Name: "recover", Command: "Recover", Doc: "bring a Deleted VM back, Stopped, before it is expunged"},
 }
 
 // ByName returns the action of an API name.

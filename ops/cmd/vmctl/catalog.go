@@ -27,13 +27,13 @@ func offeringList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, 
 	}
 	items, _ := json.Marshal(nonNilRaw(page.Items))
 	return a.emit(items, func(w io.Writer) error {
-		fmt.Fprintln(w, "ID\tNAME\tCPU\tMEMORY MiB\tHA")
+		fmt.Fprintln(w, "ID\tNAME\tCPU\tMEMORY MiB\tHA\tPLANNER")
 		for _, r := range page.Items {
 			o, err := decodeRaw[api.Offering](r)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%v\n", o.ID, o.Name, o.CPU, o.MemoryMB, o.HA)
+			fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%v\t%s\n", o.ID, o.Name, o.CPU, o.MemoryMB, o.HA, orDash(o.DeploymentPlanner))
 		}
 		return nil
 	})

@@ -30,6 +30,7 @@ commands:
   vm list
   vm delete ID [--wait]
   vm action ID ACTION [--wait]
+  vm snapshots ID
 ` + actionUsage() + `  vm history ID [--at RFC3339|DURATION-AGO]
   journal query "<SQL>"   (admin; read-only, see docs/analytics.md)
   alert list [--vm ID] [--host ID] [--zone ID] [--kind K] [--open]; alert get ID; alert ack ID
@@ -43,6 +44,8 @@ commands:
   account create ID [--name N]; account list
   key create ACCOUNT [--role user|admin] [--expires-in 720h]; key list ACCOUNT; key revoke ACCOUNT KEY-ID
   offering create --name N --cpu C --memory MiB [--ha] [--planner P] [--planner-mode Strict|Preferred] [--host-tags a,b]
+  offering update ID [--name N] [--ha=true|false] [--planner P] [--planner-mode M] [--host-tags a,b]
+  offering delete ID   (refused while VMs use it)
   planner list
   zone capacity ZONE
   settings list [--zone Z] [--cluster C]; settings get NAME [--zone Z] [--cluster C]   (admin)

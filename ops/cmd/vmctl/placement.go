@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/vmplane/vmplane/api"
@@ -15,6 +16,8 @@ import (
 // placementCommands are the catalog and capacity commands of issue 5.
 var placementCommands = map[string]command{
 	"offering create": offeringCreate,
+	"offering update": offeringUpdate,
+	"offering delete": offeringDelete,
 	"planner list":    plannerList,
 	"zone capacity":   zoneCapacity,
 }
@@ -52,6 +55,73 @@ func offeringCreate(ctx context.Context, a *cli, fs *flag.FlagSet, args []string
 			return err
 		}
 		fmt.Fprintf(w, "created offering %s (%s)\n", o.Name, o.ID)
+		return nil
+	})
+}
+
+// offeringUpdate is offering update ID|NAME with a flag per field to
+// change; only the flags given are sent. The gateway refuses --cpu and
+// --memory that differ from the offering's, and says why.
+func offeringUpdate(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	fs.String("name", "", "new offering name (a-z, 0-9, -)")
+	fs.Int("cpu", 0, "virtual CPUs: refused unless unchanged (create a new offering)")
+	fs.Int64("memory", 0, "memory, MiB: refused unless unchanged (create a new offering)")
+	fs.Bool("ha", false, "restart VMs of this offering elsewhere when their host fails (--ha=false to stop)")
+	fs.String("planner", "", "deployment planner (vmctl planner list); empty for the default")
+	fs.String("planner-mode", "", "Strict or Preferred (ImplicitDedicationPlanner)")
+	fs.String("host-tags", "", "comma-separated tags a host must carry; empty for none")
+	pos, err := a.setup(fs, args, getenv, "ID")
+	if err != nil {
+		return err
+	}
+	body := map[string]any{}
+	fields := map[string]string{"name": "name", "cpu": "cpu", "memory": "memory_mb", "ha": "ha",
+		"planner": "deployment_planner", "planner-mode": "planner_mode", "host-tags": "host_tags"}
+	fs.Visit(func(f *flag.Flag) {
+		field, ok := fields[f.Name]
+		if !ok {
+			return
+		}
+		v := f.Value.(flag.Getter).Get()
+		if f.Name == "host-tags" {
+			tags := []string{}
+			if s := f.Value.String(); s != "" {
+				tags = strings.Split(s, ",")
+			}
+			v = tags
+		}
+		body[field] = v
+	})
+	if len(body) == 0 {
+		return fmt.Errorf("%w: offering update needs a field to change", errUsage)
+	}
+	return offeringCall(ctx, a, http.MethodPatch, pos[0], body, "updated")
+}
+
+// offeringDelete is offering delete ID|NAME; the gateway refuses it while
+// VMs use the offering.
+func offeringDelete(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	pos, err := a.setup(fs, args, getenv, "ID")
+	if err != nil {
+		return err
+	}
+	return offeringCall(ctx, a, http.MethodDelete, pos[0], nil, "deleted")
+}
+
+// offeringCall sends method to the offering and prints what was done.
+func offeringCall(ctx context.Context, a *cli, method, id string, body any, done string) error {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	var raw json.RawMessage
+	if err := a.c.call(ctx, method, "/v1/offerings/"+url.PathEscape(id), nil, body, &raw); err != nil {
+		return err
+	}
+	return a.emit(raw, func(w io.Writer) error {
+		o, err := decodeRaw[api.Offering](raw)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%s offering %s (%s): planner %s, ha %v\n", done, o.Name, o.ID, orDash(o.DeploymentPlanner), o.HA)
 		return nil
 	})
 }

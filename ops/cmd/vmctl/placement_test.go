@@ -4,6 +4,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/vmplane/vmplane/readmodel"
 )
 
 func TestPlacementCommands(t *testing.T) {
@@ -24,6 +27,33 @@ func TestPlacementCommands(t *testing.T) {
 	code, _, errOut = s.run(t, s.user, "offering", "create", "--name", "x", "--cpu", "1", "--memory", "1")
 	if code != 1 || !strings.Contains(errOut, "admin") {
 		t.Fatalf("user create: %d %q", code, errOut)
+	}
+	code, out, errOut = s.run(t, s.admin, "offering", "update", "small", "--planner", "UserDispersingPlanner", "--ha")
+	if code != 0 || !strings.Contains(out, "updated offering small (off-small): planner UserDispersingPlanner, ha true") {
+		t.Fatalf("offering update: %d %q %q", code, out, errOut)
+	}
+	code, _, errOut = s.run(t, s.admin, "offering", "update", "small", "--cpu", "4")
+	if code != 1 || !strings.Contains(errOut, "create a new offering") {
+		t.Fatalf("offering update --cpu: %d %q", code, errOut)
+	}
+	code, _, errOut = s.run(t, s.admin, "offering", "update", "small")
+	if code != 2 || !strings.Contains(errOut, "needs a field") {
+		t.Fatalf("offering update with nothing: %d %q", code, errOut)
+	}
+	s.rm.PutVM(readmodel.VM{ID: "vm-small", Account: "acct-a", OfferingID: "off-small", VmState: "Stopped"})
+	code, _, errOut = s.run(t, s.admin, "offering", "delete", "small")
+	if code != 1 || !strings.Contains(errOut, "used by 1 VMs") {
+		t.Fatalf("offering delete in use: %d %q", code, errOut)
+	}
+	s.rm.PutOffering(readmodel.Offering{ID: "off-spare", Name: "spare", CPU: 8, MemoryMB: 8192})
+	code, out, errOut = s.run(t, s.admin, "offering", "delete", "spare")
+	if code != 0 || !strings.Contains(out, "deleted offering spare (off-spare)") {
+		t.Fatalf("offering delete: %d %q %q", code, out, errOut)
+	}
+	s.rm.PutSnapshot(readmodel.Snapshot{VmID: "vm-1", Name: "before-upgrade", JobID: "job-s1", TakenAt: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)})
+	code, out, errOut = s.run(t, s.user, "vm", "snapshots", "vm-1")
+	if code != 0 || !strings.Contains(out, "before-upgrade") || !strings.Contains(out, "2026-11-26T12:00:00Z") {
+		t.Fatalf("vm snapshots: %d %q %q", code, out, errOut)
 	}
 	// The test read model has no capacity views: the gateway says so.
 	code, _, errOut = s.run(t, s.admin, "zone", "capacity", "zone-1")

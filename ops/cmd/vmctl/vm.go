@@ -24,6 +24,7 @@ func init() {
 		"vm list":       vmList,
 		"vm delete":     vmDelete,
 		"vm action":     vmAction,
+		"vm snapshots":  vmSnapshots,
 		"job get":       jobGet,
 		"job wait":      jobWait,
 		"job cancel":    jobCancel,
@@ -90,6 +91,28 @@ func vmList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv
 				return err
 			}
 			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.ID, v.Name, stateOf(v), orDash(v.PowerState), hostOf(v), v.Offering, v.Account)
+		}
+		return nil
+	})
+}
+
+// vmSnapshots is vm snapshots ID: the VM's snapshots, oldest first.
+func vmSnapshots(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	pos, err := a.setup(fs, args, getenv, "ID")
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	var page api.List[api.Snapshot]
+	if err := a.c.call(ctx, http.MethodGet, "/v1/vms/"+url.PathEscape(pos[0])+"/snapshots", nil, nil, &page); err != nil {
+		return err
+	}
+	raw, _ := json.Marshal(page.Items)
+	return a.emit(raw, func(w io.Writer) error {
+		fmt.Fprintln(w, "NAME\tTAKEN\tJOB")
+		for _, s := range page.Items {
+			fmt.Fprintf(w, "%s\t%s\t%s\n", s.Name, s.TakenAt.Format(time.RFC3339), s.JobID)
 		}
 		return nil
 	})

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -658,22 +659,84 @@ func (d *Driver) restart(ctx context.Context, hostID, vmID string, change func(*
 }
 
 // Snapshot saves an internal snapshot (disk and memory) in the qcow2 disk
-// with savevm; the guest keeps running.
+// with savevm; the guest keeps running. A name taken again is overwritten.
 func (d *Driver) Snapshot(ctx context.Context, hostID, vmID, name string) error {
 	_, p, err := d.running(hostID, vmID)
 	if err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
-	ret, err := p.execute(ctx, "human-monitor-command", map[string]any{"command-line": "savevm " + strconv.Quote(name)})
+	return humanMonitor(ctx, p, "snapshot vm "+vmID, "savevm "+strconv.Quote(name))
+}
+
+// RevertSnapshot applies a snapshot to the disk of an off VM with
+// qemu-img snapshot -a, under the VM's lock so that no start races it:
+// the disk is as it was when the snapshot was taken, and the next start
+// boots from it (the memory the savevm kept is not restored: a revert is
+// of the disk, as vmplane's revert of a Stopped VM is).
+func (d *Driver) RevertSnapshot(ctx context.Context, hostID, vmID, name string) error {
+	g, unlock, err := d.hold(ctx, hostID, vmID, nil)
 	if err != nil {
-		return fmt.Errorf("snapshot vm %s: %w", vmID, err)
+		return fmt.Errorf("revert snapshot: %w", err)
+	}
+	defer unlock()
+	if p := d.procOf(g); p != nil && p.alive() {
+		return fmt.Errorf("revert snapshot of vm %s: the vm runs; stop it first", vmID)
+	}
+	names, err := d.Snapshots(ctx, hostID, vmID)
+	if err != nil {
+		return fmt.Errorf("revert snapshot: %w", err)
+	}
+	if !slices.Contains(names, name) {
+		return fmt.Errorf("revert vm %s to %q: %w", vmID, name, agent.ErrUnknownSnapshot)
+	}
+	return qemuImgSnapshot(ctx, g, "-a", name)
+}
+
+// DeleteSnapshot removes a snapshot: with delvm while the guest runs, with
+// qemu-img snapshot -d while it is off. One the disk does not have is
+// deleted already.
+func (d *Driver) DeleteSnapshot(ctx context.Context, hostID, vmID, name string) error {
+	g, unlock, err := d.hold(ctx, hostID, vmID, nil)
+	if err != nil {
+		return fmt.Errorf("delete snapshot: %w", err)
+	}
+	defer unlock()
+	names, err := d.Snapshots(ctx, hostID, vmID)
+	if err != nil {
+		return fmt.Errorf("delete snapshot: %w", err)
+	}
+	if !slices.Contains(names, name) {
+		return nil
+	}
+	if p := d.procOf(g); p != nil && p.alive() {
+		return humanMonitor(ctx, p, "delete snapshot of vm "+vmID, "delvm "+strconv.Quote(name))
+	}
+	return qemuImgSnapshot(ctx, g, "-d", name)
+}
+
+// humanMonitor runs one HMP command line; QEMU answers its failures as
+// text, which becomes the error.
+func humanMonitor(ctx context.Context, p *process, what, line string) error {
+	ret, err := p.execute(ctx, "human-monitor-command", map[string]any{"command-line": line})
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	var msg string
 	if err := json.Unmarshal(ret, &msg); err != nil {
-		return fmt.Errorf("snapshot vm %s: savevm answer: %w", vmID, err)
+		return fmt.Errorf("%s: monitor answer: %w", what, err)
 	}
 	if msg != "" {
-		return fmt.Errorf("snapshot vm %s: %s", vmID, msg)
+		return fmt.Errorf("%s: %s", what, msg)
+	}
+	return nil
+}
+
+// qemuImgSnapshot runs qemu-img snapshot with flag (-a apply, -d delete)
+// on the disk of an off guest.
+func qemuImgSnapshot(ctx context.Context, g *guest, flag, name string) error {
+	out, err := exec.CommandContext(ctx, "qemu-img", "snapshot", flag, name, filepath.Join(g.dir, "disk.qcow2")).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("qemu-img snapshot %s %q: %w: %s", flag, name, err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }

@@ -102,10 +102,15 @@ func TestLifecycle(t *testing.T) {
 		{"unpause", func() error { return d.Unpause(ctx, "q1", "vm1") }, "q1", schemas.PowerOn},
 		{"reboot", func() error { return d.Reboot(ctx, "q1", "vm1", false) }, "q1", schemas.PowerOn},
 		{"snapshot", func() error { return d.Snapshot(ctx, "q1", "vm1", "before") }, "q1", schemas.PowerOn},
+		{"snapshot another", func() error { return d.Snapshot(ctx, "q1", "vm1", "other") }, "q1", schemas.PowerOn},
+		{"delete a snapshot while running", func() error { return d.DeleteSnapshot(ctx, "q1", "vm1", "other") }, "q1", schemas.PowerOn},
 		{"suspend", func() error { return d.Suspend(ctx, "q1", "vm1") }, "q1", schemas.PowerSusp},
 		{"resume", func() error { return d.Resume(ctx, "q1", "vm1") }, "q1", schemas.PowerOn},
 		{"stop (the guest ignores ACPI: quit after the timeout)", func() error { return d.Stop(ctx, "q1", "vm1", false) }, "q1", schemas.PowerOff},
 		{"stop again", func() error { return d.Stop(ctx, "q1", "vm1", true) }, "q1", schemas.PowerOff},
+		{"revert while off", func() error { return d.RevertSnapshot(ctx, "q1", "vm1", "before") }, "q1", schemas.PowerOff},
+		{"delete while off", func() error { return d.DeleteSnapshot(ctx, "q1", "vm1", "before") }, "q1", schemas.PowerOff},
+		{"delete what is gone", func() error { return d.DeleteSnapshot(ctx, "q1", "vm1", "before") }, "q1", schemas.PowerOff},
 		{"start after stop", func() error { return d.Start(ctx, "q1", spec) }, "q1", schemas.PowerOn},
 		{"rescue", func() error { return d.Rescue(ctx, "q1", "vm1", "rescue") }, "q1", schemas.PowerOn},
 		{"unrescue", func() error { return d.Unrescue(ctx, "q1", "vm1") }, "q1", schemas.PowerOn},
@@ -121,10 +126,19 @@ func TestLifecycle(t *testing.T) {
 			t.Fatalf("%s: %v", s.name, err)
 		}
 		expect(t, d, s.host, "vm1", s.want)
-		if s.name == "snapshot" {
+		switch s.name {
+		case "snapshot":
 			names, err := d.Snapshots(ctx, "q1", "vm1")
 			if err != nil || !slices.Contains(names, "before") {
 				t.Fatalf("snapshots %v %v", names, err)
+			}
+		case "delete what is gone":
+			names, err := d.Snapshots(ctx, "q1", "vm1")
+			if err != nil || len(names) != 0 {
+				t.Fatalf("snapshots after deleting both: %v %v", names, err)
+			}
+			if err := d.RevertSnapshot(ctx, "q1", "vm1", "before"); !errors.Is(err, agent.ErrUnknownSnapshot) {
+				t.Fatalf("revert to a deleted snapshot: %v", err)
 			}
 		}
 	}

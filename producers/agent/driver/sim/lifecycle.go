@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/vmplane/vmplane/producers/agent"
@@ -78,10 +79,46 @@ func (d *Driver) Rebuild(ctx context.Context, hostID, vmID, image string) error 
 	})
 }
 
-// Snapshot leaves the power state as it is; the simulator stores no disk
-// data, so a snapshot is only the time it takes and the chance it fails.
+// Snapshot records the snapshot's name and leaves the power state as it
+// is; the simulator stores no disk data. Taking a name again overwrites
+// it, as savevm does.
 func (d *Driver) Snapshot(ctx context.Context, hostID, vmID, name string) error {
-	return d.transition(ctx, "snapshot", hostID, vmID, d.cfg.Latency.Snapshot, d.cfg.FailureRate.Snapshot, func(v *vm) error {
+	return d.transitionOn(ctx, "snapshot", hostID, vmID, d.cfg.Latency.Snapshot, d.cfg.FailureRate.Snapshot, func(h *host, _ *vm) error {
+		if !slices.Contains(h.snapshots[vmID], name) {
+			if h.snapshots == nil {
+				h.snapshots = map[string][]string{}
+			}
+			h.snapshots[vmID] = append(slices.Clip(h.snapshots[vmID]), name)
+		}
+		return nil
+	})
+}
+
+// RevertSnapshot checks that the VM is off and has the snapshot; with no
+// disk data there is nothing else to do. It takes a snapshot's latency and
+// failure rate.
+func (d *Driver) RevertSnapshot(ctx context.Context, hostID, vmID, name string) error {
+	return d.transitionOn(ctx, "revert snapshot", hostID, vmID, d.cfg.Latency.Snapshot, d.cfg.FailureRate.Snapshot, func(h *host, v *vm) error {
+		if v.power != powerOff {
+			return ErrWrongPower
+		}
+		if !slices.Contains(h.snapshots[vmID], name) {
+			return fmt.Errorf("%q: %w", name, agent.ErrUnknownSnapshot)
+		}
+		return nil
+	})
+}
+
+// DeleteSnapshot forgets the snapshot's name; one the VM does not have is
+// deleted already. It takes a snapshot's latency and failure rate.
+func (d *Driver) DeleteSnapshot(ctx context.Context, hostID, vmID, name string) error {
+	return d.transitionOn(ctx, "delete snapshot", hostID, vmID, d.cfg.Latency.Snapshot, d.cfg.FailureRate.Snapshot, func(h *host, _ *vm) error {
+		kept := slices.DeleteFunc(slices.Clone(h.snapshots[vmID]), func(n string) bool { return n == name })
+		if len(kept) == 0 {
+			delete(h.snapshots, vmID)
+		} else {
+			h.snapshots[vmID] = kept
+		}
 		return nil
 	})
 }
@@ -124,6 +161,8 @@ func (d *Driver) Migrate(ctx context.Context, srcHostID, vmID, dstHostID string,
 	// cannot deadlock; the VM is briefly on neither host, as during a real
 	// switch-over.
 	src.remove(i)
+	snaps := src.snapshots[vmID]
+	delete(src.snapshots, vmID)
 	src.mu.Unlock()
 
 	dst.mu.Lock()
@@ -132,6 +171,7 @@ func (d *Driver) Migrate(ctx context.Context, srcHostID, vmID, dstHostID string,
 		// The destination died during the move: put the VM back where it was.
 		src.mu.Lock()
 		src.add(moved)
+		src.keepSnapshots(vmID, snaps)
 		src.mu.Unlock()
 		return fmt.Errorf("migrate vm %s to %s: %w", vmID, dstHostID, err)
 	}
@@ -139,6 +179,7 @@ func (d *Driver) Migrate(ctx context.Context, srcHostID, vmID, dstHostID string,
 		moved.cpu, moved.memoryMB = uint16(spec.CPU), uint32(spec.MemoryMB)
 	}
 	dst.add(moved)
+	dst.keepSnapshots(vmID, snaps)
 	dst.mu.Unlock()
 	// No Change: the move was asked for, and the agent reports the VM from
 	// the destination with its answer. A change on the source would report
@@ -148,7 +189,13 @@ func (d *Driver) Migrate(ctx context.Context, srcHostID, vmID, dstHostID string,
 
 // transition runs one single-VM operation: latency, reachability, the VM's
 // existence, the injected failure, then change.
-func (d *Driver) transition(ctx context.Context, op, hostID, vmID string, latency time.Duration, rate float64, change func(*vm) error) (err error) {
+func (d *Driver) transition(ctx context.Context, op, hostID, vmID string, latency time.Duration, rate float64, change func(*vm) error) error {
+	return d.transitionOn(ctx, op, hostID, vmID, latency, rate, func(_ *host, v *vm) error { return change(v) })
+}
+
+// transitionOn is transition for a change that needs the VM's host too
+// (locked, as the VM is).
+func (d *Driver) transitionOn(ctx context.Context, op, hostID, vmID string, latency time.Duration, rate float64, change func(*host, *vm) error) (err error) {
 	defer d.persist(&err)
 	h, err := d.operate(ctx, hostID, latency)
 	if err != nil {
@@ -162,10 +209,21 @@ func (d *Driver) transition(ctx context.Context, op, hostID, vmID string, latenc
 	if d.fail(rate) {
 		return fmt.Errorf("%s vm %s on %s: %w", op, vmID, hostID, ErrInjected)
 	}
-	if err := change(&h.vms[i]); err != nil {
+	if err := change(h, &h.vms[i]); err != nil {
 		return fmt.Errorf("%s vm %s on %s (%s): %w", op, vmID, hostID, powerNames[h.vms[i].power], err)
 	}
 	return nil
+}
+
+// keepSnapshots sets a VM's snapshot names (the caller holds the lock).
+func (h *host) keepSnapshots(vmID string, names []string) {
+	if len(names) == 0 {
+		return
+	}
+	if h.snapshots == nil {
+		h.snapshots = map[string][]string{}
+	}
+	h.snapshots[vmID] = names
 }
 
 // move changes from → to; a VM already in to is left alone.

@@ -154,3 +154,44 @@ func TestControlHandler(t *testing.T) {
 		t.Fatal("the out-of-band pause was not signalled")
 	}
 }
+
+// TestSnapshots: a snapshot is the VM's, by name; revert wants the VM off
+// and the name; delete of a missing name succeeds; the names move with a
+// live migration, go with a destroy and outlive the driver in its state
+// file.
+func TestSnapshots(t *testing.T) {
+	cfg := stateConfig(t)
+	d := newSim(t, cfg)
+	ctx := t.Context()
+	if err := d.Start(ctx, "h1", agent.VMSpec{ID: "v1", CPU: 1, MemoryMB: 512}); err != nil {
+		t.Fatal(err)
+	}
+	must := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	must("snapshot a", d.Snapshot(ctx, "h1", "v1", "a"))
+	must("snapshot b", d.Snapshot(ctx, "h1", "v1", "b"))
+	must("snapshot a again", d.Snapshot(ctx, "h1", "v1", "a"))
+	if err := d.RevertSnapshot(ctx, "h1", "v1", "a"); !errors.Is(err, ErrWrongPower) {
+		t.Fatalf("revert of a running vm: %v", err)
+	}
+	must("migrate", d.Migrate(ctx, "h1", "v1", "h2", agent.VMSpec{ID: "v1"}))
+	must("stop", d.Stop(ctx, "h2", "v1", true))
+	must("revert on the destination", d.RevertSnapshot(ctx, "h2", "v1", "a"))
+	must("delete b", d.DeleteSnapshot(ctx, "h2", "v1", "b"))
+	must("delete b again", d.DeleteSnapshot(ctx, "h2", "v1", "b"))
+	if err := d.RevertSnapshot(ctx, "h2", "v1", "b"); !errors.Is(err, agent.ErrUnknownSnapshot) {
+		t.Fatalf("revert to a deleted snapshot: %v", err)
+	}
+	again := newSim(t, cfg)
+	must("revert after a restart", again.RevertSnapshot(ctx, "h2", "v1", "a"))
+	must("destroy", again.Destroy(ctx, "h2", "v1"))
+	must("start anew", again.Start(ctx, "h2", agent.VMSpec{ID: "v1", CPU: 1, MemoryMB: 512}))
+	must("stop anew", again.Stop(ctx, "h2", "v1", true))
+	if err := again.RevertSnapshot(ctx, "h2", "v1", "a"); !errors.Is(err, agent.ErrUnknownSnapshot) {
+		t.Fatalf("revert after the destroy: %v", err)
+	}
+}

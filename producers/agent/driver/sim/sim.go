@@ -60,6 +60,10 @@ type host struct {
 	// ledgers are the VMs' command ledgers (agent.Ledger); they outlive
 	// the VMs, as a hypervisor's disk does.
 	ledgers map[string]agent.Ledger
+	// snapshots are the names of each VM's snapshots, oldest first; a
+	// VM without any has no entry. They are the VM's disk's, so they go
+	// where it migrates and with its destroy.
+	snapshots map[string][]string
 	// upSince is when the host last recovered from a crash, Unix ms.
 	upSince int64
 }
@@ -195,6 +199,7 @@ func (d *Driver) Destroy(ctx context.Context, hostID, vmID string) (err error) {
 		return fmt.Errorf("destroy vm %s on %s: %w", vmID, hostID, ErrInjected)
 	}
 	h.remove(i)
+	delete(h.snapshots, vmID)
 	return nil
 }
 
