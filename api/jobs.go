@@ -18,7 +18,8 @@ type Job struct {
 	FinishedAt     *time.Time `json:"finished_at"`
 	Steps          []JobStep  `json:"steps,omitempty"`
 	// Progress is how far a job that measures it is (a host's maintenance,
-	// a lease's end: its child jobs ended); absent for the others.
+	// a lease's end: its child jobs ended; a deploy: its steps); absent
+	// for the others.
 	Progress *Progress `json:"progress,omitempty"`
 	// Children are the jobs a bulk job fanned out and joins.
 	Children []JobChild `json:"children,omitempty"`

@@ -38,6 +38,9 @@ func (s *Server) progressOf(ctx context.Context, out *api.Job, steps []readmodel
 			children = o.Children
 		}
 	}
+	if p := out.Progress; p != nil && out.State == api.JobSucceeded {
+		p.Done, p.Percent = p.Total, 100
+	}
 	if len(children) == 0 {
 		return nil
 	}

@@ -239,6 +239,17 @@ func TestBulkJobProgressAndChildren(t *testing.T) {
 		t.Errorf("children %+v, want %+v", j.Children, want)
 	}
 	wantStatus(t, e.do("GET", "/v1/jobs/cmd-m1", e.alice, nil), http.StatusNotFound)
+	// A deploy measures its steps: at its last, 3 of 4 are done; once it
+	// succeeded, all are.
+	e.rm.PutJob(readmodel.Job{ID: "job-d", VmID: "vm-a1", Account: "acct-a", Type: "Deploy", State: "running", CreatedAt: t0})
+	e.rm.AddStep(readmodel.JobStep{JobID: "job-d", Seq: 4, TaskState: "Spawning", Step: "spawn", At: t0, Obj: `{"done":3,"total":4}`})
+	if j := decode[api.Job](t, e.do("GET", "/v1/jobs/job-d", e.alice, nil)); j.Progress == nil || *j.Progress != (api.Progress{Done: 3, Total: 4, Percent: 75}) {
+		t.Errorf("running deploy: %+v", j.Progress)
+	}
+	e.rm.PutJob(readmodel.Job{ID: "job-d", VmID: "vm-a1", Account: "acct-a", Type: "Deploy", State: "succeeded", CreatedAt: t0, FinishedAt: &t0})
+	if j := decode[api.Job](t, e.do("GET", "/v1/jobs/job-d", e.alice, nil)); j.Progress == nil || *j.Progress != (api.Progress{Done: 4, Total: 4, Percent: 100}) {
+		t.Errorf("succeeded deploy: %+v", j.Progress)
+	}
 	// A VM's job without a measure has no progress and no children.
 	if j := decode[api.Job](t, e.do("GET", "/v1/jobs/job-a1", e.alice, nil)); j.Progress != nil || j.Children != nil {
 		t.Errorf("job-a1: %+v", j)

@@ -13,9 +13,12 @@
 // and answer Up, Down or Unknown. Only a definitive Down — by construction
 // only a fenced host — makes a host Down and sends HostDown to its VMs;
 // when every investigator says Unknown the host turns Alert and no VM is
-// ever restarted. Maintenance (maintenance.go) fans out internal Migrate
-// commands and joins their ends, which Relay (relay.go) brings back from
-// vm.events.v1 keyed by host.
+// ever restarted; an agent's goodbye starts the same clocks as its silence.
+// Maintenance (maintenance.go) fans out internal Migrate commands and joins
+// their ends, which Relay (relay.go) brings back from vm.events.v1 keyed by
+// host; the maintenance is a job of its own (drainjob.go). What an operator
+// must hear of is an alert (alerts.go). An admin adds hosts, removes them
+// and takes them out of vmplane's hands (Unmanaged) in admin.go.
 //
 // It never does I/O, never reads the clock and never places or moves a VM
 // itself: moving is the VM processor's job, on the commands sent here.

@@ -63,6 +63,10 @@ type action struct {
 	// cannot carry out (a snapshot it does not have): a reason and detail
 	// for JobRejected, or "" to go on. It runs when the job would start.
 	check func(s *schemas.VmRecord, cmd any) (reason, detail string)
+	// plan is how many steps the job takes when all goes well, for the
+	// progress its steps show ("done" of "total" in their obj: the steps
+	// before each); 0 for a job whose length its outcome decides.
+	plan int32
 }
 
 // places maps a stationary state to an action's place in the state's
@@ -85,7 +89,7 @@ var actionTable []action
 
 func init() {
 	actionTable = []action{
-		{name: ActDeploy, flow: deployFlow(), sends: sends{phaseSpawning: startVm, phaseCleanup: forceStopVm}},
+		{name: ActDeploy, flow: deployFlow(), sends: sends{phaseSpawning: startVm, phaseCleanup: forceStopVm}, plan: 4},
 		{name: ActStart, params: []string{"host_id,omitempty"}, allowed: places{StateStopped: 1},
 			flow: startFlow(), sends: sends{phaseStarting: startVm, phaseCleanup: forceStopVm}},
 		{name: ActStop, params: []string{"force"}, allowed: places{StateActive: 2, StateResized: 4, StateRescued: 3},

@@ -426,6 +426,10 @@ func (t *tx) step(task, name, text string, obj map[string]any) {
 	if obj == nil {
 		obj = map[string]any{}
 	}
+	if a := actionByName[j.JobType]; a != nil && a.plan > 0 {
+		// The steps before this one are done; its end does the rest.
+		obj["done"], obj["total"] = j.Seq-1, max(a.plan, j.Seq)
+	}
 	b, err := json.Marshal(obj)
 	if err != nil {
 		b = []byte("{}")
