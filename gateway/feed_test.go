@@ -232,6 +232,11 @@ func TestFeedRunAgain(t *testing.T) {
 	owner := func(context.Context, string) (string, error) { return "", nil }
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
+	// As a gateway does before it serves streams: else a Subscribe that
+	// comes before the goroutine's Run gets to it takes live events
+	// only, and one committed before the feed starts is never seen
+	// (this test failed so on a loaded machine).
+	f.FedByRun()
 	go func() { done <- f.Run(ctx, ft.cfg, owner) }()
 	sub, _, _, err := f.Subscribe(t.Context(), func(Event) bool { return true }, "")
 	if err != nil {
