@@ -20,14 +20,10 @@ func scanAlert(row pgx.Row) (Alert, error) {
 
 // Alerts lists alerts by id after p.After, narrowed by f.
 func (r *Reader) Alerts(ctx context.Context, f AlertFilter, p Page) ([]Alert, error) {
-	acked := ""
-	if f.Acked != nil {
-		acked = fmt.Sprint(*f.Acked)
-	}
 	rows, err := r.pool.Query(ctx, `SELECT `+alertColumnsSQL+alertFromSQL+`
 		WHERE a.id > $1 AND ($2 = '' OR a.account = $2) AND ($3 = '' OR a.vm_id = $3) AND ($4 = '' OR a.host_id = $4)
-		AND ($5 = '' OR a.zone_id = $5) AND ($6 = '' OR a.kind = $6) AND ($7 = '' OR (k.alert_id IS NOT NULL) = ($7 = 'true'))
-		ORDER BY a.id LIMIT $8`, p.After, f.Account, f.VmID, f.HostID, f.ZoneID, f.Kind, acked, limitOf(p))
+		AND ($5 = '' OR a.zone_id = $5) AND ($6 = '' OR a.kind = $6) AND ($7::boolean IS NULL OR (k.alert_id IS NOT NULL) = $7)
+		ORDER BY a.id LIMIT $8`, p.After, f.Account, f.VmID, f.HostID, f.ZoneID, f.Kind, f.Acked, limitOf(p))
 	if err != nil {
 		return nil, fmt.Errorf("list alerts: %w", err)
 	}

@@ -27,8 +27,9 @@ func drainRef(jobID string, now time.Time) schemas.JobRef {
 	return schemas.JobRef{JobID: jobID, JobType: JobPrepareForMaintenance, Origin: schemas.OriginAPI, At: now.UnixMilli()}
 }
 
-func drainEvent(r *schemas.HostRecord, v any, hdr map[string]string) schemas.Record {
-	return schemas.Record{Topic: schemas.TopicVmEvents, Key: r.Status.HostID, Headers: hdr, Value: v}
+// drainEvent is one event of a host's maintenance job, keyed by the host.
+func drainEvent(hostID string, v any, hdr map[string]string) schemas.Record {
+	return schemas.Record{Topic: schemas.TopicVmEvents, Key: hostID, Headers: hdr, Value: v}
 }
 
 // drainStarted is the job's acceptance and first step, listing the
@@ -38,9 +39,9 @@ func drainStarted(r *schemas.HostRecord, jobID string, now time.Time, hdr map[st
 		return nil
 	}
 	ref := drainRef(jobID, now)
-	out := []schemas.Record{drainEvent(r, &schemas.JobAccepted{JobRef: ref}, hdr)}
+	out := []schemas.Record{drainEvent(r.Status.HostID, &schemas.JobAccepted{JobRef: ref}, hdr)}
 	if len(r.Draining) == 0 {
-		return append(out, drainEvent(r, &schemas.JobSucceeded{JobRef: ref, StartedAt: ref.At}, hdr))
+		return append(out, drainEvent(r.Status.HostID, &schemas.JobSucceeded{JobRef: ref, StartedAt: ref.At}, hdr))
 	}
 	children := make([]string, len(r.Draining))
 	for i, vm := range r.Draining {
@@ -48,7 +49,7 @@ func drainStarted(r *schemas.HostRecord, jobID string, now time.Time, hdr map[st
 	}
 	obj, _ := json.Marshal(map[string]any{"host": r.Status.HostID, "vms": r.Draining, "children": children,
 		"done": 0, "total": r.DrainTotal})
-	return append(out, drainEvent(r, &schemas.JobStepped{JobRef: ref, Seq: 1, TaskState: "Draining", Step: "drain",
+	return append(out, drainEvent(r.Status.HostID, &schemas.JobStepped{JobRef: ref, Seq: 1, TaskState: "Draining", Step: "drain",
 		Text: fmt.Sprintf("migrating %d VM(s) off host %s", len(r.Draining), r.Status.HostID), Obj: string(obj)}, hdr))
 }
 
@@ -67,15 +68,15 @@ func drainStepped(r *schemas.HostRecord, e *schemas.MaintenanceMigrationEnded, n
 		step = "not-migrated"
 	}
 	obj, _ := json.Marshal(map[string]any{"vm": e.VmID, "child": e.JobID, "ok": e.OK, "done": done, "total": r.DrainTotal})
-	out := []schemas.Record{drainEvent(r, &schemas.JobStepped{JobRef: ref, Seq: done + 1, TaskState: "Draining", Step: step,
+	out := []schemas.Record{drainEvent(r.Status.HostID, &schemas.JobStepped{JobRef: ref, Seq: done + 1, TaskState: "Draining", Step: step,
 		Text: text, Obj: string(obj)}, hdr)}
 	if len(r.Draining) > 0 {
 		return out
 	}
 	if len(r.DrainFailed) == 0 {
-		out = append(out, drainEvent(r, &schemas.JobSucceeded{JobRef: ref}, hdr))
+		out = append(out, drainEvent(r.Status.HostID, &schemas.JobSucceeded{JobRef: ref}, hdr))
 	} else {
-		out = append(out, drainEvent(r, &schemas.JobFailed{JobRef: ref, Reason: ResourceErrorInMaintenance,
+		out = append(out, drainEvent(r.Status.HostID, &schemas.JobFailed{JobRef: ref, Reason: ResourceErrorInMaintenance,
 			Detail: ReasonDrainFailed + strings.Join(r.DrainFailed, ", ")}, hdr))
 	}
 	r.DrainJob, r.DrainTotal = "", 0
@@ -89,7 +90,7 @@ func drainCancelled(r *schemas.HostRecord, by string, now time.Time, hdr map[str
 	}
 	ref := drainRef(r.DrainJob, now)
 	r.DrainJob, r.DrainTotal = "", 0
-	return []schemas.Record{drainEvent(r, &schemas.JobCancelled{JobRef: ref,
+	return []schemas.Record{drainEvent(r.Status.HostID, &schemas.JobCancelled{JobRef: ref,
 		Reason: "cancelled by " + by + "; migrations still running finish on their own"}, hdr)}
 }
 
@@ -98,6 +99,5 @@ func drainRejected(hostID, jobID, detail string, now time.Time, hdr map[string]s
 	if jobID == "" {
 		return nil
 	}
-	return []schemas.Record{{Topic: schemas.TopicVmEvents, Key: hostID, Headers: hdr,
-		Value: &schemas.JobRejected{JobRef: drainRef(jobID, now), Reason: "InvalidState", Detail: detail}}}
+	return []schemas.Record{drainEvent(hostID, &schemas.JobRejected{JobRef: drainRef(jobID, now), Reason: "InvalidState", Detail: detail}, hdr)}
 }

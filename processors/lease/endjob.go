@@ -22,8 +22,8 @@ const (
 // Its first step lists the children's job ids; each step's obj says how
 // far it is ("done" of "total").
 
-// EndJobID is the id of a lease's end job.
-func EndJobID(leaseID string) string { return schemas.BoundID("lease-" + leaseID + "-end") }
+// endJobID is the id of a lease's end job.
+func endJobID(leaseID string) string { return schemas.BoundID("lease-" + leaseID + "-end") }
 
 // stopJobID is the id of the Stop job of one VM at a lease's end.
 func stopJobID(leaseID, vmID string) string {
@@ -35,7 +35,7 @@ func (t *tx) endRef(l *schemas.LeaseRecord) schemas.JobRef {
 	if l.Status == Deleting {
 		typ = JobLeaseDelete
 	}
-	return schemas.JobRef{JobID: EndJobID(l.LeaseID), Account: l.Project, JobType: typ, Origin: schemas.OriginInternal, At: t.now}
+	return schemas.JobRef{JobID: endJobID(l.LeaseID), Account: l.Project, JobType: typ, Origin: schemas.OriginInternal, At: t.now}
 }
 
 // endJobStarted accepts the end job and lists its children; with no VM to
