@@ -405,3 +405,19 @@ func TestAutoRegisterSetting(t *testing.T) {
 		t.Fatalf("auto-registration on: %+v", r)
 	}
 }
+
+// A late Tick is a restarted processor's for an unmanaged host too: its
+// pings may still wait in the topic, so it gets the restart grace before
+// it is shown Disconnected.
+func TestUnmanagedLateTickGetsTheGrace(t *testing.T) {
+	m := New(DefaultConfig())
+	r, _ := m.Step(up(t, m), rec(&schemas.UnmanageHost{HostCommand: cmd()}), t0)
+	r, out := m.Tick(r, "h1", t0.Add(time.Hour))
+	if len(out) != 0 || r.Status.Status != StatusUp || r.GraceUntil == 0 {
+		t.Fatalf("late tick: %+v %+v", r.Status, out)
+	}
+	r, out = m.Tick(r, "h1", m.Wake(r))
+	if st := statuses(t, out); len(st) != 1 || st[0].Status != StatusDisconnected || r.Investigation != "" || r.AlertAt != 0 {
+		t.Fatalf("after the grace: %+v %+v", r, out)
+	}
+}

@@ -94,26 +94,24 @@ func (m *Machine) observeVms(r *schemas.HostRecord, vmIDs []string, seq int64, n
 // so ping.timeout keeps its meaning while the processor runs.
 func (m *Machine) pingTimeout(s *schemas.HostRecord, now time.Time) (*schemas.HostRecord, []schemas.Record) {
 	wake := pingWake(s)
-	switch {
-	case wake.IsZero() || now.Before(wake):
+	if wake.IsZero() || now.Before(wake) {
 		return s, nil
+	}
+	r := clone(s)
+	switch {
 	case s.Status.Status != StatusUp && s.Status.Status != StatusDisconnected && s.Status.Status != StatusConnecting:
 		// Nothing to investigate; the deadline is spent.
-		r := clone(s)
 		r.PingDeadline, r.GraceUntil = 0, 0
+		return r, nil
+	case now.Sub(wake) > m.cfg.TickSlack:
+		r.GraceUntil = now.Add(m.cfg.RestartGrace).UnixMilli()
 		return r, nil
 	case s.Status.ResourceState == ResourceUnmanaged:
 		// Shown as it is, Disconnected, but neither investigated nor
 		// escalated: an operator has the host in hand.
-		r := clone(s)
 		r.PingDeadline, r.GraceUntil = 0, 0
 		setStatus(&r.Status, StatusDisconnected, ReasonPingTimeout+" (unmanaged: not investigated)")
 		return r, announce(&s.Status, r, now, nil)
-	}
-	r := clone(s)
-	if now.Sub(wake) > m.cfg.TickSlack {
-		r.GraceUntil = now.Add(m.cfg.RestartGrace).UnixMilli()
-		return r, nil
 	}
 	setStatus(&r.Status, StatusDisconnected, ReasonPingTimeout)
 	out := announce(&s.Status, r, now, nil)
