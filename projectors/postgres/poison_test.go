@@ -3,10 +3,12 @@ package postgres
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/schemas"
@@ -55,6 +57,17 @@ func TestProjectorDeadLettersWhatTheDatabaseRefuses(t *testing.T) {
 	startProjector(t, Config{Kafka: kcfg, DSN: dsn, Group: DefaultGroup}, func(pp *Projector, _ func()) {
 		proj = pp
 		pp.afterCommit = func(n int) { committed <- n }
+		// One fetch may bring some partitions and the next the rest: the
+		// first poll waits until every record is buffered, once.
+		var once sync.Once
+		pp.beforePoll = func(cl *kgo.Client) {
+			once.Do(func() {
+				deadline := time.Now().Add(10 * time.Second)
+				for cl.BufferedFetchRecords() < int64(len(names)) && time.Now().Before(deadline) {
+					time.Sleep(5 * time.Millisecond)
+				}
+			})
+		}
 	})
 	waitApplied(t, dsn, DefaultGroup, p)
 	var polls []int

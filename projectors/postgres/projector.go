@@ -68,6 +68,8 @@ type Projector struct {
 
 	// afterCommit, when set by tests, is called after each committed batch.
 	afterCommit func(records int)
+	// beforePoll, when set by tests, is called before each poll.
+	beforePoll func(cl *kgo.Client)
 
 	closeOnce sync.Once
 }
@@ -171,6 +173,9 @@ func (p *Projector) Run(ctx context.Context) error {
 		return err
 	}
 	for {
+		if p.beforePoll != nil {
+			p.beforePoll(p.cl)
+		}
 		fetches := p.cl.PollRecords(ctx, p.cfg.MaxBatch)
 		if ctx.Err() != nil {
 			return nil
