@@ -17,6 +17,7 @@ func TestActionsAreCommands(t *testing.T) {
 		actions.KindBool:     reflect.TypeFor[bool](),
 		actions.KindString:   reflect.TypeFor[string](),
 		actions.KindOffering: reflect.TypeFor[Offering](),
+		actions.KindInt:      reflect.TypeFor[int64](),
 	}
 	spec, _ := TopicByName(TopicVmCommands)
 	commands := map[string]bool{}

@@ -30,9 +30,11 @@ func (c *AgentCommand) Expired(now int64) bool { return c.ExpiresAt != 0 && now 
 // StartVm defines (if needed) and powers on a VM on the host.
 type StartVm struct {
 	AgentCommand
-	Name     string `avro:"name" doc:"VM display name."`
-	CPU      int32  `avro:"cpu" doc:"Virtual CPUs."`
-	MemoryMB int64  `avro:"memory_mb" doc:"Memory in MiB."`
+	Name     string   `avro:"name" doc:"VM display name."`
+	CPU      int32    `avro:"cpu" doc:"Virtual CPUs."`
+	MemoryMB int64    `avro:"memory_mb" doc:"Memory in MiB."`
+	Volumes  []Volume `avro:"volumes" doc:"Disks, the root first: each a file <pool_path>/<volume_id>.qcow2, made on first start (the root as an overlay of its template)."`
+	Nics     []Nic    `avro:"nics" doc:"Network interfaces, by device id."`
 }
 
 // StopVm powers off a VM.
@@ -42,7 +44,10 @@ type StopVm struct {
 }
 
 // DestroyVm removes a VM and its disks from the host.
-type DestroyVm struct{ AgentCommand }
+type DestroyVm struct {
+	AgentCommand
+	Volumes []Volume `avro:"volumes" doc:"The VM's volumes, whose files go too."`
+}
 
 // RebootVm restarts a VM.
 type RebootVm struct {
@@ -74,7 +79,8 @@ type UnrescueVm struct{ AgentCommand }
 // RebuildVm reinstalls a VM's root disk.
 type RebuildVm struct {
 	AgentCommand
-	Image string `avro:"image" doc:"Image."`
+	Image   string   `avro:"image" doc:"Image."`
+	Volumes []Volume `avro:"volumes" doc:"The VM's volumes; the root's file is made again from its template_id."`
 }
 
 // SnapshotVm snapshots a VM's disk.
@@ -100,9 +106,11 @@ type DeleteSnapshotVm struct {
 // MigrateVm live-migrates a VM from this host (the source) to another.
 type MigrateVm struct {
 	AgentCommand
-	DestHostID string `avro:"dest_host_id" doc:"Destination host."`
-	CPU        int32  `avro:"cpu" doc:"Virtual CPUs at the destination."`
-	MemoryMB   int64  `avro:"memory_mb" doc:"Memory at the destination, MiB."`
+	DestHostID string   `avro:"dest_host_id" doc:"Destination host."`
+	CPU        int32    `avro:"cpu" doc:"Virtual CPUs at the destination."`
+	MemoryMB   int64    `avro:"memory_mb" doc:"Memory at the destination, MiB."`
+	Volumes    []Volume `avro:"volumes" doc:"The VM's disks, as at the destination."`
+	Nics       []Nic    `avro:"nics" doc:"The VM's network interfaces."`
 }
 
 // CheckVm asks an agent for one VM's power on the host, changing nothing:
@@ -139,4 +147,36 @@ type FenceHost struct {
 type AgentRejected struct {
 	AgentCommand
 	Reason string `avro:"reason" doc:"Why."`
+}
+
+// AttachVolumeVm makes a data volume's file if it has none and attaches it
+// to the VM: at once to a running guest (hot-plug), else at its next start.
+type AttachVolumeVm struct {
+	AgentCommand
+	Volume Volume `avro:"volume" doc:"The volume."`
+}
+
+// DetachVolumeVm detaches a data volume from the VM, keeping its file.
+type DetachVolumeVm struct {
+	AgentCommand
+	Volume Volume `avro:"volume" doc:"The volume."`
+}
+
+// ResizeVolumeVm grows a volume's file to its size_mb.
+type ResizeVolumeVm struct {
+	AgentCommand
+	Volume Volume `avro:"volume" doc:"The volume, with its new size."`
+}
+
+// SnapshotVolumeVm takes a snapshot inside a volume's file.
+type SnapshotVolumeVm struct {
+	AgentCommand
+	Volume       Volume `avro:"volume" doc:"The volume."`
+	SnapshotName string `avro:"snapshot_name" doc:"Snapshot name."`
+}
+
+// DeleteVolumeVm removes a detached volume's file.
+type DeleteVolumeVm struct {
+	AgentCommand
+	Volume Volume `avro:"volume" doc:"The volume."`
 }

@@ -14,15 +14,21 @@ type PlaceVm struct {
 	At            int64    `avro:"at" doc:"Unix milliseconds."`
 	Adopt         bool     `avro:"adopt" doc:"Claim on host_id whether or not it fits, releasing every other claim of the VM: the VM already runs there (an out-of-band start or move)."`
 	HostRequired  bool     `avro:"host_required" doc:"host_id is required (an API user's start or migrate to a host), not preferred: a host that is refused fails the request instead of letting the planner choose another."`
+	Volumes       []Volume `avro:"volumes" doc:"The VM's volumes: one without pool_id is given a pool the chosen host reaches; one with a pool_id requires a host that reaches it, and its claim there becomes size_mb."`
+	Nics          []Nic    `avro:"nics" doc:"The VM's NICs: one without an ip is given an address of its network; one with an ip keeps it."`
+	VolumesOnly   bool     `avro:"volumes_only" doc:"Claim pools for volumes only, on the VM's host host_id (a volume attached or grown): no host claim changes."`
 }
 
 // ReleaseVm frees a VM's allocation.
 type ReleaseVm struct {
-	RequestID string `avro:"request_id" doc:"Unique request id."`
-	VmID      string `avro:"vm_id" doc:"VM."`
-	ZoneID    string `avro:"zone_id" doc:"Zone; also the record key."`
-	HostID    string `avro:"host_id" doc:"Host to release on; empty for every host of the VM."`
-	At        int64  `avro:"at" doc:"Unix milliseconds."`
+	RequestID  string   `avro:"request_id" doc:"Unique request id."`
+	VmID       string   `avro:"vm_id" doc:"VM."`
+	ZoneID     string   `avro:"zone_id" doc:"Zone; also the record key."`
+	HostID     string   `avro:"host_id" doc:"Host to release on; empty for every host of the VM."`
+	At         int64    `avro:"at" doc:"Unix milliseconds."`
+	VolumeIDs  []string `avro:"volume_ids" doc:"Volumes whose pool claims to release (deleted volumes); the host claims are then kept."`
+	AllVolumes bool     `avro:"all_volumes" doc:"Release every volume claim of the VM too (its disks were destroyed)."`
+	Nics       bool     `avro:"nics" doc:"Release the VM's addresses too (the VM was expunged)."`
 }
 
 // ResizeVm changes a VM's allocation on its host, or asks for another host.
@@ -87,6 +93,27 @@ type ZoneRecord struct {
 	Hosts       []HostCapacity `avro:"hosts" doc:"Hosts of the zone with their capacity and reservation."`
 	Allocations []Allocation   `avro:"allocations" doc:"Claims of capacity by VMs."`
 	Decided     []string       `avro:"decided" doc:"Latest request ids answered, for dedup."`
+	Pools       []PoolState    `avro:"pools" doc:"Primary storage pools of the zone."`
+	Networks    []NetworkState `avro:"networks" doc:"Guest networks of the zone."`
+	Volumes     []VolumeClaim  `avro:"volumes" doc:"Claims of pool capacity by volumes."`
+	Nics        []NicClaim     `avro:"nics" doc:"Addresses held by NICs."`
+}
+
+// VolumeClaim is one volume's claim on a pool.
+type VolumeClaim struct {
+	VmID     string `avro:"vm_id" doc:"VM."`
+	VolumeID string `avro:"volume_id" doc:"Volume."`
+	PoolID   string `avro:"pool_id" doc:"Pool."`
+	SizeMB   int64  `avro:"size_mb" doc:"Size claimed, MiB."`
+}
+
+// NicClaim is one NIC's address.
+type NicClaim struct {
+	VmID      string `avro:"vm_id" doc:"VM."`
+	NicID     string `avro:"nic_id" doc:"NIC."`
+	NetworkID string `avro:"network_id" doc:"Network."`
+	IP        string `avro:"ip" doc:"Address."`
+	MAC       string `avro:"mac" doc:"MAC address."`
 }
 
 // HostCapacity is one host in the placement ledger.

@@ -65,18 +65,19 @@ var Partitions = map[string]int32{
 
 var vmCommandTypes = []string{"Deploy", "Start", "Stop", "Reboot", "Pause", "Unpause", "Suspend", "Resume",
 	"Rescue", "Unrescue", "Rebuild", "Snapshot", "Migrate", "Resize", "ConfirmResize", "RevertResize", "Terminate", "CancelJob",
-	"RevertSnapshot", "DeleteSnapshot", "Recover"}
+	"RevertSnapshot", "DeleteSnapshot", "Recover", "AttachVolume", "DetachVolume", "ResizeVolume", "SnapshotVolume", "DeleteVolume"}
 
 var agentCommandTypes = []string{"StartVm", "StopVm", "DestroyVm", "RebootVm", "PauseVm", "UnpauseVm",
-	"SuspendVm", "ResumeVm", "RescueVm", "UnrescueVm", "RebuildVm", "SnapshotVm", "RevertSnapshotVm", "DeleteSnapshotVm", "MigrateVm", "CheckVm", "CheckHost", "FenceHost", "AgentRejected"}
+	"SuspendVm", "ResumeVm", "RescueVm", "UnrescueVm", "RebuildVm", "SnapshotVm", "RevertSnapshotVm", "DeleteSnapshotVm", "MigrateVm", "CheckVm", "CheckHost", "FenceHost", "AgentRejected",
+	"AttachVolumeVm", "DetachVolumeVm", "ResizeVolumeVm", "SnapshotVolumeVm", "DeleteVolumeVm"}
 
 // Topics is the topic table of docs/design.md §3 plus the processors' changelogs.
 var Topics = []TopicSpec{
 	{TopicVmCommands, KeyVM, false, vmCommandTypes, "VM lifecycle commands."},
 	{TopicVmPower, KeyVM, false, []string{"PowerReport"}, "Raw power reports from agents."},
 	{TopicVmAnswers, KeyVM, false, []string{"AgentAnswer"}, "Agent answers to VM commands."},
-	{TopicVmSignals, KeyVM, false, []string{"PlacementDecided", "PlacementFailed", "HostDown", "VmMissingFromHost"}, "Signals to VMs from placement and host."},
-	{TopicVmEvents, KeyVM, false, []string{"JobAccepted", "JobStepped", "JobSucceeded", "JobFailed", "JobCancelled", "JobRejected", "VmStateChanged", "PowerStateObserved", "AlertRaised", "VmExpunged", "SnapshotTaken", "SnapshotDeleted"}, "VM and job events, and alerts (a host's keyed by its host id)."},
+	{TopicVmSignals, KeyVM, false, []string{"PlacementDecided", "PlacementFailed", "HostDown", "VmMissingFromHost", "StoragePoolDown"}, "Signals to VMs from placement and host."},
+	{TopicVmEvents, KeyVM, false, []string{"JobAccepted", "JobStepped", "JobSucceeded", "JobFailed", "JobCancelled", "JobRejected", "VmStateChanged", "PowerStateObserved", "AlertRaised", "VmExpunged", "SnapshotTaken", "SnapshotDeleted", "VolumeChanged", "NicChanged", "VolumeSnapshotTaken"}, "VM and job events, and alerts (a host's keyed by its host id)."},
 	{TopicVmState, KeyVM, true, []string{"VmRecord"}, "Changelog of the VM processor."},
 	{TopicAgentCommands, KeyHost, false, agentCommandTypes, "Commands to agents."},
 	{TopicHostEvents, KeyHost, false, []string{"AgentConnected", "AgentPing", "AgentDisconnected", "CheckHostAnswer", "MaintenanceMigrationEnded"}, "Agent connect, ping, disconnect, investigation answers, maintenance job ends."},
@@ -84,13 +85,13 @@ var Topics = []TopicSpec{
 	{TopicHostStatus, KeyHost, true, []string{"HostStatus"}, "Latest status of each host."},
 	{TopicHostState, KeyHost, true, []string{"HostRecord"}, "Changelog of the host processor."},
 	{TopicHostRelay, KeyVM, true, []string{}, "Changelog of the host relay, which keeps no state (tombstones only)."},
-	{TopicPlacementRequests, KeyZone, false, []string{"PlaceVm", "ReleaseVm", "ResizeVm", "HostStatus", "LeaseStatusChanged"}, "Placement requests and the zone's host status."},
-	{TopicPlacementEvents, KeyZone, false, []string{"CapacityAllocated", "CapacityReleased", "HostReserved", "HostReservationReleased"}, "Capacity ledger changes."},
+	{TopicPlacementRequests, KeyZone, false, []string{"PlaceVm", "ReleaseVm", "ResizeVm", "HostStatus", "LeaseStatusChanged", "UpdateStoragePool", "UpdateNetwork"}, "Placement requests, the zone's host status, and its storage pools and networks."},
+	{TopicPlacementEvents, KeyZone, false, []string{"CapacityAllocated", "CapacityReleased", "HostReserved", "HostReservationReleased", "StoragePoolChanged", "NetworkChanged"}, "Capacity ledger changes, storage pools and networks."},
 	{TopicPlacementState, KeyZone, true, []string{"ZoneRecord"}, "Changelog of the placement processor."},
 	{TopicLeaseCommands, KeyZone, false, []string{"CreateLease", "UpdateLease", "DeleteLease", "HostStatus"}, "Lease commands and the zone's host status."},
 	{TopicLeaseEvents, KeyZone, false, []string{"LeaseStatusChanged", "LeaseHostChanged"}, "Lease and resource notifications."},
 	{TopicLeaseState, KeyZone, true, []string{"LeaseZoneRecord"}, "Changelog of the lease processor."},
-	{TopicCatalog, KeyCatalog, true, []string{"ServiceOffering"}, "Service offerings."},
+	{TopicCatalog, KeyCatalog, true, []string{"ServiceOffering", "Template"}, "Service offerings, and templates (key template:<id>)."},
 	{TopicAccounts, KeyAccount, false, []string{"AccountCreated", "ApiKeyIssued", "ApiKeyRevoked"}, "Accounts and API keys."},
 	{TopicAlertAcks, KeyAlert, true, []string{"AlertAcknowledged"}, "Acknowledgements of alerts."},
 	{TopicSettings, KeySetting, true, []string{"SettingChanged"}, "Operator settings, the latest value per scope and name."},

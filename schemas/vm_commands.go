@@ -17,6 +17,10 @@ type Deploy struct {
 	Offering      Offering `avro:"offering" doc:"The service offering at the time of the request."`
 	HA            bool     `avro:"ha" doc:"Restart the VM elsewhere when its host fails."`
 	AffinityGroup string   `avro:"affinity_group" doc:"Affinity or anti-affinity group name; empty for none."`
+	Template      Template `avro:"template" doc:"Template of the root volume, as the catalog had it; id empty for a VM with no root volume."`
+	RootSizeMB    int64    `avro:"root_size_mb" doc:"Root volume size, MiB; 0 for the template's size."`
+	DataDiskMB    int64    `avro:"data_disk_mb" doc:"Size of a data volume to create with the VM, MiB; 0 for none."`
+	NetworkIDs    []string `avro:"network_ids" doc:"Networks to give the VM a NIC on, in device order; empty for none (the gateway puts the zone's default network here when the request names none)."`
 }
 
 // Start powers on a Stopped VM.
@@ -121,3 +125,38 @@ type CancelJob struct {
 
 // Recover brings a Deleted VM back, Stopped, before it is expunged.
 type Recover struct{ VmCommand }
+
+// AttachVolume gives a VM a data volume: a new one of size_gb, or its own
+// detached volume_id again.
+type AttachVolume struct {
+	VmCommand
+	VolumeID   string `avro:"volume_id" doc:"A detached volume of the VM to attach again; empty for a new volume."`
+	VolumeName string `avro:"volume_name" doc:"Name of a new volume; empty names it by its id."`
+	SizeGB     int64  `avro:"size_gb" doc:"Size of a new volume, GiB."`
+}
+
+// DetachVolume takes a data volume off its VM and keeps it.
+type DetachVolume struct {
+	VmCommand
+	VolumeID string `avro:"volume_id" doc:"Volume to detach."`
+}
+
+// ResizeVolume grows a volume of a VM.
+type ResizeVolume struct {
+	VmCommand
+	VolumeID string `avro:"volume_id" doc:"Volume to grow."`
+	SizeGB   int64  `avro:"size_gb" doc:"New size, GiB; never smaller than the volume."`
+}
+
+// SnapshotVolume takes a snapshot of one volume of a VM.
+type SnapshotVolume struct {
+	VmCommand
+	VolumeID     string `avro:"volume_id" doc:"Volume."`
+	SnapshotName string `avro:"snapshot_name" doc:"Snapshot name, unique per volume; empty names it by its job id."`
+}
+
+// DeleteVolume removes a detached data volume of a VM and frees its pool.
+type DeleteVolume struct {
+	VmCommand
+	VolumeID string `avro:"volume_id" doc:"Detached volume to delete."`
+}

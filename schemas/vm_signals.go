@@ -2,14 +2,16 @@ package schemas
 
 // PlacementDecided tells a VM which host placement chose for it.
 type PlacementDecided struct {
-	VmID      string `avro:"vm_id" doc:"VM placed; also the record key."`
-	RequestID string `avro:"request_id" doc:"The PlaceVm request answered."`
-	Epoch     int64  `avro:"epoch" doc:"VM epoch of the request."`
-	ZoneID    string `avro:"zone_id" doc:"Zone of the host."`
-	PodID     string `avro:"pod_id" doc:"Pod of the host."`
-	ClusterID string `avro:"cluster_id" doc:"Cluster of the host."`
-	HostID    string `avro:"host_id" doc:"Chosen host."`
-	Planner   string `avro:"planner" doc:"Planner that chose it."`
+	VmID      string   `avro:"vm_id" doc:"VM placed; also the record key."`
+	RequestID string   `avro:"request_id" doc:"The PlaceVm request answered."`
+	Epoch     int64    `avro:"epoch" doc:"VM epoch of the request."`
+	ZoneID    string   `avro:"zone_id" doc:"Zone of the host."`
+	PodID     string   `avro:"pod_id" doc:"Pod of the host."`
+	ClusterID string   `avro:"cluster_id" doc:"Cluster of the host."`
+	HostID    string   `avro:"host_id" doc:"Chosen host."`
+	Planner   string   `avro:"planner" doc:"Planner that chose it."`
+	Volumes   []Volume `avro:"volumes" doc:"The request's volumes with their pools (pool_id and pool_path) filled in."`
+	Nics      []Nic    `avro:"nics" doc:"The request's NICs with their addresses (ip, mac, gateway, cidr) filled in."`
 }
 
 // PlacementFailed tells a VM that no host could take it.

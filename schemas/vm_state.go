@@ -47,6 +47,7 @@ type VmRecord struct {
 	CheckAt               int64            `avro:"check_at" doc:"When the next round of CheckVm is due, Unix milliseconds; 0 for none."`
 	HAAwaitsCheck         bool             `avro:"ha_awaits_check" doc:"An HA restart waits for the VM's host to confirm with CheckVm that the VM is off: a report found it off, and the host may have started it again since."`
 	Snapshots             *SnapshotList    `avro:"snapshots" doc:"The VM's snapshots: those its host took and no job has deleted since; empty for none."`
+	Storage               *VmStorage       `avro:"storage" doc:"The VM's template, volumes and NICs; empty for a VM with none."`
 }
 
 // SnapshotList is a VM's snapshots, out of line in VmRecord as Job and Twin

@@ -33,7 +33,7 @@ type Param struct {
 	// Name is the JSON field of the request and the Avro field of the
 	// command.
 	Name string
-	// Kind is KindBool, KindString or KindOffering.
+	// Kind is KindBool, KindString, KindOffering or KindInt.
 	Kind string
 	// Required: the action is refused without a non-empty value.
 	Required bool
@@ -52,6 +52,8 @@ const (
 	// KindOffering is an offering's name or id in the request; the gateway
 	// looks it up and the command carries the schemas.Offering itself.
 	KindOffering = "offering"
+	// KindInt is a JSON integer into an int64 field.
+	KindInt = "int"
 )
 
 // Catalog is every VM action, in the order usage texts list them. Deploy is
@@ -86,6 +88,20 @@ var Catalog = []Action{
 	{Name: "revert_resize", Command: "RevertResize", Doc: "restore a Resized VM's old size"},
 	{Name: "terminate", Command: "Terminate", Doc: "delete a VM; always allowed"},
 	{Name: "recover", Command: "Recover", Doc: "bring a Deleted VM back, Stopped, before it is expunged"},
+	{Name: "attach_volume", Command: "AttachVolume", Doc: "give a VM a data volume, new or its own detached one", Params: []Param{
+		{Name: "volume_id", Kind: KindString, Flag: "volume", Doc: "a detached volume of the VM to attach again; empty for a new volume"},
+		{Name: "volume_name", Kind: KindString, Flag: "name", Doc: "name of a new volume"},
+		{Name: "size_gb", Kind: KindInt, Flag: "size", Doc: "size of a new volume, GiB"}}},
+	{Name: "detach_volume", Command: "DetachVolume", Doc: "take a data volume off its VM, keeping it", Params: []Param{
+		{Name: "volume_id", Kind: KindString, Required: true, Flag: "volume", Doc: "volume to detach"}}},
+	{Name: "resize_volume", Command: "ResizeVolume", Doc: "grow a volume of a VM", Params: []Param{
+		{Name: "volume_id", Kind: KindString, Required: true, Flag: "volume", Doc: "volume to grow"},
+		{Name: "size_gb", Kind: KindInt, Required: true, Flag: "size", Doc: "new size, GiB"}}},
+	{Name: "snapshot_volume", Command: "SnapshotVolume", Doc: "take a snapshot of one volume", Params: []Param{
+		{Name: "volume_id", Kind: KindString, Required: true, Flag: "volume", Doc: "volume"},
+		{Name: "snapshot_name", Kind: KindString, Flag: "name", Doc: "snapshot name, unique per volume; empty names it by its job id"}}},
+	{Name: "delete_volume", Command: "DeleteVolume", Doc: "remove a detached data volume and free its pool", Params: []Param{
+		{Name: "volume_id", Kind: KindString, Required: true, Flag: "volume", Doc: "detached volume to delete"}}},
 }
 
 // ByName returns the action of an API name.

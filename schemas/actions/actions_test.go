@@ -23,7 +23,7 @@ func TestCatalogIsWellFormed(t *testing.T) {
 		}
 		flags := map[string]bool{}
 		for _, p := range a.Params {
-			if !slices.Contains([]string{KindBool, KindString, KindOffering}, p.Kind) {
+			if !slices.Contains([]string{KindBool, KindString, KindOffering, KindInt}, p.Kind) {
 				t.Errorf("action %s: parameter %s has kind %q", a.Name, p.Name, p.Kind)
 			}
 			if p.Flag == "" || flags[p.Flag] || p.Doc == "" {
