@@ -400,9 +400,11 @@ type emptyDriver struct{ agent.Driver }
 func (emptyDriver) Hosts() []agent.HostInfo                           { return nil }
 func (emptyDriver) Start(context.Context, string, agent.VMSpec) error { return errors.ErrUnsupported }
 func (emptyDriver) Stop(context.Context, string, string, bool) error  { return errors.ErrUnsupported }
-func (emptyDriver) Destroy(context.Context, string, string) error     { return errors.ErrUnsupported }
-func (emptyDriver) PowerStates(string) (map[string]string, error)     { return nil, agent.ErrUnknownHost }
-func (emptyDriver) Changes() <-chan agent.Change                      { return nil }
+func (emptyDriver) Destroy(context.Context, string, string, []schemas.Volume) error {
+	return errors.ErrUnsupported
+}
+func (emptyDriver) PowerStates(string) (map[string]string, error) { return nil, agent.ErrUnknownHost }
+func (emptyDriver) Changes() <-chan agent.Change                  { return nil }
 
 func TestReannounceAfterBrokerOutage(t *testing.T) {
 	if testing.Short() {

@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"errors"
+
+	"github.com/vmplane/vmplane/schemas"
 )
 
 // Errors a Driver returns, wrapped with the host or VM concerned. The agent
@@ -38,6 +40,12 @@ type VMSpec struct {
 	Name     string
 	CPU      int32
 	MemoryMB int64
+	// Volumes are the VM's disks, the root first: each is the file
+	// <PoolPath>/<VolumeID>.qcow2, made on first start (the root as an
+	// overlay of its template) and kept until DeleteVolume or Destroy.
+	Volumes []schemas.Volume
+	// Nics are its network interfaces, by device id.
+	Nics []schemas.Nic
 }
 
 // Change says that a VM's power state changed in a way the driver saw on
@@ -61,8 +69,9 @@ type Driver interface {
 	// Stop powers a VM off, at once when force is set; stopping a stopped
 	// VM succeeds.
 	Stop(ctx context.Context, hostID, vmID string, force bool) error
-	// Destroy removes a VM and its disks, powering it off first.
-	Destroy(ctx context.Context, hostID, vmID string) error
+	// Destroy removes a VM and its disks, powering it off first; volumes
+	// are the disks' files to remove besides what the host knows of.
+	Destroy(ctx context.Context, hostID, vmID string, volumes []schemas.Volume) error
 	// PowerStates returns the power state (schemas.PowerOn, PowerOff, …) of
 	// every VM on the host. The error is ErrUnknownHost or
 	// ErrHostUnreachable (wrapped) when the host cannot be observed.
@@ -93,7 +102,9 @@ type Driver interface {
 	Unrescue(ctx context.Context, hostID, vmID string) error
 	// Rebuild replaces the VM's root disk with a fresh copy of image and
 	// boots it (PowerOn afterwards).
-	Rebuild(ctx context.Context, hostID, vmID, image string) error
+	// volumes are the VM's disks; the root's file is made again of its
+	// template.
+	Rebuild(ctx context.Context, hostID, vmID, image string, volumes []schemas.Volume) error
 	// Snapshot takes a named snapshot of the VM's disks; the power state is
 	// unchanged.
 	Snapshot(ctx context.Context, hostID, vmID, name string) error
@@ -108,6 +119,22 @@ type Driver interface {
 	// describes it for the destination. On success the VM is gone from the
 	// source and reported by the destination.
 	Migrate(ctx context.Context, srcHostID, vmID, dstHostID string, vm VMSpec) error
+
+	// AttachVolume makes a data volume's file if it has none and attaches
+	// it: to a running guest at once (hot-plug), else at its next start.
+	// Attaching an attached volume succeeds.
+	AttachVolume(ctx context.Context, hostID, vmID string, v schemas.Volume) error
+	// DetachVolume detaches a data volume, keeping its file; detaching a
+	// detached one succeeds.
+	DetachVolume(ctx context.Context, hostID, vmID string, v schemas.Volume) error
+	// ResizeVolume grows a volume's file to v.SizeMB (the guest sees it
+	// at once when running).
+	ResizeVolume(ctx context.Context, hostID, vmID string, v schemas.Volume) error
+	// SnapshotVolume takes a named snapshot inside one volume's file.
+	SnapshotVolume(ctx context.Context, hostID, vmID string, v schemas.Volume, name string) error
+	// DeleteVolume removes a detached volume's file; one already gone
+	// succeeds.
+	DeleteVolume(ctx context.Context, hostID, vmID string, v schemas.Volume) error
 
 	// Ledger returns what the host keeps of the commands carried out for
 	// the VM (ledger.go); the zero Ledger when it keeps nothing. It

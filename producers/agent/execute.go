@@ -84,12 +84,12 @@ func Execute(ctx context.Context, d Driver, v any, now int64, peers []string) (w
 			// second copy (found by the simulation, seed 48999).
 			return other, false, fmt.Errorf("%s: %s runs on host %s", errRunsElsewhere, c.VmID, other)
 		}
-		err = d.Start(ctx, cmd.HostID, VMSpec{ID: c.VmID, Name: c.Name, CPU: c.CPU, MemoryMB: c.MemoryMB})
+		err = d.Start(ctx, cmd.HostID, VMSpec{ID: c.VmID, Name: c.Name, CPU: c.CPU, MemoryMB: c.MemoryMB, Volumes: c.Volumes, Nics: c.Nics})
 	case *schemas.StopVm:
 		err = d.Stop(ctx, cmd.HostID, c.VmID, c.Force)
 	case *schemas.DestroyVm:
 		report = false
-		err = d.Destroy(ctx, cmd.HostID, c.VmID)
+		err = d.Destroy(ctx, cmd.HostID, c.VmID, c.Volumes)
 		if errors.Is(err, ErrUnknownVM) {
 			err = nil // already gone: destroying is idempotent
 		}
@@ -108,13 +108,16 @@ func Execute(ctx context.Context, d Driver, v any, now int64, peers []string) (w
 	case *schemas.UnrescueVm:
 		err = d.Unrescue(ctx, cmd.HostID, c.VmID)
 	case *schemas.RebuildVm:
-		err = d.Rebuild(ctx, cmd.HostID, c.VmID, c.Image)
+		err = d.Rebuild(ctx, cmd.HostID, c.VmID, c.Image, c.Volumes)
 	case *schemas.SnapshotVm:
 		report = false // the power state does not change
 		err = d.Snapshot(ctx, cmd.HostID, c.VmID, c.SnapshotName)
 	case *schemas.RevertSnapshotVm, *schemas.DeleteSnapshotVm:
 		report = false // the power state does not change
 		err = changeSnapshots(ctx, d, c)
+	case *schemas.AttachVolumeVm, *schemas.DetachVolumeVm, *schemas.ResizeVolumeVm, *schemas.SnapshotVolumeVm, *schemas.DeleteVolumeVm:
+		report = false // the power state does not change
+		err = changeVolume(ctx, d, c)
 	case *schemas.CheckVm:
 		// Nothing changes: the answer carries the VM's power there,
 		// PowerOff when the host has no such VM.
@@ -128,7 +131,7 @@ func Execute(ctx context.Context, d Driver, v any, now int64, peers []string) (w
 		if !slices.Contains(peers, c.DestHostID) {
 			return where, report, errors.New(errForeignDestination)
 		}
-		err = d.Migrate(ctx, cmd.HostID, c.VmID, c.DestHostID, VMSpec{ID: c.VmID, CPU: c.CPU, MemoryMB: c.MemoryMB})
+		err = d.Migrate(ctx, cmd.HostID, c.VmID, c.DestHostID, VMSpec{ID: c.VmID, CPU: c.CPU, MemoryMB: c.MemoryMB, Volumes: c.Volumes, Nics: c.Nics})
 		where = c.DestHostID
 	default:
 		err = errors.New(errUnsupported)
@@ -143,6 +146,23 @@ func changeSnapshots(ctx context.Context, d Driver, v any) error {
 		return d.RevertSnapshot(ctx, c.HostID, c.VmID, c.SnapshotName)
 	case *schemas.DeleteSnapshotVm:
 		return d.DeleteSnapshot(ctx, c.HostID, c.VmID, c.SnapshotName)
+	}
+	return errors.New(errUnsupported)
+}
+
+// changeVolume carries out a volume command.
+func changeVolume(ctx context.Context, d Driver, v any) error {
+	switch c := v.(type) {
+	case *schemas.AttachVolumeVm:
+		return d.AttachVolume(ctx, c.HostID, c.VmID, c.Volume)
+	case *schemas.DetachVolumeVm:
+		return d.DetachVolume(ctx, c.HostID, c.VmID, c.Volume)
+	case *schemas.ResizeVolumeVm:
+		return d.ResizeVolume(ctx, c.HostID, c.VmID, c.Volume)
+	case *schemas.SnapshotVolumeVm:
+		return d.SnapshotVolume(ctx, c.HostID, c.VmID, c.Volume, c.SnapshotName)
+	case *schemas.DeleteVolumeVm:
+		return d.DeleteVolume(ctx, c.HostID, c.VmID, c.Volume)
 	}
 	return errors.New(errUnsupported)
 }

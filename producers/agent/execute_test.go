@@ -34,7 +34,7 @@ func TestExecuteRefusesExpiredCommands(t *testing.T) {
 		{"no expiry", 0, nil, schemas.PowerOn},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_ = d.Destroy(t.Context(), "h1", "vm1")
+			_ = d.Destroy(t.Context(), "h1", "vm1", nil)
 			where, _, err := agent.Execute(t.Context(), d, start(tc.expires), 2000, peers)
 			if !errors.Is(err, tc.wantErr) || where != "h1" {
 				t.Fatalf("Execute: where %q, err %v; want h1, %v", where, err, tc.wantErr)

@@ -326,7 +326,7 @@ func TestAdoption(t *testing.T) {
 	}
 	expect(t, d, "q2", paused, schemas.PowerOn)
 	for _, v := range []struct{ host, vm string }{{"q1", on}, {"q2", paused}, {"q2", moved}} {
-		if err := d.Destroy(ctx, v.host, v.vm); err != nil {
+		if err := d.Destroy(ctx, v.host, v.vm, nil); err != nil {
 			t.Fatal(err)
 		}
 		expect(t, d, v.host, v.vm, "absent")

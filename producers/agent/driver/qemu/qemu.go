@@ -465,7 +465,7 @@ func (d *Driver) Stop(ctx context.Context, hostID, vmID string, force bool) erro
 }
 
 // Destroy powers the VM off and removes its directory.
-func (d *Driver) Destroy(ctx context.Context, hostID, vmID string) error {
+func (d *Driver) Destroy(ctx context.Context, hostID, vmID string, volumes []schemas.Volume) error {
 	g, unlock, err := d.hold(ctx, hostID, vmID, nil)
 	if err != nil {
 		return fmt.Errorf("destroy: %w", err)
@@ -626,7 +626,7 @@ func (d *Driver) setRescued(g *guest, v bool) {
 
 // Rebuild replaces the disk with a fresh one and boots it; the image name
 // is not used, guests have no OS.
-func (d *Driver) Rebuild(ctx context.Context, hostID, vmID, image string) error {
+func (d *Driver) Rebuild(ctx context.Context, hostID, vmID, image string, volumes []schemas.Volume) error {
 	return d.restart(ctx, hostID, vmID, func(g *guest) error { return d.newDisk(ctx, g) })
 }
 

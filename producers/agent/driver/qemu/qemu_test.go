@@ -118,8 +118,8 @@ func TestLifecycle(t *testing.T) {
 		{"gone from q1", func() error { return nil }, "q1", "absent"},
 		{"pause on q2", func() error { return d.Pause(ctx, "q2", "vm1") }, "q2", schemas.PowerPaused},
 		{"migrate a paused guest back", func() error { return d.Migrate(ctx, "q2", "vm1", "q1", spec) }, "q1", schemas.PowerPaused},
-		{"rebuild", func() error { return d.Rebuild(ctx, "q1", "vm1", "img") }, "q1", schemas.PowerOn},
-		{"terminate", func() error { return d.Destroy(ctx, "q1", "vm1") }, "q1", "absent"},
+		{"rebuild", func() error { return d.Rebuild(ctx, "q1", "vm1", "img", nil) }, "q1", schemas.PowerOn},
+		{"terminate", func() error { return d.Destroy(ctx, "q1", "vm1", nil) }, "q1", "absent"},
 	}
 	for _, s := range steps {
 		if err := s.do(); err != nil {

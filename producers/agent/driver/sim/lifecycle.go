@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vmplane/vmplane/producers/agent"
+	"github.com/vmplane/vmplane/schemas"
 )
 
 // ErrWrongPower is returned when an operation does not apply to the VM's
@@ -72,7 +73,7 @@ func (d *Driver) Unrescue(ctx context.Context, hostID, vmID string) error {
 }
 
 // Rebuild replaces the root disk and boots the VM.
-func (d *Driver) Rebuild(ctx context.Context, hostID, vmID, image string) error {
+func (d *Driver) Rebuild(ctx context.Context, hostID, vmID, image string, volumes []schemas.Volume) error {
 	return d.transition(ctx, "rebuild", hostID, vmID, d.cfg.Latency.Rebuild, d.cfg.FailureRate.Rebuild, func(v *vm) error {
 		v.power = powerOn
 		return nil

@@ -43,7 +43,7 @@ func TestLifecycleOperations(t *testing.T) {
 		{"resume", func() error { return d.Resume(ctx, "h1", "v1") }, schemas.PowerOn, false},
 		{"rescue", func() error { return d.Rescue(ctx, "h1", "v1", "rescue.img") }, schemas.PowerOn, false},
 		{"unrescue", func() error { return d.Unrescue(ctx, "h1", "v1") }, schemas.PowerOn, false},
-		{"rebuild", func() error { return d.Rebuild(ctx, "h1", "v1", "debian") }, schemas.PowerOn, false},
+		{"rebuild", func() error { return d.Rebuild(ctx, "h1", "v1", "debian", nil) }, schemas.PowerOn, false},
 		{"snapshot", func() error { return d.Snapshot(ctx, "h1", "v1", "s1") }, schemas.PowerOn, false},
 	}
 	for _, s := range steps {
@@ -188,7 +188,7 @@ func TestSnapshots(t *testing.T) {
 	}
 	again := newSim(t, cfg)
 	must("revert after a restart", again.RevertSnapshot(ctx, "h2", "v1", "a"))
-	must("destroy", again.Destroy(ctx, "h2", "v1"))
+	must("destroy", again.Destroy(ctx, "h2", "v1", nil))
 	must("start anew", again.Start(ctx, "h2", agent.VMSpec{ID: "v1", CPU: 1, MemoryMB: 512}))
 	must("stop anew", again.Stop(ctx, "h2", "v1", true))
 	if err := again.RevertSnapshot(ctx, "h2", "v1", "a"); !errors.Is(err, agent.ErrUnknownSnapshot) {

@@ -184,7 +184,7 @@ func (d *Driver) Stop(ctx context.Context, hostID, vmID string, force bool) (err
 }
 
 // Destroy removes a VM.
-func (d *Driver) Destroy(ctx context.Context, hostID, vmID string) (err error) {
+func (d *Driver) Destroy(ctx context.Context, hostID, vmID string, volumes []schemas.Volume) (err error) {
 	defer d.persist(&err)
 	h, err := d.operate(ctx, hostID, d.cfg.Latency.Destroy)
 	if err != nil {

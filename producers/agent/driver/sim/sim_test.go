@@ -92,7 +92,7 @@ func TestOperations(t *testing.T) {
 	}
 	// Destroying the first VM moves the last into its slot; the moved VM
 	// must stay addressable.
-	if err := d.Destroy(ctx, "h1", "a"); err != nil {
+	if err := d.Destroy(ctx, "h1", "a", nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.Stop(ctx, "h1", "c", false); err != nil {
@@ -112,8 +112,8 @@ func TestOperations(t *testing.T) {
 	}{
 		{"start on unknown host", d.Start(ctx, "nope", spec("x")), agent.ErrUnknownHost},
 		{"stop unknown vm", d.Stop(ctx, "h1", "x", false), agent.ErrUnknownVM},
-		{"destroy unknown vm", d.Destroy(ctx, "h1", "a"), agent.ErrUnknownVM},
-		{"destroy on unknown host", d.Destroy(ctx, "nope", "a"), agent.ErrUnknownHost},
+		{"destroy unknown vm", d.Destroy(ctx, "h1", "a", nil), agent.ErrUnknownVM},
+		{"destroy on unknown host", d.Destroy(ctx, "nope", "a", nil), agent.ErrUnknownHost},
 		{"out of band unknown vm", d.OutOfBand("h1", "x", schemas.PowerOff), agent.ErrUnknownVM},
 		{"crash unknown host", d.CrashHost("nope"), agent.ErrUnknownHost},
 	}

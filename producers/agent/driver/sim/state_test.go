@@ -39,7 +39,7 @@ func TestStateSurvivesRestart(t *testing.T) {
 	}
 	must(d.Stop(ctx, "h1", "b", false))
 	must(d.Pause(ctx, "h1", "c"))
-	must(d.Destroy(ctx, "h1", "gone"))
+	must(d.Destroy(ctx, "h1", "gone", nil))
 	must(d.Migrate(ctx, "h1", "a", "h2", agent.VMSpec{CPU: 4, MemoryMB: 8192}))
 	must(d.Rescue(ctx, "h2", "a", "rescue.img"))
 	must(d.Start(ctx, "h3", spec("d")))
