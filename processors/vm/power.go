@@ -213,7 +213,7 @@ func (t *tx) follow(host, power, why string) {
 		// The host says a running VM is off and no job stopped it: the
 		// guest powered itself off (CloudStack's rule for a PowerOff
 		// with no job in flight). The first report is enough.
-		msg = fmt.Sprintf("VM %s powered off from inside the guest on host %s while it was %s; the VM is Stopped", s.VmID, host, from)
+		msg = fmt.Sprintf("VM %s powered off on host %s while it was %s, with no job in flight: shut down from inside the guest (or its process ended); the VM is Stopped", s.VmID, host, from)
 		t.alert("GuestShutdown", fmt.Sprintf("%s-guest-shutdown-%d", s.VmID, t.ms), host, "", msg)
 	default:
 		t.alert("VmStateSync", fmt.Sprintf("%s-sync-%d", s.VmID, t.ms), host, "", msg)
