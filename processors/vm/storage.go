@@ -190,14 +190,14 @@ func (t *tx) nicsTaken() {
 func volumesText(s *schemas.VmRecord) (text string, pools []string) {
 	var parts []string
 	for _, v := range attachedVolumes(s) {
-		pool := v.PoolID
-		if pool == "" {
-			pool = "no pool"
+		where := "on no pool"
+		if v.PoolID != "" {
+			where = "on pool " + v.PoolID
 		}
 		if !slices.Contains(pools, v.PoolID) {
 			pools = append(pools, v.PoolID)
 		}
-		parts = append(parts, fmt.Sprintf("%s (%d MiB) on pool %s", v.VolumeID, v.SizeMB, pool))
+		parts = append(parts, fmt.Sprintf("%s (%d MiB) %s", v.VolumeID, v.SizeMB, where))
 	}
 	return strings.Join(parts, ", "), pools
 }
@@ -247,7 +247,9 @@ func (t *tx) nicsReleased() {
 	if len(nicsOf(s)) == 0 || s.ZoneID == "" {
 		return
 	}
-	t.emit(schemas.TopicPlacementRequests, s.ZoneID, &schemas.ReleaseVm{RequestID: schemas.BoundID(s.VmID + "-expunge"),
+	// The id names the expunge time: a later VM of the same id expunges
+	// under another.
+	t.emit(schemas.TopicPlacementRequests, s.ZoneID, &schemas.ReleaseVm{RequestID: schemas.BoundID(fmt.Sprintf("%s-expunge-%d", s.VmID, s.ExpungeAt)),
 		VmID: s.VmID, ZoneID: s.ZoneID, Nics: true, At: t.ms})
 	for _, n := range s.Storage.Nics {
 		t.event(&schemas.NicChanged{VmID: s.VmID, Account: s.Account, ZoneID: s.ZoneID, Nic: n, Released: true, At: t.ms})
@@ -278,15 +280,4 @@ func (t *tx) volumesRemade() {
 		t.volumeChanged(nv, false)
 	}
 	s.Storage.Volumes = fresh
-}
-
-// poolsOf names the pools of the VM's attached volumes, for texts.
-func poolsOf(s *schemas.VmRecord) []string {
-	var pools []string
-	for _, v := range attachedVolumes(s) {
-		if v.PoolID != "" && !slices.Contains(pools, v.PoolID) {
-			pools = append(pools, v.PoolID)
-		}
-	}
-	return pools
 }
