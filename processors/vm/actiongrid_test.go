@@ -26,7 +26,18 @@ func allActions() []string {
 var allTasks = []string{"", TaskScheduling, TaskNetworking, TaskBlockDeviceMapping, TaskSpawning, TaskStarting, TaskStopping,
 	TaskRebooting, TaskPausing, TaskUnpausing, TaskSuspending, TaskResuming, TaskMigrating, TaskResizing, TaskResizeVerify,
 	TaskRebuilding, TaskRescuing, TaskUnrescuing, TaskSnapshotting, TaskRevertingSnapshot, TaskDeletingSnapshot,
-	TaskRecovering, TaskDeleting}
+	TaskRecovering, TaskDeleting, TaskAttachingVolume, TaskDetachingVolume, TaskResizingVolume, TaskSnapshottingVolume,
+	TaskDeletingVolume}
+
+// gridStorage gives the grid's VM a volume for each volume action: a root,
+// an attached data volume and a detached one, all on a pool.
+func gridStorage() *schemas.VmStorage {
+	return &schemas.VmStorage{TemplateID: "t1", Volumes: []schemas.Volume{
+		{VolumeID: "vm1-root", Kind: schemas.VolumeRoot, PoolID: "p1", SizeMB: 2048, TemplateID: "t1", State: schemas.VolumeReady},
+		{VolumeID: "vm1-data-1", Kind: schemas.VolumeData, DeviceID: 1, PoolID: "p1", SizeMB: 1024, State: schemas.VolumeReady},
+		{VolumeID: "vm1-data-2", Kind: schemas.VolumeData, DeviceID: 2, PoolID: "p1", SizeMB: 1024, State: schemas.VolumeDetached},
+	}}
+}
 
 // TestActionGrid steps every action against every vm_state × task_state
 // and checks the processor's answer against the table: with no job, an
@@ -45,7 +56,7 @@ func TestActionGrid(t *testing.T) {
 				s := &schemas.VmRecord{VmID: "vm1", Account: "acme", ZoneID: "z1", VmState: vmState, TaskState: task,
 					PowerState: powerOf[vmState], HostID: "h1", PowerHost: "h1", Epoch: 5,
 					Offering: schemas.Offering{Name: "small", CPU: 1, MemoryMB: 1024}, OldOffering: &schemas.Offering{Name: "tiny", CPU: 1, MemoryMB: 512},
-					Snapshots: &schemas.SnapshotList{Items: []schemas.VmSnapshot{{Name: "s1", TakenAt: 1}}}}
+					Snapshots: &schemas.SnapshotList{Items: []schemas.VmSnapshot{{Name: "s1", TakenAt: 1}}}, Storage: gridStorage()}
 				if task != "" {
 					s.Job = &schemas.JobState{JobID: "running", JobType: ActStop, Phase: phaseStopping, Deadline: now.Add(time.Hour).UnixMilli(),
 						Wait: schemas.JobWait{Kind: waitAnswer, RequestID: "running-1", HostID: "h1", Power: schemas.PowerOff}}
@@ -59,6 +70,16 @@ func TestActionGrid(t *testing.T) {
 					c.SnapshotName = "s1"
 				case *schemas.DeleteSnapshot:
 					c.SnapshotName = "s1"
+				case *schemas.AttachVolume:
+					c.SizeGB = 10
+				case *schemas.DetachVolume:
+					c.VolumeID = "vm1-data-1"
+				case *schemas.ResizeVolume:
+					c.VolumeID, c.SizeGB = "vm1-data-1", 20
+				case *schemas.SnapshotVolume:
+					c.VolumeID = "vm1-data-1"
+				case *schemas.DeleteVolume:
+					c.VolumeID = "vm1-data-2"
 				}
 				ns, out := m.Step(s, schemas.Record{Topic: schemas.TopicVmCommands, Key: "vm1", Value: v}, now)
 				if len(out) == 0 {

@@ -35,6 +35,12 @@ const (
 	ActRevertSnapshot = "RevertSnapshot"
 	ActDeleteSnapshot = "DeleteSnapshot"
 	ActRecover        = "Recover"
+	// The volume actions (volumes.go).
+	ActAttachVolume   = "AttachVolume"
+	ActDetachVolume   = "DetachVolume"
+	ActResizeVolume   = "ResizeVolume"
+	ActSnapshotVolume = "SnapshotVolume"
+	ActDeleteVolume   = "DeleteVolume"
 	// ActHARestart is no command anyone sends: the processor starts it
 	// itself (origin internal) for an HA VM found off.
 	ActHARestart = "HARestart"
@@ -123,7 +129,7 @@ func init() {
 			sends: acting(unrescueVm)},
 		{name: ActRebuild, params: []string{"image"}, allowed: places{StateActive: 3, StateRescued: 4},
 			flow: simple(simpleAction{task: TaskRebuilding, step: "rebuild", text: "rebuilding the VM's root disk",
-				power: schemas.PowerOn, end: StateActive}),
+				power: schemas.PowerOn, end: StateActive, done: rebuilt}),
 			sends: acting(rebuildVm)},
 		{name: ActSnapshot, params: []string{"snapshot_name"}, allowed: places{StateActive: 7},
 			flow: snapshotFlow(), sends: acting(snapshotVm), check: snapshotNew},
@@ -144,8 +150,18 @@ func init() {
 		{name: ActTerminate, always: true,
 			flow: terminateFlow(), sends: sends{phaseStopping: forceStopVm, phaseDestroying: destroyVm}},
 		{name: ActRecover, allowed: places{StateDeleted: 1}, flow: recoverFlow()},
-		{name: ActHARestart, params: []string{"avoid,omitempty"},
-			flow: haRestartFlow(), sends: sends{phaseStarting: startVm, phaseCleanup: forceStopVm}},
+		{name: ActAttachVolume, params: []string{"volume_id", "volume_name", "size_gb"}, allowed: places{StateActive: 11, StateStopped: 6},
+			flow: attachVolumeFlow(), sends: acting(attachVolumeVm), check: attachCheck},
+		{name: ActDetachVolume, params: []string{"volume_id"}, allowed: places{StateActive: 12, StateStopped: 7},
+			flow: detachVolumeFlow(), sends: acting(detachVolumeVm), check: detachCheck},
+		{name: ActResizeVolume, params: []string{"volume_id", "size_gb"}, allowed: places{StateActive: 13, StateStopped: 8},
+			flow: resizeVolumeFlow(), sends: acting(resizeVolumeVm), check: resizeVolumeCheck},
+		{name: ActSnapshotVolume, params: []string{"volume_id", "snapshot_name"}, allowed: places{StateActive: 14, StateStopped: 9},
+			flow: snapshotVolumeFlow(), sends: acting(snapshotVolumeVm), check: snapshotVolumeCheck},
+		{name: ActDeleteVolume, params: []string{"volume_id"}, allowed: places{StateActive: 15, StateStopped: 10},
+			flow: deleteVolumeFlow(), sends: acting(deleteVolumeVm), check: deleteVolumeCheck},
+		{name: ActHARestart, params: []string{"avoid,omitempty", "stop_for,omitempty"},
+			flow: haRestartFlow(), sends: sends{phaseStopping: forceStopVm, phaseStarting: startVm, phaseCleanup: forceStopVm}},
 	}
 	actionByName, allowedIn, alwaysAllowed = index(actionTable)
 }

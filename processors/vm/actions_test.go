@@ -17,9 +17,10 @@ func TestAllowedActions(t *testing.T) {
 		want     []string
 	}{
 		{StateActive, "", []string{"reboot", "stop", "rebuild", "pause", "suspend", "rescue", "snapshot", "resize", "migrate",
-			"delete_snapshot", "terminate"}},
+			"delete_snapshot", "attach_volume", "detach_volume", "resize_volume", "snapshot_volume", "delete_volume", "terminate"}},
 		{StateResized, "", []string{"confirm_resize", "revert_resize", "reboot", "stop", "terminate"}},
-		{StateStopped, "", []string{"start", "migrate", "resize", "revert_snapshot", "delete_snapshot", "terminate"}},
+		{StateStopped, "", []string{"start", "migrate", "resize", "revert_snapshot", "delete_snapshot",
+			"attach_volume", "detach_volume", "resize_volume", "snapshot_volume", "delete_volume", "terminate"}},
 		{StatePaused, "", []string{"unpause", "rescue", "terminate"}},
 		{StateSuspended, "", []string{"resume", "rescue", "terminate"}},
 		{StateRescued, "", []string{"unrescue", "reboot", "stop", "rebuild", "pause", "suspend", "terminate"}},

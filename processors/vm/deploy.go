@@ -31,6 +31,7 @@ func (t *tx) create(d *schemas.Deploy) {
 		Job:           &schemas.JobState{},
 		CreatedAt:     t.ms,
 		UpdatedAt:     t.ms,
+		Storage:       deployStorage(t.key, d.Name, d, t.ms),
 	}
 	t.changed(d.CommandID, "created by deploy job "+d.CommandID)
 }
@@ -52,9 +53,8 @@ func deployAdvance(t *tx) {
 	s := t.s
 	switch s.Job.Phase {
 	case phasePlacing:
-		host := map[string]any{"host_id": s.HostID}
-		t.step(TaskNetworking, "network", "allocating the network of the VM on host "+s.HostID, host)
-		t.step(TaskBlockDeviceMapping, "block_devices", "mapping the block devices of the VM on host "+s.HostID, host)
+		deployNetwork(t)
+		deployBlockDevices(t)
 		t.step(TaskSpawning, "spawn", "starting the VM on host "+s.HostID,
 			map[string]any{"host_id": s.HostID, "command_id": t.nextID(), "epoch": s.Epoch})
 		t.callAgent(phaseSpawning, s.HostID, schemas.PowerOn)
@@ -63,4 +63,35 @@ func deployAdvance(t *tx) {
 		t.haEnded()
 		t.succeed("the VM runs on host " + s.HostID)
 	}
+}
+
+// deployNetwork is the Networking step: the NICs take the addresses
+// placement gave them, each with a NicChanged.
+func deployNetwork(t *tx) {
+	s := t.s
+	obj := map[string]any{"host_id": s.HostID}
+	if len(nicsOf(s)) == 0 {
+		t.step(TaskNetworking, "network", "allocating the network of the VM on host "+s.HostID, obj)
+		return
+	}
+	text, ips := nicsText(s)
+	obj["ips"] = ips
+	t.step(TaskNetworking, "network", "the VM's NICs on host "+s.HostID+": "+text, obj)
+	t.nicsTaken()
+}
+
+// deployBlockDevices is the BlockDeviceMapping step: the volumes are on
+// the pools placement chose, each Ready with a VolumeChanged; Spawning's
+// StartVm makes their files.
+func deployBlockDevices(t *tx) {
+	s := t.s
+	obj := map[string]any{"host_id": s.HostID}
+	if len(attachedVolumes(s)) == 0 {
+		t.step(TaskBlockDeviceMapping, "block_devices", "mapping the block devices of the VM on host "+s.HostID, obj)
+		return
+	}
+	text, pools := volumesText(s)
+	obj["pools"] = pools
+	t.step(TaskBlockDeviceMapping, "block_devices", "the VM's volumes for host "+s.HostID+": "+text, obj)
+	t.volumesReady()
 }

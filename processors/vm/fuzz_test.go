@@ -143,7 +143,23 @@ func fuzzRun(t *testing.T, data []byte) {
 			*v.(schemas.VmCommandRecord).Common() = schemas.VmCommand{CommandID: fmt.Sprintf("c%d", next()%6), VmID: "vm1", Account: "acme"}
 			switch d := v.(type) {
 			case *schemas.Deploy:
-				d.ZoneID, d.Name, d.HA = "z1", "web", next()&1 == 1
+				b := next()
+				d.ZoneID, d.Name, d.HA = "z1", "web", b&1 == 1
+				if b&2 == 2 {
+					// With storage: a template, a data disk and a NIC.
+					d.Template = schemas.Template{ID: "t1", SizeMB: 2048}
+					d.DataDiskMB, d.NetworkIDs = 1024, []string{"n1"}
+				}
+			case *schemas.AttachVolume:
+				d.VolumeID, d.SizeGB = fuzzVolume(s, next()), int64(next()%3)
+			case *schemas.DetachVolume:
+				d.VolumeID = fuzzVolume(s, next())
+			case *schemas.ResizeVolume:
+				d.VolumeID, d.SizeGB = fuzzVolume(s, next()), int64(next()%4)
+			case *schemas.SnapshotVolume:
+				d.VolumeID = fuzzVolume(s, next())
+			case *schemas.DeleteVolume:
+				d.VolumeID = fuzzVolume(s, next())
 			case *schemas.Resize:
 				d.Offering = schemas.Offering{Name: "big", CPU: 4, MemoryMB: 4096}
 			}
@@ -172,7 +188,20 @@ func fuzzRun(t *testing.T, data []byte) {
 			host := hosts[int(b>>2)%len(hosts)]
 			switch op {
 			case 1:
-				in = &schemas.PlacementDecided{VmID: "vm1", RequestID: req, Epoch: epoch, HostID: host}
+				pd := &schemas.PlacementDecided{VmID: "vm1", RequestID: req, Epoch: epoch, HostID: host}
+				if s != nil && s.Storage != nil && b&64 == 64 {
+					// Placement echoes the volumes and NICs with their
+					// pools and addresses.
+					for _, v := range s.Storage.Volumes {
+						v.PoolID, v.PoolPath = "p1", "/pools/p1"
+						pd.Volumes = append(pd.Volumes, v)
+					}
+					for _, n := range s.Storage.Nics {
+						n.IP, n.MAC = "10.0.0.5", "02:00:00:00:00:05"
+						pd.Nics = append(pd.Nics, n)
+					}
+				}
+				in = pd
 			case 2:
 				in = &schemas.PlacementFailed{VmID: "vm1", RequestID: req, Epoch: epoch, Reason: "full"}
 			default:
@@ -183,7 +212,11 @@ func fuzzRun(t *testing.T, data []byte) {
 			in = &schemas.PowerReport{VmID: "vm1", HostID: hosts[int(b)%len(hosts)], PowerState: powers[int(b>>2)%len(powers)],
 				ReportSeq: int64(next() % 16), ReportedAt: now.UnixMilli() - int64(b%3)*1000}
 		case 5:
-			in = &schemas.HostDown{VmID: "vm1", HostID: hosts[int(next())%len(hosts)]}
+			b := next()
+			in = &schemas.HostDown{VmID: "vm1", HostID: hosts[int(b)%len(hosts)]}
+			if b&128 == 128 {
+				in = &schemas.StoragePoolDown{VmID: "vm1", PoolID: "p1", ZoneID: "z1"}
+			}
 		case 6:
 			in = &schemas.VmMissingFromHost{VmID: "vm1", HostID: hosts[int(next())%len(hosts)], ReportSeq: int64(next() % 16)}
 		case 7:
@@ -224,4 +257,17 @@ func fuzzRun(t *testing.T, data []byte) {
 			t.Fatalf("job %s: ended %d times, open %v", id, ended[id], open[id])
 		}
 	}
+}
+
+// fuzzVolume picks a volume id for a volume command: one of the VM's, an
+// unknown one or none.
+func fuzzVolume(s *schemas.VmRecord, b byte) string {
+	var ids []string
+	if s != nil && s.Storage != nil {
+		for _, v := range s.Storage.Volumes {
+			ids = append(ids, v.VolumeID)
+		}
+	}
+	ids = append(ids, "", "nope")
+	return ids[int(b)%len(ids)]
 }

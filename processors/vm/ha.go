@@ -24,28 +24,72 @@ import (
 const haAvoidMax = 8
 
 func haRestartFlow() flow {
-	return flow{start: haStart, advance: startAdvance, holds: holdsPlacement, failed: haFailed}
+	return flow{start: haStart, advance: haAdvance, holds: haHolds, failed: haFailed}
 }
+
+// haHolds: the forced stop of a restart whose pool failed claims nothing,
+// and the VM may run on where it is until the stop is answered, keeping
+// its claim; from placement on, the restart holds what any placement does.
+func haHolds(j schemas.JobState) bool { return j.Phase != "" && j.Phase != phaseStopping }
 
 // haRequest is what starts an HA restart job, in place of a command; its
 // row keeps Avoid in the job's parameters, as it keeps a command's fields.
 type haRequest struct {
 	// Avoid is the host the restart must not use (down or fenced).
 	Avoid string `avro:"avoid"`
+	// StopFor is the failed storage pool of a VM that may still run on
+	// its host: the restart stops it there first (pooldown.go).
+	StopFor string `avro:"stop_for"`
 }
 
+// paramStopFor keeps haRequest.StopFor in the job's parameters.
+const paramStopFor = "stop_for"
+
 // startHA starts an HA restart job now, avoiding host when it is down.
-func (t *tx) startHA(avoid string) {
+func (t *tx) startHA(avoid string) { t.startHAFor(&haRequest{Avoid: avoid}) }
+
+// startHAFor starts an HA restart job now for r.
+func (t *tx) startHAFor(r *haRequest) {
 	s := t.s
 	s.HARetryAt = 0
-	t.haAvoid(avoid)
+	t.haAvoid(r.Avoid)
 	c := schemas.VmCommand{CommandID: schemas.BoundID(fmt.Sprintf("%s-ha-%d", s.VmID, t.ms)), VmID: s.VmID, Account: s.Account,
 		Origin: schemas.OriginInternal, IssuedAt: t.ms}
 	t.event(&schemas.JobAccepted{JobRef: t.refOf(ActHARestart, c)})
-	t.startJob(actionByName[ActHARestart], c, &haRequest{Avoid: avoid})
+	t.startJob(actionByName[ActHARestart], c, r)
 }
 
 func haStart(t *tx, _ any) {
+	s := t.s
+	if pool := s.Job.Params[paramStopFor]; pool != "" && s.HostID != "" {
+		t.step(TaskStopping, "stop", fmt.Sprintf("HA restart: stopping the VM on host %s first, since its storage pool %s failed", s.HostID, pool),
+			map[string]any{"host_id": s.HostID, "pool_id": pool, "command_id": t.nextID(), "epoch": s.Epoch, "force": true})
+		t.callAgent(phaseStopping, s.HostID, "")
+		return
+	}
+	haPlace(t)
+}
+
+// haAdvance goes on after the forced stop of a restart whose pool failed,
+// as a start does after anything else.
+func haAdvance(t *tx) {
+	s := t.s
+	if s.Job.Phase != phaseStopping {
+		startAdvance(t)
+		return
+	}
+	// The host answered: the VM is off there, and holds nothing.
+	if s.PowerState != schemas.PowerOff || s.PowerHost != s.HostID {
+		s.PowerStateUpdateCount = 1
+	}
+	s.PowerState, s.PowerHost, s.PowerStateUpdateTime = schemas.PowerOff, s.HostID, t.ms
+	s.VmState = StateStopped
+	delete(s.Job.Params, paramStopFor)
+	haPlace(t)
+}
+
+// haPlace asks placement for a host for the restart.
+func haPlace(t *tx) {
 	s := t.s
 	attempt := s.HARetries + 1
 	t.step(TaskScheduling, "schedule", fmt.Sprintf("HA restart, attempt %d of %d: asking placement for a host", attempt, t.cfg.HAMaxRetries),
@@ -90,6 +134,12 @@ func (t *tx) haEnded() {
 // haFailed counts the attempt and schedules the next, or gives up.
 func haFailed(t *tx) {
 	s := t.s
+	if s.Job.Phase == phaseStopping {
+		// The VM could not be stopped where it is: it was not restarted
+		// and may run there still. It rests as its power says, and the
+		// alert of its pool stands.
+		return
+	}
 	if s.Job.Phase == phaseStarting || s.Job.Phase == phaseCleanup {
 		// Placement chose this host and the start there failed (or
 		// was never answered).

@@ -95,6 +95,9 @@ type flow struct {
 	releaseOnFail func(t *tx)
 	// failed runs when the job fails, before JobFailed (HA retries).
 	failed func(t *tx)
+	// undo, when set, takes back what a failing job made besides host
+	// claims (a new volume's pool claim), whatever else is released.
+	undo func(t *tx)
 	// placed, when set, takes the placement decision instead of moving
 	// the VM there at once (a migration moves when the VM reports).
 	placed func(t *tx, d *schemas.PlacementDecided)
@@ -135,6 +138,10 @@ func (t *tx) command(a *action, c schemas.VmCommand, v any) {
 	if t.s == nil {
 		if name != ActDeploy {
 			t.reject(ref, "NotFound", "no VM "+t.key, nil)
+			return
+		}
+		if reason, detail := deployRefused(v.(*schemas.Deploy)); reason != "" {
+			t.reject(ref, reason, detail, nil)
 			return
 		}
 		t.create(v.(*schemas.Deploy))
@@ -354,6 +361,9 @@ func (t *tx) fail(reason, detail string, follow bool) {
 func (t *tx) releaseHeld() {
 	j := *t.s.Job
 	f := flowOf(j.JobType)
+	if f.undo != nil {
+		f.undo(t)
+	}
 	switch {
 	case t.keepClaims:
 	case t.releasedAll:
@@ -456,6 +466,7 @@ func (t *tx) requestPlacement(host string, required bool) {
 	t.emit(schemas.TopicPlacementRequests, s.ZoneID, &schemas.PlaceVm{
 		RequestID: id, VmID: s.VmID, ZoneID: s.ZoneID, Account: s.Account, Epoch: s.Epoch,
 		Offering: s.Offering, HostID: host, HostRequired: required, AffinityGroup: s.AffinityGroup, At: t.ms,
+		Volumes: attachedVolumes(s), Nics: nicsOf(s),
 	})
 	s.Job.Phase = phasePlacing
 	s.Job.Wait = schemas.JobWait{Kind: waitPlacement, RequestID: id, Deadline: s.Job.Deadline}
@@ -626,6 +637,9 @@ func (t *tx) placementDecided(d *schemas.PlacementDecided) {
 		}
 		return
 	}
+	// The pools and addresses are the VM's from now on, wherever the
+	// flow takes it: placement claimed them for it.
+	t.placedStorage(d)
 	if f := flowOf(s.Job.JobType); f.placed != nil {
 		f.placed(t, d)
 		return

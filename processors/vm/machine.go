@@ -83,6 +83,9 @@ type tx struct {
 	// its host (alone or with every other) and has not adopted it there
 	// since.
 	claimGone bool
+	// guestReport is set while a power report of the VM's own host is
+	// observed: a PowerOff in it, with no job, is the guest's own doing.
+	guestReport bool
 	// seq is the report sequence of the report being observed; 0 for an
 	// observation that is no report (a HostDown).
 	seq int64
@@ -137,6 +140,8 @@ func (m *Machine) step(s *schemas.VmRecord, in schemas.Record, now time.Time) (*
 		t.hostDown(v)
 	case *schemas.VmMissingFromHost:
 		t.missingFromHost(v)
+	case *schemas.StoragePoolDown:
+		t.storagePoolDown(v)
 	case *schemas.CancelJob:
 		t.cancelJob(v)
 	}
@@ -155,6 +160,7 @@ func (m *Machine) Tick(s *schemas.VmRecord, key string, now time.Time) (*schemas
 	case t.s.Job.JobID != "":
 		t.tickJob()
 	case t.s.ExpungeAt != 0 && t.ms >= t.s.ExpungeAt && t.s.VmState == StateDeleted:
+		t.nicsReleased()
 		t.event(&schemas.VmExpunged{VmID: t.s.VmID, Account: t.s.Account, At: t.ms})
 		return nil, t.out
 	default:

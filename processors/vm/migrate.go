@@ -27,7 +27,8 @@ func migrateVm(t *tx, ac *schemas.AgentCommand) any {
 	p := t.s.Job.Params
 	ac.HostID = p[paramSource]
 	size := t.sizeNow()
-	return &schemas.MigrateVm{AgentCommand: *ac, DestHostID: p[paramDest], CPU: size.CPU, MemoryMB: size.MemoryMB}
+	return &schemas.MigrateVm{AgentCommand: *ac, DestHostID: p[paramDest], CPU: size.CPU, MemoryMB: size.MemoryMB,
+		Volumes: attachedVolumes(t.s), Nics: nicsOf(t.s)}
 }
 
 func migrateStart(t *tx, _ any) {
@@ -57,6 +58,7 @@ func (t *tx) placeAvoiding(want string, required bool, off schemas.Offering, avo
 	t.emit(schemas.TopicPlacementRequests, s.ZoneID, &schemas.PlaceVm{
 		RequestID: id, VmID: s.VmID, ZoneID: s.ZoneID, Account: s.Account, Epoch: s.Epoch,
 		Offering: off, AvoidHosts: avoidHosts, HostID: want, HostRequired: required, AffinityGroup: s.AffinityGroup, At: t.ms,
+		Volumes: attachedVolumes(s), Nics: nicsOf(s),
 	})
 	s.Job.Phase = phasePlacing
 	s.Job.Wait = schemas.JobWait{Kind: waitPlacement, RequestID: id, Deadline: s.Job.Deadline}

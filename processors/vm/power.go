@@ -26,6 +26,7 @@ func (t *tx) powerReport(r *schemas.PowerReport) {
 		return
 	}
 	t.seq = r.ReportSeq
+	t.guestReport = r.HostID == t.s.HostID
 	t.observe(r.HostID, r.PowerState, r.ReportedAt, fmt.Sprintf("host %s reported %s", r.HostID, r.PowerState))
 }
 
@@ -206,7 +207,15 @@ func (t *tx) follow(host, power, why string) {
 	s.HAAwaitsCheck = false
 	msg := fmt.Sprintf("%s while the VM was %s: out-of-band change, the VM follows to %s", why, from, s.VmState)
 	ha := s.HA && from == StateActive && !onHost(power)
-	if !ha {
+	switch {
+	case ha:
+	case t.guestReport && power == schemas.PowerOff && (from == StateActive || from == StateResized || from == StateRescued):
+		// The host says a running VM is off and no job stopped it: the
+		// guest powered itself off (CloudStack's rule for a PowerOff
+		// with no job in flight). The first report is enough.
+		msg = fmt.Sprintf("VM %s powered off on host %s while it was %s, with no job in flight: shut down from inside the guest (or its process ended); the VM is Stopped", s.VmID, host, from)
+		t.alert("GuestShutdown", fmt.Sprintf("%s-guest-shutdown-%d", s.VmID, t.ms), host, "", msg)
+	default:
 		t.alert("VmStateSync", fmt.Sprintf("%s-sync-%d", s.VmID, t.ms), host, "", msg)
 	}
 	t.changed("", msg)

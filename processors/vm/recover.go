@@ -24,5 +24,8 @@ func recoverStart(t *tx, _ any) {
 	// if the last report before them said it ran.
 	s.PowerState = schemas.PowerOff
 	s.DeletedAt, s.ExpungeAt = 0, 0
+	// Its NICs kept their addresses; its volumes were destroyed, and it
+	// gets new ones like them, which its next Start places.
+	t.volumesRemade()
 	t.succeed(fmt.Sprintf("the VM is recovered, Stopped; %s places it", Snake(ActStart)))
 }

@@ -270,12 +270,29 @@ func fieldByPath(v reflect.Value, path string) (reflect.Value, bool) {
 			continue
 		}
 		fv := v.FieldByIndex(f.index)
+		if nested && fv.Kind() == reflect.Slice {
+			return elemByPath(fv, rest)
+		}
 		if nested {
 			return fieldByPath(fv, rest)
 		}
 		return fv, true
 	}
 	return reflect.Value{}, false
+}
+
+// elemByPath follows "<index>.<field>" into a slice of structs, growing
+// it to hold the index (volumes.0.pool_id=p1).
+func elemByPath(s reflect.Value, path string) (reflect.Value, bool) {
+	head, rest, nested := strings.Cut(path, ".")
+	i, err := strconv.Atoi(head)
+	if err != nil || i < 0 || !nested || s.Type().Elem().Kind() != reflect.Struct {
+		return reflect.Value{}, false
+	}
+	for s.Len() <= i {
+		s.Set(reflect.Append(s, reflect.Zero(s.Type().Elem())))
+	}
+	return fieldByPath(s.Index(i), rest)
 }
 
 type tfield struct {

@@ -80,6 +80,37 @@ func rescueVm(t *tx, ac *schemas.AgentCommand) any {
 
 func unrescueVm(_ *tx, ac *schemas.AgentCommand) any { return &schemas.UnrescueVm{AgentCommand: *ac} }
 
+// rebuildVm remakes the root volume of its template, or of the image
+// asked for, a template id that becomes the root's template.
 func rebuildVm(t *tx, ac *schemas.AgentCommand) any {
-	return &schemas.RebuildVm{AgentCommand: *ac, Image: t.s.Job.Params["image"]}
+	image := t.s.Job.Params["image"]
+	return &schemas.RebuildVm{AgentCommand: *ac, Image: image, Volumes: rebuiltVolumes(t.s, image)}
+}
+
+// rebuiltVolumes is the VM's attached volumes with the root made of image
+// (its own template for "").
+func rebuiltVolumes(s *schemas.VmRecord, image string) []schemas.Volume {
+	vols := attachedVolumes(s)
+	for i := range vols {
+		if vols[i].Kind == schemas.VolumeRoot && image != "" {
+			vols[i].TemplateID = image
+		}
+	}
+	return vols
+}
+
+// rebuilt records the template a rebuild with an image made the root of.
+func rebuilt(t *tx) {
+	s := t.s
+	image := s.Job.Params["image"]
+	if image == "" || s.Storage == nil {
+		return
+	}
+	for i := range s.Storage.Volumes {
+		if v := &s.Storage.Volumes[i]; v.Kind == schemas.VolumeRoot && v.TemplateID != image {
+			v.TemplateID = image
+			s.Storage.TemplateID = image
+			t.volumeChanged(*v, false)
+		}
+	}
 }

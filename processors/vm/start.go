@@ -13,7 +13,8 @@ func startFlow() flow { return flow{start: startStart, advance: startAdvance, ho
 // startVm powers the VM on with the size the job runs it at.
 func startVm(t *tx, ac *schemas.AgentCommand) any {
 	size := t.sizeNow()
-	return &schemas.StartVm{AgentCommand: *ac, Name: t.s.Name, CPU: size.CPU, MemoryMB: size.MemoryMB}
+	return &schemas.StartVm{AgentCommand: *ac, Name: t.s.Name, CPU: size.CPU, MemoryMB: size.MemoryMB,
+		Volumes: attachedVolumes(t.s), Nics: nicsOf(t.s)}
 }
 
 func startStart(t *tx, _ any) {
@@ -39,6 +40,8 @@ func startAdvance(t *tx) {
 	s := t.s
 	switch s.Job.Phase {
 	case phasePlacing:
+		// Volumes made by a recover got their pools just now.
+		t.volumesReady()
 		t.step(TaskStarting, "start", "starting the VM on host "+s.HostID,
 			map[string]any{"host_id": s.HostID, "command_id": t.nextID(), "epoch": s.Epoch})
 		t.callAgent(phaseStarting, s.HostID, schemas.PowerOn)

@@ -47,6 +47,12 @@ const (
 	TaskDeletingSnapshot   = "DeletingSnapshot"
 	TaskRecovering         = "Recovering"
 	TaskDeleting           = "Deleting"
+	// The volume actions (volumes.go).
+	TaskAttachingVolume    = "AttachingVolume"
+	TaskDetachingVolume    = "DetachingVolume"
+	TaskResizingVolume     = "ResizingVolume"
+	TaskSnapshottingVolume = "SnapshottingVolume"
+	TaskDeletingVolume     = "DeletingVolume"
 )
 
 // clone deep-copies a VM record. Step and Tick work on a copy, so a caller
@@ -57,9 +63,10 @@ func clone(s *schemas.VmRecord) *schemas.VmRecord {
 	}
 	c := *s
 	c.Offering.HostTags = slices.Clone(s.Offering.HostTags)
+	c.Offering.StorageTags = slices.Clone(s.Offering.StorageTags)
 	if s.OldOffering != nil {
 		o := *s.OldOffering
-		o.HostTags = slices.Clone(o.HostTags)
+		o.HostTags, o.StorageTags = slices.Clone(o.HostTags), slices.Clone(o.StorageTags)
 		c.OldOffering = &o
 	}
 	if s.Job != nil {
@@ -81,11 +88,12 @@ func clone(s *schemas.VmRecord) *schemas.VmRecord {
 		tw := *s.Twin
 		c.Twin = &tw
 	}
+	c.Storage = cloneStorage(s.Storage)
 	return &c
 }
 
 // The out-of-line parts of a record (schemas.VmRecord's Job, OldOffering,
-// Twin and Snapshots) are nil when zero in every state Step and Tick return, as
+// Twin, Snapshots and Storage) are nil when zero in every state Step and Tick return, as
 // in every state decoded from vm.state.v1. Inside a Step or Tick the working
 // copy always has a Job, changed in place, so the flows read and write it
 // without nil checks; finish compacts it again.
@@ -120,6 +128,9 @@ func compact(s *schemas.VmRecord) {
 	}
 	if s.Snapshots != nil && len(s.Snapshots.Items) == 0 {
 		s.Snapshots = nil
+	}
+	if s.Storage != nil && emptyStorage(s.Storage) {
+		s.Storage = nil
 	}
 }
 

@@ -27,7 +27,11 @@ const (
 	paramOwnDestroyed = "own_destroyed"
 )
 
-func destroyVm(_ *tx, ac *schemas.AgentCommand) any { return &schemas.DestroyVm{AgentCommand: *ac} }
+// destroyVm removes the VM with every volume it has, detached ones too:
+// they are the VM's, and go with it.
+func destroyVm(t *tx, ac *schemas.AgentCommand) any {
+	return &schemas.DestroyVm{AgentCommand: *ac, Volumes: storageOf(t.s).Volumes}
+}
 
 func terminateNext(t *tx) {
 	s := t.s
@@ -59,8 +63,10 @@ func terminateNext(t *tx) {
 		// zone's requests in order.
 		t.release("")
 		s.HostID, s.PodID, s.ClusterID = "", "", ""
-		// The destroys took the VM's disk and its snapshots with it.
+		// The destroys took the VM's disks and its snapshots with them;
+		// its addresses stay until it is expunged.
 		t.dropSnapshots(func(string) bool { return true })
+		t.volumesDestroyed()
 		t.succeed(fmt.Sprintf("the VM is deleted; expunge at %s", time.UnixMilli(s.ExpungeAt).UTC().Format(time.RFC3339)))
 	}
 }

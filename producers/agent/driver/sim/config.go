@@ -13,6 +13,8 @@ type Durations struct {
 	Reboot, Pause, Unpause, Suspend, Resume time.Duration
 	Rescue, Unrescue, Rebuild, Snapshot     time.Duration
 	Migrate                                 time.Duration
+	// Volume is each of the five volume operations.
+	Volume time.Duration
 }
 
 // Rates holds one probability (0..1) per driver operation.
@@ -21,12 +23,14 @@ type Rates struct {
 	Reboot, Pause, Unpause, Suspend, Resume float64
 	Rescue, Unrescue, Rebuild, Snapshot     float64
 	Migrate                                 float64
+	// Volume is each of the five volume operations.
+	Volume float64
 }
 
 // all lists every rate, for validation.
 func (r Rates) all() []float64 {
 	return []float64{r.Start, r.Stop, r.Destroy, r.Reboot, r.Pause, r.Unpause, r.Suspend, r.Resume,
-		r.Rescue, r.Unrescue, r.Rebuild, r.Snapshot, r.Migrate}
+		r.Rescue, r.Unrescue, r.Rebuild, r.Snapshot, r.Migrate, r.Volume}
 }
 
 // Layout generates a zone of identical hosts: Pods × ClustersPerPod ×

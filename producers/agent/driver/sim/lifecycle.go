@@ -72,10 +72,18 @@ func (d *Driver) Unrescue(ctx context.Context, hostID, vmID string) error {
 	})
 }
 
-// Rebuild replaces the root disk and boots the VM.
+// Rebuild replaces the root disk and boots the VM: the root of volumes
+// is made again, of its template, with no snapshots.
 func (d *Driver) Rebuild(ctx context.Context, hostID, vmID, image string, volumes []schemas.Volume) error {
-	return d.transition(ctx, "rebuild", hostID, vmID, d.cfg.Latency.Rebuild, d.cfg.FailureRate.Rebuild, func(v *vm) error {
+	return d.transitionOn(ctx, "rebuild", hostID, vmID, d.cfg.Latency.Rebuild, d.cfg.FailureRate.Rebuild, func(h *host, v *vm) error {
 		v.power = powerOn
+		if ds := h.disks[vmID]; ds != nil {
+			for _, nv := range volumes {
+				if i := ds.find(nv.VolumeID); i >= 0 && nv.Kind == schemas.VolumeRoot {
+					ds.Volumes[i].Template, ds.Volumes[i].Snapshots = nv.TemplateID, nil
+				}
+			}
+		}
 		return nil
 	})
 }
@@ -164,6 +172,8 @@ func (d *Driver) Migrate(ctx context.Context, srcHostID, vmID, dstHostID string,
 	src.remove(i)
 	snaps := src.snapshots[vmID]
 	delete(src.snapshots, vmID)
+	vols := src.disks[vmID]
+	delete(src.disks, vmID)
 	src.mu.Unlock()
 
 	dst.mu.Lock()
@@ -173,6 +183,7 @@ func (d *Driver) Migrate(ctx context.Context, srcHostID, vmID, dstHostID string,
 		src.mu.Lock()
 		src.add(moved)
 		src.keepSnapshots(vmID, snaps)
+		src.keepDisks(vmID, vols)
 		src.mu.Unlock()
 		return fmt.Errorf("migrate vm %s to %s: %w", vmID, dstHostID, err)
 	}
@@ -181,6 +192,10 @@ func (d *Driver) Migrate(ctx context.Context, srcHostID, vmID, dstHostID string,
 	}
 	dst.add(moved)
 	dst.keepSnapshots(vmID, snaps)
+	// The disks go with the VM, as the destination has them: the spec's
+	// volumes and NICs when it names them.
+	dst.keepDisks(vmID, vols)
+	dst.started(vmID, spec.Volumes, spec.Nics)
 	dst.mu.Unlock()
 	// No Change: the move was asked for, and the agent reports the VM from
 	// the destination with its answer. A change on the source would report

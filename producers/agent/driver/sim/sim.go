@@ -64,6 +64,9 @@ type host struct {
 	// VM without any has no entry. They are the VM's disk's, so they go
 	// where it migrates and with its destroy.
 	snapshots map[string][]string
+	// disks are the volumes and NICs of each VM that has any (volumes.go);
+	// nil while no VM of the host has.
+	disks map[string]*disks
 	// upSince is when the host last recovered from a crash, Unix ms.
 	upSince int64
 }
@@ -160,6 +163,7 @@ func (d *Driver) Start(ctx context.Context, hostID string, spec agent.VMSpec) (e
 	}
 	v := &h.vms[i]
 	v.cpu, v.memoryMB, v.power = uint16(spec.CPU), uint32(spec.MemoryMB), powerOn
+	h.started(spec.ID, spec.Volumes, spec.Nics)
 	return nil
 }
 
@@ -200,6 +204,7 @@ func (d *Driver) Destroy(ctx context.Context, hostID, vmID string, volumes []sch
 	}
 	h.remove(i)
 	delete(h.snapshots, vmID)
+	delete(h.disks, vmID)
 	return nil
 }
 

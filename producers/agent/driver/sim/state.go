@@ -48,6 +48,7 @@ type savedHost struct {
 	UpSince     int64                   `json:"up_since,omitempty"`
 	Ledgers     map[string]agent.Ledger `json:"ledgers,omitempty"`
 	Snapshots   map[string][]string     `json:"snapshots,omitempty"`
+	Disks       map[string]*disks       `json:"disks,omitempty"`
 }
 
 type savedVM struct {
@@ -80,6 +81,7 @@ func (d *Driver) load() error {
 		}
 		h.crashed, h.partitioned, h.upSince, h.ledgers = sh.Crashed, sh.Partitioned, sh.UpSince, sh.Ledgers
 		h.snapshots = sh.Snapshots
+		h.disks = sh.Disks
 		for _, sv := range sh.VMs {
 			p, ok := parsePower(sv.Power)
 			if !ok {
@@ -128,9 +130,9 @@ func (d *Driver) snapshot() savedState {
 	for _, id := range d.order {
 		h := d.hosts[id]
 		h.mu.Lock()
-		if len(h.vms) > 0 || h.crashed || h.partitioned || h.upSince != 0 || len(h.ledgers) > 0 || len(h.snapshots) > 0 {
+		if len(h.vms) > 0 || h.crashed || h.partitioned || h.upSince != 0 || len(h.ledgers) > 0 || len(h.snapshots) > 0 || len(h.disks) > 0 {
 			sh := savedHost{ID: id, Crashed: h.crashed, Partitioned: h.partitioned, VMs: make([]savedVM, len(h.vms)),
-				UpSince: h.upSince, Ledgers: maps.Clone(h.ledgers), Snapshots: maps.Clone(h.snapshots)}
+				UpSince: h.upSince, Ledgers: maps.Clone(h.ledgers), Snapshots: maps.Clone(h.snapshots), Disks: cloneDisks(h.disks)}
 			for i, v := range h.vms {
 				sh.VMs[i] = savedVM{ID: v.id, CPU: v.cpu, MemoryMB: v.memoryMB, Power: powerNames[v.power], Rescued: v.rescued}
 			}
