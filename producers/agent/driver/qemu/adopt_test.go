@@ -33,7 +33,11 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(childDir); dir != "" {
 		os.Exit(childAgent(dir, strings.Split(os.Getenv(childHosts), ","), os.Getenv(childSteps)))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if templatesDir != "" {
+		os.RemoveAll(templatesDir)
+	}
+	os.Exit(code)
 }
 
 // childAgent runs steps ("op host vm [arg]", separated by ";") in a

@@ -1,4 +1,4 @@
-// Package guest builds the Linux that the QEMU driver's guests boot: a
+// Package linux builds the Linux that the QEMU driver's guests boot: a
 // template directory holding a Debian kernel (vmlinuz), an initramfs of the
 // project's own making (initrd.img) and a small blank qcow2 disk
 // (disk.qcow2) that root volumes are overlays of.
@@ -15,4 +15,4 @@
 //
 // It never downloads anything and never changes a template that exists:
 // the disks of root volumes are overlays of its disk.
-package guest
+package linux

@@ -1,0 +1,215 @@
+package qemu
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vmplane/vmplane/producers/agent"
+	"github.com/vmplane/vmplane/producers/agent/driver/qemu/linux"
+	"github.com/vmplane/vmplane/schemas"
+)
+
+// The Linux guest tests boot the tiny-linux template (package linux) from
+// the kernel ops/install.sh unpacks, with volumes and a NIC, and read what
+// the guest prints on its console.
+
+const testTemplate = "tiny-linux"
+
+var (
+	templatesOnce sync.Once
+	templatesDir  string
+	templatesErr  error
+)
+
+// templates builds the template once per test binary, into a directory
+// removed when the binary's tests end (TestMain).
+func templates(t *testing.T) string {
+	t.Helper()
+	templatesOnce.Do(func() {
+		templatesDir, templatesErr = os.MkdirTemp("", "vmtpl")
+		if templatesErr == nil {
+			templatesErr = linux.Ensure(t.Context(), linux.Config{}, filepath.Join(templatesDir, testTemplate))
+		}
+	})
+	if templatesErr != nil {
+		t.Fatalf("guest template (run ops/install.sh): %v", templatesErr)
+	}
+	return templatesDir
+}
+
+// linuxDriver is a driver of host q1 whose guests boot the template; a
+// graceful stop waits as long as a real guest needs.
+func linuxDriver(t *testing.T) *Driver {
+	t.Helper()
+	dir := guestDir(t)
+	cfg := testConfig(dir, "q1", "q2")
+	cfg.Templates = templates(t)
+	cfg.StopTimeout = 30 * time.Second
+	d, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	return d
+}
+
+// console waits until the VM's console log holds each of want, in order,
+// after offset; it returns the offset past the last one.
+func console(t *testing.T, d *Driver, vm string, offset int, timeout time.Duration, want ...string) int {
+	t.Helper()
+	path := filepath.Join(d.cfg.Dir, vm, consoleLog)
+	deadline := time.Now().Add(timeout)
+	for {
+		b, _ := os.ReadFile(path)
+		at, missing := offset, ""
+		for _, w := range want {
+			i := strings.Index(string(b[min(at, len(b)):]), w)
+			if i < 0 {
+				missing = w
+				break
+			}
+			at += i + len(w)
+		}
+		if missing == "" {
+			return at
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("console of %s: no %q after %v; it shows:\n%s", vm, missing, timeout, tailOf(b[min(offset, len(b)):]))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func tailOf(b []byte) string {
+	if len(b) > 3000 {
+		b = b[len(b)-3000:]
+	}
+	return string(b)
+}
+
+// consoleEnd is the current length of the VM's console log.
+func consoleEnd(d *Driver, vm string) int {
+	st, err := os.Stat(filepath.Join(d.cfg.Dir, vm, consoleLog))
+	if err != nil {
+		return 0
+	}
+	return int(st.Size())
+}
+
+// typeInto types line on the VM's serial console, as an operator would.
+func typeInto(t *testing.T, d *Driver, host, vm, line string) {
+	t.Helper()
+	c, err := net.Dial("unix", filepath.Join(d.cfg.Dir, vm, host+".console"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte(line + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	// The socket is closed only once QEMU has read the line.
+	time.Sleep(100 * time.Millisecond)
+}
+
+func linuxSpec(id, pool string) agent.VMSpec {
+	return agent.VMSpec{ID: id, Name: "linux", CPU: 1, MemoryMB: 128,
+		Volumes: []schemas.Volume{
+			{VolumeID: id + "-root", Kind: schemas.VolumeRoot, DeviceID: 0, PoolPath: pool, SizeMB: 1024, TemplateID: testTemplate},
+			{VolumeID: id + "-data", Kind: schemas.VolumeData, DeviceID: 1, PoolPath: pool, SizeMB: 64},
+		},
+		Nics: []schemas.Nic{{NicID: "n1", DeviceID: 0, MAC: "02:00:0A:09:00:0A", IP: "10.9.0.10", Gateway: "10.9.0.1", Cidr: "10.9.0.0/24"}},
+	}
+}
+
+// TestLinuxGuest boots a Linux guest with a root overlay, a data volume and
+// a NIC, hot-plugs, resizes, snapshots, detaches and deletes a volume, and
+// stops it gracefully.
+func TestLinuxGuest(t *testing.T) {
+	d := linuxDriver(t)
+	ctx := t.Context()
+	pool := t.TempDir()
+	spec := linuxSpec("lin1", pool)
+	start := time.Now()
+	if err := d.Start(ctx, "q1", spec); err != nil {
+		t.Fatal(err)
+	}
+	at := console(t, d, "lin1", 0, time.Minute, "Linux version", "vmplane-guest: disk vda 1024 MiB", "vmplane-guest: disk vdb 64 MiB",
+		"vmplane-guest: nic eth0 mac 02:00:0a:09:00:0a ip 10.9.0.10/24", "vmplane-guest: ready")
+	t.Logf("booted in %v", time.Since(start).Round(time.Millisecond))
+	expect(t, d, "q1", "lin1", schemas.PowerOn)
+	root := volumePath(spec.Volumes[0])
+	if out, err := exec.Command("qemu-img", "info", "-U", root).CombinedOutput(); err != nil || !strings.Contains(string(out), "backing file: "+filepath.Join(d.cfg.Templates, testTemplate, "disk.qcow2")) {
+		t.Fatalf("root volume is not an overlay of the template: %v\n%s", err, out)
+	}
+
+	extra := schemas.Volume{VolumeID: "lin1-extra", Kind: schemas.VolumeData, DeviceID: 2, PoolPath: pool, SizeMB: 32}
+	if err := d.AttachVolume(ctx, "q1", "lin1", extra); err != nil {
+		t.Fatal(err)
+	}
+	at = console(t, d, "lin1", at, 30*time.Second, "vmplane-guest: hotplug add disk vdc 32 MiB")
+	if err := d.AttachVolume(ctx, "q1", "lin1", extra); err != nil {
+		t.Fatalf("attach again: %v", err)
+	}
+	extra.SizeMB = 48
+	if err := d.ResizeVolume(ctx, "q1", "lin1", extra); err != nil {
+		t.Fatal(err)
+	}
+	if size, err := virtualSize(ctx, volumePath(extra)); err != nil || size != 48<<20 {
+		t.Fatalf("size after resize: %d, %v", size, err)
+	}
+	extra.SizeMB = 16
+	if err := d.ResizeVolume(ctx, "q1", "lin1", extra); err == nil || !strings.Contains(err.Error(), "shrinking") {
+		t.Fatalf("shrink: %v", err)
+	}
+	extra.SizeMB = 48
+	for range 2 {
+		if err := d.SnapshotVolume(ctx, "q1", "lin1", extra, "s1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if names, err := fileSnapshots(ctx, volumePath(extra)); err != nil || !slices.Equal(names, []string{"s1"}) {
+		t.Fatalf("volume snapshots %v, %v", names, err)
+	}
+	if err := d.DeleteVolume(ctx, "q1", "lin1", extra); err == nil {
+		t.Fatal("an attached volume was deleted")
+	}
+	if err := d.DetachVolume(ctx, "q1", "lin1", extra); err != nil {
+		t.Fatal(err)
+	}
+	at = console(t, d, "lin1", at, 30*time.Second, "vmplane-guest: hotplug remove disk vdc")
+	if err := d.DetachVolume(ctx, "q1", "lin1", extra); err != nil {
+		t.Fatalf("detach again: %v", err)
+	}
+	for range 2 {
+		if err := d.DeleteVolume(ctx, "q1", "lin1", extra); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(volumePath(extra)); !os.IsNotExist(err) {
+		t.Fatalf("deleted volume's file: %v", err)
+	}
+
+	stop := time.Now()
+	if err := d.Stop(ctx, "q1", "lin1", false); err != nil {
+		t.Fatal(err)
+	}
+	console(t, d, "lin1", at, time.Second, "vmplane-guest: ACPI power button pressed", "vmplane-guest: powering off", "reboot: Power down")
+	t.Logf("graceful stop in %v", time.Since(stop).Round(time.Millisecond))
+	expect(t, d, "q1", "lin1", schemas.PowerOff)
+
+	if err := d.Destroy(ctx, "q1", "lin1", spec.Volumes); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range spec.Volumes {
+		if _, err := os.Stat(volumePath(v)); !os.IsNotExist(err) {
+			t.Fatalf("volume %s after destroy: %v", v.VolumeID, err)
+		}
+	}
+}
