@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 
-	"github.com/vmplane/vmplane/producers/agent/driver/qemu/guest"
+	"github.com/vmplane/vmplane/producers/agent/driver/qemu/linux"
 )
 
 // runGuestImage writes the template directory <out>/<id>/ (vmlinuz,
@@ -18,7 +18,7 @@ func runGuestImage(ctx context.Context, args []string, log *slog.Logger) error {
 	f := newFlags("guest-image")
 	out := f.str("out", "VMPLANE_TEMPLATES_DIR", "", "the templates directory: the template is written to <out>/<id>/")
 	id := f.str("id", "VMPLANE_TEMPLATE_ID", "tiny-linux", "template id")
-	kernel := f.str("kernel-root", "VMPLANE_KERNEL_ROOT", guest.DefaultKernelRoot, "Debian kernel package files (boot/vmlinuz-*, lib/modules/*), unpacked by ops/install.sh; / for the installed kernel")
+	kernel := f.str("kernel-root", "VMPLANE_KERNEL_ROOT", linux.DefaultKernelRoot, "Debian kernel package files (boot/vmlinuz-*, lib/modules/*), unpacked by ops/install.sh; / for the installed kernel")
 	busybox := f.str("busybox", "VMPLANE_BUSYBOX", "/bin/busybox", "a statically linked busybox (Debian's busybox-static)")
 	if err := f.Parse(args); err != nil {
 		return err
@@ -30,7 +30,7 @@ func runGuestImage(ctx context.Context, args []string, log *slog.Logger) error {
 		return fmt.Errorf("--id %q: not a directory name", *id)
 	}
 	dir := filepath.Join(*out, *id)
-	if err := guest.Ensure(ctx, guest.Config{KernelRoot: *kernel, Busybox: *busybox}, dir); err != nil {
+	if err := linux.Ensure(ctx, linux.Config{KernelRoot: *kernel, Busybox: *busybox}, dir); err != nil {
 		return err
 	}
 	log.Info("guest template ready", "dir", dir)
