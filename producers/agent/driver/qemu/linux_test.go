@@ -204,6 +204,38 @@ func TestLinuxGuest(t *testing.T) {
 	t.Logf("graceful stop in %v", time.Since(stop).Round(time.Millisecond))
 	expect(t, d, "q1", "lin1", schemas.PowerOff)
 
+	// Started again, from the files it had: then powered off from inside.
+	at = consoleEnd(d, "lin1")
+	if err := d.Start(ctx, "q1", spec); err != nil {
+		t.Fatal(err)
+	}
+	at = console(t, d, "lin1", at, time.Minute, "vmplane-guest: disk vda 1024 MiB", "vmplane-guest: ready")
+	for len(d.Changes()) > 0 {
+		<-d.Changes() // only the power-off's change counts below
+	}
+	typed := time.Now()
+	typeInto(t, d, "q1", "lin1", "poweroff")
+	seen := waitChangeWithin(t, d, "lin1", 10*time.Second)
+	if got := power(t, d, "q1", "lin1"); got != schemas.PowerOff {
+		t.Fatalf("after the guest's poweroff: %s, want %s", got, schemas.PowerOff)
+	}
+	powerDown := consoleTime(t, d, "lin1", at, "reboot: Power down")
+	if lag := seen.Sub(powerDown); lag > time.Second {
+		t.Fatalf("the guest powered off at %v, its change came %v later", powerDown.Sub(typed), lag)
+	}
+	t.Logf("poweroff typed: change after %v", seen.Sub(typed).Round(time.Millisecond))
+
+	// Rebuilt: the root is made again of its template and boots.
+	at = consoleEnd(d, "lin1")
+	if err := d.Rebuild(ctx, "q1", "lin1", testTemplate, spec.Volumes); err != nil {
+		t.Fatal(err)
+	}
+	console(t, d, "lin1", at, time.Minute, "vmplane-guest: disk vdb 64 MiB", "vmplane-guest: ready")
+	if err := d.Stop(ctx, "q1", "lin1", true); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, d, "q1", "lin1", schemas.PowerOff)
+
 	if err := d.Destroy(ctx, "q1", "lin1", spec.Volumes); err != nil {
 		t.Fatal(err)
 	}
@@ -212,4 +244,35 @@ func TestLinuxGuest(t *testing.T) {
 			t.Fatalf("volume %s after destroy: %v", v.VolumeID, err)
 		}
 	}
+}
+
+// waitChangeWithin returns when the change for vm arrived.
+func waitChangeWithin(t *testing.T, d *Driver, vm string, timeout time.Duration) time.Time {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case c := <-d.Changes():
+			if c.VmID == vm {
+				return time.Now()
+			}
+		case <-deadline:
+			t.Fatalf("no change for %s within %v", vm, timeout)
+		}
+	}
+}
+
+// consoleTime returns when the guest wrote line, its last one (it powered
+// off after it): the console log's last change.
+func consoleTime(t *testing.T, d *Driver, vm string, offset int, line string) time.Time {
+	t.Helper()
+	b, _ := os.ReadFile(filepath.Join(d.cfg.Dir, vm, consoleLog))
+	if !strings.Contains(string(b[min(offset, len(b)):]), line) {
+		t.Fatalf("console of %s: no %q:\n%s", vm, line, tailOf(b[min(offset, len(b)):]))
+	}
+	st, err := os.Stat(filepath.Join(d.cfg.Dir, vm, consoleLog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.ModTime()
 }
