@@ -1,6 +1,8 @@
 package qemu
 
 import (
+	"context"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -177,6 +179,15 @@ func TestLinuxGuest(t *testing.T) {
 	if names, err := fileSnapshots(ctx, volumePath(extra)); err != nil || !slices.Equal(names, []string{"s1"}) {
 		t.Fatalf("volume snapshots %v, %v", names, err)
 	}
+	// A VM snapshot is one in each of its disks.
+	if err := d.Snapshot(ctx, "q1", "lin1", "whole"); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range append(slices.Clone(spec.Volumes), extra) {
+		if names, err := fileSnapshots(ctx, volumePath(v)); err != nil || !slices.Contains(names, "whole") {
+			t.Fatalf("snapshots of %s: %v, %v", v.VolumeID, names, err)
+		}
+	}
 	if err := d.DeleteVolume(ctx, "q1", "lin1", extra); err == nil {
 		t.Fatal("an attached volume was deleted")
 	}
@@ -203,6 +214,15 @@ func TestLinuxGuest(t *testing.T) {
 	console(t, d, "lin1", at, time.Second, "vmplane-guest: ACPI power button pressed", "vmplane-guest: powering off", "reboot: Power down")
 	t.Logf("graceful stop in %v", time.Since(stop).Round(time.Millisecond))
 	expect(t, d, "q1", "lin1", schemas.PowerOff)
+	if err := d.RevertSnapshot(ctx, "q1", "lin1", "whole"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.DeleteSnapshot(ctx, "q1", "lin1", "whole"); err != nil {
+		t.Fatal(err)
+	}
+	if names, err := d.Snapshots(ctx, "q1", "lin1"); err != nil || len(names) != 0 {
+		t.Fatalf("snapshots after delete: %v, %v", names, err)
+	}
 
 	// Started again, from the files it had: then powered off from inside.
 	at = consoleEnd(d, "lin1")
@@ -275,4 +295,89 @@ func consoleTime(t *testing.T, d *Driver, vm string, offset int, line string) ti
 		t.Fatal(err)
 	}
 	return st.ModTime()
+}
+
+// childLinux is a child agent's step (adopt_test.go): "linux" starts a
+// Linux guest with its volumes in pool and waits until it has booted;
+// "halfplug" does the first half of attaching a volume — file, record,
+// block node — as an agent killed before the disk device would.
+func childLinux(ctx context.Context, d *Driver, op, host, vm, pool string) error {
+	if op == "linux" {
+		if err := d.Start(ctx, host, linuxSpec(vm, pool)); err != nil {
+			return err
+		}
+		for !strings.Contains(readFile(filepath.Join(d.cfg.Dir, vm, consoleLog)), "vmplane-guest: ready") {
+			if ctx.Err() != nil {
+				return errors.New("the guest did not boot")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		return nil
+	}
+	g, p, err := d.running(host, vm)
+	if err != nil {
+		return err
+	}
+	v := extraVolume(vm, pool)
+	if err := d.ensureVolume(ctx, v); err != nil {
+		return err
+	}
+	d.setVolumes(g, append(g.spec.Volumes, v))
+	if err := d.save(g); err != nil {
+		return err
+	}
+	node := map[string]any{"driver": "qcow2", "node-name": nodeName(v), "file": map[string]any{"driver": "file", "filename": volumePath(v)}}
+	_, err = p.execute(ctx, "blockdev-add", node)
+	return err
+}
+
+func extraVolume(vm, pool string) schemas.Volume {
+	return schemas.Volume{VolumeID: vm + "-extra", Kind: schemas.VolumeData, DeviceID: 2, PoolPath: pool, SizeMB: 32}
+}
+
+func readFile(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
+}
+
+// TestLinuxGuestOutlivesTheAgent: an agent killed half-way through
+// attaching a volume leaves the guest running; the next driver adopts it
+// with its volumes, finishes the attach (the guest announces the disk),
+// detaches it and stops the guest through ACPI.
+func TestLinuxGuestOutlivesTheAgent(t *testing.T) {
+	dir := guestDir(t)
+	tpl := templates(t)
+	pool := t.TempDir()
+	t.Setenv(childTemplates, tpl)
+	killedAgent(t, dir, []string{"q1"}, "linux q1 lin2 "+pool, "halfplug q1 lin2 "+pool)
+
+	cfg := testConfig(dir, "q1")
+	cfg.Templates = tpl
+	cfg.StopTimeout = 30 * time.Second
+	d, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	ctx := t.Context()
+	expect(t, d, "q1", "lin2", schemas.PowerOn)
+	at := consoleEnd(d, "lin2")
+	extra := extraVolume("lin2", pool)
+	if err := d.AttachVolume(ctx, "q1", "lin2", extra); err != nil {
+		t.Fatal(err)
+	}
+	at = console(t, d, "lin2", at, 30*time.Second, "vmplane-guest: hotplug add disk vdc 32 MiB")
+	if err := d.DetachVolume(ctx, "q1", "lin2", extra); err != nil {
+		t.Fatal(err)
+	}
+	at = console(t, d, "lin2", at, 30*time.Second, "vmplane-guest: hotplug remove disk vdc")
+	if err := d.Stop(ctx, "q1", "lin2", false); err != nil {
+		t.Fatal(err)
+	}
+	console(t, d, "lin2", at, time.Second, "vmplane-guest: ACPI power button pressed", "reboot: Power down")
+	expect(t, d, "q1", "lin2", schemas.PowerOff)
+	r, err := readRecord(filepath.Join(dir, "lin2"))
+	if err != nil || len(r.Spec.Volumes) != 2 || len(r.Spec.Nics) != 1 {
+		t.Fatalf("record after detach: %+v, %v", r.Spec, err)
+	}
 }
