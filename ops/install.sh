@@ -89,7 +89,7 @@ fi
 ((${#missing[@]} == 0)) && exit 0
 
 if [[ $(id -u) -ne 0 ]]; then
-	echo "install.sh: missing ${missing[*]}; run as root or: sudo apt-get install ${missing[*]}" >&2
+	echo "install.sh: missing ${missing[*]}; run it as root (guest-kernel is Debian's kernel package, unpacked under $kernel_root)" >&2
 	exit 1
 fi
 

@@ -462,6 +462,10 @@ func (d *Driver) running(hostID, vmID string) (*guest, *process, error) {
 	return g, p, nil
 }
 
+// noOSStopWait is how long a graceful stop of a VM without volumes waits
+// after the power button: the time it waited before guests booted Linux.
+const noOSStopWait = 10 * time.Second
+
 // Stop powers the VM off: ACPI power button and StopTimeout for the guest,
 // then quit; at once with force.
 func (d *Driver) Stop(ctx context.Context, hostID, vmID string, force bool) error {
@@ -482,12 +486,20 @@ func (d *Driver) Stop(ctx context.Context, hostID, vmID string, force bool) erro
 	if p == nil || !p.alive() {
 		return nil
 	}
+	d.mu.Lock()
+	// A VM without volumes has no OS that could answer the button: the
+	// firmware finds nothing to boot.
+	wait := d.cfg.StopTimeout
+	if len(g.spec.Volumes) == 0 {
+		wait = min(wait, noOSStopWait)
+	}
+	d.mu.Unlock()
 	if !force {
 		if _, err := p.execute(ctx, "system_powerdown", nil); err == nil {
 			select {
 			case <-p.exited:
 				return nil
-			case <-time.After(d.cfg.StopTimeout):
+			case <-time.After(wait):
 			case <-ctx.Done():
 				return fmt.Errorf("stop vm %s: %w", vmID, ctx.Err())
 			}

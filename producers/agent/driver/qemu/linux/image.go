@@ -77,7 +77,9 @@ func Ensure(ctx context.Context, cfg Config, dir string) error {
 	if err != nil {
 		return fmt.Errorf("template %s: %w", dir, err)
 	}
-	defer os.RemoveAll(tmp) // gone after the rename; what a failure left otherwise
+	// Gone after the rename; what a failure left otherwise, best effort:
+	// a leftover is a hidden directory the next build ignores.
+	defer func() { _ = os.RemoveAll(tmp) }()
 	if err := Build(ctx, cfg, tmp); err != nil {
 		return err
 	}
@@ -231,7 +233,7 @@ func static(path string) error {
 	if err != nil {
 		return fmt.Errorf("busybox %s: %w", path, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
 			return errors.New("busybox " + path + " is dynamically linked: install busybox-static")

@@ -61,7 +61,7 @@ func dependencies(path string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("module %s: %w", path, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	s := f.Section(".modinfo")
 	if s == nil {
 		return nil, fmt.Errorf("module %s: no .modinfo section", path)
