@@ -142,8 +142,20 @@ func unplug(ctx context.Context, p *process, v schemas.Volume) error {
 	if has, err = hasNode(ctx, p, nodeName(v)); err != nil || !has {
 		return err
 	}
-	_, err = p.execute(ctx, "blockdev-del", map[string]any{"node-name": nodeName(v)})
-	return err
+	// The device leaves the tree a moment before it lets go of its node.
+	deadline := time.Now().Add(unplugWait)
+	for {
+		_, err = p.execute(ctx, "blockdev-del", map[string]any{"node-name": nodeName(v)})
+		var qe *QMPError
+		if err == nil || !errors.As(err, &qe) || !strings.Contains(qe.Desc, "in use") || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // waitUnplugged waits until the guest has released the device.

@@ -250,13 +250,21 @@ func TestLinuxGuest(t *testing.T) {
 	if err := d.Rebuild(ctx, "q1", "lin1", testTemplate, spec.Volumes); err != nil {
 		t.Fatal(err)
 	}
-	console(t, d, "lin1", at, time.Minute, "vmplane-guest: disk vdb 64 MiB", "vmplane-guest: ready")
-	if err := d.Stop(ctx, "q1", "lin1", true); err != nil {
+	at = console(t, d, "lin1", at, time.Minute, "vmplane-guest: disk vdb 64 MiB", "vmplane-guest: ready")
+
+	// Live-migrated with its disks and NIC, it goes on where it was.
+	if err := d.Migrate(ctx, "q1", "lin1", "q2", spec); err != nil {
 		t.Fatal(err)
 	}
-	expect(t, d, "q1", "lin1", schemas.PowerOff)
+	expect(t, d, "q2", "lin1", schemas.PowerOn)
+	typeInto(t, d, "q2", "lin1", "echo still-$((6*7))")
+	console(t, d, "lin1", at, 10*time.Second, "still-42")
+	if err := d.Stop(ctx, "q2", "lin1", true); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, d, "q2", "lin1", schemas.PowerOff)
 
-	if err := d.Destroy(ctx, "q1", "lin1", spec.Volumes); err != nil {
+	if err := d.Destroy(ctx, "q2", "lin1", spec.Volumes); err != nil {
 		t.Fatal(err)
 	}
 	for _, v := range spec.Volumes {
