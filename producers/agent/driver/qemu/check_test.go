@@ -44,6 +44,9 @@ func TestBadVolumesAndNicsAreRefused(t *testing.T) {
 	}{
 		{"good", func(*schemas.Nic) {}, ""},
 		{"no gateway", func(n *schemas.Nic) { n.Gateway = "" }, ""},
+		{"no address yet", func(n *schemas.Nic) { n.IP = "" }, ""},
+		{"on no network yet", func(n *schemas.Nic) { n.IP, n.Gateway, n.Cidr = "", "", "" }, ""},
+		{"an address on no network", func(n *schemas.Nic) { n.Gateway, n.Cidr = "", "" }, "IPv4 CIDR"},
 		{"bad mac", func(n *schemas.Nic) { n.MAC = "02:00:00:00:00" }, "mac"},
 		{"ip outside", func(n *schemas.Nic) { n.IP = "10.0.1.5" }, "not an address of"},
 		{"ipv6 cidr", func(n *schemas.Nic) { n.Cidr = "fd00::/64" }, "IPv4 CIDR"},

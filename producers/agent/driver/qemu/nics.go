@@ -21,10 +21,10 @@ const maxNicDevice = 4
 // nicConfig is a checked NIC.
 type nicConfig struct {
 	device  int32
-	mac     string // lower case, as the guest's sysfs shows it
-	addr    netip.Prefix
-	network netip.Prefix
-	gateway netip.Addr // zero when the network has none
+	mac     string       // lower case, as the guest's sysfs shows it
+	addr    netip.Prefix // zero while the NIC has no address
+	network netip.Prefix // zero while the NIC is on no network
+	gateway netip.Addr   // zero when the network has none
 }
 
 // checkNics parses the NICs, refusing what QEMU or the guest could not
@@ -57,19 +57,26 @@ func checkNic(n schemas.Nic) (nicConfig, error) {
 		return c, fmt.Errorf("mac %q is not a 6-byte MAC address", n.MAC)
 	}
 	c.mac = hw.String()
+	if n.Cidr == "" && n.IP == "" && n.Gateway == "" {
+		// Not on a network yet: a NIC with QEMU's own user-mode network
+		// and no address from the control plane.
+		return c, nil
+	}
 	network, err := netip.ParsePrefix(n.Cidr)
 	if err != nil || !network.Addr().Is4() {
 		return c, fmt.Errorf("cidr %q is not an IPv4 CIDR", n.Cidr)
 	}
 	c.network = network.Masked()
-	ip, err := netip.ParseAddr(n.IP)
-	if err != nil || !c.network.Contains(ip) {
-		return c, fmt.Errorf("ip %q is not an address of %s", n.IP, c.network)
+	if n.IP != "" {
+		ip, err := netip.ParseAddr(n.IP)
+		if err != nil || !c.network.Contains(ip) {
+			return c, fmt.Errorf("ip %q is not an address of %s", n.IP, c.network)
+		}
+		c.addr = netip.PrefixFrom(ip, c.network.Bits())
 	}
-	c.addr = netip.PrefixFrom(ip, c.network.Bits())
 	if n.Gateway != "" {
 		gw, err := netip.ParseAddr(n.Gateway)
-		if err != nil || !c.network.Contains(gw) || gw == ip {
+		if err != nil || !c.network.Contains(gw) || gw == c.addr.Addr() {
 			return c, fmt.Errorf("gateway %q is not another address of %s", n.Gateway, c.network)
 		}
 		c.gateway = gw
@@ -84,7 +91,10 @@ func nicArgs(nics []nicConfig) []string {
 	var args []string
 	for _, n := range nics {
 		id := "net" + strconv.Itoa(int(n.device))
-		netdev := "user,id=" + id + ",net=" + n.network.String()
+		netdev := "user,id=" + id
+		if n.network.IsValid() {
+			netdev += ",net=" + n.network.String()
+		}
 		if n.gateway.IsValid() {
 			netdev += ",host=" + n.gateway.String()
 		}
@@ -99,6 +109,9 @@ func nicArgs(nics []nicConfig) []string {
 func nicCmdline(nics []nicConfig) string {
 	var parts []string
 	for _, n := range nics {
+		if !n.addr.IsValid() {
+			continue // no address to give it
+		}
 		p := "vmplane.nic=" + n.mac + "," + n.addr.String() + ","
 		if n.gateway.IsValid() {
 			p += n.gateway.String()
