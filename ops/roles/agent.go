@@ -83,6 +83,9 @@ type QemuLayout struct {
 	Templates string
 	// Accel is the QEMU accelerator, kvm or tcg (empty: tcg).
 	Accel string
+	// StopTimeout is how long a graceful stop waits for the guest after
+	// the ACPI power button (0: the driver's default, 30 s).
+	StopTimeout time.Duration
 	// QuitGuestsOnStop quits every guest when the agent stops cleanly (its
 	// context ends): the dev stack's Ctrl-C. Without it a stopped agent
 	// leaves its guests running, as a killed one does, so that an upgrade
@@ -120,7 +123,8 @@ func NewQemuAgent(o Options, l QemuLayout, s Settings) (Runner, error) {
 		hosts[i] = agent.HostInfo{ID: id, Name: id, Zone: l.Zone, Pod: l.Pod, Cluster: l.Cluster, Hypervisor: "qemu",
 			CPU: l.CPU, MemoryMB: l.MemoryMB, Tags: l.Tags}
 	}
-	d, err := qemu.New(qemu.Config{Hosts: hosts, Dir: l.StateDir, Templates: l.Templates, Accel: l.Accel, Logger: o.Logger})
+	d, err := qemu.New(qemu.Config{Hosts: hosts, Dir: l.StateDir, Templates: l.Templates, Accel: l.Accel,
+		StopTimeout: l.StopTimeout, Logger: o.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("qemu agent: %w", err)
 	}

@@ -204,6 +204,7 @@ func runAgent(ctx context.Context, args []string, log *slog.Logger) error {
 	stateDir := f.str("state-dir", "VMPLANE_QEMU_DIR", "", "what outlives the agent, with its answers to commands: qemu: the guests' disks and QMP sockets and pid files, required, kept across restarts (keep it short); sim: the simulated hosts' VMs (default: memory only)")
 	templates := f.str("templates", "VMPLANE_TEMPLATES_DIR", "", "qemu: the guests' templates, <dir>/<template id>/ with disk.qcow2, vmlinuz, initrd.img (vmplane guest-image writes one)")
 	accel := f.str("accel", "VMPLANE_QEMU_ACCEL", "", "qemu: accelerator, kvm or tcg (default tcg)")
+	stopTimeout := f.dur("stop-timeout", "VMPLANE_QEMU_STOP_TIMEOUT", 0, "qemu: how long a graceful stop waits for the guest after the ACPI power button (default 30s)")
 	simControl := f.str("sim-control", "VMPLANE_SIM_CONTROL", "", "sim: listen address of the simulator's control API (crash a host, pause a VM behind vmplane's back); loopback only; empty: off")
 	if err := f.Parse(args); err != nil {
 		return err
@@ -239,7 +240,7 @@ func runAgent(ctx context.Context, args []string, log *slog.Logger) error {
 			return fmt.Errorf("agent --driver qemu needs --state-dir (VMPLANE_QEMU_DIR): the guests' directories, kept across restarts")
 		}
 		a, err := roles.NewQemuAgent(o, roles.QemuLayout{Prefix: *prefix, Zone: *zone, Hosts: *hosts, StateDir: *stateDir,
-			Templates: *templates, Accel: *accel}, roles.Settings{PingInterval: *ping})
+			Templates: *templates, Accel: *accel, StopTimeout: *stopTimeout}, roles.Settings{PingInterval: *ping})
 		if err != nil {
 			return err
 		}
