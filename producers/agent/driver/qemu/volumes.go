@@ -187,6 +187,18 @@ func (d *Driver) DeleteVolume(ctx context.Context, hostID, vmID string, v schema
 	g, unlock, err := d.hold(ctx, hostID, vmID, nil)
 	switch {
 	case errors.Is(err, agent.ErrUnknownVM):
+		// Gone, or on another of the driver's hosts, whose disk it may be.
+		d.mu.Lock()
+		other := d.vms[vmID]
+		attached := other != nil && slices.ContainsFunc(other.spec.Volumes, func(o schemas.Volume) bool { return o.VolumeID == v.VolumeID })
+		var on string
+		if attached {
+			on = other.host
+		}
+		d.mu.Unlock()
+		if attached {
+			return fmt.Errorf("delete volume %s: attached to vm %s on host %s; detach it first", v.VolumeID, vmID, on)
+		}
 	case err != nil:
 		return fmt.Errorf("delete volume %s: %w", v.VolumeID, err)
 	default:
