@@ -46,12 +46,42 @@ postgres_binaries() {
 	compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || have postgres
 }
 
+kernel_root=${VMPLANE_KERNEL_ROOT:-/usr/local/lib/vmplane/linux}
+
+# A dynamically linked busybox (Debian's busybox package) cannot run in an initramfs without
+# its libraries.
+busybox_static() {
+	[[ -x /bin/busybox ]] && ! ldd /bin/busybox >/dev/null 2>&1
+}
+
+# Unpacks the kernel package linux-image-amd64 depends on (boot/vmlinuz-*, lib/modules/*) into
+# $kernel_root: into a new directory first, renamed into place whole.
+guest_kernel() {
+	local pkg tmp
+	pkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-/ {print $2; exit}')
+	[[ -n $pkg ]] || { echo "install.sh: no kernel package behind linux-image-amd64" >&2; exit 1; }
+	tmp=$(mktemp -d)
+	(cd "$tmp" && quiet apt-get download -q "$pkg")
+	mkdir -p "$(dirname "$kernel_root")"
+	rm -rf "$kernel_root.new"
+	mkdir "$kernel_root.new"
+	dpkg-deb --fsys-tarfile "$tmp"/"$pkg"_*.deb | tar -x -C "$kernel_root.new" --wildcards './boot/vmlinuz-*' './lib/modules/*'
+	rm -rf "$tmp" "$kernel_root"
+	mv "$kernel_root.new" "$kernel_root"
+	echo "unpacked $pkg into $kernel_root"
+}
+
 missing=()
 have_clickhouse_server || missing+=(clickhouse-server)
 have clickhouse-client || missing+=(clickhouse-client)
 have qemu-system-x86_64 || missing+=(qemu-system-x86)
 have qemu-img || missing+=(qemu-utils)
 have kcat || missing+=(kcat)
+# The QEMU guests' Linux (producers/agent/driver/qemu/guest): busybox for their initramfs, and a
+# kernel with its modules from Debian's kernel package, unpacked under $kernel_root rather than
+# installed, so that this machine's own boot is left alone.
+busybox_static || missing+=(busybox-static)
+compgen -G "$kernel_root/boot/vmlinuz-*" >/dev/null || missing+=(guest-kernel)
 if ! postgres_binaries && ! postgres_answers; then
 	missing+=(postgresql)
 fi
@@ -59,7 +89,7 @@ fi
 ((${#missing[@]} == 0)) && exit 0
 
 if [[ $(id -u) -ne 0 ]]; then
-	echo "install.sh: missing ${missing[*]}; run as root or: sudo apt-get install ${missing[*]}" >&2
+	echo "install.sh: missing ${missing[*]}; run it as root (guest-kernel is Debian's kernel package, unpacked under $kernel_root)" >&2
 	exit 1
 fi
 
@@ -86,6 +116,10 @@ quiet() {
 
 quiet apt-get update -qq
 for pkg in "${missing[@]}"; do
+	if [[ $pkg == guest-kernel ]]; then
+		guest_kernel
+		continue
+	fi
 	echo "installing $pkg"
 	quiet apt-get install -y -qq -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "$pkg"
 done

@@ -27,6 +27,7 @@ import (
 	"github.com/vmplane/vmplane/internal/pgserver"
 	"github.com/vmplane/vmplane/ops/roles"
 	"github.com/vmplane/vmplane/processors/engine"
+	"github.com/vmplane/vmplane/producers/agent/driver/qemu/linux"
 	"github.com/vmplane/vmplane/projectors/postgres"
 	"github.com/vmplane/vmplane/schemas"
 )
@@ -288,8 +289,10 @@ func (s *Stack) startAgents(runCtx context.Context, o roles.Options, settings ro
 		if err != nil {
 			return err
 		}
+		templates := s.qemuTemplates(runCtx)
 		qa, err := roles.NewQemuAgent(s.as(o, kafka.PrincipalAgent), roles.QemuLayout{Prefix: "qemu", Zone: "zone-1", Cluster: "qemu-cluster",
-			Hosts: s.cfg.QemuHosts, Tags: []string{QemuTag}, StateDir: s.qemuDir, QuitGuestsOnStop: true}, settings)
+			Hosts: s.cfg.QemuHosts, Tags: []string{QemuTag}, StateDir: s.qemuDir, Templates: templates,
+			Accel: os.Getenv("VMPLANE_QEMU_ACCEL"), QuitGuestsOnStop: true}, settings)
 		if err != nil {
 			return err
 		}
@@ -408,7 +411,25 @@ const QemuTag = "qemu"
 
 // QemuOffering is seeded when the stack has QEMU hosts: a guest small
 // enough for many to run on a laptop.
-var QemuOffering = schemas.Offering{ID: "off-qemu-small", Name: "qemu-small", CPU: 1, MemoryMB: 64, HostTags: []string{QemuTag}}
+// The Debian kernel of its guests boots in 96 MiB, not in 64.
+var QemuOffering = schemas.Offering{ID: "off-qemu-small", Name: "qemu-small", CPU: 1, MemoryMB: 128, HostTags: []string{QemuTag}}
+
+// QemuTemplate is the template the dev stack's QEMU hosts boot: a Debian
+// kernel and a busybox initramfs (package linux), in
+// <VarDir>/templates/tiny-linux/, built at the stack's start when missing.
+const QemuTemplate = "tiny-linux"
+
+// qemuTemplates builds QemuTemplate under <VarDir>/templates when it is
+// not there and returns that directory. Without it (ops/install.sh not
+// run) the stack still serves VMs that have no template, and says why the
+// others cannot start.
+func (s *Stack) qemuTemplates(ctx context.Context) string {
+	dir := filepath.Join(s.cfg.VarDir, "templates")
+	if err := linux.Ensure(ctx, linux.Config{}, filepath.Join(dir, QemuTemplate)); err != nil {
+		s.log.Warn("qemu guest template not built: VMs of template "+QemuTemplate+" cannot start", "err", err)
+	}
+	return dir
+}
 
 // qemuDir is where the QEMU guests live: var/qemu when its socket paths
 // (dir/<vm uuid>/<host>-ext.qmp) fit the 107 bytes of a unix socket name,

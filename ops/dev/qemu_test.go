@@ -98,12 +98,12 @@ func TestQemuHosts(t *testing.T) {
 	if err := syscall.Kill(moved, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the killed VM Stopped with a VmStateSync alert", func() bool {
+	waitFor(t, 10*time.Second, "the killed VM Stopped with a GuestShutdown alert", func() bool {
 		vm := getVM(t, api, key, vmID)
 		_, alerts := call(t, "GET", api+"/v1/alerts?vm="+vmID, key, nil)
 		items, _ := alerts["items"].([]any)
 		for _, a := range items {
-			if a.(map[string]any)["kind"] == "VmStateSync" {
+			if a.(map[string]any)["kind"] == "GuestShutdown" {
 				return vm["vm_state"] == "Stopped"
 			}
 		}

@@ -77,6 +77,15 @@ type QemuLayout struct {
 	// short, unix socket paths are limited to 107 bytes. Guests outlive the
 	// agent, and the next agent on the same StateDir adopts them.
 	StateDir string
+	// Templates holds the guests' templates, <Templates>/<id>/ (package
+	// linux writes them): a root volume is an overlay of its template's
+	// disk and boots its kernel. Empty: VMs with a template cannot start.
+	Templates string
+	// Accel is the QEMU accelerator, kvm or tcg (empty: tcg).
+	Accel string
+	// StopTimeout is how long a graceful stop waits for the guest after
+	// the ACPI power button (0: the driver's default, 30 s).
+	StopTimeout time.Duration
 	// QuitGuestsOnStop quits every guest when the agent stops cleanly (its
 	// context ends): the dev stack's Ctrl-C. Without it a stopped agent
 	// leaves its guests running, as a killed one does, so that an upgrade
@@ -114,7 +123,8 @@ func NewQemuAgent(o Options, l QemuLayout, s Settings) (Runner, error) {
 		hosts[i] = agent.HostInfo{ID: id, Name: id, Zone: l.Zone, Pod: l.Pod, Cluster: l.Cluster, Hypervisor: "qemu",
 			CPU: l.CPU, MemoryMB: l.MemoryMB, Tags: l.Tags}
 	}
-	d, err := qemu.New(qemu.Config{Hosts: hosts, Dir: l.StateDir, Logger: o.Logger})
+	d, err := qemu.New(qemu.Config{Hosts: hosts, Dir: l.StateDir, Templates: l.Templates, Accel: l.Accel,
+		StopTimeout: l.StopTimeout, Logger: o.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("qemu agent: %w", err)
 	}

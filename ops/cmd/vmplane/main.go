@@ -26,6 +26,7 @@ Usage:
   vmplane agent      --driver sim|qemu --hosts N [flags]   a hypervisor agent
   vmplane dlq        list|show|redrive [flags]   inspect dead letters and put them back after a fix
   vmplane decode     [--schema-registry URL] < values   Avro values read with kcat, as JSON lines
+  vmplane guest-image --out DIR [--id tiny-linux]   write the QEMU guests' Linux template to DIR/<id>/
 
 Run "vmplane <role> -h" for the flags of a role. Every flag has an
 environment variable, shown in its help. Every role also takes
@@ -56,7 +57,7 @@ func main() {
 	if metricsAddr == "" && os.Args[1] == "dev" {
 		metricsAddr = "127.0.0.1:9464" // every role of the dev stack on one address
 	}
-	if os.Args[1] != "dlq" && os.Args[1] != "decode" && os.Args[1] != "-h" && os.Args[1] != "--help" && os.Args[1] != "help" {
+	if os.Args[1] != "dlq" && os.Args[1] != "decode" && os.Args[1] != "guest-image" && os.Args[1] != "-h" && os.Args[1] != "--help" && os.Args[1] != "help" {
 		flush, err := startObserving(ctx, os.Args[1], metricsAddr, log)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "vmplane %s: %v\n", os.Args[1], err)
@@ -81,6 +82,8 @@ func main() {
 		err = runDLQ(ctx, args, log)
 	case "decode":
 		err = runDecode(ctx, args, log)
+	case "guest-image":
+		err = runGuestImage(ctx, args, log)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

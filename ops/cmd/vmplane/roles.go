@@ -202,6 +202,9 @@ func runAgent(ctx context.Context, args []string, log *slog.Logger) error {
 	hosts := f.num("hosts", "VMPLANE_SIM_HOSTS", 4, "hosts served")
 	clusters := f.num("clusters", "VMPLANE_SIM_CLUSTERS", 2, "clusters the simulated hosts are spread over (qemu hosts form one cluster)")
 	stateDir := f.str("state-dir", "VMPLANE_QEMU_DIR", "", "what outlives the agent, with its answers to commands: qemu: the guests' disks and QMP sockets and pid files, required, kept across restarts (keep it short); sim: the simulated hosts' VMs (default: memory only)")
+	templates := f.str("templates", "VMPLANE_TEMPLATES_DIR", "", "qemu: the guests' templates, <dir>/<template id>/ with disk.qcow2, vmlinuz, initrd.img (vmplane guest-image writes one)")
+	accel := f.str("accel", "VMPLANE_QEMU_ACCEL", "", "qemu: accelerator, kvm or tcg (default tcg)")
+	stopTimeout := f.dur("stop-timeout", "VMPLANE_QEMU_STOP_TIMEOUT", 0, "qemu: how long a graceful stop waits for the guest after the ACPI power button (default 30s)")
 	simControl := f.str("sim-control", "VMPLANE_SIM_CONTROL", "", "sim: listen address of the simulator's control API (crash a host, pause a VM behind vmplane's back); loopback only; empty: off")
 	if err := f.Parse(args); err != nil {
 		return err
@@ -236,7 +239,8 @@ func runAgent(ctx context.Context, args []string, log *slog.Logger) error {
 			// this directory: a temporary one would lose them.
 			return fmt.Errorf("agent --driver qemu needs --state-dir (VMPLANE_QEMU_DIR): the guests' directories, kept across restarts")
 		}
-		a, err := roles.NewQemuAgent(o, roles.QemuLayout{Prefix: *prefix, Zone: *zone, Hosts: *hosts, StateDir: *stateDir}, roles.Settings{PingInterval: *ping})
+		a, err := roles.NewQemuAgent(o, roles.QemuLayout{Prefix: *prefix, Zone: *zone, Hosts: *hosts, StateDir: *stateDir,
+			Templates: *templates, Accel: *accel, StopTimeout: *stopTimeout}, roles.Settings{PingInterval: *ping})
 		if err != nil {
 			return err
 		}

@@ -27,19 +27,27 @@ const (
 	childDir   = "VMPLANE_QEMU_CHILD_DIR"
 	childHosts = "VMPLANE_QEMU_CHILD_HOSTS"
 	childSteps = "VMPLANE_QEMU_CHILD_STEPS"
+	// childTemplates is the child driver's Config.Templates.
+	childTemplates = "VMPLANE_QEMU_CHILD_TEMPLATES"
 )
 
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(childDir); dir != "" {
 		os.Exit(childAgent(dir, strings.Split(os.Getenv(childHosts), ","), os.Getenv(childSteps)))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if templatesDir != "" {
+		os.RemoveAll(templatesDir)
+	}
+	os.Exit(code)
 }
 
 // childAgent runs steps ("op host vm [arg]", separated by ";") in a
 // driver on dir, says ready and waits to be killed.
 func childAgent(dir string, hosts []string, steps string) int {
-	d, err := New(testConfig(dir, hosts...))
+	cfg := testConfig(dir, hosts...)
+	cfg.Templates = os.Getenv(childTemplates)
+	d, err := New(cfg)
 	if err != nil {
 		fmt.Println("error:", err)
 		return 1
@@ -76,6 +84,8 @@ func childStep(ctx context.Context, d *Driver, op, host, vm string, args []strin
 		return d.Migrate(ctx, host, vm, args[0], agent.VMSpec{ID: vm})
 	case "incoming", "streamed":
 		return childMigrate(ctx, d, op, host, vm)
+	case "linux", "halfplug":
+		return childLinux(ctx, d, op, host, vm, args[0])
 	case "saved":
 		// What Suspend leaves when its agent dies once the memory is
 		// saved and recorded, before QEMU quits.

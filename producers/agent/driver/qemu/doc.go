@@ -1,10 +1,23 @@
 // Package qemu is the agent driver for real QEMU guests: one
 // qemu-system-x86_64 process per VM, driven over QMP by a client of its own
 // (qmp.go). It owns the per-VM directory under Config.Dir, which plays the
-// part of storage shared by the driver's hosts: a tiny qcow2 disk, the
-// record of the host the VM belongs to (record.go), the QEMU pid files
-// (pidfile.go), QMP sockets and logs of each host's process, the suspend
-// image, and the lock that serializes starting it (lock.go).
+// part of storage shared by the driver's hosts: the record of the host the
+// VM belongs to and of its disks and NICs (record.go), the QEMU pid files
+// (pidfile.go), QMP and console sockets and logs of each host's process,
+// the serial console's log (console.log), the suspend image, the lock that
+// serializes starting it (lock.go), and a tiny qcow2 disk for a VM without
+// volumes.
+//
+// A VM's volumes are files in its pools' directories,
+// <PoolPath>/<VolumeID>.qcow2 (volfile.go): the root an overlay of its
+// template's disk under Config.Templates, a data volume a blank image,
+// each made once and kept. They are virtio disks, the NICs virtio-net on
+// QEMU's user-mode network with the NIC's CIDR and gateway, at PCI slots
+// fixed by device id (devices.go, nics.go). A root volume whose template
+// has a kernel (package linux) boots it directly: the guest prints its
+// boot, disks and NICs on the console, announces disks hot-plugged by the
+// volume commands (volumes.go) and powers off on the ACPI power button,
+// which a graceful Stop presses before it waits StopTimeout and quits.
 //
 // Guests are not the agent's children. Each is a daemon in a session of
 // its own (launch.go), so it keeps running when the agent exits, crashes
@@ -18,8 +31,9 @@
 //
 // Power changes QEMU announces (STOP, RESUME, SHUTDOWN, RESET, POWERDOWN)
 // and a process exit are sent on Changes at once, so an out-of-band change
-// — an operator's `quit` on the VM's second QMP socket (ext.qmp), a kill —
-// is reported without waiting for the next report round.
+// — a guest that powers itself off, an operator's `quit` on the VM's
+// second QMP socket (ext.qmp), a kill — is reported without waiting for
+// the next report round.
 //
 // Its hosts share this machine and this agent, so investigating one
 // (fence.go) can say little: a host is Up while its agent runs, and
@@ -27,7 +41,6 @@
 //
 // It never decides anything: what to run where is the control plane's job,
 // and so is a guest that no VM claims — it is reported, never killed to
-// tidy up. Guests boot no OS (the firmware finds nothing to boot), which is
-// all the control plane can observe anyway and keeps them small: 32 MiB
-// under TCG when /dev/kvm is not usable.
+// tidy up. A guest without a template boots no OS (the firmware finds
+// nothing to boot), which keeps the many guests of tests small: 32 MiB.
 package qemu

@@ -35,26 +35,31 @@ func (d *Driver) launch(ctx context.Context, g *guest, host, incoming string, so
 		ext = filepath.Join(g.dir, host+"-ext.qmp")
 	}
 	pidfile := pidPath(g.dir, host)
-	for _, stale := range []string{ctl, ext, pidfile} {
+	console := filepath.Join(g.dir, host+".console")
+	for _, stale := range []string{ctl, ext, pidfile, console} {
 		// Best effort: one that stays makes QEMU fail, and says so.
 		_ = os.Remove(stale)
+	}
+	d.mu.Lock()
+	rescued := g.rescued
+	d.mu.Unlock()
+	devices, err := d.deviceArgs(g, host, rescued)
+	if err != nil {
+		return fmt.Errorf("vm %s: %w", g.id, err)
 	}
 	args := []string{
 		"-nodefaults", "-nographic", "-no-user-config",
 		"-name", g.id,
 		"-machine", "pc,accel=" + d.cfg.Accel,
-		"-m", strconv.FormatInt(d.cfg.GuestMemoryMB, 10), "-smp", "1",
-		"-serial", "none", "-parallel", "none", "-monitor", "none",
+		"-m", strconv.FormatInt(d.memoryMB(g), 10), "-smp", "1",
+		"-parallel", "none", "-monitor", "none",
 		// Our monitor, and a second one for operators: an out-of-band
 		// quit or stop there is seen through our monitor's events.
 		"-qmp", "unix:" + ctl + ",server=on,wait=off",
 		"-qmp", "unix:" + ext + ",server=on,wait=off",
-		"-drive", "file=" + filepath.Join(g.dir, "disk.qcow2") + ",format=qcow2,if=ide,index=0",
 		"-pidfile", pidfile, "-daemonize",
 	}
-	d.mu.Lock()
-	rescued := g.rescued
-	d.mu.Unlock()
+	args = append(args, devices...)
 	if rescued {
 		args = append(args, "-boot", "order=n")
 	}

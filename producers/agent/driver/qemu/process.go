@@ -137,7 +137,12 @@ func (d *Driver) follow(id string, p *process, c *Client) {
 				p.refreshAfterEvent("paused")
 			case "RESUME":
 				p.refreshAfterEvent("running")
-			case "SHUTDOWN", "POWERDOWN", "RESET":
+			case "SHUTDOWN":
+				// The guest powered off (or QEMU is told to quit): QEMU
+				// exits next, and the VM is off from now on, which the
+				// change reports at once rather than after the exit.
+				p.setStatus("shutdown")
+			case "POWERDOWN", "RESET":
 			default:
 				continue
 			}

@@ -11,7 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
+
 	"strconv"
 	"strings"
 	"sync"
@@ -34,15 +34,25 @@ type Config struct {
 	Dir string
 	// Binary is the QEMU system emulator (default qemu-system-x86_64).
 	Binary string
-	// Accel is kvm or tcg; empty picks kvm when /dev/kvm can be opened.
+	// Accel is kvm or tcg (the default).
 	Accel string
-	// GuestMemoryMB caps the memory each guest really gets (default 32),
-	// whatever its offering says: guests run no OS, and tests run many.
+	// GuestMemoryMB caps the memory a guest without an OS really gets
+	// (default 32), whatever its offering says: tests run many.
 	GuestMemoryMB int64
+	// LinuxMemoryMB is the least memory a guest that boots its template's
+	// kernel gets (default 128): it gets its offering's memory, and the
+	// Debian kernel does not boot in much less.
+	LinuxMemoryMB int64
+	// Templates holds one directory per template, <Templates>/<id>/
+	// (disk.qcow2, and vmlinuz and initrd.img for a direct kernel boot:
+	// package guest writes them); a root volume is an overlay of its
+	// template's disk.
+	Templates string
 	// DiskMB is the size of each VM's qcow2 disk (default 16).
 	DiskMB int
 	// StopTimeout is how long a graceful stop waits for the guest to power
-	// off before QEMU is told to quit (default 10 s).
+	// off after the ACPI power button before QEMU is told to quit (default
+	// 30 s).
 	StopTimeout time.Duration
 	Logger      *slog.Logger
 }
@@ -84,20 +94,33 @@ func New(cfg Config) (*Driver, error) {
 		return nil, fmt.Errorf("qemu: %w", err)
 	}
 	if cfg.Accel == "" {
+		// Not kvm whenever /dev/kvm opens: a nested KVM (this project's
+		// machines) starts guests but cannot boot the Debian kernel (its
+		// early boot finds no valid physical address), and TCG boots the
+		// tiny-linux guest in seconds.
 		cfg.Accel = "tcg"
-		if f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0); err == nil {
-			_ = f.Close() // opened to probe, nothing written
-			cfg.Accel = "kvm"
-		}
 	}
 	if cfg.GuestMemoryMB <= 0 {
 		cfg.GuestMemoryMB = 32
+	}
+	if cfg.LinuxMemoryMB <= 0 {
+		cfg.LinuxMemoryMB = 128
 	}
 	if cfg.DiskMB <= 0 {
 		cfg.DiskMB = 16
 	}
 	if cfg.StopTimeout <= 0 {
-		cfg.StopTimeout = 10 * time.Second
+		cfg.StopTimeout = 30 * time.Second
+	}
+	if strings.ContainsAny(cfg.Templates, ",") {
+		return nil, fmt.Errorf("qemu: Templates %q: a comma cannot be in QEMU's option values", cfg.Templates)
+	}
+	if cfg.Templates != "" {
+		t, err := filepath.Abs(cfg.Templates)
+		if err != nil {
+			return nil, fmt.Errorf("qemu: %w", err)
+		}
+		cfg.Templates = t
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -284,7 +307,11 @@ func (d *Driver) held(ctx context.Context, hostID, vmID, dir string, spec *agent
 	if spec == nil && elsewhere {
 		return nil, fmt.Errorf("vm %s on %s: %w", vmID, hostID, agent.ErrUnknownVM)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "disk.qcow2")); errors.Is(err, fs.ErrNotExist) {
+	d.mu.Lock()
+	volumes := len(g.spec.Volumes) > 0 || (spec != nil && len(spec.Volumes) > 0)
+	d.mu.Unlock()
+	if _, err := os.Stat(filepath.Join(dir, "disk.qcow2")); !volumes && errors.Is(err, fs.ErrNotExist) {
+		// A VM without volumes has a tiny disk of its own.
 		if err := d.newDisk(ctx, g); err != nil {
 			return nil, err
 		}
@@ -316,6 +343,9 @@ func (d *Driver) newDisk(ctx context.Context, g *guest) error {
 // left alone, a suspended one is resumed from its saved memory. A VM that
 // runs on another host is an error: never two copies of one VM.
 func (d *Driver) Start(ctx context.Context, hostID string, spec agent.VMSpec) error {
+	if err := checkSpec(spec); err != nil {
+		return fmt.Errorf("start vm %s: %w", spec.ID, err)
+	}
 	g, unlock, err := d.hold(ctx, hostID, spec.ID, &spec)
 	if err != nil {
 		return fmt.Errorf("start vm %s: %w", spec.ID, err)
@@ -348,6 +378,11 @@ func (d *Driver) Start(ctx context.Context, hostID string, spec agent.VMSpec) er
 			return fmt.Errorf("start vm %s: %w", spec.ID, err)
 		}
 		return nil
+	}
+	for _, v := range spec.Volumes {
+		if err := d.ensureVolume(ctx, v); err != nil {
+			return fmt.Errorf("start vm %s: %w", spec.ID, err)
+		}
 	}
 	if err := d.launch(ctx, g, hostID, "", 0); err != nil {
 		return fmt.Errorf("start vm %s: %w", spec.ID, err)
@@ -427,6 +462,10 @@ func (d *Driver) running(hostID, vmID string) (*guest, *process, error) {
 	return g, p, nil
 }
 
+// noOSStopWait is how long a graceful stop of a VM without volumes waits
+// after the power button: the time it waited before guests booted Linux.
+const noOSStopWait = 10 * time.Second
+
 // Stop powers the VM off: ACPI power button and StopTimeout for the guest,
 // then quit; at once with force.
 func (d *Driver) Stop(ctx context.Context, hostID, vmID string, force bool) error {
@@ -447,12 +486,20 @@ func (d *Driver) Stop(ctx context.Context, hostID, vmID string, force bool) erro
 	if p == nil || !p.alive() {
 		return nil
 	}
+	d.mu.Lock()
+	// A VM without volumes has no OS that could answer the button: the
+	// firmware finds nothing to boot.
+	wait := d.cfg.StopTimeout
+	if len(g.spec.Volumes) == 0 {
+		wait = min(wait, noOSStopWait)
+	}
+	d.mu.Unlock()
 	if !force {
 		if _, err := p.execute(ctx, "system_powerdown", nil); err == nil {
 			select {
 			case <-p.exited:
 				return nil
-			case <-time.After(d.cfg.StopTimeout):
+			case <-time.After(wait):
 			case <-ctx.Done():
 				return fmt.Errorf("stop vm %s: %w", vmID, ctx.Err())
 			}
@@ -464,9 +511,22 @@ func (d *Driver) Stop(ctx context.Context, hostID, vmID string, force bool) erro
 	return nil
 }
 
-// Destroy powers the VM off and removes its directory.
+// Destroy powers the VM off and removes the given volumes' files, then its
+// directory: a crash in between leaves the record, and the next Destroy
+// finishes. A VM this driver has no directory of is unknown, its volumes'
+// files removed all the same; one that another host holds is left alone.
 func (d *Driver) Destroy(ctx context.Context, hostID, vmID string, volumes []schemas.Volume) error {
+	if err := checkVolumes(volumes); err != nil {
+		return fmt.Errorf("destroy vm %s: %w", vmID, err)
+	}
 	g, unlock, err := d.hold(ctx, hostID, vmID, nil)
+	if errors.Is(err, agent.ErrUnknownVM) && validID(vmID) {
+		if _, serr := os.Stat(filepath.Join(d.cfg.Dir, vmID)); errors.Is(serr, fs.ErrNotExist) {
+			if rerr := removeVolumes(volumes); rerr != nil {
+				return fmt.Errorf("destroy vm %s: %w", vmID, rerr)
+			}
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("destroy: %w", err)
 	}
@@ -476,11 +536,24 @@ func (d *Driver) Destroy(ctx context.Context, hostID, vmID string, volumes []sch
 			return fmt.Errorf("destroy vm %s: %w", vmID, err)
 		}
 	}
+	if err := removeVolumes(volumes); err != nil {
+		return fmt.Errorf("destroy vm %s: %w", vmID, err)
+	}
 	d.mu.Lock()
 	delete(d.vms, vmID)
 	d.mu.Unlock()
 	if err := os.RemoveAll(g.dir); err != nil {
 		return fmt.Errorf("destroy vm %s: %w", vmID, err)
+	}
+	return nil
+}
+
+// removeVolumes removes volume files; one gone already is removed.
+func removeVolumes(volumes []schemas.Volume) error {
+	for _, v := range volumes {
+		if err := os.Remove(volumePath(v)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("volume %s: %w", v.VolumeID, err)
+		}
 	}
 	return nil
 }
@@ -624,10 +697,35 @@ func (d *Driver) setRescued(g *guest, v bool) {
 	d.mu.Unlock()
 }
 
-// Rebuild replaces the disk with a fresh one and boots it; the image name
-// is not used, guests have no OS.
+// Rebuild makes the root volume's file again of its template (a fresh
+// tiny disk for a VM without volumes) and boots it; image is the control
+// plane's name for it, the template the root volume names is what the
+// file is made of. volumes, when given, are the VM's disks from now on.
 func (d *Driver) Rebuild(ctx context.Context, hostID, vmID, image string, volumes []schemas.Volume) error {
-	return d.restart(ctx, hostID, vmID, func(g *guest) error { return d.newDisk(ctx, g) })
+	if err := checkVolumes(volumes); err != nil {
+		return fmt.Errorf("rebuild vm %s: %w", vmID, err)
+	}
+	return d.restart(ctx, hostID, vmID, func(g *guest) error {
+		d.mu.Lock()
+		if len(volumes) > 0 {
+			g.spec.Volumes = slices.Clone(volumes)
+		}
+		vs := slices.Clone(g.spec.Volumes)
+		d.mu.Unlock()
+		root, ok := rootOf(vs)
+		if !ok {
+			return d.newDisk(ctx, g)
+		}
+		if err := d.makeVolume(ctx, root); err != nil {
+			return fmt.Errorf("rebuild vm %s: %w", vmID, err)
+		}
+		for _, v := range vs {
+			if err := d.ensureVolume(ctx, v); err != nil {
+				return fmt.Errorf("rebuild vm %s: %w", vmID, err)
+			}
+		}
+		return nil
+	})
 }
 
 // restart powers the VM off, changes it and powers it on.
@@ -732,34 +830,51 @@ func humanMonitor(ctx context.Context, p *process, what, line string) error {
 }
 
 // qemuImgSnapshot runs qemu-img snapshot with flag (-a apply, -d delete)
-// on the disk of an off guest.
+// on each disk of an off guest that has the snapshot: a VM snapshot is one
+// in each of its disks, and a disk attached after it has none.
 func qemuImgSnapshot(ctx context.Context, g *guest, flag, name string) error {
-	out, err := exec.CommandContext(ctx, "qemu-img", "snapshot", flag, name, filepath.Join(g.dir, "disk.qcow2")).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("qemu-img snapshot %s %q: %w: %s", flag, name, err, strings.TrimSpace(string(out)))
+	for _, disk := range g.disks() {
+		names, err := fileSnapshots(ctx, disk)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(names, name) {
+			continue
+		}
+		if err := qemuImg(ctx, "snapshot", flag, name, disk); err != nil {
+			return fmt.Errorf("snapshot %q: %w", name, err)
+		}
 	}
 	return nil
 }
 
-// Snapshots lists the names of the VM's snapshots.
+// disks are the files of g's disks, in device order; the first holds the
+// VM snapshots' memory (savevm).
+func (g *guest) disks() []string {
+	if len(g.spec.Volumes) == 0 {
+		return []string{filepath.Join(g.dir, "disk.qcow2")}
+	}
+	var out []string
+	for _, v := range byDevice(g.spec.Volumes) {
+		out = append(out, volumePath(v))
+	}
+	return out
+}
+
+// Snapshots lists the names of the VM's snapshots: those of its first
+// disk, which savevm writes them all to.
 func (d *Driver) Snapshots(ctx context.Context, hostID, vmID string) ([]string, error) {
 	g, err := d.find(hostID, vmID)
 	if err != nil {
 		return nil, err
 	}
-	out, err := exec.CommandContext(ctx, "qemu-img", "snapshot", "-U", "-l", filepath.Join(g.dir, "disk.qcow2")).Output()
+	d.mu.Lock()
+	first := g.disks()[0]
+	d.mu.Unlock()
+	names, err := fileSnapshots(ctx, first)
 	if err != nil {
-		return nil, fmt.Errorf("snapshots of vm %s: %w", vmID, err)
+		return nil, fmt.Errorf("vm %s: %w", vmID, err)
 	}
-	var names []string
-	lines := splitLines(string(out))
-	for _, l := range lines[min(2, len(lines)):] {
-		var id, tag string
-		if n, _ := fmt.Sscan(l, &id, &tag); n == 2 {
-			names = append(names, tag)
-		}
-	}
-	sort.Strings(names)
 	return names, nil
 }
 

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/vmplane/vmplane/internal/atomicfile"
 	"github.com/vmplane/vmplane/producers/agent"
+	"github.com/vmplane/vmplane/schemas"
 )
 
 // record is what the VM's directory says of it (vm.json): the host it
@@ -24,6 +26,10 @@ type record struct {
 		Name     string `json:"name"`
 		CPU      int32  `json:"cpu"`
 		MemoryMB int64  `json:"memory_mb"`
+		// Volumes are the disks the guest starts with, attached ones
+		// included; Nics its network interfaces.
+		Volumes []schemas.Volume `json:"volumes,omitempty"`
+		Nics    []schemas.Nic    `json:"nics,omitempty"`
 	} `json:"spec"`
 	// Rescued: the guest boots from the network (Rescue) until Unrescue.
 	Rescued bool `json:"rescued,omitempty"`
@@ -75,11 +81,13 @@ func (d *Driver) save(g *guest) error {
 func (g *guest) record() record {
 	r := record{Host: g.host, Rescued: g.rescued, Suspended: g.suspended}
 	r.Spec.ID, r.Spec.Name, r.Spec.CPU, r.Spec.MemoryMB = g.spec.ID, g.spec.Name, g.spec.CPU, g.spec.MemoryMB
+	r.Spec.Volumes, r.Spec.Nics = slices.Clone(g.spec.Volumes), slices.Clone(g.spec.Nics)
 	return r
 }
 
 // guestOf is the guest a record describes, without a process yet.
 func guestOf(dir string, r record) *guest {
-	spec := agent.VMSpec{ID: filepath.Base(dir), Name: r.Spec.Name, CPU: r.Spec.CPU, MemoryMB: r.Spec.MemoryMB}
+	spec := agent.VMSpec{ID: filepath.Base(dir), Name: r.Spec.Name, CPU: r.Spec.CPU, MemoryMB: r.Spec.MemoryMB,
+		Volumes: r.Spec.Volumes, Nics: r.Spec.Nics}
 	return &guest{id: spec.ID, host: r.Host, spec: spec, dir: dir, rescued: r.Rescued, suspended: r.Suspended}
 }
