@@ -21,11 +21,12 @@ const (
 	filterAntiAffinity    = "hold a VM of the anti-affinity group"
 	filterAffinity        = "not the affinity group's host"
 	filterCapacity        = "lack capacity"
+	filterStorage         = "lack storage"
 	filterOutsideClusters = "outside the planner's clusters"
 )
 
 var filterOrder = []string{filterNotReservable, filterAvoided, filterTags, filterLeased, filterDedicated,
-	filterOtherPlanner, filterShared, filterAntiAffinity, filterAffinity, filterCapacity, filterOutsideClusters}
+	filterOtherPlanner, filterShared, filterAntiAffinity, filterAffinity, filterCapacity, filterStorage, filterOutsideClusters}
 
 // ask is one placement question: the request with what the manager derived
 // from it, so the filters do not derive it again per host.
@@ -37,6 +38,9 @@ type ask struct {
 	anti    bool
 	// members counts the group's VMs per host, looked up once per request.
 	members map[string]int
+	// storageWhy is why the first host refused for storage was, naming
+	// the pools it reaches and their free space.
+	storageWhy string
 }
 
 // refuse returns why host h cannot take the request, or "" when it can.
@@ -65,6 +69,14 @@ func (ix *zoneIndex) refuse(h *schemas.HostCapacity, a *ask) string {
 	}
 	if !fits(h, req.Offering.CPU, req.Offering.MemoryMB) {
 		return filterCapacity
+	}
+	if len(req.Volumes) > 0 {
+		if _, why := ix.fitVolumes(req, hostSite(h)); why != "" {
+			if a.storageWhy == "" {
+				a.storageWhy = "host " + h.HostID + ": " + why
+			}
+			return filterStorage
+		}
 	}
 	return ""
 }
