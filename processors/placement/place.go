@@ -71,8 +71,8 @@ func (m *Machine) decide(ix *zoneIndex, req *schemas.PlaceVm, group string, anti
 		}
 	}
 	if why := ix.refuseRequired(a); why != "" {
-		if a.storageWhy != "" {
-			return fail(ReasonStorageUnavailable, a.storageWhy)
+		if len(a.storage.whys) > 0 {
+			return fail(ReasonStorageUnavailable, "host "+a.req.HostID+": "+a.storage.whys[0])
 		}
 		return fail(ReasonHostRefused, why)
 	}
@@ -90,11 +90,14 @@ func (m *Machine) decide(ix *zoneIndex, req *schemas.PlaceVm, group string, anti
 		if slices.ContainsFunc(z.Hosts, func(h schemas.HostCapacity) bool { return h.Reservable }) {
 			reason = ReasonInsufficientCapacity
 		}
+		// whyNot looks at every host, so the storage reasons are all in
+		// when it returns.
+		a.storage = storageWhy{}
 		detail := ix.whyNot(a, clusters)
-		if a.storageWhy != "" {
+		if len(a.storage.whys) > 0 {
 			// Hosts that passed every other filter lack storage: the
 			// pools are what an operator must fix, so they come first.
-			reason, detail = ReasonStorageUnavailable, a.storageWhy+"; "+detail
+			reason, detail = ReasonStorageUnavailable, a.storage.String()+"; "+detail
 		}
 		return fail(reason, detail)
 	}
