@@ -8,8 +8,9 @@ import (
 	"github.com/vmplane/vmplane/schemas"
 )
 
-// ReasonNetworkUnavailable: a NIC's network is unknown or full, or its
-// address is held by another VM; the detail names the network.
+// ReasonNetworkUnavailable is the failure of a placement whose NIC's
+// network is unknown or full, or whose address is held by another VM; the
+// detail names the network.
 const ReasonNetworkUnavailable = "NetworkUnavailable"
 
 // grant is one NIC's address in a decision: a claim it keeps, or a new one

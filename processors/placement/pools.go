@@ -91,21 +91,8 @@ func refusePool(req *schemas.UpdateStoragePool, known bool, cur schemas.PoolStat
 	case req.Deleted:
 		return ""
 	}
-	switch req.Scope {
-	case schemas.PoolScopeZone:
-		if req.ClusterID != "" || req.HostID != "" {
-			return "a Zone pool names no cluster or host"
-		}
-	case schemas.PoolScopeCluster:
-		if req.ClusterID == "" || req.HostID != "" {
-			return "a Cluster pool names its cluster_id and no host"
-		}
-	case schemas.PoolScopeHost:
-		if req.HostID == "" {
-			return "a Host pool names its host_id"
-		}
-	default:
-		return fmt.Sprintf("scope %q: want Zone, Cluster or Host", req.Scope)
+	if why := refuseScope(req); why != "" {
+		return why
 	}
 	switch poolState(req.State) {
 	case schemas.PoolUp, schemas.PoolMaintenance, schemas.PoolFailed, schemas.PoolDisabled:
@@ -122,6 +109,27 @@ func refusePool(req *schemas.UpdateStoragePool, known bool, cur schemas.PoolStat
 	case known && cur.Volumes > 0 && (req.Scope != cur.Scope || req.ClusterID != cur.ClusterID ||
 		req.HostID != cur.HostID || req.Path != cur.Path):
 		return fmt.Sprintf("scope, cluster, host and path cannot change while %d volumes are on the pool", cur.Volumes)
+	}
+	return ""
+}
+
+// refuseScope says why a pool's scope and its owner do not go together.
+func refuseScope(req *schemas.UpdateStoragePool) string {
+	switch req.Scope {
+	case schemas.PoolScopeZone:
+		if req.ClusterID != "" || req.HostID != "" {
+			return "a Zone pool names no cluster or host"
+		}
+	case schemas.PoolScopeCluster:
+		if req.ClusterID == "" || req.HostID != "" {
+			return "a Cluster pool names its cluster_id and no host"
+		}
+	case schemas.PoolScopeHost:
+		if req.HostID == "" {
+			return "a Host pool names its host_id"
+		}
+	default:
+		return fmt.Sprintf("scope %q: want Zone, Cluster or Host", req.Scope)
 	}
 	return ""
 }
