@@ -21,11 +21,12 @@ const (
 	filterAntiAffinity    = "hold a VM of the anti-affinity group"
 	filterAffinity        = "not the affinity group's host"
 	filterCapacity        = "lack capacity"
+	filterStorage         = "lack storage"
 	filterOutsideClusters = "outside the planner's clusters"
 )
 
 var filterOrder = []string{filterNotReservable, filterAvoided, filterTags, filterLeased, filterDedicated,
-	filterOtherPlanner, filterShared, filterAntiAffinity, filterAffinity, filterCapacity, filterOutsideClusters}
+	filterOtherPlanner, filterShared, filterAntiAffinity, filterAffinity, filterCapacity, filterStorage, filterOutsideClusters}
 
 // ask is one placement question: the request with what the manager derived
 // from it, so the filters do not derive it again per host.
@@ -37,6 +38,51 @@ type ask struct {
 	anti    bool
 	// members counts the group's VMs per host, looked up once per request.
 	members map[string]int
+	// storage holds why hosts were refused for storage, naming the pools
+	// they reach and their free space: the first few distinct reasons,
+	// each with the hosts it was given for.
+	storage storageWhy
+}
+
+// storageWhy collects the distinct storage reasons of a placement, so a
+// failure names every pool that was full or refused, not only those of
+// the first host looked at.
+type storageWhy struct {
+	whys  []string
+	hosts [][]string
+}
+
+// Bounds of a storage failure's detail: a zone of host-local pools would
+// otherwise list every host.
+const (
+	storageReasons     = 3
+	storageHostsPerWhy = 3
+)
+
+func (w *storageWhy) add(hostID, why string) {
+	for k, x := range w.whys {
+		if x == why {
+			w.hosts[k] = append(w.hosts[k], hostID)
+			return
+		}
+	}
+	if len(w.whys) < storageReasons {
+		w.whys = append(w.whys, why)
+		w.hosts = append(w.hosts, []string{hostID})
+	}
+}
+
+func (w *storageWhy) String() string {
+	var parts []string
+	for k, why := range w.whys {
+		hs := w.hosts[k]
+		list := strings.Join(hs[:min(len(hs), storageHostsPerWhy)], ", ")
+		if len(hs) > storageHostsPerWhy {
+			list += fmt.Sprintf(" and %d more", len(hs)-storageHostsPerWhy)
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s)", why, list))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // refuse returns why host h cannot take the request, or "" when it can.
@@ -65,6 +111,12 @@ func (ix *zoneIndex) refuse(h *schemas.HostCapacity, a *ask) string {
 	}
 	if !fits(h, req.Offering.CPU, req.Offering.MemoryMB) {
 		return filterCapacity
+	}
+	if len(req.Volumes) > 0 {
+		if _, why := ix.fitVolumes(req, hostSite(h)); why != "" {
+			a.storage.add(h.HostID, why)
+			return filterStorage
+		}
 	}
 	return ""
 }

@@ -34,6 +34,16 @@ func FuzzLedger(f *testing.F) {
 		m := New(cfg)
 		var z *schemas.ZoneRecord
 		now := t0
+		// Pools of every scope and a small network, so volumes and NICs
+		// fill them up and wrap around.
+		for _, st := range []any{
+			&schemas.UpdateStoragePool{RequestID: "pz", PoolID: "pz", Scope: schemas.PoolScopeZone, Path: "/z", CapacityMB: 6000},
+			&schemas.UpdateStoragePool{RequestID: "pc", PoolID: "pc", Scope: schemas.PoolScopeCluster, ClusterID: "c1", Path: "/c", CapacityMB: 4000, Tags: []string{"ssd"}},
+			&schemas.UpdateStoragePool{RequestID: "ph", PoolID: "ph", Scope: schemas.PoolScopeHost, HostID: "h2", Path: "/h", CapacityMB: 3000},
+			&schemas.UpdateNetwork{RequestID: "n", NetworkID: "n", Cidr: "10.0.0.0/28", Gateway: "10.0.0.1", Default: true},
+		} {
+			z, _ = m.Step(z, rec(st), now)
+		}
 		seq := 0
 		for len(b) >= 5 {
 			op, a, c, d, e := b[0], b[1], b[2], b[3], b[4]
@@ -85,6 +95,18 @@ func FuzzLedger(f *testing.F) {
 						req.AvoidHosts = []string{hostID}
 					}
 				}
+				if e%4 != 3 {
+					req.Volumes = []schemas.Volume{{VolumeID: vmID + "-root", SizeMB: int64(e%8) * 400}}
+					if v, ok := volumeClaim(z, vmID+"-root"); ok && e%2 == 0 {
+						req.Volumes[0].PoolID = v.PoolID // a start of a placed VM
+					}
+					if d%3 == 1 {
+						req.Offering.StorageTags = []string{"ssd"}
+					}
+				}
+				if e%3 != 2 {
+					req.Nics = []schemas.Nic{{NicID: vmID + "-eth0"}}
+				}
 				before := claimsOf(z, vmID)
 				z, out = m.Step(z, rec(req), now)
 				checkAnswer(t, z, req, before, out)
@@ -93,6 +115,7 @@ func FuzzLedger(f *testing.F) {
 				if a%2 == 0 {
 					rel.HostID = hostID
 				}
+				rel.AllVolumes, rel.Nics = e%3 == 0, e%5 == 0
 				before := claimsOf(z, vmID)
 				z, out = m.Step(z, rec(rel), now)
 				for _, al := range claimsOf(z, vmID) {
@@ -124,6 +147,41 @@ func FuzzLedger(f *testing.F) {
 					Status:       []string{"ACTIVE", "TERMINATED"}[e%2],
 					Reservations: []schemas.Reservation{{Status: "active", Hosts: []string{hostID}}}}
 				z, _ = m.Step(z, rec(l), now)
+			case 6:
+				// A pool changes state or capacity, or a VM's volume grows
+				// or a data volume is attached.
+				if e%2 == 0 {
+					p := []string{"pz", "pc", "ph"}[a%3]
+					up := &schemas.UpdateStoragePool{RequestID: fmt.Sprintf("u%d", seq), PoolID: p, Scope: schemas.PoolScopeZone,
+						Path: "/z", CapacityMB: 2000 + int64(d)*20, State: []string{"Up", "Maintenance", "Failed", "Disabled"}[c%4]}
+					switch p {
+					case "pc":
+						up.Scope, up.ClusterID, up.Path, up.Tags = schemas.PoolScopeCluster, "c1", "/c", []string{"ssd"}
+					case "ph":
+						up.Scope, up.HostID, up.Path = schemas.PoolScopeHost, "h2", "/h"
+					}
+					z, out = m.Step(z, rec(up), now)
+					for _, pc := range only[*schemas.StoragePoolChanged](out) {
+						if pc.Refused == "" && pc.Pool.CapacityMB < pc.Pool.UsedMB {
+							t.Fatalf("pool below its use applied: %+v", pc)
+						}
+					}
+					break
+				}
+				req := placeReq(fmt.Sprintf("v%d", seq), vmID, 0, 0)
+				req.VolumesOnly = true
+				if cs := claimsOf(z, vmID); len(cs) > 0 {
+					req.HostID = cs[0].HostID
+				}
+				id := vmID + []string{"-root", "-data"}[d%2]
+				req.Volumes = []schemas.Volume{{VolumeID: id, SizeMB: int64(e%8) * 300}}
+				if v, ok := volumeClaim(z, id); ok {
+					req.Volumes[0].PoolID = v.PoolID
+				}
+				z, out = m.Step(z, rec(req), now)
+				if len(only[*schemas.CapacityAllocated](out))+len(only[*schemas.CapacityReleased](out)) > 0 {
+					t.Fatalf("a volumes-only request changed host claims: %+v", out)
+				}
 			default:
 				if w := m.Wake(z); !w.IsZero() && !now.Before(w) {
 					z, out = m.Tick(z, "z1", now)
@@ -138,6 +196,17 @@ func FuzzLedger(f *testing.F) {
 			checkInvariants(t, m, z)
 		}
 	})
+}
+
+func volumeClaim(z *schemas.ZoneRecord, volumeID string) (schemas.VolumeClaim, bool) {
+	if z == nil {
+		return schemas.VolumeClaim{}, false
+	}
+	i := slices.IndexFunc(z.Volumes, func(v schemas.VolumeClaim) bool { return v.VolumeID == volumeID })
+	if i < 0 {
+		return schemas.VolumeClaim{}, false
+	}
+	return z.Volumes[i], true
 }
 
 func claimsOf(z *schemas.ZoneRecord, vmID string) []schemas.Allocation {
@@ -182,6 +251,20 @@ func checkAnswer(t *testing.T, z *schemas.ZoneRecord, req *schemas.PlaceVm, befo
 		}
 		if h.LeaseProject != "" && h.LeaseProject != req.Account {
 			t.Fatalf("decided %s leased to %s for %s", h.HostID, h.LeaseProject, req.Account)
+		}
+		// Every volume is claimed on a pool the host reaches, and every
+		// NIC holds an address.
+		for _, v := range ds[0].Volumes {
+			c, ok := volumeClaim(z, v.VolumeID)
+			p := slices.IndexFunc(z.Pools, func(p schemas.PoolState) bool { return p.PoolID == c.PoolID })
+			if !ok || c.PoolID != v.PoolID || p < 0 || !reaches(&z.Pools[p], hostSite(&h)) || c.SizeMB < v.SizeMB {
+				t.Fatalf("decided %s with volume %+v, claim %+v", h.HostID, v, c)
+			}
+		}
+		for _, n := range ds[0].Nics {
+			if n.IP == "" || n.MAC == "" || !slices.ContainsFunc(z.Nics, func(c schemas.NicClaim) bool { return c.NicID == n.NicID && c.IP == n.IP }) {
+				t.Fatalf("decided NIC %+v without its claim", n)
+			}
 		}
 	case len(fs) == 1 && len(ds) == 0:
 		for _, a := range claims {

@@ -107,6 +107,7 @@ func checkInvariants(t *testing.T, m *Machine, z *schemas.ZoneRecord) {
 			t.Fatalf("host %s holds VMs but is marked empty since %d", h.HostID, h.EmptySince)
 		}
 	}
+	checkStorage(t, z)
 	if len(z.Decided) > m.cfg.DecidedMemory {
 		t.Fatalf("decided holds %d ids, memory is %d", len(z.Decided), m.cfg.DecidedMemory)
 	}
@@ -162,7 +163,8 @@ func checkIndex(t *testing.T, m *Machine, z *schemas.ZoneRecord) {
 		}
 		return map[string]any{"host": fmt.Sprint(ix.host), "clusters": cl, "ids": fmt.Sprint(ix.clusterIDs),
 			"allocs": allocs, "hostVMs": fmt.Sprint(ix.hostVMs), "accounts": acc, "dedicated": ded,
-			"groups": grp, "releasable": fmt.Sprint(ix.releasable), "decided": fmt.Sprint(ix.decided)}
+			"groups": grp, "releasable": fmt.Sprint(ix.releasable), "decided": fmt.Sprint(ix.decided),
+			"storage": normStorage(ix)}
 	}
 	if got, want := norm(ix), norm(fresh); !reflect.DeepEqual(got, want) {
 		t.Fatalf("incremental index differs from a fresh one:\n got %v\nwant %v", got, want)
@@ -217,6 +219,22 @@ func canon(z *schemas.ZoneRecord) schemas.ZoneRecord {
 	}
 	if len(z.Decided) == 0 {
 		c.Decided = nil
+	}
+	c.Pools = nil
+	for _, p := range z.Pools {
+		if len(p.Tags) == 0 {
+			p.Tags = nil
+		}
+		c.Pools = append(c.Pools, p)
+	}
+	if len(z.Networks) == 0 {
+		c.Networks = nil
+	}
+	if len(z.Volumes) == 0 {
+		c.Volumes = nil
+	}
+	if len(z.Nics) == 0 {
+		c.Nics = nil
 	}
 	return c
 }

@@ -34,6 +34,7 @@ type zoneIndex struct {
 	// period: reserved and empty.
 	releasable map[string]bool
 	decided    map[string]bool
+	storeIndex
 }
 
 // clusterIndex is one cluster: its hosts (positions, by host id) and the
@@ -91,6 +92,7 @@ func buildIndex(z *schemas.ZoneRecord) *zoneIndex {
 	for _, id := range z.Decided {
 		ix.decided[id] = true
 	}
+	ix.indexStorage()
 	return ix
 }
 

@@ -71,11 +71,18 @@ func (m *Machine) Step(s *schemas.ZoneRecord, in schemas.Record, now time.Time) 
 		if v.Adopt && v.HostID != "" {
 			return z, m.adopt(z, v, now, hdr)
 		}
+		if v.VolumesOnly {
+			return z, m.placeVolumes(z, v, now, hdr)
+		}
 		return z, m.place(z, v, now, hdr)
 	case *schemas.ReleaseVm:
 		return z, m.releaseVm(z, v, now, hdr)
 	case *schemas.ResizeVm:
 		return z, m.resize(z, v, now, hdr)
+	case *schemas.UpdateStoragePool:
+		return z, m.updateStoragePool(z, v, now, hdr)
+	case *schemas.UpdateNetwork:
+		return z, m.updateNetwork(z, v, now, hdr)
 	case *schemas.LeaseStatusChanged:
 		m.applyLease(z, v)
 		return z, nil

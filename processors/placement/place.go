@@ -34,6 +34,8 @@ func (m *Machine) place(z *schemas.ZoneRecord, req *schemas.PlaceVm, now time.Ti
 		return nil
 	}
 	var out []schemas.Record
+	t := &touched{}
+	ix.releaseUnplaced(req, t)
 	// A VM holding a claim from another request (a retried job, a start
 	// after a failed one) gives it back first, so a VM never counts twice —
 	// except while it migrates: a request that avoids a host the VM holds
@@ -42,19 +44,37 @@ func (m *Machine) place(z *schemas.ZoneRecord, req *schemas.PlaceVm, now time.Ti
 		out = append(out, event(z.ZoneID, ev, hdr))
 	}
 	group, anti := affinityOf(req.Account, req.AffinityGroup)
-	return append(out, m.decide(ix, req, group, anti, now, hdr)...)
+	return append(out, m.decide(ix, req, group, anti, t, now, hdr)...)
 }
 
-// decide chooses a host for req and claims it, or answers why not.
-func (m *Machine) decide(ix *zoneIndex, req *schemas.PlaceVm, group string, anti bool, now time.Time, hdr map[string]string) []schemas.Record {
+// decide chooses a host for req and claims it, with pools for its volumes
+// and addresses for its NICs, or answers why not. t holds the pools and
+// networks the step changed before, so each is told once.
+func (m *Machine) decide(ix *zoneIndex, req *schemas.PlaceVm, group string, anti bool, t *touched, now time.Time, hdr map[string]string) []schemas.Record {
 	z := ix.z
+	fail := func(reason, detail string) []schemas.Record {
+		return append(ix.events(t, now, hdr), signal(req.VmID, failed(req, reason, detail), hdr))
+	}
 	p, ok := m.planners[m.plannerName(req)]
 	if !ok {
-		return []schemas.Record{signal(req.VmID, failed(req, ReasonUnknownPlanner, "unknown planner "+m.plannerName(req)), hdr)}
+		return fail(ReasonUnknownPlanner, "unknown planner "+m.plannerName(req))
 	}
 	a := &ask{req: req, planner: p, usage: p.ResourceUsage(), group: group, anti: anti, members: ix.groups[group]}
+	if reason, why := ix.refuseVolumes(req); reason != "" {
+		return fail(reason, why)
+	}
+	var grants []grant
+	if len(req.Nics) > 0 {
+		var why string
+		if grants, why = ix.planNics(req); why != "" {
+			return fail(ReasonNetworkUnavailable, why)
+		}
+	}
 	if why := ix.refuseRequired(a); why != "" {
-		return []schemas.Record{signal(req.VmID, failed(req, ReasonHostRefused, why), hdr)}
+		if len(a.storage.whys) > 0 {
+			return fail(ReasonStorageUnavailable, "host "+a.req.HostID+": "+a.storage.whys[0])
+		}
+		return fail(ReasonHostRefused, why)
 	}
 	v := ix.view()
 	clusters := p.OrderClusters(v, req)
@@ -70,13 +90,28 @@ func (m *Machine) decide(ix *zoneIndex, req *schemas.PlaceVm, group string, anti
 		if slices.ContainsFunc(z.Hosts, func(h schemas.HostCapacity) bool { return h.Reservable }) {
 			reason = ReasonInsufficientCapacity
 		}
-		return []schemas.Record{signal(req.VmID, failed(req, reason, ix.whyNot(a, clusters)), hdr)}
+		// whyNot looks at every host, so the storage reasons are all in
+		// when it returns.
+		a.storage = storageWhy{}
+		detail := ix.whyNot(a, clusters)
+		if len(a.storage.whys) > 0 {
+			// Hosts that passed every other filter lack storage: the
+			// pools are what an operator must fix, so they come first.
+			reason, detail = ReasonStorageUnavailable, a.storage.String()+"; "+detail
+		}
+		return fail(reason, detail)
 	}
 	var out []schemas.Record
 	if ev := ix.reserve(i, p.Name(), a.usage, req.Account, now); ev != nil {
 		out = append(out, event(z.ZoneID, ev, hdr))
 	}
 	out = append(out, event(z.ZoneID, ix.allocate(i, req, group, now), hdr))
+	if len(req.Volumes) > 0 {
+		plan, _ := ix.fitVolumes(req, hostSite(&z.Hosts[i]))
+		ix.claimVolumes(req, plan, t)
+	}
+	ix.claimNics(grants, t)
+	out = append(out, ix.events(t, now, hdr)...)
 	m.remember(ix, req.RequestID)
 	return append(out, signal(req.VmID, decided(ix, req, z.Hosts[i].HostID, p.Name()), hdr))
 }
@@ -179,7 +214,48 @@ func decided(ix *zoneIndex, req *schemas.PlaceVm, hostID, planner string) *schem
 	if i, ok := ix.host[hostID]; ok {
 		d.PodID, d.ClusterID = ix.z.Hosts[i].PodID, ix.z.Hosts[i].ClusterID
 	}
+	d.Volumes, d.Nics = ix.placedVolumes(req), ix.placedNics(req)
 	return d
+}
+
+// placedVolumes are the request's volumes with the pools their claims
+// hold, so a repeated request is answered as the first was.
+func (ix *zoneIndex) placedVolumes(req *schemas.PlaceVm) []schemas.Volume {
+	if len(req.Volumes) == 0 {
+		return nil
+	}
+	vs := slices.Clone(req.Volumes)
+	for k := range vs {
+		c, ok := ix.claimOf(vs[k].VolumeID)
+		if !ok || c.VmID != req.VmID {
+			continue
+		}
+		vs[k].PoolID, vs[k].SizeMB = c.PoolID, max(vs[k].SizeMB, c.SizeMB)
+		if i, ok := ix.pool[c.PoolID]; ok {
+			vs[k].PoolPath = ix.z.Pools[i].Path
+		}
+	}
+	return vs
+}
+
+// placedNics are the request's NICs with the addresses their claims hold.
+func (ix *zoneIndex) placedNics(req *schemas.PlaceVm) []schemas.Nic {
+	if len(req.Nics) == 0 {
+		return nil
+	}
+	ns := slices.Clone(req.Nics)
+	for k := range ns {
+		p, ok := ix.nic[ns[k].NicID]
+		if !ok || ix.z.Nics[p].VmID != req.VmID {
+			continue
+		}
+		c := ix.z.Nics[p]
+		ns[k].NetworkID, ns[k].IP, ns[k].MAC = c.NetworkID, c.IP, c.MAC
+		if i, ok := ix.network[c.NetworkID]; ok {
+			ns[k].Gateway, ns[k].Cidr = ix.z.Networks[i].Gateway, ix.z.Networks[i].Cidr
+		}
+	}
+	return ns
 }
 
 func failed(req *schemas.PlaceVm, reason, detail string) *schemas.PlacementFailed {

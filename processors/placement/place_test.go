@@ -2,6 +2,7 @@ package placement
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -154,7 +155,7 @@ func TestPlaceIsIdempotent(t *testing.T) {
 		t.Fatalf("repeat: want only the decision again, got %+v", again)
 	}
 	d1, d2 := only[*schemas.PlacementDecided](first)[0], only[*schemas.PlacementDecided](again)[0]
-	if *d1 != *d2 {
+	if !reflect.DeepEqual(d1, d2) {
 		t.Fatalf("repeat answered differently:\n%+v\n%+v", d1, d2)
 	}
 	if h := host(t, z2, "h1"); h.UsedCPU != 2 || h.UsedMemoryMB != 1024 {

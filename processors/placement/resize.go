@@ -30,7 +30,7 @@ func (m *Machine) resize(z *schemas.ZoneRecord, r *schemas.ResizeVm, now time.Ti
 	}
 	switch len(held) {
 	case 0:
-		return m.decide(ix, req, "", false, now, hdr)
+		return m.decide(ix, req, "", false, &touched{}, now, hdr)
 	case 1:
 	default:
 		// The VM is between two hosts (a move not yet released): the VM
@@ -59,7 +59,7 @@ func (m *Machine) resize(z *schemas.ZoneRecord, r *schemas.ResizeVm, now time.Ti
 		return append(out, signal(r.VmID, decided(ix, req, cur.HostID, m.plannerName(req)), hdr))
 	}
 	req.AvoidHosts = []string{cur.HostID}
-	return m.decide(ix, req, group, anti, now, hdr)
+	return m.decide(ix, req, group, anti, &touched{}, now, hdr)
 }
 
 // fitsInPlace says whether the VM's host can hold it at the new size. A
