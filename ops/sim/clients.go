@@ -87,6 +87,7 @@ func (c *clients) deploy(w *world) {
 	if w.rng.IntN(4) == 0 {
 		d.AffinityGroup = []string{"anti:web", "aff:db"}[w.rng.IntN(2)]
 	}
+	c.withStorage(w, d)
 	c.send(w, schemas.Record{Topic: schemas.TopicVmCommands, Key: vmID, Value: d})
 }
 
@@ -106,10 +107,18 @@ func (c *clients) action(w *world) {
 			args[p.Name] = w.rng.IntN(2) == 0
 		case actions.KindOffering:
 			args[p.Name] = offerings[w.rng.IntN(len(offerings))]
+		case actions.KindInt:
+			// Sizes in GiB: some below a volume's size, some beyond a
+			// pool's free space.
+			args[p.Name] = []int64{0, 1, 4, 10, 40}[w.rng.IntN(5)]
 		case actions.KindString:
 			if p.Name == "host_id" {
 				if w.rng.IntN(2) == 0 {
 					args[p.Name] = w.hosts[w.rng.IntN(len(w.hosts))].ID
+				}
+			} else if p.Name == "volume_id" {
+				if p.Required || w.rng.IntN(2) == 0 {
+					args[p.Name] = c.volumeArg(w, vmID)
 				}
 			} else if p.Name == "snapshot_name" {
 				// Few names, so that reverts and deletes find snapshots
@@ -170,8 +179,12 @@ func (c *clients) hostAdmin(w *world) {
 	default:
 		if w.rng.IntN(4) != 0 {
 			// Removing is rare: a removed host stays gone. An admin
-			// changes a setting instead.
-			c.setting(w)
+			// changes a setting or a storage pool instead.
+			if w.rng.IntN(2) == 0 {
+				c.poolAdmin(w)
+			} else {
+				c.setting(w)
+			}
 			return
 		}
 		v = &schemas.RemoveHost{HostCommand: hc}

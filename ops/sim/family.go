@@ -50,6 +50,11 @@ var families = map[string]struct {
 			p.actions = []string{"snapshot", "snapshot", "revert_snapshot", "delete_snapshot", "stop", "start", "migrate", "terminate", "recover"}
 			p.agentCrash, p.hostFault = 3, 0
 		})},
+	"storage": {"volumes attached, grown, snapshotted, detached and deleted, pools filling and failing, NICs on small networks (vm/testdata/volume*.txt, placement/testdata/storage*.txt)",
+		with(mix, func(p *profile) {
+			p.actions = []string{"attach_volume", "attach_volume", "detach_volume", "resize_volume", "snapshot_volume", "delete_volume", "stop", "start", "migrate", "terminate", "recover"}
+			p.deploy, p.admin = 30, 15
+		})},
 	"leases": {"leases created, updated and deleted while hosts fail (lease/testdata/heal_*.txt, lifecycle.txt)",
 		with(mix, func(p *profile) { p.lease, p.hostKinds = 40, [4]int{2, 1, 2, 1} })},
 }

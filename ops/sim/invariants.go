@@ -21,6 +21,7 @@ func (w *world) check() {
 	w.taskStates()
 	w.ledger()
 	w.haOnlyForHA()
+	w.storageLedger()
 	w.proj.poll(w)
 }
 
@@ -182,6 +183,9 @@ func (w *world) settled() {
 		}
 	}
 	w.claimsMatchVMs()
+	if w.err == nil {
+		w.storageMatchesVMs()
+	}
 }
 
 // mayKeep says whether a settled world may leave a VM's claim on host: a

@@ -158,6 +158,7 @@ func newWorld(o Options, prof profile) *world {
 	}
 	w.cl = newClients(w)
 	w.views = newViews()
+	w.cl.setUpStorage(w)
 	return w
 }
 
