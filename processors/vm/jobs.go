@@ -491,7 +491,18 @@ func (t *tx) release(host string) {
 	if s.Job.JobID == "" {
 		id = schemas.BoundID(fmt.Sprintf("%s-release-%d", s.VmID, t.ms))
 	}
-	t.emit(schemas.TopicPlacementRequests, s.ZoneID, &schemas.ReleaseVm{RequestID: id, VmID: s.VmID, ZoneID: s.ZoneID, HostID: host, At: t.ms})
+	rel := &schemas.ReleaseVm{RequestID: id, VmID: s.VmID, ZoneID: s.ZoneID, HostID: host, At: t.ms}
+	if host == "" {
+		// A decision the VM never took (its job ended first) claimed
+		// pools and addresses the record does not know: what the record
+		// holds unplaced goes too (found by the simulation, seed 4).
+		rel.Nics = unaddressed(s)
+		if ids := unplacedVolumes(s); len(ids) > 0 {
+			t.emit(schemas.TopicPlacementRequests, s.ZoneID, &schemas.ReleaseVm{RequestID: schemas.BoundID(id + "-volumes"),
+				VmID: s.VmID, ZoneID: s.ZoneID, VolumeIDs: ids, At: t.ms})
+		}
+	}
+	t.emit(schemas.TopicPlacementRequests, s.ZoneID, rel)
 	t.notOn(host)
 }
 

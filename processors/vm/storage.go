@@ -131,6 +131,26 @@ func attachedVolumes(s *schemas.VmRecord) []schemas.Volume {
 	return out
 }
 
+// unplacedVolumes lists the volumes the record holds on no pool: any claim
+// placement holds for them is one of a decision the VM never took.
+func unplacedVolumes(s *schemas.VmRecord) []string {
+	var ids []string
+	for _, v := range storageOf(s).Volumes {
+		if v.PoolID == "" {
+			ids = append(ids, v.VolumeID)
+		}
+	}
+	return ids
+}
+
+// unaddressed says whether the VM has NICs and none holds an address: any
+// address placement holds for them is of a decision the VM never took.
+// NICs are all addressed in one decision, so a VM has both kinds never.
+func unaddressed(s *schemas.VmRecord) bool {
+	nics := storageOf(s).Nics
+	return len(nics) > 0 && !slices.ContainsFunc(nics, func(n schemas.Nic) bool { return n.IP != "" })
+}
+
 // nicsOf is the VM's NICs; nil for none.
 func nicsOf(s *schemas.VmRecord) []schemas.Nic { return storageOf(s).Nics }
 
