@@ -40,6 +40,8 @@ type ResizeVm struct {
 	Epoch     int64    `avro:"epoch" doc:"VM epoch."`
 	Offering  Offering `avro:"offering" doc:"New offering."`
 	At        int64    `avro:"at" doc:"Unix milliseconds."`
+	Volumes   []Volume `avro:"volumes" doc:"The VM's placed volumes: a host it moves to must reach their pools (as PlaceVm's)."`
+	Nics      []Nic    `avro:"nics" doc:"The VM's NICs, which keep their addresses."`
 }
 
 // CapacityAllocated records a claim of host capacity for a VM.

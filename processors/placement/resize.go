@@ -13,11 +13,13 @@ import (
 // for a migration: the old claim is kept until the VM releases it
 // (ReleaseVm on the old host after ConfirmResize, or on the new one after
 // RevertResize). A VM with no claim is placed afresh at the new size.
+// Either way the VM's volumes and NICs go with it: another host must reach
+// their pools (a host-local volume keeps it in place).
 func (m *Machine) resize(z *schemas.ZoneRecord, r *schemas.ResizeVm, now time.Time, hdr map[string]string) []schemas.Record {
 	ix := m.index(z)
 	req := &schemas.PlaceVm{
 		RequestID: r.RequestID, VmID: r.VmID, ZoneID: r.ZoneID, Account: r.Account, Epoch: r.Epoch,
-		Offering: r.Offering, At: r.At,
+		Offering: r.Offering, At: r.At, Volumes: r.Volumes, Nics: r.Nics,
 	}
 	held := ix.allocationsOf(r.VmID)
 	for _, q := range held {

@@ -232,3 +232,25 @@ func TestPoolRefusals(t *testing.T) {
 		})
 	}
 }
+
+// A resize that does not fit the VM's host moves it only to a host that
+// reaches its volumes' pools: a volume on host-local storage keeps it in
+// place, and the resize fails with the reason.
+func TestResizeKeepsVolumesReachable(t *testing.T) {
+	m := New(DefaultConfig())
+	local := pool("l1", schemas.PoolScopeHost, 4000)
+	local.HostID = "h1"
+	z, out := run(t, m, hostUp("h1", "c1", 4, 4096), hostUp("h2", "c1", 64, 1<<20), local,
+		withStorage(placeReq("r1", "vm1", 2, 2048), 1000, ""))
+	if ds := only[*schemas.PlacementDecided](out); len(ds) != 1 || ds[0].HostID != "h1" || ds[0].Volumes[0].PoolID != "l1" {
+		t.Fatalf("first placement: %+v", out)
+	}
+	vols := []schemas.Volume{{VolumeID: "vm1-root", Kind: schemas.VolumeRoot, SizeMB: 1000, PoolID: "l1"}}
+	grow := &schemas.ResizeVm{RequestID: "rs1", VmID: "vm1", ZoneID: "z1", Account: "acme", Epoch: 4,
+		Offering: schemas.Offering{ID: "o2", Name: "big", CPU: 8, MemoryMB: 8192}, Volumes: vols}
+	z, out = m.Step(z, rec(grow), t0)
+	checkInvariants(t, m, z)
+	if f := only[*schemas.PlacementFailed](out); len(f) != 1 || !strings.Contains(f[0].Detail, "host-local") {
+		t.Fatalf("resize of a VM on host-local storage beyond its host: %+v", out)
+	}
+}
