@@ -18,13 +18,19 @@ func BenchmarkDecide(b *testing.B) {
 	for _, hosts := range []int{1_000, 10_000} {
 		for _, s := range schemas.Planners {
 			b.Run(fmt.Sprintf("hosts=%d/%s", hosts, s.Name), func(b *testing.B) {
-				benchDecide(b, hosts, s.Name)
+				benchDecide(b, hosts, s.Name, false)
 			})
 		}
+		b.Run(fmt.Sprintf("hosts=%d/%s+storage", hosts, pl.FirstFitName), func(b *testing.B) {
+			benchDecide(b, hosts, pl.FirstFitName, true)
+		})
 	}
 }
 
-func benchDecide(b *testing.B, hosts int, planner string) {
+// benchDecide fills a zone and times decisions. With storage, the zone has
+// a pool per cluster and a zone-wide one, and eight /16 networks; every VM takes a root volume and a NIC, and gives them back
+// with its host claim.
+func benchDecide(b *testing.B, hosts int, planner string, storage bool) {
 	const zone = "z1"
 	failed := 0
 	m := pl.New(pl.DefaultConfig())
@@ -32,6 +38,11 @@ func benchDecide(b *testing.B, hosts int, planner string) {
 	var z *schemas.ZoneRecord
 	for _, st := range hostStatuses(zone, hosts) {
 		z, _ = m.Step(z, schemas.Record{Topic: schemas.TopicPlacementRequests, Key: zone, Value: st}, now)
+	}
+	if storage {
+		for _, v := range storageSetUp(zone, hosts) {
+			z, _ = m.Step(z, schemas.Record{Topic: schemas.TopicPlacementRequests, Key: zone, Value: v}, now)
+		}
 	}
 	// Steady state: the zone holds live VMs, about half its CPU with
 	// over-commit 4 (32 × 4 / 2 per host, halved).
@@ -46,13 +57,18 @@ func benchDecide(b *testing.B, hosts int, planner string) {
 	}
 	step := func(i int) {
 		var out []schemas.Record
-		z, out = m.Step(z, schemas.Record{Topic: schemas.TopicPlacementRequests, Key: zone, Value: placeVm(zone, planner, i)}, now)
+		req := placeVm(zone, planner, i)
+		if storage {
+			withVolumeAndNic(req, i)
+		}
+		z, out = m.Step(z, schemas.Record{Topic: schemas.TopicPlacementRequests, Key: zone, Value: req}, now)
 		if _, ok := out[len(out)-1].Value.(*schemas.PlacementFailed); ok {
 			failed++
 		}
 		if j := i - live; j >= 0 {
 			z, _ = m.Step(z, schemas.Record{Topic: schemas.TopicPlacementRequests, Key: zone,
-				Value: &schemas.ReleaseVm{RequestID: fmt.Sprintf("x%d", j), VmID: fmt.Sprintf("vm%d", j), ZoneID: zone}}, now)
+				Value: &schemas.ReleaseVm{RequestID: fmt.Sprintf("x%d", j), VmID: fmt.Sprintf("vm%d", j), ZoneID: zone,
+					AllVolumes: storage, Nics: storage}}, now)
 		}
 	}
 	for i := range live {

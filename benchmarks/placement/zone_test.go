@@ -44,3 +44,32 @@ func placeVm(zone, planner string, i int) *schemas.PlaceVm {
 	}
 	return r
 }
+
+// storageSetUp is a zone's storage and network for the storage rows: a
+// pool per cluster, a zone-wide pool, and eight /16 networks (half a
+// million addresses, more than the 320,000 live VMs of 10,000 hosts; a
+// network is at most a /16).
+func storageSetUp(zone string, hosts int) []any {
+	var out []any
+	for c := range (hosts + hostsPerCluster - 1) / hostsPerCluster {
+		id := fmt.Sprintf("pool-c%03d", c)
+		out = append(out, &schemas.UpdateStoragePool{RequestID: "q-" + id, PoolID: id, ZoneID: zone, Name: id,
+			Scope: schemas.PoolScopeCluster, ClusterID: fmt.Sprintf("c%03d", c), Path: "/pools/" + id,
+			CapacityMB: 1 << 30, State: schemas.PoolUp})
+	}
+	out = append(out, &schemas.UpdateStoragePool{RequestID: "q-pool-zone", PoolID: "pool-zone", ZoneID: zone, Name: "zone",
+		Scope: schemas.PoolScopeZone, Path: "/pools/zone", CapacityMB: 1 << 32, State: schemas.PoolUp})
+	for n := range networks {
+		out = append(out, &schemas.UpdateNetwork{RequestID: fmt.Sprintf("q-net%d", n), NetworkID: fmt.Sprintf("net%d", n), ZoneID: zone,
+			Name: fmt.Sprintf("guest%d", n), Cidr: fmt.Sprintf("10.%d.0.0/16", n), Gateway: fmt.Sprintf("10.%d.0.1", n)})
+	}
+	return out
+}
+
+const networks = 8
+
+// withVolumeAndNic gives the i-th request a 10 GiB root volume and a NIC.
+func withVolumeAndNic(r *schemas.PlaceVm, i int) {
+	r.Volumes = []schemas.Volume{{VolumeID: r.VmID + "-root", Kind: schemas.VolumeRoot, SizeMB: 10 << 10, TemplateID: "t1"}}
+	r.Nics = []schemas.Nic{{NicID: r.VmID + "-nic-0", NetworkID: fmt.Sprintf("net%d", i%networks)}}
+}
