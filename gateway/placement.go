@@ -146,10 +146,17 @@ func (s *Server) zoneCapacity(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("zone capacity %s: %w", zone, err)
 	}
-	if len(rows) == 0 {
+	pools, err := s.rm.Pools(r.Context(), zone)
+	if err != nil {
+		return fmt.Errorf("zone capacity %s: %w", zone, err)
+	}
+	if len(rows) == 0 && len(pools) == 0 {
 		return notFound("zone", zone)
 	}
-	out := api.ZoneCapacity{ZoneID: zone, Clusters: make([]api.ClusterCapacity, len(rows))}
+	out := api.ZoneCapacity{ZoneID: zone, Clusters: make([]api.ClusterCapacity, len(rows)), Pools: make([]api.Pool, len(pools))}
+	for i, p := range pools {
+		out.Pools[i] = poolJSON(p)
+	}
 	t := &out.Total
 	for i, c := range rows {
 		cc := api.ClusterCapacity{PodID: c.PodID, ClusterID: c.ClusterID, Hosts: c.Hosts, ReservableHosts: c.ReservableHosts,

@@ -144,6 +144,7 @@ func (c *changes) add(r schemas.Record) bool {
 		c.vm(v.VmID).op = vmDelete
 		c.vms[v.VmID].version = r.Offset
 		c.stmts = append(c.stmts, stmt{sqlSnapshotsExpunged, []any{v.VmID, r.Offset}})
+		c.stmts = append(c.stmts, expungedStorageStmts(v.VmID, r.Offset)...)
 	case *schemas.SnapshotTaken, *schemas.SnapshotDeleted:
 		c.stmts = append(c.stmts, rowStmt(v, r.Offset, ts))
 	case *schemas.JobAccepted:
@@ -190,6 +191,9 @@ func (c *changes) add(r schemas.Record) bool {
 		c.stmts = append(c.stmts, stmt{sqlHostReservationReleased, []any{v.HostID, v.ZoneID, v.Reason, ms(v.At, ts), r.Offset}})
 	case *schemas.ServiceOffering, *schemas.SettingChanged:
 		c.stmts = append(c.stmts, rowStmt(v, r.Offset, ts))
+	case *schemas.Template, *schemas.StoragePoolChanged, *schemas.NetworkChanged, *schemas.VolumeChanged,
+		*schemas.NicChanged, *schemas.VolumeSnapshotTaken:
+		c.stmts = append(c.stmts, storageStmts(v, r.Offset, ts)...)
 	case *schemas.LeaseStatusChanged, *schemas.LeaseHostChanged:
 		c.stmts = append(c.stmts, leaseStmts(v, r.Offset, ts)...)
 
