@@ -112,7 +112,8 @@ func wantStatus(t *testing.T, rec *httptest.ResponseRecorder, status int) {
 }
 
 // putStorage gives the read model a template, a pool of zone-1 with
-// vm-a1's root volume, a pool with none, the zone's default network with
+// vm-a1's root volume, a pool with none, a pool whose creation placement
+// refused, the zone's default network with
 // vm-a1's NIC, a network with no NIC, and a volume of vm-b1.
 func putStorage(rm *gatewaytest.ReadModel) {
 	rm.PutTemplate(readmodel.Template{ID: "tiny-linux", Name: "tiny-linux", Format: "qcow2", SizeMB: 1024, OsType: "Linux (busybox)", CreatedAt: t0})
@@ -121,6 +122,8 @@ func putStorage(rm *gatewaytest.ReadModel) {
 		CapacityMB: 100 << 10, UsedMB: 1024, Volumes: 1, Tags: []string{"ssd"}, State: "Up", Applied: true, UpdatedAt: t0})
 	rm.PutPool(readmodel.Pool{ID: "pool-zone-1-spare", ZoneID: "zone-1", Name: "spare", Scope: "Cluster", ClusterID: "c1",
 		Path: "/srv/pools/spare", CapacityMB: 10 << 10, State: "Up", Applied: true, LastError: "no such cluster", UpdatedAt: t0})
+	rm.PutPool(readmodel.Pool{ID: "pool-zone-1-refused", ZoneID: "zone-1", Name: "refused", Scope: "Host", HostID: "host-9",
+		Path: "/x", LastError: "host host-9 is not in zone zone-1", UpdatedAt: t0})
 	rm.PutNetwork(readmodel.Network{ID: "net-zone-1-guest", ZoneID: "zone-1", Name: "guest", Cidr: "10.1.0.0/16", Gateway: "10.1.0.1",
 		Default: true, Size: 65533, Allocated: 1, Applied: true, UpdatedAt: t0})
 	rm.PutNetwork(readmodel.Network{ID: "net-zone-1-spare", ZoneID: "zone-1", Name: "spare", Cidr: "10.2.0.0/24", Gateway: "10.2.0.1",
