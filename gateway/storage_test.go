@@ -67,7 +67,9 @@ func TestTemplates(t *testing.T) {
 	}
 	for _, tt := range []storageCase{
 		{"create, id is the name", "POST", "/v1/templates", true, map[string]any{"name": "alpine", "format": "qcow2", "size_gb": 2, "os_type": "Alpine"}, 201, "",
-			tmpl(func(v *schemas.Template) bool { return v.ID == "alpine" && v.SizeMB == 2048 && v.Format == "qcow2" && !v.Deleted })},
+			tmpl(func(v *schemas.Template) bool {
+				return v.ID == "alpine" && v.SizeMB == 2048 && v.Format == "qcow2" && !v.Deleted
+			})},
 		{"create with an id", "POST", "/v1/templates", true, map[string]any{"id": "img-7", "name": "alpine", "format": "raw", "size_gb": 1, "os_type": "Alpine"}, 201, "",
 			tmpl(func(v *schemas.Template) bool { return v.ID == "img-7" && v.Name == "alpine" })},
 		{"a deleted template's id again", "POST", "/v1/templates", true, map[string]any{"name": "old-linux", "format": "raw", "size_gb": 1, "os_type": "Linux"}, 201, "",
@@ -143,13 +145,17 @@ func TestPools(t *testing.T) {
 					slices.Equal(v.Tags, []string{"ssd"}) && v.Name == "primary"
 			})},
 		{"capacity and tags", "PATCH", "/v1/pools/pool-zone-1-primary", true, map[string]any{"capacity_gb": 200, "tags": []string{}}, 202, "",
-			pool(func(v *schemas.UpdateStoragePool) bool { return v.CapacityMB == 200<<10 && len(v.Tags) == 0 && v.State == "Up" })},
+			pool(func(v *schemas.UpdateStoragePool) bool {
+				return v.CapacityMB == 200<<10 && len(v.Tags) == 0 && v.State == "Up"
+			})},
 		{"below what is used", "PATCH", "/v1/pools/pool-zone-1-primary", true, map[string]any{"capacity_gb": 0}, 422, "capacity_gb", nil},
 		{"state", "PATCH", "/v1/pools/pool-zone-1-primary", true, map[string]any{"state": "Gone"}, 422, "state", nil},
 		{"unknown field", "PATCH", "/v1/pools/pool-zone-1-primary", true, map[string]any{"path": "/x"}, 422, "path", nil},
 		{"a refused creation is no pool to change", "PATCH", "/v1/pools/pool-zone-1-refused", true, map[string]any{"state": "Up"}, 404, "", nil},
 		{"delete", "DELETE", "/v1/pools/pool-zone-1-spare", true, nil, 202, "",
-			pool(func(v *schemas.UpdateStoragePool) bool { return v.Deleted && v.PoolID == "pool-zone-1-spare" && v.ClusterID == "c1" })},
+			pool(func(v *schemas.UpdateStoragePool) bool {
+				return v.Deleted && v.PoolID == "pool-zone-1-spare" && v.ClusterID == "c1"
+			})},
 		{"delete with volumes", "DELETE", "/v1/pools/pool-zone-1-primary", true, nil, 409, "", nil},
 		{"a user may not read", "GET", "/v1/pools/pool-zone-1-primary", false, nil, 403, "", nil},
 	} {
