@@ -176,6 +176,10 @@ func zoneCapacity(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, 
 		}
 		zc.Total.PodID = "total"
 		line(zc.Total)
+		if len(zc.Pools) > 0 {
+			fmt.Fprintln(w)
+			printPools(w, zc.Pools)
+		}
 		return nil
 	})
 }
