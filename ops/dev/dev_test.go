@@ -46,6 +46,8 @@ func TestStackEndToEnd(t *testing.T) {
 		t.Fatalf("admin-key file holds %q, stack says %q", b, key)
 	}
 
+	checkSeededStorage(t, api, key, varDir)
+
 	if code, _ := call(t, "GET", api+"/v1/vms/none", "", nil); code != http.StatusUnauthorized {
 		t.Fatalf("no key: %d, want 401", code)
 	}
@@ -97,6 +99,7 @@ func TestStackEndToEnd(t *testing.T) {
 	if st.AdminKey != key {
 		t.Fatalf("admin key changed across restart")
 	}
+	checkSeededStorage(t, api, key, varDir)
 	if vm := getVM(t, api, key, vmID); vm["vm_state"] != "Deleted" {
 		t.Fatalf("after restart: %v", vm)
 	}
@@ -110,6 +113,23 @@ func TestStackEndToEnd(t *testing.T) {
 		t.Fatalf("deploy after restart: %d %v", code, job)
 	}
 	waitJob(t, api, key, job["id"].(string))
+}
+
+// checkSeededStorage: the stack has the template tiny-linux, once, and the
+// directory of each zone's primary pool.
+func checkSeededStorage(t *testing.T, api, key, varDir string) {
+	t.Helper()
+	code, list := call(t, "GET", api+"/v1/templates", key, nil)
+	items, _ := list["items"].([]any)
+	if code != http.StatusOK || len(items) != 1 || items[0].(map[string]any)["id"] != TinyLinux.ID {
+		t.Fatalf("templates: %d %v", code, list)
+	}
+	for _, zone := range Zones {
+		dir := filepath.Join(varDir, "dev", "pools", zone+"-primary")
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			t.Fatalf("pool directory of %s: %v", zone, err)
+		}
+	}
 }
 
 func waitJob(t *testing.T, api, key, id string) map[string]any {
