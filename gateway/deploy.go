@@ -142,7 +142,7 @@ func (s *Server) offering(ctx context.Context, idOrName string) (schemas.Offerin
 func commandOffering(o readmodel.Offering) schemas.Offering {
 	return schemas.Offering{
 		ID: o.ID, Name: o.Name, CPU: o.CPU, MemoryMB: o.MemoryMB, HA: o.HA,
-		DeploymentPlanner: o.DeploymentPlanner, HostTags: o.HostTags, PlannerMode: o.PlannerMode,
+		DeploymentPlanner: o.DeploymentPlanner, HostTags: o.HostTags, PlannerMode: o.PlannerMode, StorageTags: o.StorageTags,
 	}
 }
 

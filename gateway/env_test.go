@@ -39,7 +39,7 @@ func newEnv(t *testing.T, cfg gateway.Config) *env {
 	e.alice = e.addKey("acct-a", gateway.RoleUser)
 	e.bob = e.addKey("acct-b", gateway.RoleUser)
 	e.rm.PutOffering(readmodel.Offering{ID: "off-small", Name: "small", CPU: 1, MemoryMB: 1024, HostTags: []string{"ssd"}})
-	e.rm.PutOffering(readmodel.Offering{ID: "off-ha", Name: "ha-medium", CPU: 2, MemoryMB: 4096, HA: true})
+	e.rm.PutOffering(readmodel.Offering{ID: "off-ha", Name: "ha-medium", CPU: 2, MemoryMB: 4096, HA: true, StorageTags: []string{"nvme"}})
 	e.rm.PutVM(readmodel.VM{ID: "vm-a1", Name: "web-1", Account: "acct-a", ZoneID: "zone-1", Offering: "small", OfferingID: "off-small",
 		CPU: 1, MemoryMB: 1024, VmState: "Active", PowerState: "PowerOn", LegacyState: "Running", HostID: "host-1",
 		AllowedActions: activeActions, Epoch: 3, Version: 42, CreatedAt: t0, UpdatedAt: t0})

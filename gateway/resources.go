@@ -66,5 +66,6 @@ func offeringJSON(o readmodel.Offering) api.Offering {
 	return api.Offering{
 		ID: o.ID, Name: o.Name, CPU: o.CPU, MemoryMB: o.MemoryMB, HA: o.HA,
 		DeploymentPlanner: o.DeploymentPlanner, PlannerMode: o.PlannerMode, HostTags: nonNil(o.HostTags),
+		StorageTags: nonNil(o.StorageTags),
 	}
 }

@@ -293,3 +293,32 @@ func TestDeployWithStorage(t *testing.T) {
 		tt.run(t)
 	}
 }
+
+// An offering's storage tags are created, kept by an update that leaves
+// them out, changed by one that sets them, and embedded in a deploy.
+func TestOfferingStorageTags(t *testing.T) {
+	offering := func(check func(*schemas.ServiceOffering) bool) func(*testing.T, schemas.Record) {
+		return func(t *testing.T, r schemas.Record) {
+			if o, ok := r.Value.(*schemas.ServiceOffering); !ok || !check(o) {
+				t.Fatalf("published %+v", r.Value)
+			}
+		}
+	}
+	for _, tt := range []storageCase{
+		{"create", "POST", "/v1/offerings", true, map[string]any{"name": "fast", "cpu": 1, "memory_mb": 512, "storage_tags": []string{"ssd"}}, 201, "",
+			offering(func(o *schemas.ServiceOffering) bool { return slices.Equal(o.StorageTags, []string{"ssd"}) })},
+		{"bad tag", "POST", "/v1/offerings", true, map[string]any{"name": "fast", "cpu": 1, "memory_mb": 512, "storage_tags": []string{"SSD!"}}, 422, "storage_tags", nil},
+		{"an update keeps them", "PATCH", "/v1/offerings/ha-medium", true, map[string]any{"ha": false}, 200, "",
+			offering(func(o *schemas.ServiceOffering) bool { return !o.HA && slices.Equal(o.StorageTags, []string{"nvme"}) })},
+		{"an update sets them", "PATCH", "/v1/offerings/ha-medium", true, map[string]any{"storage_tags": []string{}}, 200, "",
+			offering(func(o *schemas.ServiceOffering) bool { return len(o.StorageTags) == 0 })},
+		{"a deploy embeds them", "POST", "/v1/vms", false, map[string]any{"name": "db-9", "offering": "ha-medium"}, 202, "",
+			func(t *testing.T, r schemas.Record) {
+				if d, ok := r.Value.(*schemas.Deploy); !ok || !slices.Equal(d.Offering.StorageTags, []string{"nvme"}) {
+					t.Fatalf("published %+v", r.Value)
+				}
+			}},
+	} {
+		tt.run(t)
+	}
+}

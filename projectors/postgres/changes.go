@@ -240,7 +240,7 @@ func offeringStmt(v *schemas.ServiceOffering, offset int64, ts time.Time) stmt {
 		return stmt{sqlOfferingDelete, []any{v.ID, offset}}
 	}
 	return stmt{sqlOffering, []any{v.ID, v.Name, v.CPU, v.MemoryMB, v.HA, v.DeploymentPlanner,
-		nonNil(v.HostTags), ms(v.CreatedAt, ts), offset, v.PlannerMode}}
+		nonNil(v.HostTags), ms(v.CreatedAt, ts), offset, v.PlannerMode, nonNil(v.StorageTags)}}
 }
 
 // settingStmt sets a setting's row at its scope, or removes it when the

@@ -74,7 +74,7 @@ func scenario(p *producer) {
 	p.send(schemas.TopicVmEvents, "vm-1", &schemas.SnapshotTaken{VmID: "vm-1", Account: "acme", Name: "a", JobID: "snap-a2", At: at + 80})
 	// An offering update: the planner changes, the row stays.
 	p.send(schemas.TopicCatalog, "off-small", &schemas.ServiceOffering{Offering: schemas.Offering{ID: "off-small", Name: "small",
-		CPU: 1, MemoryMB: 512, DeploymentPlanner: "UserDispersingPlanner"}, CreatedAt: at})
+		CPU: 1, MemoryMB: 512, DeploymentPlanner: "UserDispersingPlanner", StorageTags: []string{"ssd"}}, CreatedAt: at})
 
 	storageScenario(p, at)
 
@@ -252,7 +252,8 @@ func TestProjectorProjectsScenario(t *testing.T) {
 	if err != nil || h1.Status != "Up" || !h1.Reservable || h1.UsedCPU != 1 || h1.UsedMemoryMB != 512 || h1.LastPingAt == nil {
 		t.Errorf("h1 = %+v, err %v", h1, err)
 	}
-	if o, err := r.Offering(ctx, "small"); err != nil || o.ID != "off-small" || o.DeploymentPlanner != "UserDispersingPlanner" {
+	if o, err := r.Offering(ctx, "small"); err != nil || o.ID != "off-small" || o.DeploymentPlanner != "UserDispersingPlanner" ||
+		!slices.Equal(o.StorageTags, []string{"ssd"}) {
 		t.Errorf("offering small = %+v, err %v", o, err)
 	}
 	if n, err := r.OfferingVMs(ctx, "off-small"); err != nil || n != 1 {

@@ -43,8 +43,8 @@ commands:
   offering list
   account create ID [--name N]; account list
   key create ACCOUNT [--role user|admin] [--expires-in 720h]; key list ACCOUNT; key revoke ACCOUNT KEY-ID
-  offering create --name N --cpu C --memory MiB [--ha] [--planner P] [--planner-mode Strict|Preferred] [--host-tags a,b]
-  offering update ID [--name N] [--ha=true|false] [--planner P] [--planner-mode M] [--host-tags a,b]
+  offering create --name N --cpu C --memory MiB [--ha] [--planner P] [--planner-mode Strict|Preferred] [--host-tags a,b] [--storage-tags a,b]
+  offering update ID [--name N] [--ha=true|false] [--planner P] [--planner-mode M] [--host-tags a,b] [--storage-tags a,b]
   offering delete ID   (refused while VMs use it)
   planner list
 ` + storageUsage + `  zone capacity ZONE

@@ -9,6 +9,10 @@
 -- why; a refused create leaves a row with applied = false, which the lists
 -- leave out. An applied change clears last_error.
 
+-- An offering's storage tags: the pool of its VMs' volumes must carry
+-- them all.
+ALTER TABLE offerings ADD COLUMN storage_tags text[] NOT NULL DEFAULT '{}';
+
 CREATE TABLE templates (
     id         text PRIMARY KEY,
     name       text NOT NULL,
