@@ -116,10 +116,16 @@ func firstLine(s, fallback string) string {
 	return s
 }
 
-// all follows the next cursors of a list endpoint.
+// all follows the next cursors of a list endpoint; path may carry the
+// list's filters as its query.
 func all[T any](ctx context.Context, c *client, path string) ([]T, error) {
 	var out []T
-	q := url.Values{"limit": {"500"}}
+	path, filters, _ := strings.Cut(path, "?")
+	q, err := url.ParseQuery(filters)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", path, err)
+	}
+	q.Set("limit", "500")
 	for {
 		var page api.List[T]
 		if err := c.call(ctx, http.MethodGet, path, q, nil, &page); err != nil {

@@ -42,6 +42,7 @@ func TestStorageCommands(t *testing.T) {
 		{s.admin, []string{"pool", "get", "pool-zone-1-primary"}, []string{"used:", "25 of 100 GiB (25%), 1 volumes"}},
 		{s.user, []string{"network", "list"}, []string{"10.1.0.0/24", "3/253", "250", "yes"}},
 		{s.user, []string{"volume", "list"}, []string{"vol-1", "Root", "25", "pool-zone-1-primary", "vm-1"}},
+		{s.user, []string{"volume", "list", "--vm", "vm-1", "--deleted"}, []string{"vol-1"}},
 		{s.user, []string{"volume", "get", "vol-1"}, []string{"snapshot:", "before (job job-s, 2026-11-26T12:00:00Z)"}},
 		{s.user, []string{"vm", "get", "vm-1"}, []string{"vol-1", "nic-1", "10.1.0.2", "02:00:0a:01:00:02"}},
 		{s.admin, []string{"template", "create", "--name", "alpine", "--size", "2", "--os-type", "Alpine"}, []string{"created template alpine (alpine)"}},
@@ -61,6 +62,10 @@ func TestStorageCommands(t *testing.T) {
 				t.Errorf("vmctl %s: no %q in\n%s", strings.Join(tc.args, " "), w, out)
 			}
 		}
+	}
+	// The filter reaches the gateway: vm-9 has no volume.
+	if code, out, errOut := s.run(t, s.user, "volume", "list", "--vm", "vm-9", "--output", "json"); code != 0 || strings.TrimSpace(out) != "[]" {
+		t.Errorf("volume list --vm vm-9: exit %d %q %q", code, out, errOut)
 	}
 	// Refusals name what is wrong.
 	for _, tc := range []struct {
