@@ -148,10 +148,10 @@ func listAll[T any](ctx context.Context, a *cli, path string, table func(w io.Wr
 	if err != nil {
 		return err
 	}
-	var out any = rows
-	if r, ok := any(rows).([]json.RawMessage); ok {
-		out = nonNilRaw(r)
+	if rows == nil {
+		rows = []T{} // an empty list prints [], not null
 	}
+	var out any = rows
 	raw, _ := json.Marshal(out)
 	return a.emit(raw, func(w io.Writer) error { return table(w, rows) })
 }
