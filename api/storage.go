@@ -147,3 +147,13 @@ type Nic struct {
 	Gateway   string `json:"gateway"`
 	Cidr      string `json:"cidr"`
 }
+
+// VolumeActionRequest is the body of POST /v1/volumes/{id}/actions: a
+// volume action of its VM (attach_volume of a detached volume,
+// detach_volume, resize_volume, snapshot_volume, delete_volume), the
+// volume being the route's. The answer is the Job the VM's action became.
+type VolumeActionRequest struct {
+	Action       string  `json:"action"`
+	SizeGB       *int64  `json:"size_gb,omitempty"`
+	SnapshotName *string `json:"snapshot_name,omitempty"`
+}

@@ -30,7 +30,8 @@ type env struct {
 
 var t0 = time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
 
-var activeActions = []string{"reboot", "stop", "rebuild", "pause", "suspend", "rescue", "snapshot", "resize", "migrate", "terminate"}
+var activeActions = []string{"reboot", "stop", "rebuild", "pause", "suspend", "rescue", "snapshot", "resize", "migrate", "terminate",
+	"attach_volume", "detach_volume", "resize_volume", "snapshot_volume"}
 
 func newEnv(t *testing.T, cfg gateway.Config) *env {
 	t.Helper()

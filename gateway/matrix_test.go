@@ -160,6 +160,7 @@ var matrixRoutes = []route{
 	{method: "DELETE", path: "/v1/networks/{id}", admin: true},
 	{method: "GET", path: "/v1/volumes"},
 	{method: "GET", path: "/v1/volumes/{id}", owned: true},
+	{method: "POST", path: "/v1/volumes/{id}/actions", body: `{"action":"snapshot_volume","snapshot_name":"s2"}`, owned: true},
 	{method: "GET", path: "/v1/settings", admin: true},
 	{method: "GET", path: "/v1/settings/{name}", admin: true},
 	{method: "PUT", path: "/v1/settings/{name}", body: `{"value":"20s"}`, admin: true},

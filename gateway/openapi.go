@@ -80,6 +80,8 @@ var apiOps = []apiOp{
 	{method: "DELETE", path: "/networks/{id}", summary: "Delete a guest network; refused (409) while NICs hold its addresses", admin: true, status: 202, resp: api.NetworkAccepted{}},
 	{method: "GET", path: "/volumes", summary: "List volumes (a user: its own)", query: []string{"limit", "cursor", "vm", "deleted"}, status: 200, resp: api.List[api.Volume]{}},
 	{method: "GET", path: "/volumes/{id}", summary: "Get a volume with its snapshots", status: 200, resp: api.Volume{}},
+	{method: "POST", path: "/volumes/{id}/actions", summary: "A volume action of its VM (attach_volume, detach_volume, resize_volume, snapshot_volume, delete_volume)",
+		body: api.VolumeActionRequest{}, status: 202, resp: api.Job{}},
 	{method: "GET", path: "/settings", summary: "List operator settings, with the values in effect for a zone and cluster", admin: true,
 		query: []string{"zone", "cluster"}, status: 200, resp: api.List[api.Setting]{}},
 	{method: "GET", path: "/settings/{name}", summary: "Get an operator setting", admin: true, query: []string{"zone", "cluster"}, status: 200, resp: api.Setting{}},

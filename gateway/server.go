@@ -314,6 +314,7 @@ func (s *Server) storageRoutes(api, admin registrar) {
 	admin("/networks/{id}", s.deleteNetwork, http.MethodDelete)
 	api("/volumes", s.listVolumes, http.MethodGet)
 	api("/volumes/{id}", s.getVolume, http.MethodGet)
+	api("/volumes/{id}/actions", s.volumeAction, http.MethodPost)
 }
 
 // knownMethods are the methods a route may have, in the order Allow lists

@@ -322,3 +322,35 @@ func TestOfferingStorageTags(t *testing.T) {
 		tt.run(t)
 	}
 }
+
+// POST /v1/volumes/{id}/actions is the volume's VM's action naming it.
+func TestVolumeActions(t *testing.T) {
+	for _, tt := range []storageCase{
+		{"resize", "POST", "/v1/volumes/vol-a1/actions", false, map[string]any{"action": "resize_volume", "size_gb": 4}, 202, "",
+			func(t *testing.T, r schemas.Record) {
+				v, ok := r.Value.(*schemas.ResizeVolume)
+				if !ok || r.Key != "vm-a1" || v.VmID != "vm-a1" || v.VolumeID != "vol-a1" || v.SizeGB != 4 || v.Account != "acct-a" {
+					t.Fatalf("published %s %+v", r.Key, r.Value)
+				}
+			}},
+		{"snapshot", "POST", "/v1/volumes/vol-a1/actions", false, map[string]any{"action": "snapshot_volume", "snapshot_name": "s2"}, 202, "",
+			func(t *testing.T, r schemas.Record) {
+				if v, ok := r.Value.(*schemas.SnapshotVolume); !ok || v.VolumeID != "vol-a1" || v.SnapshotName != "s2" {
+					t.Fatalf("published %+v", r.Value)
+				}
+			}},
+		{"an admin on a user's volume", "POST", "/v1/volumes/vol-a1/actions", true, map[string]any{"action": "detach_volume"}, 202, "",
+			func(t *testing.T, r schemas.Record) {
+				if v, ok := r.Value.(*schemas.DetachVolume); !ok || v.VmID != "vm-a1" || v.Account != "acct-a" || v.VolumeID != "vol-a1" {
+					t.Fatalf("published %+v", r.Value)
+				}
+			}},
+		{"another account's volume", "POST", "/v1/volumes/vol-b1/actions", false, map[string]any{"action": "delete_volume"}, 404, "", nil},
+		{"no such volume", "POST", "/v1/volumes/vol-zz/actions", false, map[string]any{"action": "delete_volume"}, 404, "", nil},
+		{"an action of no volume", "POST", "/v1/volumes/vol-a1/actions", false, map[string]any{"action": "stop"}, 422, "action", nil},
+		{"a resize needs its size", "POST", "/v1/volumes/vol-a1/actions", false, map[string]any{"action": "resize_volume"}, 422, "size_gb", nil},
+		{"not allowed in the VM's state", "POST", "/v1/volumes/vol-b1/actions", true, map[string]any{"action": "detach_volume"}, 409, "", nil},
+	} {
+		tt.run(t)
+	}
+}

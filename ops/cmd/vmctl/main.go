@@ -47,7 +47,7 @@ commands:
   offering update ID [--name N] [--ha=true|false] [--planner P] [--planner-mode M] [--host-tags a,b] [--storage-tags a,b]
   offering delete ID   (refused while VMs use it)
   planner list
-` + storageUsage + `  zone capacity ZONE
+` + storageUsage + volumeUsage() + `  zone capacity ZONE
   settings list [--zone Z] [--cluster C]; settings get NAME [--zone Z] [--cluster C]   (admin)
   settings set NAME VALUE [--zone Z | --cluster C]; settings reset NAME [--zone Z | --cluster C]
   lease create --name N --end TIME|DURATION [--start now|TIME|DURATION] [--hosts MIN..MAX] [--property k=v,..] [--project P]
@@ -172,6 +172,9 @@ func (a *cli) dispatch(ctx context.Context, args []string, getenv func(string) s
 	}
 	if !ok {
 		h, ok = storageCommands[cmd]
+	}
+	if !ok {
+		h, ok = volumeCommands[cmd]
 	}
 	if !ok {
 		return fmt.Errorf("%w: unknown command %q", errUsage, cmd)

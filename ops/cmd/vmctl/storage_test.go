@@ -105,3 +105,39 @@ func TestDeployWithStorageFlags(t *testing.T) {
 		t.Fatalf("deploy %+v", d)
 	}
 }
+
+// The volume actions post to the volume, which names its VM.
+func TestVolumeActionCommands(t *testing.T) {
+	s := storageStack(t)
+	s.rm.PutVM(readmodel.VM{ID: "vm-x", Account: "acct-a"}) // no allowed actions yet: the processor judges
+	s.rm.PutVolume(readmodel.Volume{ID: "vol-x", VmID: "vm-x", Account: "acct-a", Kind: "Data", State: "Ready"})
+	for _, tc := range []struct {
+		args  []string
+		check func(v any) bool
+	}{
+		{[]string{"volume", "resize", "vol-x", "--size", "20"}, func(v any) bool {
+			r, ok := v.(*schemas.ResizeVolume)
+			return ok && r.VmID == "vm-x" && r.VolumeID == "vol-x" && r.SizeGB == 20
+		}},
+		{[]string{"volume", "snapshot", "vol-x", "--name", "before"}, func(v any) bool {
+			r, ok := v.(*schemas.SnapshotVolume)
+			return ok && r.VolumeID == "vol-x" && r.SnapshotName == "before"
+		}},
+		{[]string{"volume", "detach", "vol-x"}, func(v any) bool {
+			r, ok := v.(*schemas.DetachVolume)
+			return ok && r.VolumeID == "vol-x"
+		}},
+	} {
+		code, _, errOut := s.run(t, s.user, tc.args...)
+		if code != 0 {
+			t.Fatalf("vmctl %s: exit %d: %s", strings.Join(tc.args, " "), code, errOut)
+		}
+		recs := s.rec.Records()
+		if last := recs[len(recs)-1]; last.Key != "vm-x" || !tc.check(last.Value) {
+			t.Errorf("vmctl %s published %s %+v", strings.Join(tc.args, " "), last.Key, last.Value)
+		}
+	}
+	if code, _, errOut := s.run(t, s.user, "volume", "resize", "vol-x"); code != 2 || !strings.Contains(errOut, "needs --size") {
+		t.Errorf("resize without a size: exit %d %q", code, errOut)
+	}
+}
