@@ -6,6 +6,8 @@ type ZoneCapacity struct {
 	ZoneID   string            `json:"zone_id"`
 	Total    ClusterCapacity   `json:"total"`
 	Clusters []ClusterCapacity `json:"clusters"`
+	// Pools are the zone's primary storage pools.
+	Pools []Pool `json:"pools"`
 }
 
 // ClusterCapacity is one cluster's line of ZoneCapacity.

@@ -10,6 +10,7 @@ type Offering struct {
 	DeploymentPlanner string   `json:"deployment_planner"`
 	PlannerMode       string   `json:"planner_mode,omitempty"`
 	HostTags          []string `json:"host_tags"`
+	StorageTags       []string `json:"storage_tags"`
 }
 
 // OfferingRequest is the body of POST /v1/offerings; HA left out is false.
@@ -21,6 +22,7 @@ type OfferingRequest struct {
 	DeploymentPlanner string   `json:"deployment_planner,omitempty"`
 	PlannerMode       string   `json:"planner_mode,omitempty"`
 	HostTags          []string `json:"host_tags,omitempty"`
+	StorageTags       []string `json:"storage_tags,omitempty"`
 }
 
 // OfferingUpdate is the body of PATCH /v1/offerings/{id}: the fields to
@@ -36,6 +38,7 @@ type OfferingUpdate struct {
 	DeploymentPlanner *string   `json:"deployment_planner,omitempty"`
 	PlannerMode       *string   `json:"planner_mode,omitempty"`
 	HostTags          *[]string `json:"host_tags,omitempty"`
+	StorageTags       *[]string `json:"storage_tags,omitempty"`
 }
 
 // Planner is one entry of GET /v1/planners (listDeploymentPlanners).

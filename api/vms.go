@@ -29,6 +29,9 @@ type VM struct {
 	HostStatus     string     `json:"host_status,omitempty"`
 	LastPowerState string     `json:"last_power_state,omitempty"`
 	PowerStateAt   *time.Time `json:"power_state_at,omitempty"`
+	// Volumes (not deleted, by device) and NICs of the VM.
+	Volumes []Volume `json:"volumes"`
+	Nics    []Nic    `json:"nics"`
 }
 
 // Snapshot is the JSON of a VM's snapshot (GET /v1/vms/{id}/snapshots).
@@ -39,13 +42,20 @@ type Snapshot struct {
 	TakenAt time.Time `json:"taken_at"`
 }
 
-// DeployRequest is the body of POST /v1/vms. Offering is a name or an id;
-// HA unset means the offering's default.
+// DeployRequest is the body of POST /v1/vms. Offering and Template are a
+// name or an id; HA unset means the offering's default. Without a
+// template the VM has no root volume; RootDiskGB 0 is the template's size,
+// DataDiskGB 0 no data volume. Networks are names or ids; none means the
+// zone's default network, if it has one.
 type DeployRequest struct {
-	Name          string `json:"name"`
-	Offering      string `json:"offering"`
-	HA            *bool  `json:"ha,omitempty"`
-	AffinityGroup string `json:"affinity_group,omitempty"`
+	Name          string   `json:"name"`
+	Offering      string   `json:"offering"`
+	HA            *bool    `json:"ha,omitempty"`
+	AffinityGroup string   `json:"affinity_group,omitempty"`
+	Template      string   `json:"template,omitempty"`
+	RootDiskGB    int64    `json:"root_disk_gb,omitempty"`
+	DataDiskGB    int64    `json:"data_disk_gb,omitempty"`
+	Networks      []string `json:"networks,omitempty"`
 }
 
 // ActionRequest is the body of POST /v1/vms/{id}/actions: the action name
@@ -59,4 +69,7 @@ type ActionRequest struct {
 	Image        *string `json:"image,omitempty"`
 	SnapshotName *string `json:"snapshot_name,omitempty"`
 	Offering     *string `json:"offering,omitempty"`
+	VolumeID     *string `json:"volume_id,omitempty"`
+	VolumeName   *string `json:"volume_name,omitempty"`
+	SizeGB       *int64  `json:"size_gb,omitempty"`
 }

@@ -37,6 +37,10 @@ func requestArgs(req api.ActionRequest) map[string]any {
 	return args
 }
 
+// maxActionInt bounds an integer parameter of an action: each is a size in
+// GiB (size_gb), and 64 TiB is more than any volume.
+const maxActionInt = 64 << 10
+
 // ActionNames returns the action names, sorted. They are the ones
 // allowed_actions uses, so the pre-check compares like with like.
 func ActionNames() []string { return actions.Names() }
@@ -95,10 +99,14 @@ func validateAction(req api.ActionRequest) (actions.Action, map[string]any, erro
 		}
 	}
 	for _, p := range a.Params {
-		if v, present := args[p.Name]; p.Required && (!present || v == "") {
+		v, present := args[p.Name]
+		if p.Required && (!present || v == "") {
 			e := errorf(http.StatusUnprocessableEntity, codeValidation, "action %q needs field %q", a.Name, p.Name)
 			e.Details = map[string]any{"field": p.Name}
 			return actions.Action{}, nil, e
+		}
+		if n, ok := v.(int64); ok && p.Kind == actions.KindInt && (n <= 0 || n > maxActionInt) {
+			return actions.Action{}, nil, fieldError(p.Name, "field %q must be 1..%d", p.Name, maxActionInt)
 		}
 	}
 	return a, args, nil
@@ -121,17 +129,9 @@ func (s *Server) actionIssuer(vmID string, a actions.Action, args map[string]any
 			e.Details = map[string]any{"allowed_actions": vm.AllowedActions, "vm_state": vm.VmState, "task_state": vm.TaskState}
 			return schemas.Record{}, api.Job{}, e
 		}
-		cmdArgs := maps.Clone(args)
-		for _, p := range a.Params {
-			name, ok := cmdArgs[p.Name].(string)
-			if !ok || p.Kind != actions.KindOffering {
-				continue
-			}
-			off, err := s.offering(ctx, name)
-			if err != nil {
-				return schemas.Record{}, api.Job{}, err
-			}
-			cmdArgs[p.Name] = off
+		cmdArgs, err := s.lookUpArgs(ctx, a, args)
+		if err != nil {
+			return schemas.Record{}, api.Job{}, err
 		}
 		v, err := schemas.NewVmCommand(a, vmCommand(commandID, vm.ID, vm.Account, now), cmdArgs)
 		if err != nil {
@@ -139,6 +139,32 @@ func (s *Server) actionIssuer(vmID string, a actions.Action, args map[string]any
 		}
 		return commandRecord(vm.ID, v), pendingJob(commandID, vm.ID, a.Command, now), nil
 	}
+}
+
+// lookUpArgs resolves what an action's arguments name: an offering into
+// the copy the command embeds, and a rebuild's image, a template's name or
+// id, into the template's id.
+func (s *Server) lookUpArgs(ctx context.Context, a actions.Action, args map[string]any) (map[string]any, error) {
+	cmdArgs := maps.Clone(args)
+	for _, p := range a.Params {
+		name, ok := cmdArgs[p.Name].(string)
+		switch {
+		case !ok:
+		case p.Kind == actions.KindOffering:
+			off, err := s.offering(ctx, name)
+			if err != nil {
+				return nil, err
+			}
+			cmdArgs[p.Name] = off
+		case a.Command == "Rebuild" && p.Name == "image" && name != "":
+			t, err := s.template(ctx, p.Name, name)
+			if err != nil {
+				return nil, err
+			}
+			cmdArgs[p.Name] = t.ID
+		}
+	}
+	return cmdArgs, nil
 }
 
 func inTask(taskState string) string {

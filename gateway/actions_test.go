@@ -38,6 +38,8 @@ func TestEveryActionMapsToItsCommand(t *testing.T) {
 		"rebuild": "Rebuild", "snapshot": "Snapshot", "migrate": "Migrate", "resize": "Resize",
 		"confirm_resize": "ConfirmResize", "revert_resize": "RevertResize", "terminate": "Terminate",
 		"revert_snapshot": "RevertSnapshot", "delete_snapshot": "DeleteSnapshot", "recover": "Recover",
+		"attach_volume": "AttachVolume", "detach_volume": "DetachVolume", "resize_volume": "ResizeVolume",
+		"snapshot_volume": "SnapshotVolume", "delete_volume": "DeleteVolume",
 	}
 	if names := gateway.ActionNames(); len(names) != len(want) {
 		t.Fatalf("%d actions, want %d: %v", len(names), len(want), names)
@@ -49,6 +51,10 @@ func TestEveryActionMapsToItsCommand(t *testing.T) {
 			body["offering"] = "ha-medium"
 		case "revert_snapshot", "delete_snapshot":
 			body["snapshot_name"] = "before"
+		case "resize_volume":
+			body["volume_id"], body["size_gb"] = "vol-1", 20
+		case "detach_volume", "snapshot_volume", "delete_volume":
+			body["volume_id"] = "vol-1"
 		}
 		rec := e.do("POST", "/v1/vms/vm-new/actions", e.alice, body)
 		wantStatus(t, rec, http.StatusAccepted)
@@ -160,6 +166,7 @@ func TestPublishFailureIs503(t *testing.T) {
 func TestActionRequestCarriesTheCatalog(t *testing.T) {
 	kindType := map[string]reflect.Type{
 		actions.KindBool: reflect.TypeFor[*bool](), actions.KindString: reflect.TypeFor[*string](), actions.KindOffering: reflect.TypeFor[*string](),
+		actions.KindInt: reflect.TypeFor[*int64](),
 	}
 	fields := map[string]reflect.Type{}
 	rt := reflect.TypeFor[api.ActionRequest]()
@@ -196,6 +203,15 @@ func TestEveryParameterReachesItsCommand(t *testing.T) {
 				body[p.Name], want[p.Name] = true, true
 			case actions.KindOffering:
 				body[p.Name], want[p.Name] = "ha-medium", "off-ha"
+			case actions.KindInt:
+				body[p.Name], want[p.Name] = 7, int64(7)
+			case actions.KindString:
+				if a.Command == "Rebuild" && p.Name == "image" {
+					// A rebuild's image is a template, by name or id.
+					body[p.Name], want[p.Name] = "tiny-linux", "tiny-linux"
+					continue
+				}
+				fallthrough
 			default:
 				body[p.Name], want[p.Name] = "x-"+p.Name, "x-"+p.Name
 			}

@@ -59,7 +59,8 @@ func (s *Server) updateOffering(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	o := schemas.Offering{ID: cur.ID, Name: next.Name, CPU: cur.CPU, MemoryMB: cur.MemoryMB, HA: next.HA,
-		DeploymentPlanner: next.DeploymentPlanner, PlannerMode: next.PlannerMode, HostTags: next.HostTags}
+		DeploymentPlanner: next.DeploymentPlanner, PlannerMode: next.PlannerMode, HostTags: next.HostTags,
+		StorageTags: next.StorageTags}
 	rec := schemas.Record{Topic: schemas.TopicCatalog, Key: o.ID,
 		Value: &schemas.ServiceOffering{Offering: o, CreatedAt: cur.CreatedAt.UnixMilli()}}
 	if err := s.publish(r.Context(), rec); err != nil {
@@ -88,12 +89,14 @@ func patchOffering(cur readmodel.Offering, req api.OfferingUpdate) (api.Offering
 		}
 	}
 	next := api.OfferingRequest{Name: cur.Name, CPU: cur.CPU, MemoryMB: cur.MemoryMB, HA: cur.HA,
-		DeploymentPlanner: cur.DeploymentPlanner, PlannerMode: cur.PlannerMode, HostTags: cur.HostTags}
+		DeploymentPlanner: cur.DeploymentPlanner, PlannerMode: cur.PlannerMode, HostTags: cur.HostTags,
+		StorageTags: cur.StorageTags}
 	set(&next.Name, req.Name)
 	set(&next.HA, req.HA)
 	set(&next.DeploymentPlanner, req.DeploymentPlanner)
 	set(&next.PlannerMode, req.PlannerMode)
 	set(&next.HostTags, req.HostTags)
+	set(&next.StorageTags, req.StorageTags)
 	return next, validateOffering(next)
 }
 

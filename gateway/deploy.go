@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/vmplane/vmplane/api"
@@ -53,7 +54,33 @@ func parseDeploy(body []byte) (api.DeployRequest, error) {
 	if req.AffinityGroup != "" && !validName(req.AffinityGroup) {
 		return api.DeployRequest{}, field("affinity_group", "field \"affinity_group\" must be 1 to %d characters of a-z, 0-9 and -", maxNameLen)
 	}
-	return req, nil
+	return req, checkDeployStorage(req)
+}
+
+// maxNics bounds the networks a deploy names.
+const maxNics = 8
+
+// checkDeployStorage checks a deploy's template, disks and networks as far
+// as the body alone can say.
+func checkDeployStorage(req api.DeployRequest) error {
+	switch {
+	case len(req.Template) > 255:
+		return fieldError("template", "field \"template\" is longer than 255 characters")
+	case req.RootDiskGB < 0 || req.RootDiskGB > maxTemplateGB:
+		return fieldError("root_disk_gb", "field \"root_disk_gb\" must be 0..%d (0: the template's size)", maxTemplateGB)
+	case req.RootDiskGB > 0 && req.Template == "":
+		return fieldError("root_disk_gb", "field \"root_disk_gb\" needs a template: a VM without one has no root volume")
+	case req.DataDiskGB < 0 || req.DataDiskGB > maxTemplateGB:
+		return fieldError("data_disk_gb", "field \"data_disk_gb\" must be 0..%d (0: no data volume)", maxTemplateGB)
+	case len(req.Networks) > maxNics:
+		return fieldError("networks", "field \"networks\" names more than %d networks", maxNics)
+	}
+	for i, n := range req.Networks {
+		if n == "" || len(n) > 255 || slices.Contains(req.Networks[:i], n) {
+			return fieldError("networks", "field \"networks\" must name each network once, by a name or id of 1 to 255 characters")
+		}
+	}
+	return nil
 }
 
 // deployVM is POST /v1/vms.
@@ -84,6 +111,13 @@ func (s *Server) deployVM(w http.ResponseWriter, r *http.Request) error {
 			Offering:      off,
 			HA:            ha,
 			AffinityGroup: req.AffinityGroup,
+			DataDiskMB:    req.DataDiskGB * mbPerGB,
+		}
+		if d.Template, d.RootSizeMB, err = s.deployTemplate(ctx, req); err != nil {
+			return schemas.Record{}, api.Job{}, err
+		}
+		if d.NetworkIDs, err = s.deployNetworks(ctx, req.Networks); err != nil {
+			return schemas.Record{}, api.Job{}, err
 		}
 		return commandRecord(vmID, d), pendingJob(commandID, vmID, "Deploy", now), nil
 	})
@@ -108,6 +142,71 @@ func (s *Server) offering(ctx context.Context, idOrName string) (schemas.Offerin
 func commandOffering(o readmodel.Offering) schemas.Offering {
 	return schemas.Offering{
 		ID: o.ID, Name: o.Name, CPU: o.CPU, MemoryMB: o.MemoryMB, HA: o.HA,
-		DeploymentPlanner: o.DeploymentPlanner, HostTags: o.HostTags, PlannerMode: o.PlannerMode,
+		DeploymentPlanner: o.DeploymentPlanner, HostTags: o.HostTags, PlannerMode: o.PlannerMode, StorageTags: o.StorageTags,
 	}
+}
+
+// deployTemplate looks up a deploy's template (none: no root volume) and
+// sizes its root volume; a template unknown or deleted, or a root disk
+// smaller than its image, is a 422 naming the field.
+func (s *Server) deployTemplate(ctx context.Context, req api.DeployRequest) (schemas.Template, int64, error) {
+	if req.Template == "" {
+		return schemas.Template{}, 0, nil
+	}
+	t, err := s.template(ctx, "template", req.Template)
+	if err != nil {
+		return schemas.Template{}, 0, err
+	}
+	root := req.RootDiskGB * mbPerGB
+	if root > 0 && root < t.SizeMB {
+		return schemas.Template{}, 0, fieldError("root_disk_gb", "field \"root_disk_gb\" is below template %s's size (%d GiB)", t.ID, (t.SizeMB+mbPerGB-1)/mbPerGB)
+	}
+	return t, root, nil
+}
+
+// template resolves a template's name or id, not deleted, into the copy a
+// command embeds; otherwise a 422 naming field.
+func (s *Server) template(ctx context.Context, field, idOrName string) (schemas.Template, error) {
+	t, err := s.rm.Template(ctx, idOrName)
+	if errors.Is(err, readmodel.ErrNotFound) || err == nil && t.Deleted {
+		return schemas.Template{}, fieldError(field, "template %q does not exist (GET /v1/templates lists them)", idOrName)
+	}
+	if err != nil {
+		return schemas.Template{}, fmt.Errorf("read template %s: %w", idOrName, err)
+	}
+	return schemas.Template{ID: t.ID, Name: t.Name, Format: t.Format, SizeMB: t.SizeMB, OsType: t.OsType,
+		CreatedAt: t.CreatedAt.UnixMilli()}, nil
+}
+
+// deployNetworks resolves the networks a deploy names into their ids; none
+// named is the zone's default network, if it has one. An unknown network
+// is a 422 naming the field.
+func (s *Server) deployNetworks(ctx context.Context, names []string) ([]string, error) {
+	if len(names) == 0 {
+		nets, err := s.rm.Networks(ctx, s.cfg.ZoneID)
+		if err != nil {
+			return nil, fmt.Errorf("list networks: %w", err)
+		}
+		for _, n := range nets {
+			if n.Default {
+				return []string{n.ID}, nil
+			}
+		}
+		return nil, nil
+	}
+	ids := make([]string, 0, len(names))
+	for _, name := range names {
+		n, err := s.rm.Network(ctx, s.cfg.ZoneID, name)
+		if errors.Is(err, readmodel.ErrNotFound) || err == nil && (!n.Applied || n.ZoneID != s.cfg.ZoneID) {
+			return nil, fieldError("networks", "network %q does not exist in zone %s (GET /v1/networks lists them)", name, s.cfg.ZoneID)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read network %s: %w", name, err)
+		}
+		if slices.Contains(ids, n.ID) {
+			return nil, fieldError("networks", "field \"networks\" names network %s twice", n.ID)
+		}
+		ids = append(ids, n.ID)
+	}
+	return ids, nil
 }

@@ -19,6 +19,10 @@ func FuzzParseDeploy(f *testing.F) {
 		`{"name":1}`, `[]`, `null`, `"x"`, `{`, ``,
 		`{"name":"a","offering":"small","ha":null}`,
 		`{"name":"\u0041","offering":"s"}`,
+		`{"name":"a","offering":"s","template":"tiny-linux","root_disk_gb":4,"data_disk_gb":2,"networks":["guest"]}`,
+		`{"name":"a","offering":"s","root_disk_gb":4}`,
+		`{"name":"a","offering":"s","networks":["g","g"]}`,
+		`{"name":"a","offering":"s","data_disk_gb":-3}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -36,6 +40,9 @@ func FuzzParseDeploy(f *testing.F) {
 		}
 		if req.AffinityGroup != "" && !validName(req.AffinityGroup) {
 			t.Fatalf("accepted affinity group %q", req.AffinityGroup)
+		}
+		if req.RootDiskGB < 0 || req.DataDiskGB < 0 || req.RootDiskGB > 0 && req.Template == "" || len(req.Networks) > maxNics {
+			t.Fatalf("accepted disks or networks %+v", req)
 		}
 		// What was accepted is a JSON object, so re-encoding and parsing
 		// again yields the same request.

@@ -1,7 +1,8 @@
 // Package gateway owns vmplane's REST API (docs/design.md §10): routes under /v1,
 // API-key authentication and account scoping, request validation, the
 // idempotency of retried requests, and the translation of a request into a
-// command record on Kafka (vm.commands.v1, keyed by vm_id).
+// command record on Kafka (vm.commands.v1, keyed by vm_id; a storage pool's
+// or guest network's desired state on placement.requests.v1, keyed by zone).
 //
 // It reads only the Postgres read model, through the small interfaces it
 // declares (ReadModel and its kin in reads.go; readmodel.Reader in a

@@ -127,6 +127,9 @@ func asOfJSON(s journal.VmSnapshot) api.VmAsOf {
 			HostID: v.HostID, AllowedActions: nonNil(v.AllowedActions), HA: v.HA,
 			CreatedAt: time.UnixMilli(v.CreatedAt).UTC(), UpdatedAt: time.UnixMilli(v.UpdatedAt).UTC(),
 			CPU: v.Offering.CPU, MemoryMB: v.Offering.MemoryMB, ZoneID: v.ZoneID, Epoch: v.Epoch, JobID: v.JobID,
+			// VmStateChanged carries no volumes or NICs: the history's
+			// VolumeChanged and NicChanged events say what they were.
+			Volumes: []api.Volume{}, Nics: []api.Nic{},
 		},
 	}
 }

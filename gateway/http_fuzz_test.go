@@ -58,6 +58,12 @@ func FuzzHTTP(f *testing.F) {
 		{"GET /v1/leases", "cursor=%00", ""},
 		{"GET /v1/accounts", "cursor=%ff", ""},
 		{"GET /v1/hosts", "cursor=%00", ""},
+		{"POST /v1/pools", "", `{"name":"p","scope":"Zone","path":"/a\u0000b","capacity_gb":1,"zone_id":"z\u0000"}`},
+		{"POST /v1/templates", "", `{"name":"t","format":"raw","size_gb":1,"os_type":"\u0000"}`},
+		{"POST /v1/networks", "", `{"name":"n","cidr":"10.0.0.0/24","gateway":"10.0.0.1","zone_id":"z\u0000"}`},
+		{"POST /v1/vms", "", `{"name":"web-1","offering":"small","template":"t\u0000","networks":["\u0000"]}`},
+		{"GET /v1/volumes", "vm=%00&cursor=%ff", ""},
+		{"GET /v1/pools", "zone=%00", ""},
 	} {
 		f.Add(uint16(slices.Index(targets, c.target)), uint8(0), uint8(0), "", uint8(whoAdmin), "", "", "", c.query, []byte(c.body))
 	}

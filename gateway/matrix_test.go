@@ -99,6 +99,16 @@ func (r route) fill(acct string, e *matrixEnv) string {
 		p = strings.Replace(p, "{id}", "off-ha", 1)
 	case strings.HasPrefix(p, "/v1/offerings/{id}"):
 		p = strings.Replace(p, "{id}", "off-small", 1)
+	case strings.HasPrefix(p, "/v1/templates/{id}"):
+		p = strings.Replace(p, "{id}", "tiny-linux", 1)
+	case strings.HasPrefix(p, "/v1/pools/{id}"):
+		p = strings.Replace(p, "{id}", "pool-zone-1-spare", 1) // no volumes: a delete of one with some is a 409
+	case strings.HasPrefix(p, "/v1/networks/{id}") && r.method == "DELETE":
+		p = strings.Replace(p, "{id}", "net-zone-1-spare", 1)
+	case strings.HasPrefix(p, "/v1/networks/{id}"):
+		p = strings.Replace(p, "{id}", "guest", 1)
+	case strings.HasPrefix(p, "/v1/volumes/{id}"):
+		p = strings.Replace(p, "{id}", "vol-"+suffix+"1", 1)
 	case strings.HasPrefix(p, "/v1/settings/{name}"):
 		p = strings.Replace(p, "{name}", "ping.timeout", 1)
 	}
@@ -135,6 +145,22 @@ var matrixRoutes = []route{
 	{method: "PATCH", path: "/v1/offerings/{id}", body: `{"deployment_planner":"FirstFitPlanner"}`, admin: true},
 	{method: "DELETE", path: "/v1/offerings/{id}", admin: true},
 	{method: "GET", path: "/v1/planners"},
+	{method: "GET", path: "/v1/templates"},
+	{method: "GET", path: "/v1/templates/{id}"},
+	{method: "POST", path: "/v1/templates", body: `{"name":"alpine","format":"qcow2","size_gb":2,"os_type":"Alpine Linux"}`, admin: true},
+	{method: "DELETE", path: "/v1/templates/{id}", admin: true},
+	{method: "GET", path: "/v1/pools", admin: true},
+	{method: "POST", path: "/v1/pools", body: `{"name":"fast","scope":"Zone","path":"/srv/pools/fast","capacity_gb":100,"tags":["ssd"]}`, admin: true},
+	{method: "GET", path: "/v1/pools/{id}", admin: true},
+	{method: "PATCH", path: "/v1/pools/{id}", body: `{"state":"Maintenance","capacity_gb":20}`, admin: true},
+	{method: "DELETE", path: "/v1/pools/{id}", admin: true},
+	{method: "GET", path: "/v1/networks"},
+	{method: "GET", path: "/v1/networks/{id}"},
+	{method: "POST", path: "/v1/networks", body: `{"name":"extra","cidr":"10.9.0.0/24","gateway":"10.9.0.1"}`, admin: true},
+	{method: "DELETE", path: "/v1/networks/{id}", admin: true},
+	{method: "GET", path: "/v1/volumes"},
+	{method: "GET", path: "/v1/volumes/{id}", owned: true},
+	{method: "POST", path: "/v1/volumes/{id}/actions", body: `{"action":"snapshot_volume","snapshot_name":"s2"}`, owned: true},
 	{method: "GET", path: "/v1/settings", admin: true},
 	{method: "GET", path: "/v1/settings/{name}", admin: true},
 	{method: "PUT", path: "/v1/settings/{name}", body: `{"value":"20s"}`, admin: true},
@@ -220,7 +246,7 @@ func TestUserCannotLearnOthersVM(t *testing.T) {
 	if m.Code != o.Code || strings.ReplaceAll(m.Message, "vm-zz", "X") != strings.ReplaceAll(o.Message, "vm-b1", "X") {
 		t.Fatalf("answers differ: %+v vs %+v", m, o)
 	}
-	for _, path := range []string{"/v1/vms", "/v1/jobs", "/v1/leases", "/v1/alerts", "/v1/accounts/acct-a/keys"} {
+	for _, path := range []string{"/v1/vms", "/v1/jobs", "/v1/leases", "/v1/alerts", "/v1/accounts/acct-a/keys", "/v1/volumes", "/v1/volumes?vm=vm-b1"} {
 		rec := e.do("GET", path, e.alice, nil)
 		wantStatus(t, rec, 200)
 		if strings.Contains(rec.Body.String(), "acct-b") || strings.Contains(rec.Body.String(), "vm-b1") {

@@ -38,6 +38,11 @@ func validateOffering(req api.OfferingRequest) error {
 			return bad("host_tags", "host tag %q must be of a-z, 0-9 and -", t)
 		}
 	}
+	for _, t := range req.StorageTags {
+		if !validName(t) {
+			return bad("storage_tags", "storage tag %q must be of a-z, 0-9 and -", t)
+		}
+	}
 	return nil
 }
 
@@ -68,7 +73,8 @@ func (s *Server) createOffering(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	o := schemas.Offering{ID: id, Name: req.Name, CPU: req.CPU, MemoryMB: req.MemoryMB, HA: req.HA,
-		DeploymentPlanner: req.DeploymentPlanner, PlannerMode: req.PlannerMode, HostTags: req.HostTags}
+		DeploymentPlanner: req.DeploymentPlanner, PlannerMode: req.PlannerMode, HostTags: req.HostTags,
+		StorageTags: req.StorageTags}
 	rec := schemas.Record{Topic: schemas.TopicCatalog, Key: o.ID,
 		Value: &schemas.ServiceOffering{Offering: o, CreatedAt: s.now().UnixMilli()}}
 	if err := s.publish(r.Context(), rec); err != nil {
@@ -83,7 +89,8 @@ func (s *Server) createOffering(w http.ResponseWriter, r *http.Request) error {
 // published, before the projector has it.
 func publishedOffering(o schemas.Offering) api.Offering {
 	return api.Offering{ID: o.ID, Name: o.Name, CPU: o.CPU, MemoryMB: o.MemoryMB, HA: o.HA,
-		DeploymentPlanner: o.DeploymentPlanner, PlannerMode: o.PlannerMode, HostTags: nonNil(o.HostTags)}
+		DeploymentPlanner: o.DeploymentPlanner, PlannerMode: o.PlannerMode, HostTags: nonNil(o.HostTags),
+		StorageTags: nonNil(o.StorageTags)}
 }
 
 // nameFree refuses (409) an offering name that another offering than self
@@ -146,10 +153,17 @@ func (s *Server) zoneCapacity(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("zone capacity %s: %w", zone, err)
 	}
-	if len(rows) == 0 {
+	pools, err := s.rm.Pools(r.Context(), zone)
+	if err != nil {
+		return fmt.Errorf("zone capacity %s: %w", zone, err)
+	}
+	if len(rows) == 0 && len(pools) == 0 {
 		return notFound("zone", zone)
 	}
-	out := api.ZoneCapacity{ZoneID: zone, Clusters: make([]api.ClusterCapacity, len(rows))}
+	out := api.ZoneCapacity{ZoneID: zone, Clusters: make([]api.ClusterCapacity, len(rows)), Pools: make([]api.Pool, len(pools))}
+	for i, p := range pools {
+		out.Pools[i] = poolJSON(p)
+	}
 	t := &out.Total
 	for i, c := range rows {
 		cc := api.ClusterCapacity{PodID: c.PodID, ClusterID: c.ClusterID, Hosts: c.Hosts, ReservableHosts: c.ReservableHosts,

@@ -36,6 +36,22 @@ type ReadModel interface {
 	APIKey(ctx context.Context, keyID string) (readmodel.APIKey, error)
 	// Ready reports whether the database answers.
 	Ready(ctx context.Context) error
+	StorageReader
+}
+
+// StorageReader reads templates, storage pools, networks, and the volumes
+// and NICs of VMs. Zone "" means every zone, account "" every account.
+type StorageReader interface {
+	Templates(ctx context.Context) ([]readmodel.Template, error)
+	Template(ctx context.Context, idOrName string) (readmodel.Template, error)
+	Pools(ctx context.Context, zoneID string) ([]readmodel.Pool, error)
+	Pool(ctx context.Context, id string) (readmodel.Pool, error)
+	Networks(ctx context.Context, zoneID string) ([]readmodel.Network, error)
+	Network(ctx context.Context, zoneID, idOrName string) (readmodel.Network, error)
+	Volumes(ctx context.Context, f readmodel.VolumeFilter, p readmodel.Page) ([]readmodel.Volume, error)
+	Volume(ctx context.Context, id string) (readmodel.Volume, error)
+	// VMStorage returns the volumes and NICs of the VMs of ids, by VM id.
+	VMStorage(ctx context.Context, vmIDs []string) (map[string]readmodel.VMStorage, error)
 }
 
 // CapacityReader is what the gateway reads of the placement read models:

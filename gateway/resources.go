@@ -22,7 +22,7 @@ func vmJSON(v readmodel.VM) api.VM {
 		HostID: v.HostID, AllowedActions: nonNil(v.AllowedActions), HA: v.HA,
 		CreatedAt: v.CreatedAt.UTC(), UpdatedAt: v.UpdatedAt.UTC(),
 		CPU: v.CPU, MemoryMB: v.MemoryMB, ZoneID: v.ZoneID, Epoch: v.Epoch, JobID: v.JobID,
-		HostStatus: v.HostStatus,
+		HostStatus: v.HostStatus, Volumes: []api.Volume{}, Nics: []api.Nic{},
 	}
 	if v.PowerSeenAt != nil {
 		t := v.PowerSeenAt.UTC()
@@ -66,5 +66,6 @@ func offeringJSON(o readmodel.Offering) api.Offering {
 	return api.Offering{
 		ID: o.ID, Name: o.Name, CPU: o.CPU, MemoryMB: o.MemoryMB, HA: o.HA,
 		DeploymentPlanner: o.DeploymentPlanner, PlannerMode: o.PlannerMode, HostTags: nonNil(o.HostTags),
+		StorageTags: nonNil(o.StorageTags),
 	}
 }

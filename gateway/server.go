@@ -253,6 +253,7 @@ func (s *Server) router() *mux.Router {
 	admin("/offerings/{id}", s.updateOffering, http.MethodPatch)
 	admin("/offerings/{id}", s.deleteOffering, http.MethodDelete)
 	api("/planners", s.listPlanners, http.MethodGet)
+	s.storageRoutes(api, admin)
 	admin("/settings", s.listSettings, http.MethodGet)
 	admin("/settings/{name}", s.getSetting, http.MethodGet)
 	admin("/settings/{name}", s.putSetting, http.MethodPut)
@@ -287,6 +288,33 @@ func (s *Server) router() *mux.Router {
 		return e
 	})
 	return r
+}
+
+// handlerFunc is a route's handler; registrar registers one on a path.
+type (
+	handlerFunc = func(http.ResponseWriter, *http.Request) error
+	registrar   = func(path string, h handlerFunc, method string)
+)
+
+// storageRoutes registers the templates, pools, networks and volumes:
+// api for any role, admin for admins only.
+func (s *Server) storageRoutes(api, admin registrar) {
+	api("/templates", s.listTemplates, http.MethodGet)
+	api("/templates/{id}", s.getTemplate, http.MethodGet)
+	admin("/templates", s.createTemplate, http.MethodPost)
+	admin("/templates/{id}", s.deleteTemplate, http.MethodDelete)
+	admin("/pools", s.listPools, http.MethodGet)
+	admin("/pools", s.createPool, http.MethodPost)
+	admin("/pools/{id}", s.getPool, http.MethodGet)
+	admin("/pools/{id}", s.updatePool, http.MethodPatch)
+	admin("/pools/{id}", s.deletePool, http.MethodDelete)
+	api("/networks", s.listNetworks, http.MethodGet)
+	api("/networks/{id}", s.getNetwork, http.MethodGet)
+	admin("/networks", s.createNetwork, http.MethodPost)
+	admin("/networks/{id}", s.deleteNetwork, http.MethodDelete)
+	api("/volumes", s.listVolumes, http.MethodGet)
+	api("/volumes/{id}", s.getVolume, http.MethodGet)
+	api("/volumes/{id}/actions", s.volumeAction, http.MethodPost)
 }
 
 // knownMethods are the methods a route may have, in the order Allow lists

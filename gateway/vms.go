@@ -24,9 +24,17 @@ func (s *Server) listVMs(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("list vms: %w", err)
 	}
 	rows, next := cutPage(page, rows, func(v readmodel.VM) string { return v.ID })
+	ids := make([]string, len(rows))
+	for i, v := range rows {
+		ids[i] = v.ID
+	}
+	storage, err := s.rm.VMStorage(r.Context(), ids)
+	if err != nil {
+		return fmt.Errorf("list vms: %w", err)
+	}
 	out := api.List[api.VM]{Items: make([]api.VM, len(rows)), Next: next}
 	for i, v := range rows {
-		out.Items[i] = vmJSON(v)
+		out.Items[i] = withStorage(vmJSON(v), storage[v.ID])
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -40,17 +48,28 @@ func (s *Server) getVM(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	// The host's status is part of the answer (powerUnseen), so of its tag.
-	etag := `"` + strconv.FormatInt(vm.Version, 10) + `"`
-	if powerUnseen(vm) {
-		etag = `"` + strconv.FormatInt(vm.Version, 10) + "-" + vm.HostStatus + `"`
+	storage, err := s.rm.VMStorage(r.Context(), []string{vm.ID})
+	if err != nil {
+		return fmt.Errorf("read vm %s: %w", vm.ID, err)
 	}
+	out := withStorage(vmJSON(vm), storage[vm.ID])
+	// The host's status is part of the answer (powerUnseen), so of its
+	// tag; and so are the volumes and NICs, rows of their own whose
+	// changes leave the VM's version as it was.
+	etag := strconv.FormatInt(vm.Version, 10)
+	if powerUnseen(vm) {
+		etag += "-" + vm.HostStatus
+	}
+	if len(out.Volumes)+len(out.Nics) > 0 {
+		etag += "-" + storageTag(out)
+	}
+	etag = `"` + etag + `"`
 	w.Header().Set("ETag", etag)
 	if etagMatches(r.Header.Get("If-None-Match"), etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
-	writeJSON(w, http.StatusOK, vmJSON(vm))
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 

@@ -114,8 +114,10 @@ func TestGetVMWithETag(t *testing.T) {
 	e := newEnv(t, gateway.Config{})
 	rec := e.do("GET", "/v1/vms/vm-a1", e.alice, nil)
 	wantStatus(t, rec, http.StatusOK)
-	if got := rec.Header().Get("ETag"); got != `"42"` {
-		t.Fatalf("ETag %q, want \"42\"", got)
+	// vm-a1 has a volume and a NIC: rows of their own, in its tag.
+	etag := rec.Header().Get("ETag")
+	if !strings.HasPrefix(etag, `"42-`) {
+		t.Fatalf("ETag %q, want \"42-<storage>\"", etag)
 	}
 	vm := decode[api.VM](t, rec)
 	if vm.ID != "vm-a1" || vm.VmState != "Active" || vm.HostID != "host-1" || vm.Epoch != 3 || vm.CPU != 1 || vm.ZoneID != "zone-1" || len(vm.AllowedActions) != len(activeActions) {
@@ -125,16 +127,26 @@ func TestGetVMWithETag(t *testing.T) {
 		inm    string
 		status int
 	}{
-		{`"42"`, http.StatusNotModified},
-		{`W/"42"`, http.StatusNotModified},
-		{`"41", "42"`, http.StatusNotModified},
+		{etag, http.StatusNotModified},
+		{`W/` + etag, http.StatusNotModified},
+		{`"41", ` + etag, http.StatusNotModified},
 		{`*`, http.StatusNotModified},
 		{`"41"`, http.StatusOK},
+		{`"42"`, http.StatusOK},
 	} {
 		rec := e.do("GET", "/v1/vms/vm-a1", e.alice, nil, "If-None-Match", tc.inm)
 		wantStatus(t, rec, tc.status)
 		if tc.status == http.StatusNotModified && rec.Body.Len() != 0 {
 			t.Fatalf("304 with a body: %q", rec.Body.String())
 		}
+	}
+	// A volume grown leaves the VM's row as it was, not its answer.
+	v, _ := e.rm.Volume(t.Context(), "vol-a1")
+	v.SizeMB *= 2
+	e.rm.PutVolume(v)
+	rec = e.do("GET", "/v1/vms/vm-a1", e.alice, nil, "If-None-Match", etag)
+	wantStatus(t, rec, http.StatusOK)
+	if got := decode[api.VM](t, rec); len(got.Volumes) != 1 || got.Volumes[0].SizeGB != 2 || rec.Header().Get("ETag") == etag {
+		t.Fatalf("after the resize: ETag %q, volumes %+v", rec.Header().Get("ETag"), got.Volumes)
 	}
 }

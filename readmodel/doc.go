@@ -1,5 +1,7 @@
 // Package readmodel owns the reads of vmplane's Postgres read models: the
-// queries of VMs, jobs and their steps, hosts, offerings and alerts, the
+// queries of VMs, jobs and their steps, hosts, offerings and alerts,
+// templates, storage pools, guest networks and the volumes and NICs of
+// VMs, the
 // placement views (zone capacity, a host's reservation and allocations),
 // accounts and API keys, leases and their notifications; the
 // Idempotency-Key store the gateways share; and the JobWatch that hears the

@@ -178,11 +178,11 @@ func (r *Reader) Hosts(ctx context.Context, p Page) ([]Host, error) {
 	return collect(rows, scanHost, "list hosts")
 }
 
-const offeringColumnsSQL = `id, name, cpu, memory_mb, ha, deployment_planner, host_tags, created_at, planner_mode`
+const offeringColumnsSQL = `id, name, cpu, memory_mb, ha, deployment_planner, host_tags, created_at, planner_mode, storage_tags`
 
 func scanOffering(row pgx.Row) (Offering, error) {
 	var o Offering
-	err := row.Scan(&o.ID, &o.Name, &o.CPU, &o.MemoryMB, &o.HA, &o.DeploymentPlanner, &o.HostTags, &o.CreatedAt, &o.PlannerMode)
+	err := row.Scan(&o.ID, &o.Name, &o.CPU, &o.MemoryMB, &o.HA, &o.DeploymentPlanner, &o.HostTags, &o.CreatedAt, &o.PlannerMode, &o.StorageTags)
 	return o, err
 }
 

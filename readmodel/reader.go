@@ -104,6 +104,7 @@ type Offering struct {
 	HostTags          []string
 	PlannerMode       string
 	CreatedAt         time.Time
+	StorageTags       []string
 }
 
 // APIKey is a row of api_keys (the secret is only stored as a hash).

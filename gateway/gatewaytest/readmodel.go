@@ -27,6 +27,7 @@ type ReadModel struct {
 	leases    map[string]readmodel.Lease
 	settings  map[[3]string]readmodel.Setting
 	snapshots map[string][]readmodel.Snapshot
+	storage   *storage
 	readyErr  error
 	keyReads  int
 }

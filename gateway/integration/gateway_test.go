@@ -112,7 +112,9 @@ func TestDeployThroughKafkaAndPostgres(t *testing.T) {
 	now := time.Now().UnixMilli()
 	alice, aliceID, aliceHash, _ := gateway.NewAPIKey()
 	bob, bobID, bobHash, _ := gateway.NewAPIKey()
+	admin, adminID, adminHash, _ := gateway.NewAPIKey()
 	seed := []schemas.Record{
+		{Topic: schemas.TopicAccounts, Key: "ops", Value: &schemas.ApiKeyIssued{KeyID: adminID, AccountID: "ops", Role: "admin", Hash: adminHash, At: now}},
 		{Topic: schemas.TopicCatalog, Key: "off-small", Value: &schemas.ServiceOffering{
 			Offering: schemas.Offering{ID: "off-small", Name: "small", CPU: 1, MemoryMB: 1024}, CreatedAt: now}},
 		{Topic: schemas.TopicAccounts, Key: "acct-a", Value: &schemas.ApiKeyIssued{KeyID: aliceID, AccountID: "acct-a", Role: "user", Hash: aliceHash, At: now}},
@@ -186,5 +188,35 @@ func TestDeployThroughKafkaAndPostgres(t *testing.T) {
 	unknown, _, _, _ := gateway.NewAPIKey()
 	if code, _ := call("GET", "/v1/vms", unknown, ""); code != http.StatusUnauthorized {
 		t.Fatalf("unknown key: %d", code)
+	}
+
+	// A template goes through catalog.v1 to every user's list.
+	if code, body := call("POST", "/v1/templates", admin, `{"name":"tiny-linux","format":"qcow2","size_gb":1,"os_type":"Linux"}`); code != http.StatusCreated {
+		t.Fatalf("template create: %d %s", code, body)
+	}
+	eventually("the template projected", func() bool {
+		code, body := call("GET", "/v1/templates/tiny-linux", bob, "")
+		return code == 200 && bytes.Contains(body, []byte(`"size_gb":1`))
+	})
+	// A pool is asked of placement, which answers on placement.events.v1:
+	// here, as placement would, applied and then a change refused.
+	if code, body := call("POST", "/v1/pools", admin, `{"name":"primary","scope":"Zone","path":"/srv/p","capacity_gb":10}`); code != http.StatusAccepted {
+		t.Fatalf("pool create: %d %s", code, body)
+	}
+	p := schemas.PoolState{PoolID: "pool-zone-1-primary", ZoneID: "zone-1", Name: "primary", Scope: "Zone", Path: "/srv/p",
+		CapacityMB: 10 << 10, State: "Up"}
+	if err := pub.Publish(ctx,
+		schemas.Record{Topic: schemas.TopicPlacementEvents, Key: "zone-1", Value: &schemas.StoragePoolChanged{Pool: p, At: now}},
+		schemas.Record{Topic: schemas.TopicPlacementEvents, Key: "zone-1", Value: &schemas.StoragePoolChanged{Pool: p, Refused: "path unknown", At: now + 1}},
+	); err != nil {
+		t.Fatal(err)
+	}
+	eventually("the pool and its refusal projected", func() bool {
+		code, body := call("GET", "/v1/pools/pool-zone-1-primary", admin, "")
+		var pool api.Pool
+		return code == 200 && json.Unmarshal(body, &pool) == nil && pool.State == "Up" && pool.LastError == "path unknown"
+	})
+	if code, _ := call("GET", "/v1/pools", alice, ""); code != http.StatusForbidden {
+		t.Fatalf("a user lists pools: %d", code)
 	}
 }

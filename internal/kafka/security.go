@@ -58,10 +58,11 @@ const (
 )
 
 // gatewayWrites are the topics the gateway may write: commands, the
-// catalog, accounts and settings it administers, and operators'
-// acknowledgements of alerts.
+// catalog, accounts and settings it administers, operators'
+// acknowledgements of alerts, and the storage pools and networks it asks
+// placement to change (UpdateStoragePool, UpdateNetwork).
 var gatewayWrites = []string{schemas.TopicVmCommands, schemas.TopicHostCommands, schemas.TopicLeaseCommands, schemas.TopicCatalog,
-	schemas.TopicAccounts, schemas.TopicAlertAcks, schemas.TopicSettings}
+	schemas.TopicAccounts, schemas.TopicAlertAcks, schemas.TopicSettings, schemas.TopicPlacementRequests}
 
 // agentWrites are the agents' reports and answers.
 var agentWrites = []string{schemas.TopicVmPower, schemas.TopicVmAnswers, schemas.TopicHostEvents}

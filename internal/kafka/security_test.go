@@ -60,6 +60,7 @@ func TestSecureBrokerACLs(t *testing.T) {
 		{kafka.PrincipalGateway, schemas.TopicAgentCommands, false},
 		{kafka.PrincipalGateway, schemas.TopicVmEvents, false},
 		{kafka.PrincipalGateway, schemas.TopicAlertAcks, true},
+		{kafka.PrincipalGateway, schemas.TopicPlacementRequests, true},
 		{kafka.PrincipalProjector, schemas.TopicVmEvents, false},
 		{kafka.PrincipalProcessor, schemas.TopicVmEvents, true},
 		// A dead letter's origin is what an operator's redrive trusts.

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,6 +47,8 @@ func TestStackEndToEnd(t *testing.T) {
 		t.Fatalf("admin-key file holds %q, stack says %q", b, key)
 	}
 
+	checkSeededStorage(t, api, key, varDir)
+
 	if code, _ := call(t, "GET", api+"/v1/vms/none", "", nil); code != http.StatusUnauthorized {
 		t.Fatalf("no key: %d, want 401", code)
 	}
@@ -65,6 +68,16 @@ func TestStackEndToEnd(t *testing.T) {
 	if vm["vm_state"] != "Active" || vm["power_state"] != "PowerOn" || vm["host_id"] == "" || len(vm["allowed_actions"].([]any)) == 0 {
 		t.Fatalf("after deploy: %v", vm)
 	}
+	// A deploy that names no network gets a NIC on the zone's default one.
+	waitFor(t, 5*time.Second, "the VM's NIC on guest-zone-1", func() bool {
+		nics, _ := getVM(t, api, key, vmID)["nics"].([]any)
+		if len(nics) != 1 {
+			return false
+		}
+		n := nics[0].(map[string]any)
+		ip, _ := n["ip"].(string)
+		return n["network_id"] == "guest-zone-1" && strings.HasPrefix(ip, "10.1.")
+	})
 
 	code, stop := call(t, "POST", api+"/v1/vms/"+vmID+"/actions", key, map[string]any{"action": "stop"})
 	if code != http.StatusAccepted {
@@ -97,6 +110,7 @@ func TestStackEndToEnd(t *testing.T) {
 	if st.AdminKey != key {
 		t.Fatalf("admin key changed across restart")
 	}
+	checkSeededStorage(t, api, key, varDir)
 	if vm := getVM(t, api, key, vmID); vm["vm_state"] != "Deleted" {
 		t.Fatalf("after restart: %v", vm)
 	}
@@ -105,11 +119,46 @@ func TestStackEndToEnd(t *testing.T) {
 			t.Fatalf("job %s after restart: %d %v", id, code, j)
 		}
 	}
-	code, job = call(t, "POST", api+"/v1/vms", key, map[string]any{"name": "web-2", "offering": "medium"})
+	code, job = call(t, "POST", api+"/v1/vms", key, map[string]any{"name": "web-2", "offering": "medium", "template": "tiny-linux", "data_disk_gb": 2})
 	if code != http.StatusAccepted {
 		t.Fatalf("deploy after restart: %d %v", code, job)
 	}
 	waitJob(t, api, key, job["id"].(string))
+	// Its root volume of the template and its data volume, on the seeded pool.
+	web2 := job["vm_id"].(string)
+	waitFor(t, 5*time.Second, "web-2's volumes on the primary pool", func() bool {
+		vols, _ := getVM(t, api, key, web2)["volumes"].([]any)
+		if len(vols) != 2 {
+			return false
+		}
+		root, data := vols[0].(map[string]any), vols[1].(map[string]any)
+		return root["kind"] == "Root" && root["template_id"] == "tiny-linux" && root["pool_id"] == "pool-zone-1-primary" &&
+			root["size_mb"] == 1024.0 && data["kind"] == "Data" && data["size_mb"] == 2048.0
+	})
+}
+
+// checkSeededStorage: the stack has the template tiny-linux, once, and the
+// directory of each zone's primary pool.
+func checkSeededStorage(t *testing.T, api, key, varDir string) {
+	t.Helper()
+	code, list := call(t, "GET", api+"/v1/templates", key, nil)
+	items, _ := list["items"].([]any)
+	if code != http.StatusOK || len(items) != 1 || items[0].(map[string]any)["id"] != TinyLinux.ID {
+		t.Fatalf("templates: %d %v", code, list)
+	}
+	for _, zone := range Zones {
+		dir := filepath.Join(varDir, "dev", "pools", zone+"-primary")
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			t.Fatalf("pool directory of %s: %v", zone, err)
+		}
+		// Placement applies the pool and the network the seed asked for.
+		pool := PrimaryPool(zone, filepath.Join(varDir, "dev", "pools"))
+		waitFor(t, 10*time.Second, "the seeded pool and network of "+zone, func() bool {
+			_, p := call(t, "GET", api+"/v1/pools/"+pool.PoolID, key, nil)
+			_, n := call(t, "GET", api+"/v1/networks/guest-"+zone, key, nil)
+			return p["state"] == "Up" && p["capacity_mb"] == float64(pool.CapacityMB) && n["default"] == true && n["size"] == 65533.0
+		})
+	}
 }
 
 func waitJob(t *testing.T, api, key, id string) map[string]any {

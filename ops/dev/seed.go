@@ -27,7 +27,8 @@ var Offerings = []schemas.Offering{
 }
 
 // seed publishes what a fresh stack needs, once: the offerings and the admin
-// account with its API key, written to var/dev/admin-key.
+// account with its API key, written to var/dev/admin-key; then the
+// template, pools and networks (seedStorage).
 func (s *Stack) seed(ctx context.Context) error {
 	rm, err := readmodel.NewReader(ctx, s.dsn)
 	if err != nil {
@@ -84,7 +85,7 @@ func (s *Stack) seed(ctx context.Context) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return nil
+	return s.seedStorage(ctx, rm, cl)
 }
 
 // keyKnown reports whether the read model knows the key, giving a restarted

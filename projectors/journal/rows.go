@@ -147,6 +147,8 @@ func rowsWithoutPayload(r schemas.Record) (*jobRow, eventRow, error) {
 		ev.VmID, ev.JobID, ev.AtMs, ev.Reason = v.VmID, v.JobID, v.At, "snapshot "+strconv.Quote(v.Name)+" taken"
 	case *schemas.SnapshotDeleted:
 		ev.VmID, ev.JobID, ev.AtMs, ev.Reason = v.VmID, v.JobID, v.At, "snapshot "+strconv.Quote(v.Name)+" deleted"
+	case *schemas.VolumeChanged, *schemas.NicChanged, *schemas.VolumeSnapshotTaken:
+		storageEvent(&ev, v)
 	}
 	// An event without a time of its own falls back to the record's Kafka
 	// timestamp, which the log keeps, so a replay still yields the same row.
@@ -271,3 +273,34 @@ func mustJSON(v any) string {
 
 // dateTime is the DateTime column's value of a Unix millisecond time.
 func dateTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// storageEvent fills the vm_events row of a change of a VM's volumes or
+// NICs: the history of a VM says what its disks and addresses became.
+func storageEvent(ev *eventRow, v any) {
+	switch v := v.(type) {
+	case *schemas.VolumeChanged:
+		vol := v.Volume
+		ev.VmID, ev.JobID, ev.AtMs = v.VmID, v.JobID, v.At
+		ev.Reason = fmt.Sprintf("%s volume %s (%s, %d MiB on pool %s) %s", vol.Kind, vol.VolumeID, strconv.Quote(vol.Name),
+			vol.SizeMB, orNone(vol.PoolID), vol.State)
+		if v.Deleted {
+			ev.Reason = fmt.Sprintf("%s volume %s deleted", vol.Kind, vol.VolumeID)
+		}
+	case *schemas.NicChanged:
+		ev.VmID, ev.AtMs = v.VmID, v.At
+		ev.Reason = fmt.Sprintf("NIC %s on network %s: %s", v.Nic.NicID, v.Nic.NetworkID, orNone(v.Nic.IP))
+		if v.Released {
+			ev.Reason = fmt.Sprintf("NIC %s released %s", v.Nic.NicID, orNone(v.Nic.IP))
+		}
+	case *schemas.VolumeSnapshotTaken:
+		ev.VmID, ev.JobID, ev.AtMs = v.VmID, v.JobID, v.At
+		ev.Reason = "snapshot " + strconv.Quote(v.SnapshotName) + " of volume " + v.VolumeID + " taken"
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}

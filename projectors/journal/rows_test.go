@@ -52,6 +52,17 @@ func TestRowsOf(t *testing.T) {
 			ev: eventRow{Type: "AlertRaised", AtMs: 999, HostID: "h3", Reason: "HostAlert: no ping"}},
 		{name: "expunged", value: &schemas.VmExpunged{VmID: "vm1", At: 44},
 			ev: eventRow{VmID: "vm1", Type: "VmExpunged", AtMs: 44}},
+		{name: "volume", value: &schemas.VolumeChanged{VmID: "vm1", JobID: "j1", At: 45, Volume: schemas.Volume{VolumeID: "v1", Name: "root",
+			Kind: "Root", PoolID: "p1", SizeMB: 1024, State: "Ready"}},
+			ev: eventRow{VmID: "vm1", Type: "VolumeChanged", JobID: "j1", AtMs: 45, Reason: `Root volume v1 ("root", 1024 MiB on pool p1) Ready`}},
+		{name: "volume deleted", value: &schemas.VolumeChanged{VmID: "vm1", At: 46, Deleted: true, Volume: schemas.Volume{VolumeID: "v2", Kind: "Data"}},
+			ev: eventRow{VmID: "vm1", Type: "VolumeChanged", AtMs: 46, Reason: "Data volume v2 deleted"}},
+		{name: "nic", value: &schemas.NicChanged{VmID: "vm1", At: 47, Nic: schemas.Nic{NicID: "n1", NetworkID: "net1", IP: "10.0.0.2"}},
+			ev: eventRow{VmID: "vm1", Type: "NicChanged", AtMs: 47, Reason: "NIC n1 on network net1: 10.0.0.2"}},
+		{name: "nic released", value: &schemas.NicChanged{VmID: "vm1", At: 48, Released: true, Nic: schemas.Nic{NicID: "n1", IP: "10.0.0.2"}},
+			ev: eventRow{VmID: "vm1", Type: "NicChanged", AtMs: 48, Reason: "NIC n1 released 10.0.0.2"}},
+		{name: "volume snapshot", value: &schemas.VolumeSnapshotTaken{VmID: "vm1", VolumeID: "v1", SnapshotName: "s", JobID: "j2", At: 49},
+			ev: eventRow{VmID: "vm1", Type: "VolumeSnapshotTaken", JobID: "j2", AtMs: 49, Reason: `snapshot "s" of volume v1 taken`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

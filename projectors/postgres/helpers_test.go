@@ -158,7 +158,8 @@ func dump(t *testing.T, dsn string) map[string][]string {
 	}
 	defer conn.Close(t.Context())
 	out := map[string][]string{}
-	for _, table := range []string{"vms", "jobs", "job_steps", "hosts", "allocations", "offerings", "accounts", "api_keys", "alerts", "alert_acks", "settings"} {
+	for _, table := range []string{"vms", "jobs", "job_steps", "hosts", "allocations", "offerings", "accounts", "api_keys", "alerts", "alert_acks", "settings",
+		"templates", "storage_pools", "networks", "volumes", "nics", "volume_snapshots"} {
 		rows, err := conn.Query(t.Context(), fmt.Sprintf("SELECT t::text FROM %s t ORDER BY 1", table))
 		if err != nil {
 			t.Fatal(err)

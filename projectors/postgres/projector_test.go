@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -73,15 +74,22 @@ func scenario(p *producer) {
 	p.send(schemas.TopicVmEvents, "vm-1", &schemas.SnapshotTaken{VmID: "vm-1", Account: "acme", Name: "a", JobID: "snap-a2", At: at + 80})
 	// An offering update: the planner changes, the row stays.
 	p.send(schemas.TopicCatalog, "off-small", &schemas.ServiceOffering{Offering: schemas.Offering{ID: "off-small", Name: "small",
-		CPU: 1, MemoryMB: 512, DeploymentPlanner: "UserDispersingPlanner"}, CreatedAt: at})
+		CPU: 1, MemoryMB: 512, DeploymentPlanner: "UserDispersingPlanner", StorageTags: []string{"ssd"}}, CreatedAt: at})
+
+	storageScenario(p, at)
 
 	// vm-2: a command rejected; vm-3: a command nothing has answered yet.
 	p.send(schemas.TopicVmCommands, "vm-2", &schemas.Stop{VmCommand: schemas.VmCommand{CommandID: "job-2", VmID: "vm-2", Account: "other", Origin: "api", IssuedAt: at}})
 	p.send(schemas.TopicVmEvents, "vm-2", &schemas.JobRejected{JobRef: schemas.JobRef{JobID: "job-2", VmID: "vm-2", Account: "other",
 		JobType: "Stop", Origin: "api", At: at + 5}, Reason: "InvalidState", Detail: "Stopped", AllowedActions: []string{"start", "terminate"}})
 	p.send(schemas.TopicVmCommands, "vm-3", &schemas.Reboot{VmCommand: schemas.VmCommand{CommandID: "job-3", VmID: "vm-3", Account: "acme", Origin: "api", IssuedAt: at}})
-	// vm-4 lives and is expunged.
+	// vm-4 lives and is expunged, with its volume, NIC and their snapshot.
 	p.send(schemas.TopicVmEvents, "vm-4", &schemas.SnapshotTaken{VmID: "vm-4", Account: "acme", Name: "x", JobID: "snap-x", At: at})
+	p.send(schemas.TopicVmEvents, "vm-4", &schemas.VolumeChanged{VmID: "vm-4", Account: "acme", ZoneID: "z1",
+		Volume: schemas.Volume{VolumeID: "vol-4", Name: "root", Kind: "Root", PoolID: "p1", SizeMB: 1024, State: "Ready", CreatedAt: at}, At: at})
+	p.send(schemas.TopicVmEvents, "vm-4", &schemas.VolumeSnapshotTaken{VmID: "vm-4", Account: "acme", VolumeID: "vol-4", SnapshotName: "s", JobID: "vs-4", At: at})
+	p.send(schemas.TopicVmEvents, "vm-4", &schemas.NicChanged{VmID: "vm-4", Account: "acme", ZoneID: "z1",
+		Nic: schemas.Nic{NicID: "nic-4", NetworkID: "n1", IP: "10.1.0.9", MAC: "02:00:00:00:00:09"}, At: at})
 	p.send(schemas.TopicVmEvents, "vm-4", &schemas.VmStateChanged{VmID: "vm-4", Account: "acme", VmState: "Deleted", CreatedAt: at, UpdatedAt: at})
 	p.send(schemas.TopicVmEvents, "vm-4", &schemas.AlertRaised{AlertID: "a1", Kind: "VmStateSync", VmID: "vm-4", Message: "gone", At: at})
 	p.send(schemas.TopicVmEvents, "vm-4", &schemas.VmExpunged{VmID: "vm-4", Account: "acme", At: at + 1})
@@ -90,6 +98,100 @@ func scenario(p *producer) {
 	p.send(schemas.TopicAlertAcks, "a2", &schemas.AlertAcknowledged{AlertID: "a2", By: "ops", At: at + 3})
 	p.send(schemas.TopicAlertAcks, "a2", &schemas.AlertAcknowledged{AlertID: "a2", By: "late", At: at + 4})
 	p.send(schemas.TopicVmEvents, "h2", &schemas.AlertRaised{AlertID: "a2", Kind: "HostAlert", HostID: "h2", ZoneID: "z1", Message: "agent silent", At: at + 2})
+}
+
+// storageScenario is the scenario's templates, pools, networks, and vm-1's
+// volumes and NICs.
+func storageScenario(p *producer, at int64) {
+	p.send(schemas.TopicCatalog, schemas.TemplateKey("tiny-linux"), &schemas.Template{ID: "tiny-linux", Name: "tiny-linux",
+		Format: "qcow2", SizeMB: 1024, OsType: "Linux (busybox)", CreatedAt: at})
+	p.send(schemas.TopicCatalog, schemas.TemplateKey("old"), &schemas.Template{ID: "old", Name: "old", Format: "raw", SizeMB: 2048, CreatedAt: at})
+	p.send(schemas.TopicCatalog, schemas.TemplateKey("old"), &schemas.Template{ID: "old", Name: "old", Format: "raw", SizeMB: 2048, Deleted: true, CreatedAt: at})
+	// p1 applied, then a change of it refused; p2's creation refused; p3
+	// created and deleted.
+	p1 := schemas.PoolState{PoolID: "p1", ZoneID: "z1", Name: "primary", Scope: "Zone", Path: "/srv/p1", CapacityMB: 10240,
+		UsedMB: 2048, Volumes: 2, Tags: []string{"ssd"}, State: "Up"}
+	p.send(schemas.TopicPlacementEvents, "z1", &schemas.StoragePoolChanged{Pool: p1, At: at})
+	p.send(schemas.TopicPlacementEvents, "z1", &schemas.StoragePoolChanged{Pool: p1, Refused: "capacity below what its volumes use", At: at + 1})
+	p.send(schemas.TopicPlacementEvents, "z1", &schemas.StoragePoolChanged{Pool: schemas.PoolState{PoolID: "p2", ZoneID: "z1",
+		Name: "local", Scope: "Host", HostID: "h9", Path: "/srv/p2", CapacityMB: 1024, State: "Up"}, Refused: "no host h9 in zone z1", At: at + 2})
+	p3 := schemas.PoolState{PoolID: "p3", ZoneID: "z1", Name: "gone", Scope: "Zone", Path: "/srv/p3", CapacityMB: 1024, State: "Up"}
+	p.send(schemas.TopicPlacementEvents, "z1", &schemas.StoragePoolChanged{Pool: p3, At: at + 3})
+	p.send(schemas.TopicPlacementEvents, "z1", &schemas.StoragePoolChanged{Pool: p3, Deleted: true, At: at + 4})
+	p.send(schemas.TopicPlacementEvents, "z1", &schemas.NetworkChanged{Network: schemas.NetworkState{NetworkID: "n1", ZoneID: "z1",
+		Name: "guest", Cidr: "10.1.0.0/24", Gateway: "10.1.0.1", Default: true, Size: 253, Allocated: 2}, At: at})
+	p.send(schemas.TopicPlacementEvents, "z1", &schemas.NetworkChanged{Network: schemas.NetworkState{NetworkID: "n2", ZoneID: "z1",
+		Name: "clash", Cidr: "10.1.0.0/25", Gateway: "10.1.0.1"}, Refused: "overlaps n1", At: at + 1})
+	// vm-1: a root volume with a snapshot, a data volume with one that is
+	// deleted with it; a NIC, and one released.
+	root := schemas.Volume{VolumeID: "vol-root", Name: "root", Kind: "Root", PoolID: "p1", SizeMB: 1024, TemplateID: "tiny-linux",
+		State: "Allocated", CreatedAt: at}
+	p.send(schemas.TopicVmEvents, "vm-1", &schemas.VolumeChanged{VmID: "vm-1", Account: "acme", ZoneID: "z1", Volume: root, JobID: "job-1", At: at + 20})
+	root.State = "Ready"
+	p.send(schemas.TopicVmEvents, "vm-1", &schemas.VolumeChanged{VmID: "vm-1", Account: "acme", ZoneID: "z1", Volume: root, JobID: "job-1", At: at + 30})
+	p.send(schemas.TopicVmEvents, "vm-1", &schemas.VolumeSnapshotTaken{VmID: "vm-1", Account: "acme", VolumeID: "vol-root", SnapshotName: "before", JobID: "vs-1", At: at + 90})
+	data := schemas.Volume{VolumeID: "vol-data", Name: "logs", Kind: "Data", DeviceID: 1, PoolID: "p1", SizeMB: 1024, State: "Ready", CreatedAt: at + 91}
+	p.send(schemas.TopicVmEvents, "vm-1", &schemas.VolumeChanged{VmID: "vm-1", Account: "acme", ZoneID: "z1", Volume: data, At: at + 91})
+	p.send(schemas.TopicVmEvents, "vm-1", &schemas.VolumeSnapshotTaken{VmID: "vm-1", Account: "acme", VolumeID: "vol-data", SnapshotName: "d", JobID: "vs-2", At: at + 92})
+	data.State = "Detached"
+	p.send(schemas.TopicVmEvents, "vm-1", &schemas.VolumeChanged{VmID: "vm-1", Account: "acme", ZoneID: "z1", Volume: data, Deleted: true, At: at + 93})
+	for i, ip := range []string{"10.1.0.2", "10.1.0.3"} {
+		p.send(schemas.TopicVmEvents, "vm-1", &schemas.NicChanged{VmID: "vm-1", Account: "acme", ZoneID: "z1", Nic: schemas.Nic{
+			NicID: fmt.Sprintf("nic-%d", i), NetworkID: "n1", DeviceID: int32(i), MAC: fmt.Sprintf("02:00:00:00:00:0%d", i), IP: ip,
+			Gateway: "10.1.0.1", Cidr: "10.1.0.0/24"}, At: at + 20})
+	}
+	p.send(schemas.TopicVmEvents, "vm-1", &schemas.NicChanged{VmID: "vm-1", Account: "acme", ZoneID: "z1",
+		Nic: schemas.Nic{NicID: "nic-1", NetworkID: "n1", DeviceID: 1, IP: "10.1.0.3"}, Released: true, At: at + 95})
+}
+
+// checkStorage holds the storage read models to storageScenario.
+func checkStorage(t *testing.T, r *readmodel.Reader) {
+	t.Helper()
+	ctx := t.Context()
+	if ts, err := r.Templates(ctx); err != nil || len(ts) != 1 || ts[0].ID != "tiny-linux" || ts[0].SizeMB != 1024 {
+		t.Errorf("templates = %+v, err %v", ts, err)
+	}
+	if old, err := r.Template(ctx, "old"); err != nil || !old.Deleted {
+		t.Errorf("deleted template old = %+v, err %v", old, err)
+	}
+	pools, err := r.Pools(ctx, "z1")
+	if err != nil || len(pools) != 1 || pools[0].ID != "p1" || pools[0].UsedMB != 2048 || pools[0].Volumes != 2 ||
+		pools[0].LastError != "capacity below what its volumes use" || !slices.Equal(pools[0].Tags, []string{"ssd"}) {
+		t.Errorf("pools = %+v, err %v", pools, err)
+	}
+	if p2, err := r.Pool(ctx, "p2"); err != nil || p2.Applied || p2.LastError != "no host h9 in zone z1" {
+		t.Errorf("refused p2 = %+v, err %v", p2, err)
+	}
+	if _, err := r.Pool(ctx, "p3"); !errors.Is(err, readmodel.ErrNotFound) {
+		t.Errorf("deleted p3: err %v", err)
+	}
+	nets, err := r.Networks(ctx, "")
+	if err != nil || len(nets) != 1 || nets[0].ID != "n1" || !nets[0].Default || nets[0].Allocated != 2 || nets[0].Size != 253 {
+		t.Errorf("networks = %+v, err %v", nets, err)
+	}
+	if n2, err := r.Network(ctx, "z1", "n2"); err != nil || n2.Applied || n2.LastError != "overlaps n1" {
+		t.Errorf("refused n2 = %+v, err %v", n2, err)
+	}
+	if n1, err := r.Network(ctx, "z1", "guest"); err != nil || n1.ID != "n1" {
+		t.Errorf("network guest = %+v, err %v", n1, err)
+	}
+	st, err := r.VMStorage(ctx, []string{"vm-1", "vm-4"})
+	if err != nil || len(st) != 1 || len(st["vm-1"].Volumes) != 1 || st["vm-1"].Volumes[0].State != "Ready" ||
+		len(st["vm-1"].Nics) != 1 || st["vm-1"].Nics[0].IP != "10.1.0.2" {
+		t.Errorf("storage of vm-1 and expunged vm-4 = %+v, err %v", st, err)
+	}
+	if v, err := r.Volume(ctx, "vol-root"); err != nil || len(v.Snapshots) != 1 || v.Snapshots[0].Name != "before" || v.TemplateID != "tiny-linux" {
+		t.Errorf("vol-root = %+v, err %v", v, err)
+	}
+	if v, err := r.Volume(ctx, "vol-data"); err != nil || !v.Deleted || len(v.Snapshots) != 0 {
+		t.Errorf("deleted vol-data = %+v, err %v", v, err)
+	}
+	if vs, err := r.Volumes(ctx, readmodel.VolumeFilter{Account: "acme"}, readmodel.Page{}); err != nil || len(vs) != 1 {
+		t.Errorf("acme's volumes = %+v, err %v", vs, err)
+	}
+	if vs, err := r.Volumes(ctx, readmodel.VolumeFilter{VmID: "vm-1", Deleted: true}, readmodel.Page{}); err != nil || len(vs) != 2 {
+		t.Errorf("vm-1's volumes, deleted too = %+v, err %v", vs, err)
+	}
 }
 
 func TestProjectorProjectsScenario(t *testing.T) {
@@ -150,7 +252,8 @@ func TestProjectorProjectsScenario(t *testing.T) {
 	if err != nil || h1.Status != "Up" || !h1.Reservable || h1.UsedCPU != 1 || h1.UsedMemoryMB != 512 || h1.LastPingAt == nil {
 		t.Errorf("h1 = %+v, err %v", h1, err)
 	}
-	if o, err := r.Offering(ctx, "small"); err != nil || o.ID != "off-small" || o.DeploymentPlanner != "UserDispersingPlanner" {
+	if o, err := r.Offering(ctx, "small"); err != nil || o.ID != "off-small" || o.DeploymentPlanner != "UserDispersingPlanner" ||
+		!slices.Equal(o.StorageTags, []string{"ssd"}) {
 		t.Errorf("offering small = %+v, err %v", o, err)
 	}
 	if n, err := r.OfferingVMs(ctx, "off-small"); err != nil || n != 1 {
@@ -171,6 +274,7 @@ func TestProjectorProjectsScenario(t *testing.T) {
 	if k, err := r.APIKey(ctx, "k1"); err != nil || k.Revoked {
 		t.Errorf("k1 = %+v, err %v", k, err)
 	}
+	checkStorage(t, r)
 	d := dump(t, dsn)
 	a2, err := r.Alert(ctx, "a2")
 	if err != nil || a2.HostID != "h2" || a2.ZoneID != "z1" || a2.Account != "" || a2.AckedBy != "ops" || a2.AckedAt == nil ||

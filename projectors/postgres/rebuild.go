@@ -421,7 +421,9 @@ func load(ctx context.Context, conn *pgx.Conn, ch *changes, ends map[topicPartit
 		return tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM offerings) + (SELECT count(*) FROM accounts) +
 			(SELECT count(*) FROM api_keys) + (SELECT count(*) FROM host_reservations) + (SELECT count(*) FROM leases) +
 			(SELECT count(*) FROM lease_reservations) + (SELECT count(*) FROM lease_events) + (SELECT count(*) FROM settings) +
-			(SELECT count(*) FROM snapshots) + $1::bigint`, rows).Scan(&rows)
+			(SELECT count(*) FROM snapshots) + (SELECT count(*) FROM templates) + (SELECT count(*) FROM storage_pools) +
+			(SELECT count(*) FROM networks) + (SELECT count(*) FROM volumes) + (SELECT count(*) FROM nics) +
+			(SELECT count(*) FROM volume_snapshots) + $1::bigint`, rows).Scan(&rows)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("rebuild: load: %w", err)

@@ -177,11 +177,12 @@ ON CONFLICT (host_id) DO UPDATE SET planner = '', resource_usage = '', account =
 WHERE host_reservations.version < excluded.version`
 
 const sqlOffering = `
-INSERT INTO offerings (id, name, cpu, memory_mb, ha, deployment_planner, host_tags, created_at, version, planner_mode)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+INSERT INTO offerings (id, name, cpu, memory_mb, ha, deployment_planner, host_tags, created_at, version, planner_mode,
+	storage_tags)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 ON CONFLICT (id) DO UPDATE SET name = excluded.name, cpu = excluded.cpu, memory_mb = excluded.memory_mb,
 	ha = excluded.ha, deployment_planner = excluded.deployment_planner, host_tags = excluded.host_tags,
-	planner_mode = excluded.planner_mode,
+	planner_mode = excluded.planner_mode, storage_tags = excluded.storage_tags,
 	created_at = excluded.created_at, version = excluded.version
 WHERE offerings.version < excluded.version`
 

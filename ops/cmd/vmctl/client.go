@@ -116,10 +116,16 @@ func firstLine(s, fallback string) string {
 	return s
 }
 
-// all follows the next cursors of a list endpoint.
+// all follows the next cursors of a list endpoint; path may carry the
+// list's filters as its query.
 func all[T any](ctx context.Context, c *client, path string) ([]T, error) {
 	var out []T
-	q := url.Values{"limit": {"500"}}
+	path, filters, _ := strings.Cut(path, "?")
+	q, err := url.ParseQuery(filters)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", path, err)
+	}
+	q.Set("limit", "500")
 	for {
 		var page api.List[T]
 		if err := c.call(ctx, http.MethodGet, path, q, nil, &page); err != nil {
@@ -142,10 +148,10 @@ func listAll[T any](ctx context.Context, a *cli, path string, table func(w io.Wr
 	if err != nil {
 		return err
 	}
-	var out any = rows
-	if r, ok := any(rows).([]json.RawMessage); ok {
-		out = nonNilRaw(r)
+	if rows == nil {
+		rows = []T{} // an empty list prints [], not null
 	}
+	var out any = rows
 	raw, _ := json.Marshal(out)
 	return a.emit(raw, func(w io.Writer) error { return table(w, rows) })
 }

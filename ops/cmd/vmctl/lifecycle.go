@@ -56,9 +56,13 @@ func actionUsage() string {
 // paramFlag defines the flag of an action parameter on fs and returns what
 // reads it: the value for the request, and whether to send it.
 func paramFlag(fs *flag.FlagSet, p actions.Param) func() (any, bool) {
-	if p.Kind == actions.KindBool {
+	switch p.Kind {
+	case actions.KindBool:
 		v := fs.Bool(p.Flag, false, p.Doc)
 		return func() (any, bool) { return *v, *v }
+	case actions.KindInt:
+		v := fs.Int64(p.Flag, 0, p.Doc)
+		return func() (any, bool) { return *v, *v != 0 }
 	}
 	v := fs.String(p.Flag, "", p.Doc)
 	return func() (any, bool) { return *v, *v != "" }

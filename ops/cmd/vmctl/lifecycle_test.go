@@ -25,6 +25,7 @@ func TestEveryActionIsACommand(t *testing.T) {
 	rm.PutOffering(readmodel.Offering{ID: "off-small", Name: "small", CPU: 1, MemoryMB: 1024})
 	// No allowed_actions yet: the gateway lets the processor judge.
 	rm.PutVM(readmodel.VM{ID: "vm-1", Account: "acct-a"})
+	rm.PutTemplate(readmodel.Template{ID: "tiny-linux", Name: "tiny-linux", Format: "qcow2", SizeMB: 1024})
 	key, id, hash, err := gateway.NewAPIKey()
 	if err != nil {
 		t.Fatal(err)
@@ -48,6 +49,17 @@ func TestEveryActionIsACommand(t *testing.T) {
 			case actions.KindOffering:
 				args = append(args, "--"+p.Flag, "small")
 				want[p.Name] = "off-small"
+			case actions.KindInt:
+				args = append(args, "--"+p.Flag, "10")
+				want[p.Name] = int64(10)
+			case actions.KindString:
+				if a.Command == "Rebuild" && p.Name == "image" {
+					// A rebuild's image is a template of the catalog.
+					args = append(args, "--"+p.Flag, "tiny-linux")
+					want[p.Name] = "tiny-linux"
+					continue
+				}
+				fallthrough
 			default:
 				args = append(args, "--"+p.Flag, "x-"+p.Flag)
 				want[p.Name] = "x-" + p.Flag

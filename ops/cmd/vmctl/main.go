@@ -25,7 +25,7 @@ func main() {
 var usage = `usage: vmctl [--api URL] [--key KEY] [--output table|json] COMMAND
 
 commands:
-  vm deploy --name N --offering O [--ha] [--affinity-group G] [--wait]
+  vm deploy --name N --offering O [--ha] [--affinity-group G] [--template T] [--root-disk GiB] [--data-disk GiB] [--network N,..] [--wait]
   vm get ID
   vm list
   vm delete ID [--wait]
@@ -43,11 +43,11 @@ commands:
   offering list
   account create ID [--name N]; account list
   key create ACCOUNT [--role user|admin] [--expires-in 720h]; key list ACCOUNT; key revoke ACCOUNT KEY-ID
-  offering create --name N --cpu C --memory MiB [--ha] [--planner P] [--planner-mode Strict|Preferred] [--host-tags a,b]
-  offering update ID [--name N] [--ha=true|false] [--planner P] [--planner-mode M] [--host-tags a,b]
+  offering create --name N --cpu C --memory MiB [--ha] [--planner P] [--planner-mode Strict|Preferred] [--host-tags a,b] [--storage-tags a,b]
+  offering update ID [--name N] [--ha=true|false] [--planner P] [--planner-mode M] [--host-tags a,b] [--storage-tags a,b]
   offering delete ID   (refused while VMs use it)
   planner list
-  zone capacity ZONE
+` + storageUsage + volumeUsage() + `  zone capacity ZONE
   settings list [--zone Z] [--cluster C]; settings get NAME [--zone Z] [--cluster C]   (admin)
   settings set NAME VALUE [--zone Z | --cluster C]; settings reset NAME [--zone Z | --cluster C]
   lease create --name N --end TIME|DURATION [--start now|TIME|DURATION] [--hosts MIN..MAX] [--property k=v,..] [--project P]
@@ -169,6 +169,12 @@ func (a *cli) dispatch(ctx context.Context, args []string, getenv func(string) s
 	}
 	if !ok {
 		h, ok = settingsCommands[cmd]
+	}
+	if !ok {
+		h, ok = storageCommands[cmd]
+	}
+	if !ok {
+		h, ok = volumeCommands[cmd]
 	}
 	if !ok {
 		return fmt.Errorf("%w: unknown command %q", errUsage, cmd)

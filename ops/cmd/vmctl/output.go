@@ -65,6 +65,14 @@ func printVM(w io.Writer, v api.VM) {
 	fmt.Fprintf(w, "allowed actions:\t%s\n", orDash(strings.Join(v.AllowedActions, ", ")))
 	fmt.Fprintf(w, "created:\t%s\n", v.CreatedAt.Format(time.RFC3339))
 	fmt.Fprintf(w, "updated:\t%s\n", v.UpdatedAt.Format(time.RFC3339))
+	if len(v.Volumes) > 0 {
+		fmt.Fprintln(w)
+		printVolumes(w, v.Volumes, false)
+	}
+	if len(v.Nics) > 0 {
+		fmt.Fprintln(w)
+		printNics(w, v.Nics)
+	}
 }
 
 // powerOf is a VM's power state, and while its host is not Up what was

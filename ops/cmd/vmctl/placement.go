@@ -30,6 +30,7 @@ func offeringCreate(ctx context.Context, a *cli, fs *flag.FlagSet, args []string
 	planner := fs.String("planner", "", "deployment planner (vmctl planner list); empty for the default")
 	mode := fs.String("planner-mode", "", "Strict or Preferred (ImplicitDedicationPlanner)")
 	tags := fs.String("host-tags", "", "comma-separated tags a host must carry")
+	storageTags := fs.String("storage-tags", "", "comma-separated tags the pool of its VMs' volumes must carry")
 	if _, err := a.setup(fs, args, getenv); err != nil {
 		return err
 	}
@@ -42,6 +43,9 @@ func offeringCreate(ctx context.Context, a *cli, fs *flag.FlagSet, args []string
 	}
 	if *tags != "" {
 		body["host_tags"] = strings.Split(*tags, ",")
+	}
+	if *storageTags != "" {
+		body["storage_tags"] = strings.Split(*storageTags, ",")
 	}
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
@@ -70,20 +74,21 @@ func offeringUpdate(ctx context.Context, a *cli, fs *flag.FlagSet, args []string
 	fs.String("planner", "", "deployment planner (vmctl planner list); empty for the default")
 	fs.String("planner-mode", "", "Strict or Preferred (ImplicitDedicationPlanner)")
 	fs.String("host-tags", "", "comma-separated tags a host must carry; empty for none")
+	fs.String("storage-tags", "", "comma-separated tags the pool of its VMs' volumes must carry; empty for none")
 	pos, err := a.setup(fs, args, getenv, "ID")
 	if err != nil {
 		return err
 	}
 	body := map[string]any{}
 	fields := map[string]string{"name": "name", "cpu": "cpu", "memory": "memory_mb", "ha": "ha",
-		"planner": "deployment_planner", "planner-mode": "planner_mode", "host-tags": "host_tags"}
+		"planner": "deployment_planner", "planner-mode": "planner_mode", "host-tags": "host_tags", "storage-tags": "storage_tags"}
 	fs.Visit(func(f *flag.Flag) {
 		field, ok := fields[f.Name]
 		if !ok {
 			return
 		}
 		v := f.Value.(flag.Getter).Get()
-		if f.Name == "host-tags" {
+		if f.Name == "host-tags" || f.Name == "storage-tags" {
 			tags := []string{}
 			if s := f.Value.String(); s != "" {
 				tags = strings.Split(s, ",")
@@ -176,6 +181,10 @@ func zoneCapacity(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, 
 		}
 		zc.Total.PodID = "total"
 		line(zc.Total)
+		if len(zc.Pools) > 0 {
+			fmt.Fprintln(w)
+			printPools(w, zc.Pools)
+		}
 		return nil
 	})
 }

@@ -40,6 +40,10 @@ func vmDeploy(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, gete
 	off := fs.String("offering", "", "offering name or id")
 	ha := fs.Bool("ha", false, "restart the VM elsewhere when its host fails")
 	group := fs.String("affinity-group", "", "affinity group")
+	template := fs.String("template", "", "template name or id of the root volume; none: no root volume")
+	root := fs.Int64("root-disk", 0, "root volume size, GiB (default: the template's)")
+	data := fs.Int64("data-disk", 0, "size of a data volume to create with the VM, GiB")
+	networks := fs.String("network", "", "comma-separated networks (names or ids); default: the zone's default network")
 	wait := waitFlags(fs)
 	if _, err := a.setup(fs, args, getenv); err != nil {
 		return err
@@ -55,6 +59,18 @@ func vmDeploy(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, gete
 	})
 	if *group != "" {
 		body["affinity_group"] = *group
+	}
+	if *template != "" {
+		body["template"] = *template
+	}
+	if *root != 0 {
+		body["root_disk_gb"] = *root
+	}
+	if *data != 0 {
+		body["data_disk_gb"] = *data
+	}
+	if *networks != "" {
+		body["networks"] = splitList(*networks)
 	}
 	return a.submit(ctx, http.MethodPost, "/v1/vms", body, wait)
 }

@@ -26,6 +26,7 @@ import (
 type stack struct {
 	url, admin, user string
 	rm               *gatewaytest.ReadModel
+	rec              *gatewaytest.Recorder // what the gateway published
 }
 
 func newStack(t *testing.T) *stack {
@@ -41,6 +42,7 @@ func newStack(t *testing.T) *stack {
 	s.user = s.key(t, "acct-a", "user")
 
 	pub := &gatewaytest.Recorder{OnPublish: func(r schemas.Record) { go s.play(r) }}
+	s.rec = pub
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv := httptest.NewServer(gateway.New(gateway.Config{Logger: quiet}, rm, pub).Handler())
 	t.Cleanup(srv.Close)
