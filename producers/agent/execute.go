@@ -112,12 +112,10 @@ func Execute(ctx context.Context, d Driver, v any, now int64, peers []string) (w
 	case *schemas.SnapshotVm:
 		report = false // the power state does not change
 		err = d.Snapshot(ctx, cmd.HostID, c.VmID, c.SnapshotName)
-	case *schemas.RevertSnapshotVm, *schemas.DeleteSnapshotVm:
+	case *schemas.RevertSnapshotVm, *schemas.DeleteSnapshotVm, *schemas.AttachVolumeVm, *schemas.DetachVolumeVm,
+		*schemas.ResizeVolumeVm, *schemas.SnapshotVolumeVm, *schemas.DeleteVolumeVm:
 		report = false // the power state does not change
-		err = changeSnapshots(ctx, d, c)
-	case *schemas.AttachVolumeVm, *schemas.DetachVolumeVm, *schemas.ResizeVolumeVm, *schemas.SnapshotVolumeVm, *schemas.DeleteVolumeVm:
-		report = false // the power state does not change
-		err = changeVolume(ctx, d, c)
+		err = changeDisks(ctx, d, c)
 	case *schemas.CheckVm:
 		// Nothing changes: the answer carries the VM's power there,
 		// PowerOff when the host has no such VM.
@@ -139,20 +137,15 @@ func Execute(ctx context.Context, d Driver, v any, now int64, peers []string) (w
 	return where, report, err
 }
 
-// changeSnapshots carries out a RevertSnapshotVm or a DeleteSnapshotVm.
-func changeSnapshots(ctx context.Context, d Driver, v any) error {
+// changeDisks carries out a command that changes a VM's disks but not its
+// power: a snapshot reverted or deleted, a volume attached, detached,
+// grown, snapshotted or deleted.
+func changeDisks(ctx context.Context, d Driver, v any) error {
 	switch c := v.(type) {
 	case *schemas.RevertSnapshotVm:
 		return d.RevertSnapshot(ctx, c.HostID, c.VmID, c.SnapshotName)
 	case *schemas.DeleteSnapshotVm:
 		return d.DeleteSnapshot(ctx, c.HostID, c.VmID, c.SnapshotName)
-	}
-	return errors.New(errUnsupported)
-}
-
-// changeVolume carries out a volume command.
-func changeVolume(ctx context.Context, d Driver, v any) error {
-	switch c := v.(type) {
 	case *schemas.AttachVolumeVm:
 		return d.AttachVolume(ctx, c.HostID, c.VmID, c.Volume)
 	case *schemas.DetachVolumeVm:
