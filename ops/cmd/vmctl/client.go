@@ -47,6 +47,13 @@ func (e *apiError) Error() string {
 	return msg
 }
 
+// isRateLimited says whether the gateway refused a call for the key's rate
+// or its open streams (429).
+func isRateLimited(err error) bool {
+	var ae *apiError
+	return errors.As(err, &ae) && ae.Status == http.StatusTooManyRequests
+}
+
 func isNotFound(err error) bool {
 	var ae *apiError
 	return errors.As(err, &ae) && ae.Status == http.StatusNotFound

@@ -57,6 +57,10 @@ func jobWait(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, geten
 // pollWait is the ?wait= of each long-poll.
 const pollWait = 30 * time.Second
 
+// rateLimitedPause is how long a wait refused for the key's open streams
+// and long-polls pauses before it asks again; the gateway says 5 s.
+var rateLimitedPause = 5 * time.Second
+
 // waitJob follows the job until it finishes or timeout passes: live from
 // its event stream (GET /v1/jobs/{id}/events) while the gateway serves it,
 // printing each step as it happens under a redrawn status line on a
@@ -112,6 +116,13 @@ func (a *cli) pollJob(ctx context.Context, w *watch, timeout time.Duration) erro
 			}
 		case isNotFound(err):
 			// Not projected yet: keep waiting.
+		case isRateLimited(err):
+			// The key holds its most streams and long-polls open (many
+			// waits at once): the job goes on, so wait and ask again.
+			select {
+			case <-ctx.Done():
+			case <-time.After(rateLimitedPause):
+			}
 		case errors.Is(ctx.Err(), context.Canceled):
 			return ctx.Err()
 		default:

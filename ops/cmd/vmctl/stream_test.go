@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strings"
@@ -198,4 +200,31 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// TestWaitRateLimitedWaitsAndAsksAgain: a key that holds its most streams
+// and long-polls (many waits at once) gets 429s; a wait pauses and asks
+// again until the job ends, rather than giving up on a job that runs on.
+func TestWaitRateLimitedWaitsAndAsksAgain(t *testing.T) {
+	old := rateLimitedPause
+	rateLimitedPause = 10 * time.Millisecond
+	t.Cleanup(func() { rateLimitedPause = old })
+	var polls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		limited := r.URL.Path == "/v1/jobs/j1/events" || polls.Add(1) <= 3
+		if limited {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = w.Write([]byte(`{"error":{"code":"rate_limited","message":"this API key already holds 16 event streams and long-polls open; retry in 5 s"}}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"id":"j1","vm_id":"vm1","type":"Deploy","state":"succeeded","reason":"","task_state":"","created_at":"2026-01-01T00:00:00Z","finished_at":"2026-01-01T00:00:01Z"}`))
+	}))
+	t.Cleanup(srv.Close)
+	var out, errb bytes.Buffer
+	env := map[string]string{"VMPLANE_API": srv.URL, "VMPLANE_API_KEY": "k"}
+	code := run(t.Context(), []string{"job", "wait", "j1", "--timeout", "10s"}, func(k string) string { return env[k] }, &out, &errb)
+	if code != 0 || !strings.Contains(out.String(), "succeeded") || polls.Load() != 4 {
+		t.Fatalf("exit %d after %d polls: %s%s", code, polls.Load(), out.String(), errb.String())
+	}
 }
