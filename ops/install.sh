@@ -77,7 +77,7 @@ have clickhouse-client || missing+=(clickhouse-client)
 have qemu-system-x86_64 || missing+=(qemu-system-x86)
 have qemu-img || missing+=(qemu-utils)
 have kcat || missing+=(kcat)
-# The QEMU guests' Linux (producers/agent/driver/qemu/guest): busybox for their initramfs, and a
+# The QEMU guests' Linux (producers/agent/driver/qemu/linux): busybox for their initramfs, and a
 # kernel with its modules from Debian's kernel package, unpacked under $kernel_root rather than
 # installed, so that this machine's own boot is left alone.
 busybox_static || missing+=(busybox-static)
