@@ -101,32 +101,39 @@ func (w *world) ledger() {
 }
 
 // haOnlyForHA: an HA restart is only ever started for a VM with HA, and
-// never while a guest of it still runs on a host in doubt (Alert,
-// Disconnected).
+// never places a VM while a guest of it still runs on a host in doubt
+// (Alert, Disconnected). A restart for a failed pool first stops the VM
+// where it is, which may wait on a host in doubt: what it must not do is
+// place the VM before that stop is answered.
 func (w *world) haOnlyForHA() {
 	for _, ev := range w.views.fresh {
-		a, ok := ev.(*schemas.JobAccepted)
-		if !ok || a.JobType != "HARestart" {
-			continue
-		}
-		w.checks["HA restarts only HA VMs"]++
-		v, ok := w.views.vms[a.VmID]
-		if ok && !v.HA {
-			w.fail("HA restart %s of VM %s, which has no HA", a.JobID, a.VmID)
-			return
-		}
-		// No guest of it may still run on a host in doubt (Alert,
-		// Disconnected): that host's copy is alive behind a cut cable.
-		w.checks["no HA restart while it runs on a host in doubt"]++
-		for _, h := range w.hosts {
-			if !onHostPower(w.drv.Guests(h.ID)[a.VmID]) {
+		switch e := ev.(type) {
+		case *schemas.JobAccepted:
+			if e.JobType != "HARestart" {
 				continue
 			}
-			if r, ok := w.views.hosts[h.ID]; ok {
-				switch st := r.Status.Status; st {
-				case "Alert", "Disconnected", "Connecting":
-					w.fail("HA restart %s of VM %s while it runs on host %s, which is %s", a.JobID, a.VmID, h.ID, st)
-					return
+			w.checks["HA restarts only HA VMs"]++
+			if v, ok := w.views.vms[e.VmID]; ok && !v.HA {
+				w.fail("HA restart %s of VM %s, which has no HA", e.JobID, e.VmID)
+				return
+			}
+		case *schemas.JobStepped:
+			if e.JobType != "HARestart" || e.Step != "schedule" {
+				continue
+			}
+			// No guest of it may still run on a host in doubt (Alert,
+			// Disconnected): that host's copy is alive behind a cut cable.
+			w.checks["no HA placement while it runs on a host in doubt"]++
+			for _, h := range w.hosts {
+				if !onHostPower(w.drv.Guests(h.ID)[e.VmID]) {
+					continue
+				}
+				if r, ok := w.views.hosts[h.ID]; ok {
+					switch st := r.Status.Status; st {
+					case "Alert", "Disconnected", "Connecting":
+						w.fail("HA restart %s of VM %s places it while it runs on host %s, which is %s", e.JobID, e.VmID, h.ID, st)
+						return
+					}
 				}
 			}
 		}
