@@ -59,14 +59,13 @@ func (s *Server) updateOffering(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	o := schemas.Offering{ID: cur.ID, Name: next.Name, CPU: cur.CPU, MemoryMB: cur.MemoryMB, HA: next.HA,
-		DeploymentPlanner: next.DeploymentPlanner, PlannerMode: next.PlannerMode, HostTags: next.HostTags,
-		StorageTags: next.StorageTags}
-	rec := schemas.Record{Topic: schemas.TopicCatalog, Key: o.ID,
-		Value: &schemas.ServiceOffering{Offering: o, CreatedAt: cur.CreatedAt.UnixMilli()}}
+		DeploymentPlanner: next.DeploymentPlanner, PlannerMode: next.PlannerMode, HostTags: next.HostTags}
+	so := &schemas.ServiceOffering{Offering: o, CreatedAt: cur.CreatedAt.UnixMilli(), StorageTags: next.StorageTags}
+	rec := schemas.Record{Topic: schemas.TopicCatalog, Key: o.ID, Value: so}
 	if err := s.publish(r.Context(), rec); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, publishedOffering(o))
+	writeJSON(w, http.StatusOK, publishedOffering(so))
 	return nil
 }
 
@@ -131,7 +130,7 @@ func (s *Server) deleteOffering(w http.ResponseWriter, r *http.Request) error {
 	}
 	o := commandOffering(cur)
 	rec := schemas.Record{Topic: schemas.TopicCatalog, Key: o.ID,
-		Value: &schemas.ServiceOffering{Offering: o, Deleted: true, CreatedAt: cur.CreatedAt.UnixMilli()}}
+		Value: &schemas.ServiceOffering{Offering: o, Deleted: true, CreatedAt: cur.CreatedAt.UnixMilli(), StorageTags: cur.StorageTags}}
 	if err := s.publish(r.Context(), rec); err != nil {
 		return err
 	}

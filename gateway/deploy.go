@@ -95,10 +95,11 @@ func (s *Server) deployVM(w http.ResponseWriter, r *http.Request) error {
 	}
 	account := principalOf(r.Context()).Account
 	return s.submit(w, r, body, func(ctx context.Context, commandID string, now time.Time) (schemas.Record, api.Job, error) {
-		off, err := s.offering(ctx, req.Offering)
+		cat, err := s.offeringRow(ctx, req.Offering)
 		if err != nil {
 			return schemas.Record{}, api.Job{}, err
 		}
+		off := commandOffering(cat)
 		ha := off.HA
 		if req.HA != nil {
 			ha = *req.HA
@@ -112,6 +113,7 @@ func (s *Server) deployVM(w http.ResponseWriter, r *http.Request) error {
 			HA:            ha,
 			AffinityGroup: req.AffinityGroup,
 			DataDiskMB:    req.DataDiskGB * mbPerGB,
+			StorageTags:   cat.StorageTags,
 		}
 		if d.Template, d.RootSizeMB, err = s.deployTemplate(ctx, req); err != nil {
 			return schemas.Record{}, api.Job{}, err
@@ -126,23 +128,30 @@ func (s *Server) deployVM(w http.ResponseWriter, r *http.Request) error {
 // offering resolves an offering name or id into the copy a command embeds;
 // an unknown one is a 422 naming the field.
 func (s *Server) offering(ctx context.Context, idOrName string) (schemas.Offering, error) {
+	o, err := s.offeringRow(ctx, idOrName)
+	return commandOffering(o), err
+}
+
+// offeringRow is the read model's offering of a name or id; an unknown
+// one is a 422 naming the field.
+func (s *Server) offeringRow(ctx context.Context, idOrName string) (readmodel.Offering, error) {
 	o, err := s.rm.Offering(ctx, idOrName)
 	if errors.Is(err, readmodel.ErrNotFound) {
 		e := errorf(http.StatusUnprocessableEntity, codeValidation, "offering %q does not exist", idOrName)
 		e.Details = map[string]any{"field": "offering"}
-		return schemas.Offering{}, e
+		return readmodel.Offering{}, e
 	}
 	if err != nil {
-		return schemas.Offering{}, fmt.Errorf("read offering %s: %w", idOrName, err)
+		return readmodel.Offering{}, fmt.Errorf("read offering %s: %w", idOrName, err)
 	}
-	return commandOffering(o), nil
+	return o, nil
 }
 
 // commandOffering is the copy of a catalog offering that a record embeds.
 func commandOffering(o readmodel.Offering) schemas.Offering {
 	return schemas.Offering{
 		ID: o.ID, Name: o.Name, CPU: o.CPU, MemoryMB: o.MemoryMB, HA: o.HA,
-		DeploymentPlanner: o.DeploymentPlanner, HostTags: o.HostTags, PlannerMode: o.PlannerMode, StorageTags: o.StorageTags,
+		DeploymentPlanner: o.DeploymentPlanner, HostTags: o.HostTags, PlannerMode: o.PlannerMode,
 	}
 }
 

@@ -73,24 +73,24 @@ func (s *Server) createOffering(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	o := schemas.Offering{ID: id, Name: req.Name, CPU: req.CPU, MemoryMB: req.MemoryMB, HA: req.HA,
-		DeploymentPlanner: req.DeploymentPlanner, PlannerMode: req.PlannerMode, HostTags: req.HostTags,
-		StorageTags: req.StorageTags}
-	rec := schemas.Record{Topic: schemas.TopicCatalog, Key: o.ID,
-		Value: &schemas.ServiceOffering{Offering: o, CreatedAt: s.now().UnixMilli()}}
+		DeploymentPlanner: req.DeploymentPlanner, PlannerMode: req.PlannerMode, HostTags: req.HostTags}
+	so := &schemas.ServiceOffering{Offering: o, CreatedAt: s.now().UnixMilli(), StorageTags: req.StorageTags}
+	rec := schemas.Record{Topic: schemas.TopicCatalog, Key: o.ID, Value: so}
 	if err := s.publish(r.Context(), rec); err != nil {
 		return err
 	}
 	w.Header().Set("Location", "/v1/offerings/"+o.ID)
-	writeJSON(w, http.StatusCreated, publishedOffering(o))
+	writeJSON(w, http.StatusCreated, publishedOffering(so))
 	return nil
 }
 
 // publishedOffering is the answer to a create or update: the offering as
 // published, before the projector has it.
-func publishedOffering(o schemas.Offering) api.Offering {
+func publishedOffering(so *schemas.ServiceOffering) api.Offering {
+	o := so.Offering
 	return api.Offering{ID: o.ID, Name: o.Name, CPU: o.CPU, MemoryMB: o.MemoryMB, HA: o.HA,
 		DeploymentPlanner: o.DeploymentPlanner, PlannerMode: o.PlannerMode, HostTags: nonNil(o.HostTags),
-		StorageTags: nonNil(o.StorageTags)}
+		StorageTags: nonNil(so.StorageTags)}
 }
 
 // nameFree refuses (409) an offering name that another offering than self

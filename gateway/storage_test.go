@@ -314,7 +314,7 @@ func TestOfferingStorageTags(t *testing.T) {
 			offering(func(o *schemas.ServiceOffering) bool { return len(o.StorageTags) == 0 })},
 		{"a deploy embeds them", "POST", "/v1/vms", false, map[string]any{"name": "db-9", "offering": "ha-medium"}, 202, "",
 			func(t *testing.T, r schemas.Record) {
-				if d, ok := r.Value.(*schemas.Deploy); !ok || !slices.Equal(d.Offering.StorageTags, []string{"nvme"}) {
+				if d, ok := r.Value.(*schemas.Deploy); !ok || !slices.Equal(d.StorageTags, []string{"nvme"}) {
 					t.Fatalf("published %+v", r.Value)
 				}
 			}},

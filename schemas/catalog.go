@@ -1,10 +1,17 @@
 package schemas
 
 // ServiceOffering is a catalog entry on the compacted catalog.v1 (key: id).
+//
+// Its storage tags are beside the Offering, not in it: a VM's record holds
+// its Offering, and the 24 bytes of a slice there took an idle VmRecord
+// past its allocation size class (576 to 640 bytes, 64 B per VM). A deploy
+// carries them to the VM's storage, the one part of the record that needs
+// them.
 type ServiceOffering struct {
 	Offering
-	Deleted   bool  `avro:"deleted" doc:"The offering was removed from the catalog."`
-	CreatedAt int64 `avro:"created_at" doc:"Unix milliseconds."`
+	Deleted     bool     `avro:"deleted" doc:"The offering was removed from the catalog."`
+	CreatedAt   int64    `avro:"created_at" doc:"Unix milliseconds."`
+	StorageTags []string `avro:"storage_tags" doc:"Tags the storage pool of the volumes of its VMs must carry."`
 }
 
 // AccountCreated registers an account (accounts.v1, key: account id).

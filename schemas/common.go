@@ -38,5 +38,4 @@ type Offering struct {
 	DeploymentPlanner string   `avro:"deployment_planner" doc:"Planner name; empty means the global vm.deployment.planner."`
 	HostTags          []string `avro:"host_tags" doc:"Tags a host must carry to run VMs of this offering."`
 	PlannerMode       string   `avro:"planner_mode" doc:"Mode of the planner: Strict or Preferred (ImplicitDedicationPlanner); empty is Strict."`
-	StorageTags       []string `avro:"storage_tags" doc:"Tags the storage pool of the VM's volumes must carry."`
 }

@@ -17,6 +17,7 @@ type PlaceVm struct {
 	Volumes       []Volume `avro:"volumes" doc:"The VM's volumes: one without pool_id is given a pool the chosen host reaches; one with a pool_id requires a host that reaches it, and its claim there becomes size_mb."`
 	Nics          []Nic    `avro:"nics" doc:"The VM's NICs: one without an ip is given an address of its network; one with an ip keeps it."`
 	VolumesOnly   bool     `avro:"volumes_only" doc:"Claim pools for volumes only, on the VM's host host_id (a volume attached or grown): no host claim changes."`
+	StorageTags   []string `avro:"storage_tags" doc:"Tags the pool of a volume without pool_id must carry."`
 }
 
 // ReleaseVm frees a VM's allocation.

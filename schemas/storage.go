@@ -106,9 +106,10 @@ type PoolState struct {
 // VmStorage is what a VM has besides CPU and memory: its template, volumes
 // and NICs. Out of line in VmRecord (nil for a VM with none).
 type VmStorage struct {
-	TemplateID string   `avro:"template_id" doc:"Template the root volume was made of; empty for none."`
-	Volumes    []Volume `avro:"volumes" doc:"Volumes, the root first."`
-	Nics       []Nic    `avro:"nics" doc:"NICs, by device id."`
+	TemplateID  string   `avro:"template_id" doc:"Template the root volume was made of; empty for none."`
+	StorageTags []string `avro:"storage_tags" doc:"Tags the pools of its volumes must carry (its offering's at deploy)."`
+	Volumes     []Volume `avro:"volumes" doc:"Volumes, the root first."`
+	Nics        []Nic    `avro:"nics" doc:"NICs, by device id."`
 }
 
 // Volume is a disk of a VM: in the VM's record, in the agent commands that

@@ -21,6 +21,7 @@ type Deploy struct {
 	RootSizeMB    int64    `avro:"root_size_mb" doc:"Root volume size, MiB; 0 for the template's size."`
 	DataDiskMB    int64    `avro:"data_disk_mb" doc:"Size of a data volume to create with the VM, MiB; 0 for none."`
 	NetworkIDs    []string `avro:"network_ids" doc:"Networks to give the VM a NIC on, in device order; empty for none (the gateway puts the zone's default network here when the request names none)."`
+	StorageTags   []string `avro:"storage_tags" doc:"Tags the pool of the VM's volumes must carry: the offering's storage tags."`
 }
 
 // Start powers on a Stopped VM.

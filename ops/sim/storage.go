@@ -52,7 +52,7 @@ func (c *clients) withStorage(w *world, d *schemas.Deploy) {
 	}
 	d.NetworkIDs = [][]string{{"net-a"}, {"net-a", "net-b"}, {"net-b"}}[w.rng.IntN(3)]
 	if w.rng.IntN(5) == 0 {
-		d.Offering.StorageTags = []string{"ssd"}
+		d.StorageTags = []string{"ssd"}
 	}
 }
 

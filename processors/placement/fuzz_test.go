@@ -101,7 +101,7 @@ func FuzzLedger(f *testing.F) {
 						req.Volumes[0].PoolID = v.PoolID // a start of a placed VM
 					}
 					if d%3 == 1 {
-						req.Offering.StorageTags = []string{"ssd"}
+						req.StorageTags = []string{"ssd"}
 					}
 				}
 				if e%3 != 2 {

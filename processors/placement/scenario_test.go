@@ -209,7 +209,7 @@ func placeOption(t *testing.T, d scenario.Case, r *schemas.PlaceVm, o string) {
 	case "avoid":
 		r.AvoidHosts = append(r.AvoidHosts, v)
 	case "stags":
-		r.Offering.StorageTags = strings.Split(v, ",")
+		r.StorageTags = strings.Split(v, ",")
 	case "volumesonly":
 		r.VolumesOnly = true
 	case "vol":

@@ -55,7 +55,7 @@ func BenchmarkDecideWithStorage(b *testing.B) {
 		Pools: z.Pools, Networks: z.Networks, Volumes: z.Volumes, Nics: z.Nics}
 	req := func(i int) *schemas.PlaceVm {
 		r := placeReq(fmt.Sprintf("r%d", i), fmt.Sprintf("vm%d", i), 1, 512)
-		r.Offering.StorageTags = []string{"shared"}
+		r.StorageTags = []string{"shared"}
 		r.Volumes = []schemas.Volume{{VolumeID: fmt.Sprintf("vm%d-root", i), Kind: schemas.VolumeRoot, SizeMB: 10240}}
 		r.Nics = []schemas.Nic{{NicID: fmt.Sprintf("vm%d-eth0", i), NetworkID: "n8"}}
 		return r

@@ -114,7 +114,7 @@ func (ix *zoneIndex) fitVolumes(req *schemas.PlaceVm, s site) ([]int, string) {
 			for _, i := range tier {
 				p := &z.Pools[i]
 				free := p.CapacityMB - p.UsedMB - given.of(i)
-				if p.State != schemas.PoolUp || free < v.SizeMB || !hasTags(p.Tags, req.Offering.StorageTags) {
+				if p.State != schemas.PoolUp || free < v.SizeMB || !hasTags(p.Tags, req.StorageTags) {
 					continue
 				}
 				if best < 0 || free > bestFree || (free == bestFree && p.PoolID < z.Pools[best].PoolID) {
@@ -126,7 +126,7 @@ func (ix *zoneIndex) fitVolumes(req *schemas.PlaceVm, s site) ([]int, string) {
 			}
 		}
 		if best < 0 {
-			return nil, ix.noPool(v, req.Offering.StorageTags, s, given)
+			return nil, ix.noPool(v, req.StorageTags, s, given)
 		}
 		given.add(best, v.SizeMB)
 		plan[k] = best

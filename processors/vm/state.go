@@ -63,10 +63,9 @@ func clone(s *schemas.VmRecord) *schemas.VmRecord {
 	}
 	c := *s
 	c.Offering.HostTags = slices.Clone(s.Offering.HostTags)
-	c.Offering.StorageTags = slices.Clone(s.Offering.StorageTags)
 	if s.OldOffering != nil {
 		o := *s.OldOffering
-		o.HostTags, o.StorageTags = slices.Clone(o.HostTags), slices.Clone(o.StorageTags)
+		o.HostTags = slices.Clone(o.HostTags)
 		c.OldOffering = &o
 	}
 	if s.Job != nil {

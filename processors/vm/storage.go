@@ -49,7 +49,8 @@ func cloneStorage(st *schemas.VmStorage) *schemas.VmStorage {
 	if st == nil {
 		return nil
 	}
-	return &schemas.VmStorage{TemplateID: st.TemplateID, Volumes: slices.Clone(st.Volumes), Nics: slices.Clone(st.Nics)}
+	return &schemas.VmStorage{TemplateID: st.TemplateID, StorageTags: slices.Clone(st.StorageTags),
+		Volumes: slices.Clone(st.Volumes), Nics: slices.Clone(st.Nics)}
 }
 
 func emptyStorage(st *schemas.VmStorage) bool {
@@ -103,7 +104,7 @@ func deployStorage(vm, name string, d *schemas.Deploy, now int64) *schemas.VmSto
 	if d.Template.ID == "" && d.DataDiskMB == 0 && len(d.NetworkIDs) == 0 {
 		return nil
 	}
-	st := &schemas.VmStorage{TemplateID: d.Template.ID}
+	st := &schemas.VmStorage{TemplateID: d.Template.ID, StorageTags: d.StorageTags}
 	if d.Template.ID != "" {
 		st.Volumes = append(st.Volumes, schemas.Volume{VolumeID: rootVolumeID(vm, 0), Name: name + "-root", Kind: schemas.VolumeRoot,
 			SizeMB: max(d.RootSizeMB, d.Template.SizeMB), TemplateID: d.Template.ID, State: schemas.VolumeAllocated, CreatedAt: now})

@@ -9,12 +9,15 @@ import (
 )
 
 // An idle VM pays for storage only with the nil pointer of
-// VmRecord.Storage: the record stays at its size of 600 bytes (592 before
-// the pointer), and a VM deployed with no template, data disk or network
-// has no storage at all, in the machine and in its encoding.
+// VmRecord.Storage: the record stays within the 576-byte allocation size
+// class it had before storage (568 bytes then, 576 now; 600 with the
+// offering's storage tags in Offering took it to the 640-byte class, 64 B
+// per VM in the storm's heap), and a VM deployed with no template, data
+// disk or network has no storage at all, in the machine and in its
+// encoding.
 func TestIdleVmStaysSmall(t *testing.T) {
-	if n := unsafe.Sizeof(schemas.VmRecord{}); n > 600 {
-		t.Errorf("VmRecord is %d bytes, more than 600: keep what most VMs lack out of line", n)
+	if n := unsafe.Sizeof(schemas.VmRecord{}); n > 576 {
+		t.Errorf("VmRecord is %d bytes, more than 576: keep what most VMs lack out of line", n)
 	}
 	m := New(DefaultConfig())
 	now := time.UnixMilli(1_000_000).UTC()

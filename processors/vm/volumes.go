@@ -221,7 +221,7 @@ func (t *tx) placeVolumes(v schemas.Volume) {
 	id := t.currentID()
 	t.emit(schemas.TopicPlacementRequests, s.ZoneID, &schemas.PlaceVm{
 		RequestID: id, VmID: s.VmID, ZoneID: s.ZoneID, Account: s.Account, Epoch: s.Epoch, Offering: s.Offering,
-		HostID: s.HostID, HostRequired: true, VolumesOnly: true, Volumes: []schemas.Volume{v}, At: t.ms,
+		HostID: s.HostID, HostRequired: true, VolumesOnly: true, Volumes: []schemas.Volume{v}, StorageTags: storageOf(s).StorageTags, At: t.ms,
 	})
 	s.Job.Phase = phasePlacing
 	s.Job.Wait = schemas.JobWait{Kind: waitPlacement, RequestID: id, Deadline: s.Job.Deadline}

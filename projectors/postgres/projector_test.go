@@ -74,7 +74,7 @@ func scenario(p *producer) {
 	p.send(schemas.TopicVmEvents, "vm-1", &schemas.SnapshotTaken{VmID: "vm-1", Account: "acme", Name: "a", JobID: "snap-a2", At: at + 80})
 	// An offering update: the planner changes, the row stays.
 	p.send(schemas.TopicCatalog, "off-small", &schemas.ServiceOffering{Offering: schemas.Offering{ID: "off-small", Name: "small",
-		CPU: 1, MemoryMB: 512, DeploymentPlanner: "UserDispersingPlanner", StorageTags: []string{"ssd"}}, CreatedAt: at})
+		CPU: 1, MemoryMB: 512, DeploymentPlanner: "UserDispersingPlanner"}, CreatedAt: at, StorageTags: []string{"ssd"}})
 
 	storageScenario(p, at)
 
