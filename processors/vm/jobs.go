@@ -466,7 +466,7 @@ func (t *tx) requestPlacement(host string, required bool) {
 	t.emit(schemas.TopicPlacementRequests, s.ZoneID, &schemas.PlaceVm{
 		RequestID: id, VmID: s.VmID, ZoneID: s.ZoneID, Account: s.Account, Epoch: s.Epoch,
 		Offering: s.Offering, HostID: host, HostRequired: required, AffinityGroup: s.AffinityGroup, At: t.ms,
-		Volumes: attachedVolumes(s), Nics: nicsOf(s), StorageTags: storageOf(s).StorageTags,
+		Volumes: placedVolumes(s), Nics: nicsOf(s), StorageTags: storageOf(s).StorageTags,
 	})
 	s.Job.Phase = phasePlacing
 	s.Job.Wait = schemas.JobWait{Kind: waitPlacement, RequestID: id, Deadline: s.Job.Deadline}

@@ -23,9 +23,14 @@ func (t *tx) storagePoolDown(d *schemas.StoragePoolDown) {
 		// No volume of the VM is there (deleted since): not its pool.
 		return
 	}
-	ha := s.HA && s.VmState == StateActive && s.Job.JobID == ""
+	// Only a disk the guest runs with makes it an HA case: a detached
+	// volume there costs the VM nothing while it runs.
+	inUse := slices.ContainsFunc(attachedVolumes(s), func(v schemas.Volume) bool { return v.PoolID == d.PoolID })
+	ha := inUse && s.HA && s.VmState == StateActive && s.Job.JobID == ""
 	msg := fmt.Sprintf("storage pool %s, which holds volumes of VM %s, failed", d.PoolID, s.VmID)
 	switch {
+	case !inUse:
+		msg = fmt.Sprintf("storage pool %s, which holds detached volumes of VM %s, failed; the VM starts again only once the pool is back or they are deleted", d.PoolID, s.VmID)
 	case ha:
 		msg += "; the VM is HA and restarts once the pool is back"
 	case s.VmState == StateActive:

@@ -67,7 +67,7 @@ func (t *tx) resizeRequest(off schemas.Offering) {
 	id := t.currentID()
 	t.emit(schemas.TopicPlacementRequests, s.ZoneID, &schemas.ResizeVm{
 		RequestID: id, VmID: s.VmID, ZoneID: s.ZoneID, Account: s.Account, Epoch: s.Epoch, Offering: off, At: t.ms,
-		Volumes: attachedVolumes(s), Nics: nicsOf(s)})
+		Volumes: placedVolumes(s), Nics: nicsOf(s)})
 	s.Job.Phase = phasePlacing
 	s.Job.Wait = schemas.JobWait{Kind: waitPlacement, RequestID: id, Deadline: s.Job.Deadline}
 }

@@ -119,9 +119,15 @@ func deployStorage(vm, name string, d *schemas.Deploy, now int64) *schemas.VmSto
 	return st
 }
 
+// placedVolumes are every volume of the VM, detached ones too, as PlaceVm
+// and ResizeVm carry them: the VM's host must reach the pool of each, so
+// that a detached volume is attached again, deleted or destroyed by an
+// agent that reaches its file (a volume on host-local storage keeps its VM
+// on that host, attached or not).
+func placedVolumes(s *schemas.VmRecord) []schemas.Volume { return storageOf(s).Volumes }
+
 // attachedVolumes are the volumes the VM runs with: all but the detached
-// ones, the root first. PlaceVm and StartVm carry these; a detached volume
-// keeps its pool but needs no host to reach it.
+// ones, the root first. StartVm and MigrateVm carry these.
 func attachedVolumes(s *schemas.VmRecord) []schemas.Volume {
 	var out []schemas.Volume
 	for _, v := range storageOf(s).Volumes {

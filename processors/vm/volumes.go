@@ -204,12 +204,18 @@ func (t *tx) setJobVolume(v schemas.Volume) {
 	}
 }
 
-// nextDevice is the device id of a new data volume: after every volume the
-// VM has, detached ones too, which keep theirs.
+// nextDevice is the device id of a new data volume: the lowest that no
+// volume of the VM holds, detached ones too, which keep theirs. Reusing a
+// deleted volume's id keeps ids below the VM's volume limit, within what
+// a hypervisor takes (the QEMU driver's 24 disks).
 func nextDevice(s *schemas.VmRecord) int32 {
-	dev := int32(1)
+	used := map[int32]bool{}
 	for _, v := range storageOf(s).Volumes {
-		dev = max(dev, v.DeviceID+1)
+		used[v.DeviceID] = true
+	}
+	dev := int32(1)
+	for used[dev] {
+		dev++
 	}
 	return dev
 }
