@@ -75,6 +75,9 @@ func (s *Server) deleteVM(w http.ResponseWriter, r *http.Request) error {
 	return s.submit(w, r, body, s.actionIssuer(mux.Vars(r)["id"], terminate, nil))
 }
 
+// maxActionString bounds a string parameter of an action.
+const maxActionString = 200
+
 // validateAction finds the request's action in the catalog and checks its
 // parameters: each one present must be the action's, each required one
 // present and not empty.
@@ -107,6 +110,12 @@ func validateAction(req api.ActionRequest) (actions.Action, map[string]any, erro
 		}
 		if n, ok := v.(int64); ok && p.Kind == actions.KindInt && (n <= 0 || n > maxActionInt) {
 			return actions.Action{}, nil, fieldError(p.Name, "field %q must be 1..%d", p.Name, maxActionInt)
+		}
+		// A string parameter is a name, an id or an image: a snapshot name
+		// keys a read-model row and names a snapshot inside a disk file,
+		// where QEMU keeps 255 bytes at most.
+		if s, ok := v.(string); ok && len(s) > maxActionString {
+			return actions.Action{}, nil, fieldError(p.Name, "field %q is longer than %d bytes", p.Name, maxActionString)
 		}
 	}
 	return a, args, nil

@@ -57,8 +57,9 @@ func parseDeploy(body []byte) (api.DeployRequest, error) {
 	return req, checkDeployStorage(req)
 }
 
-// maxNics bounds the networks a deploy names.
-const maxNics = 8
+// maxNics bounds the networks a deploy names: the QEMU driver gives a
+// guest at most 5 NICs (device ids 0..4).
+const maxNics = 5
 
 // checkDeployStorage checks a deploy's template, disks and networks as far
 // as the body alone can say.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"path"
 	"slices"
+	"strings"
 
 	"github.com/gorilla/mux"
 
@@ -50,8 +51,11 @@ func parsePool(body []byte, zone string) (api.PoolRequest, error) {
 	if err := checkScope(req.Scope, req.ClusterID, req.HostID); err != nil {
 		return req, err
 	}
-	if len(req.Path) > 1024 || !path.IsAbs(req.Path) || path.Clean(req.Path) != req.Path || req.Path == "/" {
-		return req, fieldError("path", "field \"path\" must be an absolute, clean directory path other than /, of at most 1024 bytes")
+	if len(req.Path) > 1024 || !path.IsAbs(req.Path) || path.Clean(req.Path) != req.Path || req.Path == "/" ||
+		strings.ContainsAny(req.Path, ",\n\r\t ") {
+		// A comma or a space would split QEMU's -drive option, where an
+		// agent refuses them: a pool they are in could take no volume.
+		return req, fieldError("path", "field \"path\" must be an absolute, clean directory path other than /, of at most 1024 bytes, without commas or white space")
 	}
 	if err := checkPoolSize(req.CapacityGB, 0); err != nil {
 		return req, err

@@ -150,6 +150,12 @@ type VolumeSnapshotTaken struct {
 	At           int64  `avro:"at" doc:"Unix milliseconds."`
 }
 
+// VolumeSnapshotPrefix begins the name a volume snapshot has inside its
+// volume's file, where the VM's snapshots (taken of every disk at once)
+// keep theirs too: "volume:daily" and a VM snapshot "daily" never meet. A
+// VM snapshot name may not begin with it.
+const VolumeSnapshotPrefix = "volume:"
+
 // StoragePoolDown tells a VM that a pool holding one of its volumes failed
 // (vm.signals.v1, key: VM id).
 type StoragePoolDown struct {

@@ -102,6 +102,10 @@ func refusePool(req *schemas.UpdateStoragePool, known bool, cur schemas.PoolStat
 	switch {
 	case !strings.HasPrefix(req.Path, "/"):
 		return fmt.Sprintf("path %q is not an absolute directory", req.Path)
+	case strings.ContainsAny(req.Path, ", \t\n\r"):
+		// An agent puts the path in QEMU's -drive option, which a comma
+		// or a space would split: no volume there could start.
+		return fmt.Sprintf("path %q has a comma or white space", req.Path)
 	case req.CapacityMB <= 0:
 		return fmt.Sprintf("capacity %d MiB: want more than 0", req.CapacityMB)
 	case known && req.CapacityMB < cur.UsedMB:

@@ -69,8 +69,14 @@ func snapshotsOf(s *schemas.VmRecord) []schemas.VmSnapshot {
 
 // snapshotNew refuses a Snapshot whose name the VM has already.
 func snapshotNew(s *schemas.VmRecord, cmd any) (reason, detail string) {
-	if name := snapshotOf(cmd); hasSnapshot(s, name) {
+	name := snapshotOf(cmd)
+	if hasSnapshot(s, name) {
 		return "AlreadyExists", "VM " + s.VmID + " has a snapshot named " + quote(name) + " already"
+	}
+	if strings.HasPrefix(name, schemas.VolumeSnapshotPrefix) {
+		// A VM snapshot and a volume snapshot share the names inside a
+		// disk's file: the prefix is the volume snapshots' own.
+		return "Invalid", "a VM snapshot name cannot begin with " + quote(schemas.VolumeSnapshotPrefix) + ", which names volume snapshots inside the disk files"
 	}
 	return "", ""
 }

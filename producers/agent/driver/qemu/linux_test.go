@@ -176,7 +176,7 @@ func TestLinuxGuest(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if names, err := fileSnapshots(ctx, volumePath(extra)); err != nil || !slices.Equal(names, []string{"s1"}) {
+	if names, err := fileSnapshots(ctx, volumePath(extra)); err != nil || !slices.Equal(names, []string{schemas.VolumeSnapshotPrefix + "s1"}) {
 		t.Fatalf("volume snapshots %v, %v", names, err)
 	}
 	// A VM snapshot is one in each of its disks.

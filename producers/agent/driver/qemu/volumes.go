@@ -160,6 +160,10 @@ func (d *Driver) SnapshotVolume(ctx context.Context, hostID, vmID string, v sche
 		return fmt.Errorf("snapshot volume %s: %w", v.VolumeID, err)
 	}
 	defer unlock()
+	// Inside the file a volume snapshot's name has a prefix of its own:
+	// the VM's snapshots are taken in every disk's file under the names
+	// users give them.
+	name = schemas.VolumeSnapshotPrefix + name
 	names, err := fileSnapshots(ctx, volumePath(v))
 	if err != nil || slices.Contains(names, name) {
 		return err
