@@ -18,11 +18,12 @@ import (
 // UpdateNetwork to placement.requests.v1 under the zone; NetworkChanged
 // shows the outcome.
 
-// Prefix lengths a network may have: a /30 has one address for a NIC
-// beside its gateway, a /8 sixteen million.
+// Prefix lengths a network may have, as placement takes them: a /16 has
+// 65,533 addresses for NICs; a /30 would have one beside its gateway and
+// none for the DNS and DHCP addresses of QEMU's user-mode network.
 const (
-	minPrefix = 8
-	maxPrefix = 30
+	minPrefix = 16
+	maxPrefix = 29
 )
 
 // parseNetwork decodes and validates a POST /v1/networks body, zone left

@@ -9,11 +9,12 @@ import (
 )
 
 // Guest networks are IPv4, between /16 (65,533 addresses: a search for a
-// free one stays cheap) and /30 (the smallest with an address to give
-// beside the gateway).
+// free one stays cheap) and /29 (a /30 has one address beside its gateway,
+// and none left for the DNS and DHCP addresses QEMU's user-mode network
+// must have, so its guests could not launch).
 const (
 	widestPrefix    = 16
-	narrowestPrefix = 30
+	narrowestPrefix = 29
 )
 
 // cidr is a parsed guest network: addresses are handled as offsets from

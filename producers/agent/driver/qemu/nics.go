@@ -97,6 +97,12 @@ func nicArgs(nics []nicConfig) []string {
 		}
 		if n.gateway.IsValid() {
 			netdev += ",host=" + n.gateway.String()
+			// Slirp's own DNS and DHCP addresses default to .3 and .15 of
+			// the network and must differ from its host: a gateway there,
+			// or a network too small for both, would stop QEMU at launch.
+			if dns, dhcp, ok := slirpAddrs(n.network, n.gateway, n.addr.Addr()); ok {
+				netdev += ",dns=" + dns.String() + ",dhcpstart=" + dhcp.String()
+			}
 		}
 		args = append(args, "-netdev", netdev, "-device",
 			fmt.Sprintf("virtio-net-pci,netdev=%s,id=nic%d,mac=%s,addr=%#x,romfile=", id, n.device, n.mac, 3+n.device))
@@ -119,4 +125,27 @@ func nicCmdline(nics []nicConfig) string {
 		parts = append(parts, p)
 	}
 	return strings.Join(parts, " ")
+}
+
+// slirpAddrs picks slirp's DNS and DHCP start addresses in network: the
+// first two that are neither the network nor the broadcast address, the
+// gateway or the guest's own address. Nothing answers on them but slirp
+// (the guest has a static address); false when the network has no room.
+func slirpAddrs(network netip.Prefix, gateway, own netip.Addr) (dns, dhcp netip.Addr, ok bool) {
+	if !network.IsValid() || !network.Addr().Is4() {
+		return dns, dhcp, false
+	}
+	var picked []netip.Addr
+	for a := network.Masked().Addr().Next(); network.Contains(a) && len(picked) < 2; a = a.Next() {
+		if !network.Contains(a.Next()) {
+			break // the broadcast address
+		}
+		if a != gateway && a != own {
+			picked = append(picked, a)
+		}
+	}
+	if len(picked) < 2 {
+		return dns, dhcp, false
+	}
+	return picked[0], picked[1], true
 }
