@@ -81,8 +81,8 @@ func deployNetwork(t *tx) {
 }
 
 // deployBlockDevices is the BlockDeviceMapping step: the volumes are on
-// the pools placement chose, each Ready with a VolumeChanged; Spawning's
-// StartVm makes their files.
+// the pools placement chose, each with a VolumeChanged; Spawning's StartVm
+// makes their files, and its ok answer makes them Ready.
 func deployBlockDevices(t *tx) {
 	s := t.s
 	obj := map[string]any{"host_id": s.HostID}
@@ -93,5 +93,5 @@ func deployBlockDevices(t *tx) {
 	text, pools := volumesText(s)
 	obj["pools"] = pools
 	t.step(TaskBlockDeviceMapping, "block_devices", "the VM's volumes for host "+s.HostID+": "+text, obj)
-	t.volumesReady()
+	t.volumesPlaced()
 }

@@ -592,6 +592,9 @@ func (t *tx) answer(a *schemas.AgentAnswer) {
 		}
 	}
 	w.Answered = true
+	if startPhase(j.Phase) {
+		t.volumesReady() // the StartVm made their files
+	}
 	p := t.params()
 	p[paramAnsweredAt] = strconv.FormatInt(a.AnsweredAt, 10)
 	if a.PowerState != "" {

@@ -41,7 +41,7 @@ func startAdvance(t *tx) {
 	switch s.Job.Phase {
 	case phasePlacing:
 		// Volumes made by a recover got their pools just now.
-		t.volumesReady()
+		t.volumesPlaced()
 		t.step(TaskStarting, "start", "starting the VM on host "+s.HostID,
 			map[string]any{"host_id": s.HostID, "command_id": t.nextID(), "epoch": s.Epoch})
 		t.callAgent(phaseStarting, s.HostID, schemas.PowerOn)

@@ -229,9 +229,26 @@ func volumesText(s *schemas.VmRecord) (text string, pools []string) {
 	return strings.Join(parts, ", "), pools
 }
 
-// volumesReady makes the VM's allocated volumes Ready, each with a
-// VolumeChanged: they are on their pools, and the start that follows makes
-// their files.
+// volumesPlaced tells, with a VolumeChanged each, where the VM's
+// Allocated volumes are now: on the pools placement chose, their files
+// not made yet.
+func (t *tx) volumesPlaced() {
+	s := t.s
+	if s.Storage == nil {
+		return
+	}
+	for _, v := range s.Storage.Volumes {
+		if v.State == schemas.VolumeAllocated && v.PoolID != "" {
+			t.volumeChanged(v, false)
+		}
+	}
+}
+
+// volumesReady makes the VM's Allocated volumes Ready, each with a
+// VolumeChanged, once a host answered ok to the StartVm that made their
+// files. An agent makes the file of an Allocated volume it lacks, and
+// refuses a Ready one whose file is missing (a pool not mounted, a lost
+// file) rather than give the guest a blank disk.
 func (t *tx) volumesReady() {
 	s := t.s
 	if s.Storage == nil {

@@ -103,12 +103,19 @@ func volumeHash(id string) string {
 // templateDir is where a template's files are.
 func (d *Driver) templateDir(id string) string { return filepath.Join(d.cfg.Templates, id) }
 
-// ensureVolume makes v's file when it has none.
+// ensureVolume makes v's file when it has none and was never made: the
+// control plane calls a volume Allocated until a host has made its file.
+// A Ready or Detached volume whose file is missing is refused, never made
+// again blank: its pool may not be mounted, and a guest booted on an
+// empty disk would write where the real one is hidden.
 func (d *Driver) ensureVolume(ctx context.Context, v schemas.Volume) error {
 	if _, err := os.Stat(volumePath(v)); err == nil {
 		return nil
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("volume %s: %w", v.VolumeID, err)
+	}
+	if v.State != "" && v.State != schemas.VolumeAllocated {
+		return fmt.Errorf("volume %s is %s but its file %s is missing: is pool %s mounted on this host?", v.VolumeID, v.State, volumePath(v), v.PoolID)
 	}
 	return d.makeVolume(ctx, v)
 }
