@@ -11,8 +11,8 @@ import (
 func TestSlirpAddrs(t *testing.T) {
 	for _, tc := range []struct {
 		network, gateway, own string
-		dns, dhcp           string
-		ok                  bool
+		dns, dhcp             string
+		ok                    bool
 	}{
 		{"10.1.0.0/24", "10.1.0.1", "10.1.0.2", "10.1.0.3", "10.1.0.4", true},
 		{"10.1.0.0/24", "10.1.0.3", "10.1.0.15", "10.1.0.1", "10.1.0.2", true},
