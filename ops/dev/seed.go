@@ -127,6 +127,28 @@ func waitHTTP(ctx context.Context, url string, d time.Duration) error {
 }
 
 // waitHostsUp waits until the read model shows n hosts Up.
+// upHosts counts the hosts that are Up, whatever the admin's intent (a host
+// left in maintenance or disabled by the last run is up, and the stack must
+// start), page after page: a fleet of 10,000 is ten pages of the read model.
+func upHosts(ctx context.Context, rm *readmodel.Reader) (int, error) {
+	up, page := 0, readmodel.Page{Limit: 1000}
+	for {
+		hosts, err := rm.Hosts(ctx, page)
+		if err != nil {
+			return 0, err
+		}
+		for _, h := range hosts {
+			if h.Status == "Up" {
+				up++
+			}
+		}
+		if len(hosts) < page.Limit {
+			return up, nil
+		}
+		page.After = hosts[len(hosts)-1].ID
+	}
+}
+
 func (s *Stack) waitHostsUp(ctx context.Context, n int, d time.Duration) error {
 	rm, err := readmodel.NewReader(ctx, s.dsn)
 	if err != nil {
@@ -135,17 +157,9 @@ func (s *Stack) waitHostsUp(ctx context.Context, n int, d time.Duration) error {
 	defer rm.Close()
 	deadline := time.Now().Add(d)
 	for {
-		hosts, err := rm.Hosts(ctx, readmodel.Page{Limit: 1000})
+		up, err := upHosts(ctx, rm)
 		if err != nil {
 			return err
-		}
-		up := 0
-		// Up, whatever the admin's intent: a host left in maintenance or
-		// disabled by the last run is up, and the stack must start.
-		for _, h := range hosts {
-			if h.Status == "Up" {
-				up++
-			}
 		}
 		if up >= n {
 			return nil

@@ -57,7 +57,10 @@ func main() {
 	if metricsAddr == "" && os.Args[1] == "dev" {
 		metricsAddr = "127.0.0.1:9464" // every role of the dev stack on one address
 	}
-	if os.Args[1] != "dlq" && os.Args[1] != "decode" && os.Args[1] != "guest-image" && os.Args[1] != "-h" && os.Args[1] != "--help" && os.Args[1] != "help" {
+	// A role asked for its flags prints them, whatever else runs: it
+	// starts no metrics listener that another process may hold.
+	if os.Args[1] != "dlq" && os.Args[1] != "decode" && os.Args[1] != "guest-image" && os.Args[1] != "-h" && os.Args[1] != "--help" && os.Args[1] != "help" &&
+		!wantsHelp(args) {
 		flush, err := startObserving(ctx, os.Args[1], metricsAddr, log)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "vmplane %s: %v\n", os.Args[1], err)
@@ -103,4 +106,18 @@ func logLevel() slog.Level {
 		return slog.LevelInfo
 	}
 	return l
+}
+
+// wantsHelp says whether a role's arguments ask for its flags (-h, -help,
+// --help before a "--").
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
 }
