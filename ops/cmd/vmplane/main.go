@@ -57,10 +57,7 @@ func main() {
 	if metricsAddr == "" && os.Args[1] == "dev" {
 		metricsAddr = "127.0.0.1:9464" // every role of the dev stack on one address
 	}
-	// A role asked for its flags prints them, whatever else runs: it
-	// starts no metrics listener that another process may hold.
-	if os.Args[1] != "dlq" && os.Args[1] != "decode" && os.Args[1] != "guest-image" && os.Args[1] != "-h" && os.Args[1] != "--help" && os.Args[1] != "help" &&
-		!wantsHelp(args) {
+	if observes(os.Args[1], args) {
 		flush, err := startObserving(ctx, os.Args[1], metricsAddr, log)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "vmplane %s: %v\n", os.Args[1], err)
@@ -106,6 +103,18 @@ func logLevel() slog.Level {
 		return slog.LevelInfo
 	}
 	return l
+}
+
+// observes says whether a command runs with metrics and traces: the roles
+// do; the tools do not, nor a role asked for its flags, which prints them
+// whatever else runs (it starts no metrics listener another process may
+// hold).
+func observes(cmd string, args []string) bool {
+	switch cmd {
+	case "dlq", "decode", "guest-image", "-h", "--help", "help":
+		return false
+	}
+	return !wantsHelp(args)
 }
 
 // wantsHelp says whether a role's arguments ask for its flags (-h, -help,
