@@ -14,11 +14,8 @@ import (
 // every answer is a NetworkChanged, so the operator always hears back.
 func (m *Machine) updateNetwork(z *schemas.ZoneRecord, req *schemas.UpdateNetwork, now time.Time, hdr map[string]string) []schemas.Record {
 	ix := m.index(z)
-	if req.RequestID != "" && ix.decided[req.RequestID] {
+	if !m.firstTime(ix, req.RequestID) {
 		return nil
-	}
-	if req.RequestID != "" {
-		m.remember(ix, req.RequestID)
 	}
 	i, known := ix.network[req.NetworkID]
 	cur := schemas.NetworkState{NetworkID: req.NetworkID, ZoneID: z.ZoneID, Name: req.Name}

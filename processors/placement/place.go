@@ -183,6 +183,21 @@ func (ix *zoneIndex) releaseExcept(vmID string, keep []string, requestID string,
 	return out
 }
 
+// firstTime says whether an admin's request (a pool's or a network's
+// desired state) is new, and remembers it: a repeat of one applied changes
+// nothing and answers nothing. A request without an id is applied each
+// time.
+func (m *Machine) firstTime(ix *zoneIndex, requestID string) bool {
+	if requestID == "" {
+		return true
+	}
+	if ix.decided[requestID] {
+		return false
+	}
+	m.remember(ix, requestID)
+	return true
+}
+
 // remember keeps the latest decided request ids, oldest dropped first.
 func (m *Machine) remember(ix *zoneIndex, requestID string) {
 	z := ix.z

@@ -19,11 +19,8 @@ import (
 // VMs are when the host is fenced.
 func (m *Machine) updateStoragePool(z *schemas.ZoneRecord, req *schemas.UpdateStoragePool, now time.Time, hdr map[string]string) []schemas.Record {
 	ix := m.index(z)
-	if req.RequestID != "" && ix.decided[req.RequestID] {
+	if !m.firstTime(ix, req.RequestID) {
 		return nil
-	}
-	if req.RequestID != "" {
-		m.remember(ix, req.RequestID)
 	}
 	i, known := ix.pool[req.PoolID]
 	cur := schemas.PoolState{PoolID: req.PoolID, ZoneID: z.ZoneID, Name: req.Name}
