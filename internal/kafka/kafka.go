@@ -201,11 +201,21 @@ func Produce(ctx context.Context, cl *kgo.Client, c *schemas.Codec, recs ...sche
 	return cl.ProduceSync(ctx, krs...).FirstErr()
 }
 
-// FromKafka decodes a consumed record. It checks that the value's type is
-// one the topic carries and agrees with the `type` header; the error names
-// topic, partition and offset.
+// FromKafka decodes a consumed record. It checks that a keyed record of the
+// topic table is on its key's partition (a *schemas.MisroutedError), and
+// that the value's type is one the topic carries and agrees with the `type`
+// header; the error names topic, partition and offset.
 func FromKafka(ctx context.Context, c *schemas.Codec, kr *kgo.Record) (schemas.Record, error) {
 	r := schemas.Record{Topic: kr.Topic, Key: string(kr.Key), Partition: kr.Partition, Offset: kr.Offset, TimestampMs: kr.Timestamp.UnixMilli()}
+	where := func(err error) error {
+		return &schemas.DecodeError{Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset, Err: err}
+	}
+	spec, inTable := schemas.TopicByName(kr.Topic)
+	if inTable {
+		if err := spec.CheckPartition(kr.Partition, kr.Key); err != nil {
+			return r, where(err)
+		}
+	}
 	var typ string
 	for _, h := range kr.Headers {
 		if h.Key == "type" {
@@ -222,13 +232,10 @@ func FromKafka(ctx context.Context, c *schemas.Codec, kr *kgo.Record) (schemas.R
 		return r, err
 	}
 	name := schemas.TypeName(v)
-	where := func(err error) error {
-		return &schemas.DecodeError{Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset, Err: err}
-	}
 	if typ != "" && typ != name {
 		return r, where(fmt.Errorf("type header %q but the value is a %s", typ, name))
 	}
-	if spec, ok := schemas.TopicByName(kr.Topic); ok && !spec.Carries(name) {
+	if inTable && !spec.Carries(name) {
 		return r, where(fmt.Errorf("topic does not carry %s", name))
 	}
 	r.Value = v

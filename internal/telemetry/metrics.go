@@ -1,5 +1,11 @@
 package telemetry
 
+import (
+	"errors"
+
+	"github.com/vmplane/vmplane/schemas"
+)
+
 // The metrics every role reports, in Default. Names follow Prometheus
 // conventions: base units (seconds), _total for counters.
 var (
@@ -11,6 +17,8 @@ var (
 		"Records consumed and applied, per consumer and topic.", "consumer", "topic")
 	RecordsFailed = Default.Counter("vmplane_records_failed_total",
 		"Records that could not be processed and went to dlq.v1, per consumer and topic.", "consumer", "topic")
+	RecordsMisrouted = Default.Counter("vmplane_records_misrouted_total",
+		"Keyed records on a partition their key does not hash to (Kafka's murmur2), sent to dlq.v1, per consumer and topic.", "consumer", "topic")
 	CommitSeconds = Default.Histogram("vmplane_transaction_commit_seconds",
 		"Latency of ending a processor's Kafka transaction (produce flush and offset commit).", latencyBuckets, "processor")
 	TransactionsAborted = Default.Counter("vmplane_transactions_aborted_total",
@@ -36,3 +44,13 @@ var (
 	AgentCommands = Default.Counter("vmplane_agent_commands_total",
 		"Agent commands executed, by command type and result.", "type", "result")
 )
+
+// DeadLettered counts a record a consumer sent to dlq.v1 for err, and as
+// misrouted when err is a *schemas.MisroutedError.
+func DeadLettered(consumer, topic string, err error) {
+	RecordsFailed.With(consumer, topic).Inc()
+	var m *schemas.MisroutedError
+	if errors.As(err, &m) {
+		RecordsMisrouted.With(consumer, topic).Inc()
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -150,5 +151,17 @@ func TestJobMetrics(t *testing.T) {
 	ObserveOutputs(&schemas.Record{Topic: schemas.TopicVmPower}, nil)
 	if PowerReportsSuppressed.With().Value() != before+1 {
 		t.Fatal("a report with no outputs is a suppressed one")
+	}
+}
+
+// TestDeadLetteredCountsMisrouted counts every dead letter as failed and a
+// misrouted record, however wrapped, as misrouted too.
+func TestDeadLetteredCountsMisrouted(t *testing.T) {
+	failed := RecordsFailed.With("g-misrouted", "vm.power.v1")
+	misrouted := RecordsMisrouted.With("g-misrouted", "vm.power.v1")
+	DeadLettered("g-misrouted", "vm.power.v1", errors.New("undecodable"))
+	DeadLettered("g-misrouted", "vm.power.v1", &schemas.DecodeError{Topic: "vm.power.v1", Err: &schemas.MisroutedError{Topic: "vm.power.v1", Key: "vm-1"}})
+	if failed.Value() != 2 || misrouted.Value() != 1 {
+		t.Fatalf("failed %v misrouted %v, want 2 and 1", failed.Value(), misrouted.Value())
 	}
 }

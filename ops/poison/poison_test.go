@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/internal/testkit"
 	"github.com/vmplane/vmplane/ops/roles"
 	"github.com/vmplane/vmplane/processors/engine"
@@ -56,6 +57,7 @@ func FuzzConsumers(f *testing.F) {
 // world is the consumers under test and the clients that feed and watch
 // them.
 type world struct {
+	kcfg   kafka.Config
 	codec  *schemas.Codec
 	cl     *kgo.Client // partitions by key, as the system's producers
 	manual *kgo.Client // puts a record on the partition it names
@@ -76,7 +78,7 @@ type consumer struct {
 	position func(ctx context.Context, topic string, partition int32) (int64, error)
 }
 
-func startWorld(f *testing.F) *world {
+func startWorld(f testing.TB) *world {
 	kcfg, _ := testkit.Kafka(f)
 	dsn := testkit.Postgres(f)
 	chAddr, chDB := testkit.ClickHouse(f)
@@ -85,7 +87,7 @@ func startWorld(f *testing.F) *world {
 	if err != nil {
 		f.Fatal(err)
 	}
-	w := &world{codec: codec, readers: map[string][]consumer{}, failed: make(chan error, 16)}
+	w := &world{kcfg: kcfg, codec: codec, readers: map[string][]consumer{}, failed: make(chan error, 16)}
 	if w.cl, err = kgo.NewClient(kcfg.Opts()...); err != nil {
 		f.Fatal(err)
 	}

@@ -67,8 +67,8 @@ func (h *telemetryHooks) OnStepped(ctx context.Context, in schemas.Record, outs 
 func (h *telemetryHooks) OnTick(_ string, outs []schemas.Record) { telemetry.ObserveOutputs(nil, outs) }
 
 // OnDeadLetter counts a record sent to dlq.v1.
-func (h *telemetryHooks) OnDeadLetter(kr *kgo.Record, _ error) {
-	telemetry.RecordsFailed.With(h.group, kr.Topic).Inc()
+func (h *telemetryHooks) OnDeadLetter(kr *kgo.Record, err error) {
+	telemetry.DeadLettered(h.group, kr.Topic, err)
 }
 
 // OnEnd records the transaction's commit latency and the state's size.

@@ -277,6 +277,7 @@ func (p *Projector) take(ctx context.Context, cl *kgo.Client, kr *kgo.Record) er
 	if err != nil {
 		p.log.Error("dead-lettering a record", "partition", kr.Partition, "offset", kr.Offset, "err", err)
 		dead := kafka.DeadLetter(kr, err, p.cfg.Group)
+		telemetry.DeadLettered(p.cfg.Group, kr.Topic, err) // telemetry:
 		perr := retry(ctx, p.log, p.retrying, "produce to "+schemas.TopicDLQ, p.wait, attemptTimeout, func(ctx context.Context) error {
 			return cl.ProduceSync(ctx, dead).FirstErr()
 		})

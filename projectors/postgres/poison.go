@@ -89,7 +89,7 @@ func (p *Projector) poisoned(ctx context.Context, d *decoded, refused error, kno
 	if err := p.produceDead(ctx, []*kgo.Record{dl}); err != nil {
 		return nil, err
 	}
-	p.deadLettered(kr.Topic) // telemetry:
+	p.deadLettered(kr.Topic, refused) // telemetry:
 	d.ok = false
 	return p.writeBisecting(ctx, []decoded{*d}, known)
 }

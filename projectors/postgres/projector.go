@@ -283,7 +283,7 @@ func (p *Projector) apply(ctx context.Context, records []*kgo.Record) error {
 		if err != nil {
 			p.log.Warn("dead letter", "topic", kr.Topic, "partition", kr.Partition, "offset", kr.Offset, "err", err)
 			dead = append(dead, kafka.DeadLetter(kr, err, p.cfg.Group))
-			p.deadLettered(kr.Topic) // telemetry:
+			p.deadLettered(kr.Topic, err) // telemetry:
 		}
 		batch = append(batch, decoded{kr: kr, rec: rec, ok: err == nil})
 	}

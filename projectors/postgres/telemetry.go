@@ -51,8 +51,8 @@ func (p *Projector) observeBatch(ctx context.Context, batch []decoded) func() {
 }
 
 // deadLettered counts a record sent to dlq.v1.
-func (p *Projector) deadLettered(topic string) {
-	telemetry.RecordsFailed.With(p.cfg.Group, topic).Inc()
+func (p *Projector) deadLettered(topic string, err error) {
+	telemetry.DeadLettered(p.cfg.Group, topic, err)
 }
 
 // LagSource reports the group's lag from the positions stored beside the
