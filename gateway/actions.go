@@ -183,9 +183,10 @@ func inTask(taskState string) string {
 	return " (" + taskState + ")"
 }
 
-// visibleVM reads a VM the caller may see; another account's VM is a 404.
+// visibleVM reads a VM the caller may see, projected or as its deploy was
+// accepted; another account's VM is a 404.
 func (s *Server) visibleVM(ctx context.Context, id string) (readmodel.VM, error) {
-	vm, err := s.rm.VM(ctx, id)
+	vm, err := s.vm(ctx, id)
 	if errors.Is(err, readmodel.ErrNotFound) || err == nil && !principalOf(ctx).owns(vm.Account) {
 		return readmodel.VM{}, notFound("VM", id)
 	}

@@ -46,7 +46,7 @@ func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) cancelIssuer(id, reason string) issueFunc {
 	return func(ctx context.Context, commandID string, now time.Time) (schemas.Record, api.Job, error) {
 		p := principalOf(ctx)
-		job, err := s.rm.Job(ctx, id)
+		job, err := s.job(ctx, id)
 		if errors.Is(err, readmodel.ErrNotFound) || err == nil && !p.owns(job.Account) {
 			return schemas.Record{}, api.Job{}, notFound("job", id)
 		}

@@ -16,10 +16,10 @@ import (
 type issueFunc func(ctx context.Context, commandID string, now time.Time) (schemas.Record, api.Job, error)
 
 // submit runs the common path of every command-issuing request:
-// validation, publish, and the 202 with the job. The Idempotency-Key is
-// handled before it by the idempotent middleware, on purpose: a retried
-// "stop" must get its first job back even though the VM is no longer in a
-// state that allows a stop.
+// validation, the record of the ids it hands out, publish, and the 202
+// with the job. The Idempotency-Key is handled before it by the
+// idempotent middleware, on purpose: a retried "stop" must get its first
+// job back even though the VM is no longer in a state that allows a stop.
 func (s *Server) submit(w http.ResponseWriter, r *http.Request, _ []byte, issue issueFunc) error {
 	job, err := s.issue(r.Context(), issue)
 	if err != nil {
@@ -31,7 +31,8 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, _ []byte, issue 
 
 func (s *Server) issue(ctx context.Context, issue issueFunc) (api.Job, error) {
 	commandID := s.newID()
-	rec, job, err := issue(ctx, commandID, s.now().UTC())
+	now := s.now().UTC()
+	rec, job, err := issue(ctx, commandID, now)
 	if err != nil {
 		return api.Job{}, err
 	}
@@ -39,6 +40,11 @@ func (s *Server) issue(ctx context.Context, issue issueFunc) (api.Job, error) {
 		rec.Headers = map[string]string{}
 	}
 	rec.Headers["command_id"] = commandID
+	// Before the log: once the command is there, the ids of the answer
+	// may be looked up at once (accepted.go).
+	if err := s.acceptCommand(ctx, rec, job, now); err != nil {
+		return api.Job{}, err
+	}
 	if err := s.pub.Publish(ctx, rec); err != nil {
 		var ae *apiError
 		if errors.As(err, &ae) {

@@ -62,8 +62,10 @@ func (s *Server) streamJob(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer release()
-	// A job accepted a moment ago may not be projected yet: wait for it to
-	// exist (not to finish: a running job's stream starts at once).
+	// A job accepted a moment ago is found as it was accepted; one whose
+	// record this gateway cannot see (another's in-memory store) is waited
+	// for until it exists (not until it finishes: a running job's stream
+	// starts at once).
 	for deadline := time.Now().Add(5 * time.Second); ; {
 		_, err := s.waitJob(ctx, id, 0, -1)
 		if err == nil {
@@ -81,7 +83,7 @@ func (s *Server) streamJob(w http.ResponseWriter, r *http.Request) error {
 	}
 	filter := func(e Event) bool { return e.JobID == id && principalOf(ctx).owns(e.Account) }
 	first := func(ctx context.Context) (any, bool, error) {
-		job, err := s.rm.Job(ctx, id)
+		job, err := s.job(ctx, id)
 		if errors.Is(err, readmodel.ErrNotFound) {
 			return nil, false, notFound("job", id)
 		}

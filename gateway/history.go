@@ -67,7 +67,7 @@ func (s *Server) vmHistory(w http.ResponseWriter, r *http.Request) error {
 			return e
 		}
 	}
-	_, err = s.rm.VM(ctx, id)
+	_, err = s.vm(ctx, id)
 	known := err == nil
 	if err != nil && !errors.Is(err, readmodel.ErrNotFound) {
 		return fmt.Errorf("read vm %s: %w", id, err)
@@ -140,7 +140,7 @@ func asOfJSON(s journal.VmSnapshot) api.VmAsOf {
 func (s *Server) jobJournalAnywhere(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	id := mux.Vars(r)["id"]
-	_, err := s.rm.Job(ctx, id)
+	_, err := s.job(ctx, id)
 	if err == nil || !errors.Is(err, readmodel.ErrNotFound) || s.cfg.History == nil {
 		return s.jobJournal(w, r)
 	}

@@ -25,9 +25,10 @@ const maxWait = 60 * time.Second
 // wait it long-polls until the job is finished or the wait ends, then
 // answers the job as it is; with after_step too, it also answers as soon as
 // the job has a step numbered above N, so that a client can show progress
-// without polling fast. A job not projected yet is a 404 without wait, and
-// waited for with it: a 202 answers before the processor and projector have
-// seen the command.
+// without polling fast. A 202 answers before the processor and projector
+// have seen the command: until they have, the job is the pending one the
+// 202 answered, as it was accepted (accepted.go). A job unknown to both is
+// a 404 without wait, and waited for with it.
 func (s *Server) getJob(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	id := mux.Vars(r)["id"]
@@ -154,8 +155,9 @@ type JobWatcher interface {
 // waitJob reads the job until it is finished, has a step above afterStep
 // (when not -1), or wait has passed: again whenever JobChanges says its row
 // changed, and every PollEvery in any case; when JobChanges hands over the
-// ended row, that row is the answer, without a read. The read model is the
-// only source, so any gateway instance can answer any poll.
+// ended row, that row is the answer, without a read. The read model (and
+// the accepted ids beside it) is the only source, so any gateway instance
+// can answer any poll.
 func (s *Server) waitJob(ctx context.Context, id string, wait time.Duration, afterStep int32) (readmodel.Job, error) {
 	p := principalOf(ctx)
 	deadline := time.Now().Add(wait)
@@ -177,7 +179,7 @@ func (s *Server) waitJob(ctx context.Context, id string, wait time.Duration, aft
 		if told != nil {
 			job, told = *told, nil
 		} else {
-			job, err = s.rm.Job(ctx, id)
+			job, err = s.job(ctx, id)
 		}
 		switch {
 		case err == nil && !p.owns(job.Account):

@@ -76,14 +76,14 @@ func (s *Server) leases() (LeaseReader, error) {
 	return lr, nil
 }
 
-// visibleLease returns a lease the caller may see; another project's lease
-// is a 404 like a missing one.
+// visibleLease returns a lease the caller may see, projected or as its
+// create was accepted; another project's lease is a 404 like a missing one.
 func (s *Server) visibleLease(ctx context.Context, id string) (readmodel.Lease, error) {
 	lr, err := s.leases()
 	if err != nil {
 		return readmodel.Lease{}, err
 	}
-	l, err := lr.Lease(ctx, id)
+	l, err := lookUp(ctx, s.accepted, readmodel.AcceptedLease, id, lr.Lease)
 	if errors.Is(err, readmodel.ErrNotFound) || err == nil && !principalOf(ctx).owns(l.Project) {
 		return readmodel.Lease{}, notFound("lease", id)
 	}
@@ -128,9 +128,10 @@ func writeLeaseAccepted(w http.ResponseWriter, l api.Lease) {
 }
 
 // createLease is POST /v1/leases. The lease processor allocates the hosts:
-// the answer is 202 with the lease as asked (PENDING, no hosts yet); GET
-// shows it PENDING or ACTIVE with its hosts, or ERROR with the reason when
-// the calendar had no room or the lease policy refused it (longer than the
+// the answer is 202 with the lease as asked (PENDING, no hosts yet), which
+// GET, PUT and DELETE find at once (accepted.go); GET then shows it
+// PENDING or ACTIVE with its hosts, or ERROR with the reason when the
+// calendar had no room or the lease policy refused it (longer than the
 // maximum, or past the account's quota, naming the usage and the quota).
 func (s *Server) createLease(w http.ResponseWriter, r *http.Request) error {
 	body, err := s.readBody(w, r)
@@ -187,16 +188,19 @@ func (s *Server) createLease(w http.ResponseWriter, r *http.Request) error {
 	// ERROR with the reason.
 	cmd := &schemas.CreateLease{CommandID: commandID, LeaseID: id, ZoneID: zone, Project: project, Name: req.Name,
 		Start: start.UnixMilli(), End: end.UnixMilli(), Reservations: specs, IssuedAt: now.UnixMilli(), Admin: p.admin()}
+	l := readmodel.Lease{ID: id, Name: req.Name, ZoneID: zone, Project: project, Status: leasePending, Start: start, End: end,
+		CreatedAt: now, UpdatedAt: now, Version: -1, Reservations: make([]readmodel.LeaseReservation, len(specs))}
+	for i, sp := range specs {
+		l.Reservations[i] = readmodel.LeaseReservation{Status: "pending", MinHosts: sp.MinHosts, MaxHosts: sp.MaxHosts,
+			HostProperties: sp.HostProperties}
+	}
+	if err := s.acceptLease(r.Context(), l); err != nil {
+		return err
+	}
 	if err := s.publishLease(r.Context(), zone, commandID, cmd); err != nil {
 		return err
 	}
-	out := api.Lease{ID: id, Name: req.Name, ZoneID: zone, Project: project, Status: "PENDING", Start: start, End: end,
-		CreatedAt: now, Reservations: make([]api.LeaseReservation, len(specs))}
-	for i, sp := range specs {
-		out.Reservations[i] = api.LeaseReservation{Status: "pending", MinHosts: sp.MinHosts, MaxHosts: sp.MaxHosts,
-			HostProperties: nonNilMap(sp.HostProperties), Hosts: []string{}}
-	}
-	writeLeaseAccepted(w, out)
+	writeLeaseAccepted(w, leaseJSON(l))
 	return nil
 }
 

@@ -36,7 +36,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) jobJournal(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	id := mux.Vars(r)["id"]
-	job, err := s.rm.Job(ctx, id)
+	job, err := s.job(ctx, id)
 	if errors.Is(err, readmodel.ErrNotFound) || err == nil && !principalOf(ctx).owns(job.Account) {
 		return notFound("job", id)
 	}

@@ -35,16 +35,16 @@ type apiOp struct {
 }
 
 var apiOps = []apiOp{
-	{method: "POST", path: "/vms", summary: "Deploy a VM", body: api.DeployRequest{}, status: 202, resp: api.Job{}},
+	{method: "POST", path: "/vms", summary: "Deploy a VM; its id (vm_id) may be used at once, on any gateway", body: api.DeployRequest{}, status: 202, resp: api.Job{}},
 	{method: "GET", path: "/vms", summary: "List VMs", query: []string{"limit", "cursor", "state", "host"}, status: 200, resp: api.List[api.VM]{}},
-	{method: "GET", path: "/vms/{id}", summary: "Get a VM (ETag, If-None-Match)", status: 200, resp: api.VM{}},
+	{method: "GET", path: "/vms/{id}", summary: "Get a VM (ETag, If-None-Match); one just deployed is Building, with the deploy's fields and no allowed actions, until the processor's first state", status: 200, resp: api.VM{}},
 	{method: "DELETE", path: "/vms/{id}", summary: "Terminate a VM", status: 202, resp: api.Job{}},
 	{method: "POST", path: "/vms/{id}/actions", summary: "Act on a VM (start, stop, ...)", body: api.ActionRequest{}, status: 202, resp: api.Job{}},
 	{method: "GET", path: "/vms/{id}/snapshots", summary: "List a VM's snapshots, oldest first", status: 200, resp: api.List[api.Snapshot]{}},
 	{method: "GET", path: "/vms/{id}/history", summary: "A VM's event history; with at, the VM as it was then", query: []string{"limit", "cursor", "at"}, status: 200,
 		resp: api.List[api.VmHistoryEvent]{}, alt: api.VmAsOf{}},
 	{method: "GET", path: "/jobs", summary: "List jobs", query: []string{"limit", "cursor", "vm", "state"}, status: 200, resp: api.List[api.Job]{}},
-	{method: "GET", path: "/jobs/{id}", summary: "Get a job; wait long-polls", query: []string{"wait", "steps", "after_step"}, status: 200, resp: api.Job{}},
+	{method: "GET", path: "/jobs/{id}", summary: "Get a job; wait long-polls; one just accepted is pending, as its 202 answered", query: []string{"wait", "steps", "after_step"}, status: 200, resp: api.Job{}},
 	{method: "GET", path: "/jobs/{id}/journal", summary: "A job's journal: its steps while the read model has the job, the journal's lines after", status: 200,
 		resp: api.List[api.JobStep]{}, alt: api.List[api.JournalLine]{}},
 	{method: "POST", path: "/jobs/{id}/cancel", summary: "Cancel a job: a queued one leaves the queue, a running one stops at its next safe point (a job whose agent command is out waits for its answer); 409 for a job that has ended or a terminate",
@@ -97,7 +97,7 @@ var apiOps = []apiOp{
 	{method: "GET", path: "/accounts/{id}/keys", summary: "List an account's API keys (never the keys)", query: []string{"limit", "cursor"}, status: 200, resp: api.List[api.APIKey]{}},
 	{method: "GET", path: "/accounts/{id}/keys/{key}", summary: "Get an API key (never the key)", status: 200, resp: api.APIKey{}},
 	{method: "DELETE", path: "/accounts/{id}/keys/{key}", summary: "Revoke an API key", admin: true, status: 204},
-	{method: "POST", path: "/leases", summary: "Create a lease", body: api.LeaseRequest{}, status: 202, resp: api.Lease{}},
+	{method: "POST", path: "/leases", summary: "Create a lease; its id may be used at once, on any gateway", body: api.LeaseRequest{}, status: 202, resp: api.Lease{}},
 	{method: "GET", path: "/leases", summary: "List leases", query: []string{"limit", "cursor"}, status: 200, resp: api.List[api.Lease]{}},
 	{method: "GET", path: "/leases/{id}", summary: "Get a lease", status: 200, resp: api.Lease{}},
 	{method: "PUT", path: "/leases/{id}", summary: "Update a lease", body: api.LeaseUpdate{}, status: 202, resp: api.Lease{}},

@@ -35,6 +35,12 @@ type Config struct {
 	// memory (bounded by IdempotencyMax), which a restart forgets. A
 	// running gateway passes readmodel.Idempotency, shared by every instance.
 	Idempotency IdempotencyStore
+	// Accepted keeps the VMs, jobs and leases handed out in a 202 until
+	// the projector has them, so that a lookup by id finds them at once
+	// (accepted.go); nil keeps them in this process's memory, which
+	// another instance and a restart do not see. A running gateway passes
+	// readmodel.Accepted, shared by every instance.
+	Accepted AcceptedStore
 	// RatePerSecond and RateBurst size each API key's token bucket (default
 	// 200/s, burst 400); a negative RatePerSecond turns the limit off.
 	RatePerSecond float64
@@ -137,6 +143,9 @@ type Server struct {
 	keys  *keyCache
 	now   func() time.Time
 	newID func() string
+
+	// accepted is cfg.Accepted, or the in-memory store.
+	accepted AcceptedStore
 }
 
 // New returns a Server that reads rm and publishes commands through pub.
@@ -146,7 +155,7 @@ func New(cfg Config, rm ReadModel, pub Publisher) *Server {
 	if cfg.Idempotency != nil {
 		idem = cfg.Idempotency
 	}
-	return &Server{
+	s := &Server{
 		cfg:   cfg,
 		rm:    rm,
 		pub:   pub,
@@ -159,6 +168,11 @@ func New(cfg Config, rm ReadModel, pub Publisher) *Server {
 		now:   time.Now,
 		newID: newUUID,
 	}
+	s.accepted = cfg.Accepted
+	if s.accepted == nil {
+		s.accepted = newMemoryAccepted(cfg.IdempotencyMax)
+	}
+	return s
 }
 
 // Handler returns the routes wrapped in the request-id, logging and
@@ -365,7 +379,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go func() { errc <- srv.Serve(ln) }()
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	defer stopSweep()
-	go s.sweepIdempotency(sweepCtx)
+	go s.sweep(sweepCtx)
 	s.log.Info("gateway listening", "addr", ln.Addr().String())
 	select {
 	case err := <-errc:
@@ -385,23 +399,36 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 // sweepEvery is how often a gateway deletes the Idempotency-Keys older
-// than IdempotencyTTL; every instance does, and a DELETE twice is harmless.
+// than IdempotencyTTL and the accepted records older than acceptedTTL;
+// every instance does, and a DELETE twice is harmless.
 const sweepEvery = time.Hour
 
-// sweepIdempotency deletes the expired Idempotency-Keys of a store that
-// can (readmodel.Idempotency), at start and every sweepEvery, until ctx ends.
-func (s *Server) sweepIdempotency(ctx context.Context) {
-	sw, ok := s.idem.(interface {
-		Sweep(ctx context.Context, now time.Time, ttl time.Duration) error
-	})
-	if !ok {
+// sweeper is a store that forgets what is older than ttl
+// (readmodel.Idempotency, readmodel.Accepted).
+type sweeper interface {
+	Sweep(ctx context.Context, now time.Time, ttl time.Duration) error
+}
+
+// sweep sweeps the stores that can, at start and every sweepEvery, until
+// ctx ends.
+func (s *Server) sweep(ctx context.Context) {
+	idem, _ := s.idem.(sweeper)
+	accepted, _ := s.accepted.(sweeper)
+	if idem == nil && accepted == nil {
 		return
 	}
 	tick := time.NewTicker(sweepEvery)
 	defer tick.Stop()
 	for {
-		if err := sw.Sweep(ctx, s.now(), s.cfg.IdempotencyTTL); err != nil && ctx.Err() == nil {
-			s.log.Warn("sweep idempotency keys", "err", err)
+		if idem != nil {
+			if err := idem.Sweep(ctx, s.now(), s.cfg.IdempotencyTTL); err != nil && ctx.Err() == nil {
+				s.log.Warn("sweep idempotency keys", "err", err)
+			}
+		}
+		if accepted != nil {
+			if err := accepted.Sweep(ctx, s.now(), acceptedTTL); err != nil && ctx.Err() == nil {
+				s.log.Warn("sweep accepted ids", "err", err)
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -23,10 +23,10 @@ var _ interface {
 } = (*readmodel.Reader)(nil)
 
 // gatewayRole is the REST gateway. Each Run opens the connections it
-// serves with (read model and idempotency pools, Kafka publisher and
-// readiness client) and closes them when it returns, so that a role
-// restarted by Supervise, or a stack started again in the same process,
-// leaves no pool or client behind.
+// serves with (read model, idempotency and accepted-id pools, Kafka
+// publisher and readiness client) and closes them when it returns, so that
+// a role restarted by Supervise, or a stack started again in the same
+// process, leaves no pool or client behind.
 type gatewayRole struct {
 	cfg   gateway.Config
 	dsn   string
@@ -95,6 +95,16 @@ func (g *gatewayRole) run(ctx context.Context) error {
 		}
 		defer idem.Close()
 		cfg.Idempotency = idem
+	}
+	// So are the ids handed out in 202s until the projector has them: a
+	// client may act on one at once, through any instance.
+	if cfg.Accepted == nil {
+		acc, err := readmodel.NewAccepted(ctx, g.dsn)
+		if err != nil {
+			return err
+		}
+		defer acc.Close()
+		cfg.Accepted = acc
 	}
 	// jobs wakes the long-polls of GET /v1/jobs/{id}?wait= at the
 	// projector's commits; it runs as long as the server.

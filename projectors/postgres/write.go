@@ -228,7 +228,8 @@ WHERE consumer_offsets.next_offset < excluded.next_offset`
 
 // queue adds the batch's writes to b in an order that keeps the semantics of
 // the log: job rows from events before the command placeholders (which then
-// do nothing), and the low-volume statements in log order.
+// do nothing), the low-volume statements in log order, and last the
+// gateways' accepted rows of what the batch projected (accepted.go).
 func (c *changes) queue(b *pgx.Batch) {
 	var up, pw, del vmColumns
 	for _, id := range c.vmOrder {
@@ -288,6 +289,9 @@ func (c *changes) queue(b *pgx.Batch) {
 	}
 	for _, s := range c.stmts {
 		b.Queue(s.sql, s.args...)
+	}
+	if kinds, ids := c.projected(); len(ids) > 0 {
+		queueJoin(b, sqlAcceptedProjected, kinds, ids)
 	}
 }
 
