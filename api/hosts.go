@@ -4,23 +4,34 @@ import "time"
 
 // Host is the JSON of a host.
 type Host struct {
-	ID            string     `json:"id"`
-	Name          string     `json:"name"`
-	ZoneID        string     `json:"zone_id"`
-	PodID         string     `json:"pod_id"`
-	ClusterID     string     `json:"cluster_id"`
-	Hypervisor    string     `json:"hypervisor"`
-	Status        string     `json:"status"`
-	ResourceState string     `json:"resource_state"`
-	Reservable    bool       `json:"reservable"`
-	CPU           int32      `json:"cpu"`
-	MemoryMB      int64      `json:"memory_mb"`
-	UsedCPU       int32      `json:"used_cpu"`
-	UsedMemoryMB  int64      `json:"used_memory_mb"`
-	Tags          []string   `json:"tags"`
-	VMCount       int        `json:"vm_count"`
-	LastPingAt    *time.Time `json:"last_ping_at"`
-	UpdatedAt     time.Time  `json:"updated_at"`
+	ID            string `json:"id"`
+	Name          string `json:"name"`
+	ZoneID        string `json:"zone_id"`
+	PodID         string `json:"pod_id"`
+	ClusterID     string `json:"cluster_id"`
+	Hypervisor    string `json:"hypervisor"`
+	Status        string `json:"status"`
+	ResourceState string `json:"resource_state"`
+	Reservable    bool   `json:"reservable"`
+	CPU           int32  `json:"cpu"`
+	MemoryMB      int64  `json:"memory_mb"`
+	UsedCPU       int32  `json:"used_cpu"`
+	UsedMemoryMB  int64  `json:"used_memory_mb"`
+	// CPUOvercommit and MemOvercommit are the over-commit ratios placement
+	// applies to the host: its own, else cpu.overprovisioning.factor and
+	// mem.overprovisioning.factor of its cluster, zone or globally (a
+	// changed setting reaches placement with the host's next status).
+	// CPUCapacity and MemoryCapacityMB are what placement may hand out,
+	// cpu and memory_mb times the ratio, floored: used_cpu and
+	// used_memory_mb count against them.
+	CPUOvercommit    float64    `json:"cpu_overcommit"`
+	CPUCapacity      int64      `json:"cpu_capacity"`
+	MemOvercommit    float64    `json:"mem_overcommit"`
+	MemoryCapacityMB int64      `json:"memory_capacity_mb"`
+	Tags             []string   `json:"tags"`
+	VMCount          int        `json:"vm_count"`
+	LastPingAt       *time.Time `json:"last_ping_at"`
+	UpdatedAt        time.Time  `json:"updated_at"`
 }
 
 // HostDetail is GET /v1/hosts/{id}: the host, its planner reservation and

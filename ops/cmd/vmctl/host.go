@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -71,8 +72,9 @@ func hostList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, gete
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%d/%d\t%s\t%d\t%s\t%v\n", h.ID, h.Name, h.ZoneID, orDash(h.ClusterID),
-				h.Status, h.ResourceState, h.UsedCPU, h.CPU, h.UsedMemoryMB, h.MemoryMB, ago(h.LastPingAt), h.VMCount,
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%v\n", h.ID, h.Name, h.ZoneID, orDash(h.ClusterID),
+				h.Status, h.ResourceState, allocated(int64(h.UsedCPU), int64(h.CPU), h.CPUCapacity, h.CPUOvercommit),
+				allocated(h.UsedMemoryMB, h.MemoryMB, h.MemoryCapacityMB, h.MemOvercommit), ago(h.LastPingAt), h.VMCount,
 				orDash(h.Hypervisor), h.Reservable)
 		}
 		return nil
@@ -113,8 +115,8 @@ func printHost(w io.Writer, h api.HostDetail) {
 	fmt.Fprintf(w, "status:\t%s\n", h.Status)
 	fmt.Fprintf(w, "resource state:\t%s\n", h.ResourceState)
 	fmt.Fprintf(w, "reservable:\t%v\n", h.Reservable)
-	fmt.Fprintf(w, "cpu:\t%d/%d used\n", h.UsedCPU, h.CPU)
-	fmt.Fprintf(w, "memory MiB:\t%d/%d used\n", h.UsedMemoryMB, h.MemoryMB)
+	fmt.Fprintf(w, "cpu:\t%s used (%d physical)\n", allocated(int64(h.UsedCPU), int64(h.CPU), h.CPUCapacity, h.CPUOvercommit), h.CPU)
+	fmt.Fprintf(w, "memory MiB:\t%s used (%d physical)\n", allocated(h.UsedMemoryMB, h.MemoryMB, h.MemoryCapacityMB, h.MemOvercommit), h.MemoryMB)
 	fmt.Fprintf(w, "tags:\t%s\n", orDash(strings.Join(h.Tags, ",")))
 	fmt.Fprintf(w, "vms:\t%d\n", h.VMCount)
 	fmt.Fprintf(w, "last ping:\t%s\n", ago(h.LastPingAt))
@@ -126,6 +128,19 @@ func printHost(w io.Writer, h api.HostDetail) {
 	for _, al := range h.Allocations {
 		fmt.Fprintf(w, "allocation:\t%s (%s) %d vCPU, %d MiB\n", al.VmID, al.Account, al.CPU, al.MemoryMB)
 	}
+}
+
+// allocated shows what is allocated of what placement may hand out, with the
+// over-commit ratio when there is one: "34/64 (4×)" for 16 CPUs at 4×.
+// A gateway that does not say the capacity leaves the physical amount.
+func allocated(used, physical, capacity int64, ratio float64) string {
+	if capacity == 0 {
+		capacity = physical
+	}
+	if ratio <= 0 || ratio == 1 {
+		return fmt.Sprintf("%d/%d", used, capacity)
+	}
+	return fmt.Sprintf("%d/%d (%s×)", used, capacity, strconv.FormatFloat(ratio, 'f', -1, 64))
 }
 
 // hostDone says, per action, when a host has taken it: --wait polls the
