@@ -24,14 +24,20 @@ type Host struct {
 	// CPUCapacity and MemoryCapacityMB are what placement may hand out,
 	// cpu and memory_mb times the ratio, floored: used_cpu and
 	// used_memory_mb count against them.
-	CPUOvercommit    float64    `json:"cpu_overcommit"`
-	CPUCapacity      int64      `json:"cpu_capacity"`
-	MemOvercommit    float64    `json:"mem_overcommit"`
-	MemoryCapacityMB int64      `json:"memory_capacity_mb"`
-	Tags             []string   `json:"tags"`
-	VMCount          int        `json:"vm_count"`
-	LastPingAt       *time.Time `json:"last_ping_at"`
-	UpdatedAt        time.Time  `json:"updated_at"`
+	CPUOvercommit    float64  `json:"cpu_overcommit"`
+	CPUCapacity      int64    `json:"cpu_capacity"`
+	MemOvercommit    float64  `json:"mem_overcommit"`
+	MemoryCapacityMB int64    `json:"memory_capacity_mb"`
+	Tags             []string `json:"tags"`
+	VMCount          int      `json:"vm_count"`
+	// LastPingAt is the last ping the read model knows of. Pings alone do
+	// not change the read model: an Up host's status, and this time with
+	// it, is republished every 10 ping intervals, so the agent may have
+	// pinged since, by up to LastPingLagSeconds (that refresh and one
+	// interval more).
+	LastPingAt         *time.Time `json:"last_ping_at"`
+	LastPingLagSeconds int64      `json:"last_ping_lag_seconds"`
+	UpdatedAt          time.Time  `json:"updated_at"`
 }
 
 // HostDetail is GET /v1/hosts/{id}: the host, its planner reservation and

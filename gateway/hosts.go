@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/gorilla/mux"
 
@@ -187,9 +188,11 @@ func (s *Server) capacityReader() CapacityReader {
 }
 
 // hostSettings are the operator settings a host's JSON takes besides the
-// host's row: the over-commit ratios placement applies.
+// host's row: the over-commit ratios placement applies, and how far
+// last_ping_at may lag behind the agent's last ping.
 type hostSettings struct {
-	v settings.Values
+	v   settings.Values
+	lag time.Duration
 }
 
 // hostSettings reads the settings in effect; there are few rows.
@@ -203,6 +206,10 @@ func (s *Server) hostSettings(ctx context.Context) (*hostSettings, error) {
 		// A row the catalogue refuses is ignored, as every processor does.
 		_ = hs.v.Apply(row.Name, row.Scope, row.ScopeID, row.Value)
 	}
+	// The host processor republishes an Up host's unchanged status at its
+	// first ping after the refresh period (processors/host ping.go).
+	ping := hs.v.Duration(settings.PingInterval, "", "", s.cfg.PingInterval)
+	hs.lag = settings.StatusRefresh(ping) + ping
 	return hs, nil
 }
 
@@ -225,7 +232,7 @@ func (hs *hostSettings) hostJSON(h readmodel.Host) api.Host {
 		CPUOvercommit: cpuRatio, CPUCapacity: schemas.Overcommitted(int64(h.CPU), cpuRatio),
 		MemOvercommit: memRatio, MemoryCapacityMB: schemas.Overcommitted(h.MemoryMB, memRatio),
 		Tags:    nonNil(slices.Clone(h.Tags)),
-		VMCount: h.VMCount, UpdatedAt: h.UpdatedAt.UTC(),
+		VMCount: h.VMCount, LastPingLagSeconds: int64(hs.lag / time.Second), UpdatedAt: h.UpdatedAt.UTC(),
 	}
 	if h.LastPingAt != nil {
 		t := h.LastPingAt.UTC()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/gateway"
@@ -189,4 +190,40 @@ func TestHostOvercommit(t *testing.T) {
 	want["host-a"] = [4]float64{8, 128, 1.5, 98304}
 	want["host-b"] = [4]float64{2.5, 40, 1.5, 98304}
 	check("settings")
+}
+
+// TestHostLastPingLag: a host says how far its last_ping_at may lag behind
+// its agent's last ping: the host processor republishes an unchanged Up
+// status every settings.StatusRefresh (10 ping intervals), at the first
+// ping after, so 11 intervals of the ping interval the processors start
+// with, or of the ping.interval setting once it is set.
+func TestHostLastPingLag(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		ping    time.Duration
+		setting string
+		want    int64
+	}{
+		{"default", 0, "", 660},
+		{"the processors' flag", 5 * time.Second, "", 55},
+		{"the setting", 5 * time.Second, "2s", 22},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, gateway.Config{PingInterval: c.ping})
+			if c.setting != "" {
+				e.rm.PutSetting(schemas.SettingChanged{Name: "ping.interval", Scope: "global", Value: c.setting}, readmodel.Setting{At: t0})
+			}
+			rec := e.do(http.MethodGet, "/v1/hosts", e.admin, nil)
+			wantStatus(t, rec, http.StatusOK)
+			hosts := decode[api.List[api.Host]](t, rec).Items
+			if len(hosts) == 0 || hosts[0].LastPingLagSeconds != c.want {
+				t.Fatalf("hosts %+v: want last_ping_lag_seconds %d", hosts, c.want)
+			}
+			rec = e.do(http.MethodGet, "/v1/hosts/"+hosts[0].ID, e.admin, nil)
+			wantStatus(t, rec, http.StatusOK)
+			if got := decode[api.HostDetail](t, rec).LastPingLagSeconds; got != c.want {
+				t.Fatalf("GET host: last_ping_lag_seconds %d, want %d", got, c.want)
+			}
+		})
+	}
 }

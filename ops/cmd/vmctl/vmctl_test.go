@@ -189,6 +189,11 @@ func TestListsAndGet(t *testing.T) {
 	if code != 0 || !regexp.MustCompile(`host-2\s+h2\s+zone-1\s+-\s+Up\s+Enabled\s+34/64 \(4×\)\s+2048/32768\s+-`).MatchString(out) {
 		t.Fatalf("host list exit %d:\n%s%s", code, out, errs)
 	}
+	// The read model takes pings in every 10 ping intervals (the gateway's
+	// default, 60 s), so the column says the time may be 11 intervals old.
+	if !regexp.MustCompile(`MEMORY MiB\s+SEEN \(±11m0s\)\s+VMS`).MatchString(out) {
+		t.Fatalf("host list does not say how stale the last ping may be:\n%s", out)
+	}
 	code, out, _ = s.run(t, s.user, "vm", "list")
 	if code != 0 || !regexp.MustCompile(`vm-1\s+web-1\s+Active\s+PowerOn\s+host-2\s+small\s+acct-a`).MatchString(out) {
 		t.Fatalf("vm list exit %d:\n%s", code, out)
