@@ -67,7 +67,7 @@ type HostAllocation struct {
 
 // HostActionRequest is the body of POST /v1/hosts/{id}/actions.
 type HostActionRequest struct {
-	Action string `json:"action"`
+	Action string `json:"action" required:"true"`
 }
 
 // HostAddRequest is the body of POST /v1/hosts: a host an admin registers
@@ -75,7 +75,7 @@ type HostActionRequest struct {
 // the way back for a removed host). The agent's hello replaces what is
 // given here with what the host says of itself.
 type HostAddRequest struct {
-	ID         string `json:"id"`
+	ID         string `json:"id" required:"true"`
 	Name       string `json:"name,omitempty"`
 	ZoneID     string `json:"zone_id,omitempty"`
 	PodID      string `json:"pod_id,omitempty"`

@@ -52,12 +52,12 @@ type LeaseEvent struct {
 // LeaseRequest is the body of POST /v1/leases. Start is "now" (or empty)
 // or an RFC 3339 time; Project is for admins leasing for an account.
 type LeaseRequest struct {
-	Name         string               `json:"name"`
+	Name         string               `json:"name" required:"true"`
 	ZoneID       string               `json:"zone_id,omitempty"`
 	Project      string               `json:"project,omitempty"`
 	Start        string               `json:"start,omitempty"`
-	End          string               `json:"end"`
-	Reservations []ReservationRequest `json:"reservations"`
+	End          string               `json:"end" required:"true"`
+	Reservations []ReservationRequest `json:"reservations" required:"true"`
 }
 
 // LeaseUpdate is the body of PUT /v1/leases/{id}: any of the dates and the
@@ -71,7 +71,7 @@ type LeaseUpdate struct {
 // ReservationRequest asks for hosts: a count range and properties. MaxHosts
 // left out is MinHosts.
 type ReservationRequest struct {
-	MinHosts       HostCount         `json:"min_hosts"`
+	MinHosts       HostCount         `json:"min_hosts" required:"true"`
 	MaxHosts       HostCount         `json:"max_hosts,omitempty"`
 	HostProperties map[string]string `json:"host_properties,omitempty"`
 }
