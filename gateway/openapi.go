@@ -236,7 +236,8 @@ func schemaOf(t reflect.Type, comps map[string]any) map[string]any {
 // required:"true"; how the field is encoded (omitempty) says nothing of
 // that. TestOpenAPIRequiredIsWhatTheServerRequires holds the tags to the
 // server. A body that must change something has minProperties (see
-// atLeastOneField).
+// atLeastOneField), and a field taken under two names asks for one of them
+// (eitherField).
 func requestSchemaOf(t reflect.Type, comps map[string]any) map[string]any {
 	return schemaGen{comps: comps, request: true}.of(t)
 }
@@ -245,6 +246,12 @@ func requestSchemaOf(t reflect.Type, comps map[string]any) map[string]any {
 // update that changes nothing is a 422.
 var atLeastOneField = map[reflect.Type]bool{
 	reflect.TypeFor[api.LeaseUpdate](): true,
+}
+
+// eitherField lists the request fields the server takes under either of two
+// names, vmplane's and OpenStack Blazar's: one of them is required.
+var eitherField = map[reflect.Type][][2]string{
+	reflect.TypeFor[api.ReservationRequest](): {{"min_hosts", "min"}},
 }
 
 // schemaGen renders Go types as JSON Schema, for an answer or a request.
@@ -294,6 +301,20 @@ func (g schemaGen) of(t reflect.Type) map[string]any {
 	o := obj(props, required...)
 	if g.request && atLeastOneField[t] {
 		o["minProperties"] = 1
+	}
+	if g.request {
+		var all []any
+		for _, pair := range eitherField[t] {
+			all = append(all, map[string]any{"anyOf": []any{
+				map[string]any{"required": []string{pair[0]}}, map[string]any{"required": []string{pair[1]}}}})
+		}
+		switch len(all) {
+		case 0:
+		case 1:
+			o["anyOf"] = all[0].(map[string]any)["anyOf"]
+		default:
+			o["allOf"] = all
+		}
 	}
 	if name == "" {
 		return o
