@@ -26,7 +26,7 @@ test-short: ## unit tests only (no Postgres, ClickHouse or QEMU)
 bench: install ## run the benchmark scenarios and record the results (QUICK=1 for a tiny size)
 	@bash benchmarks/run.sh $(if $(QUICK),-quick)
 
-check: ## gofmt, go vet, go mod tidy, import boundaries, golangci-lint (pinned in tools/go.mod)
+check: ## gofmt, go vet, go mod tidy, import boundaries, golangci-lint (pinned in tools/go.mod), OpenAPI lint
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet ./...
 	@tmp=$$(mktemp -d); cp go.mod go.sum $$tmp/; $(GO) mod tidy; \
@@ -37,6 +37,9 @@ check: ## gofmt, go vet, go mod tidy, import boundaries, golangci-lint (pinned i
 	@# The linter is a module of its own (tools/go.mod), so its dependencies
 	@# stay out of go.mod; go run caches the build.
 	$(GO) run -modfile=tools/go.mod github.com/golangci/golangci-lint/v2/cmd/golangci-lint run ./...
+	@# redocly's recommended rules, pinned in tools/openapi (npm ci), on the
+	@# document `vmplane openapi` writes; a warning fails as an error does.
+	@bash ops/check-openapi.sh
 
 build: ## build the binaries into bin/
 	$(GO) build -o $(BIN)/ ./ops/cmd/...

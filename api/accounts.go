@@ -26,7 +26,7 @@ type APIKey struct {
 
 // AccountRequest is the body of POST /v1/accounts.
 type AccountRequest struct {
-	ID   string `json:"id"`
+	ID   string `json:"id" required:"true"`
 	Name string `json:"name,omitempty"`
 }
 

@@ -15,9 +15,9 @@ type Offering struct {
 
 // OfferingRequest is the body of POST /v1/offerings; HA left out is false.
 type OfferingRequest struct {
-	Name              string   `json:"name"`
-	CPU               int32    `json:"cpu"`
-	MemoryMB          int64    `json:"memory_mb"`
+	Name              string   `json:"name" required:"true"`
+	CPU               int32    `json:"cpu" required:"true"`
+	MemoryMB          int64    `json:"memory_mb" required:"true"`
 	HA                bool     `json:"ha,omitempty"`
 	DeploymentPlanner string   `json:"deployment_planner,omitempty"`
 	PlannerMode       string   `json:"planner_mode,omitempty"`

@@ -6,6 +6,10 @@
 // from these types, and a test of the gateway holds the document to what
 // its routes answer.
 //
+// A request field the server refuses a body without is tagged
+// required:"true", which the document's required lists are made of;
+// omitempty only says how a Go client encodes a field.
+//
 // The JSON field names are the contract: a field is added, never renamed.
 // The package does no I/O. It imports the standard library and, should the
 // API share a constant of the contract, schemas; never the gateway, vmctl,

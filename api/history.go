@@ -44,7 +44,7 @@ type JournalLine struct {
 
 // QueryRequest is the body of POST /v1/journal/query: an analyst's SQL.
 type QueryRequest struct {
-	SQL string `json:"sql"`
+	SQL string `json:"sql" required:"true"`
 }
 
 // QueryResult is the answer of POST /v1/journal/query.

@@ -52,12 +52,12 @@ type LeaseEvent struct {
 // LeaseRequest is the body of POST /v1/leases. Start is "now" (or empty)
 // or an RFC 3339 time; Project is for admins leasing for an account.
 type LeaseRequest struct {
-	Name         string               `json:"name"`
+	Name         string               `json:"name" required:"true"`
 	ZoneID       string               `json:"zone_id,omitempty"`
 	Project      string               `json:"project,omitempty"`
 	Start        string               `json:"start,omitempty"`
-	End          string               `json:"end"`
-	Reservations []ReservationRequest `json:"reservations"`
+	End          string               `json:"end" required:"true"`
+	Reservations []ReservationRequest `json:"reservations" required:"true"`
 }
 
 // LeaseUpdate is the body of PUT /v1/leases/{id}: any of the dates and the
@@ -70,10 +70,23 @@ type LeaseUpdate struct {
 
 // ReservationRequest asks for hosts: a count range and properties. MaxHosts
 // left out is MinHosts.
+//
+// OpenStack Blazar's names of a physical:host reservation are taken too
+// (docs/design.md §10 has the table): Min and Max for MinHosts and
+// MaxHosts, and HypervisorProperties and ResourceProperties, Blazar's JSON
+// filters such as `["=", "$gpu", "yes"]`, whose equalities join
+// HostProperties. A field given under both names must say the same. The
+// answers keep vmplane's names.
 type ReservationRequest struct {
-	MinHosts       HostCount         `json:"min_hosts"`
+	MinHosts       HostCount         `json:"min_hosts,omitempty"`
 	MaxHosts       HostCount         `json:"max_hosts,omitempty"`
 	HostProperties map[string]string `json:"host_properties,omitempty"`
+
+	ResourceType         string    `json:"resource_type,omitempty"`
+	Min                  HostCount `json:"min,omitempty"`
+	Max                  HostCount `json:"max,omitempty"`
+	HypervisorProperties string    `json:"hypervisor_properties,omitempty"`
+	ResourceProperties   string    `json:"resource_properties,omitempty"`
 }
 
 // HostCount is a host count of a request. It takes any JSON number, so a

@@ -33,7 +33,7 @@ type SettingValue struct {
 // SettingRequest is the body of PUT /v1/settings/{name}: the value,
 // globally, or for a zone or a cluster (one of them at most).
 type SettingRequest struct {
-	Value   string `json:"value"`
+	Value   string `json:"value" required:"true"`
 	Zone    string `json:"zone,omitempty"`
 	Cluster string `json:"cluster,omitempty"`
 }

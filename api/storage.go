@@ -17,10 +17,10 @@ type Template struct {
 // name: the image's directory on a QEMU host is <templates>/<id>/.
 type TemplateRequest struct {
 	ID     string `json:"id,omitempty"`
-	Name   string `json:"name"`
-	Format string `json:"format"`
-	SizeGB int64  `json:"size_gb"`
-	OsType string `json:"os_type"`
+	Name   string `json:"name" required:"true"`
+	Format string `json:"format" required:"true"`
+	SizeGB int64  `json:"size_gb" required:"true"`
+	OsType string `json:"os_type" required:"true"`
 }
 
 // Pool is the JSON of a primary storage pool (GET /v1/pools). LastError
@@ -50,12 +50,12 @@ type Pool struct {
 type PoolRequest struct {
 	ID         string   `json:"id,omitempty"`
 	ZoneID     string   `json:"zone_id,omitempty"`
-	Name       string   `json:"name"`
-	Scope      string   `json:"scope"`
+	Name       string   `json:"name" required:"true"`
+	Scope      string   `json:"scope" required:"true"`
 	ClusterID  string   `json:"cluster_id,omitempty"`
 	HostID     string   `json:"host_id,omitempty"`
-	Path       string   `json:"path"`
-	CapacityGB int64    `json:"capacity_gb"`
+	Path       string   `json:"path" required:"true"`
+	CapacityGB int64    `json:"capacity_gb" required:"true"`
 	Tags       []string `json:"tags,omitempty"`
 }
 
@@ -97,9 +97,9 @@ type Network struct {
 type NetworkRequest struct {
 	ID      string `json:"id,omitempty"`
 	ZoneID  string `json:"zone_id,omitempty"`
-	Name    string `json:"name"`
-	Cidr    string `json:"cidr"`
-	Gateway string `json:"gateway"`
+	Name    string `json:"name" required:"true"`
+	Cidr    string `json:"cidr" required:"true"`
+	Gateway string `json:"gateway" required:"true"`
 	Default bool   `json:"default,omitempty"`
 }
 
@@ -153,7 +153,7 @@ type Nic struct {
 // detach_volume, resize_volume, snapshot_volume, delete_volume), the
 // volume being the route's. The answer is the Job the VM's action became.
 type VolumeActionRequest struct {
-	Action       string  `json:"action"`
+	Action       string  `json:"action" required:"true"`
 	SizeGB       *int64  `json:"size_gb,omitempty"`
 	SnapshotName *string `json:"snapshot_name,omitempty"`
 }

@@ -48,8 +48,8 @@ type Snapshot struct {
 // DataDiskGB 0 no data volume. Networks are names or ids; none means the
 // zone's default network, if it has one.
 type DeployRequest struct {
-	Name          string   `json:"name"`
-	Offering      string   `json:"offering"`
+	Name          string   `json:"name" required:"true"`
+	Offering      string   `json:"offering" required:"true"`
 	HA            *bool    `json:"ha,omitempty"`
 	AffinityGroup string   `json:"affinity_group,omitempty"`
 	Template      string   `json:"template,omitempty"`
@@ -62,7 +62,7 @@ type DeployRequest struct {
 // and the parameters some actions take. The answer is the Job the action
 // became.
 type ActionRequest struct {
-	Action       string  `json:"action"`
+	Action       string  `json:"action" required:"true"`
 	Force        *bool   `json:"force,omitempty"`
 	Hard         *bool   `json:"hard,omitempty"`
 	HostID       *string `json:"host_id,omitempty"`

@@ -1,17 +1,20 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/gorilla/mux"
 
 	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
+	"github.com/vmplane/vmplane/schemas/settings"
 )
 
 // hostActions maps the API's action names to host.commands.v1 commands.
@@ -45,9 +48,13 @@ func (s *Server) listHosts(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("list hosts: %w", err)
 	}
 	rows, next := cutPage(page, rows, func(h readmodel.Host) string { return h.ID })
+	hs, err := s.hostSettings(r.Context())
+	if err != nil {
+		return err
+	}
 	out := api.List[api.Host]{Items: make([]api.Host, len(rows)), Next: next}
 	for i, h := range rows {
-		out.Items[i] = hostJSON(h)
+		out.Items[i] = hs.hostJSON(h)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -59,7 +66,11 @@ func (s *Server) getHost(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := api.HostDetail{Host: hostJSON(h), Allocations: []api.HostAllocation{}}
+	hs, err := s.hostSettings(r.Context())
+	if err != nil {
+		return err
+	}
+	out := api.HostDetail{Host: hs.hostJSON(h), Allocations: []api.HostAllocation{}}
 	if cr := s.capacityReader(); cr != nil {
 		p, err := cr.HostPlacement(r.Context(), h.ID)
 		if err != nil {
@@ -102,6 +113,10 @@ func (s *Server) hostAction(w http.ResponseWriter, r *http.Request) error {
 	if h.Status == "Removed" {
 		return errorf(http.StatusConflict, codeInvalidState, "host %s is removed", h.ID)
 	}
+	hs, err := s.hostSettings(r.Context())
+	if err != nil {
+		return err
+	}
 	now := s.now().UTC()
 	cmd := schemas.HostCommand{CommandID: s.newID(), HostID: h.ID, Account: principalOf(r.Context()).Account, IssuedAt: now.UnixMilli()}
 	value := build(cmd)
@@ -112,7 +127,7 @@ func (s *Server) hostAction(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("Location", "/v1/hosts/"+h.ID)
 	writeJSON(w, http.StatusAccepted, api.HostCommandAccepted{CommandID: cmd.CommandID, HostID: h.ID, Action: req.Action,
-		Command: schemas.TypeName(value), AcceptedAt: now, Host: hostJSON(h)})
+		Command: schemas.TypeName(value), AcceptedAt: now, Host: hs.hostJSON(h)})
 	return nil
 }
 
@@ -172,13 +187,52 @@ func (s *Server) capacityReader() CapacityReader {
 	return cr
 }
 
-func hostJSON(h readmodel.Host) api.Host {
+// hostSettings are the operator settings a host's JSON takes besides the
+// host's row: the over-commit ratios placement applies, and how far
+// last_ping_at may lag behind the agent's last ping.
+type hostSettings struct {
+	v   settings.Values
+	lag time.Duration
+}
+
+// hostSettings reads the settings in effect; there are few rows.
+func (s *Server) hostSettings(ctx context.Context) (*hostSettings, error) {
+	rows, err := s.rm.Settings(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("read settings: %w", err)
+	}
+	hs := &hostSettings{}
+	for _, row := range rows {
+		// A row the catalogue refuses is ignored, as every processor does.
+		_ = hs.v.Apply(row.Name, row.Scope, row.ScopeID, row.Value)
+	}
+	// The host processor republishes an Up host's unchanged status at its
+	// first ping after the refresh period (processors/host ping.go).
+	ping := hs.v.Duration(settings.PingInterval, "", "", s.cfg.PingInterval)
+	hs.lag = settings.StatusRefresh(ping) + ping
+	return hs, nil
+}
+
+// hostJSON renders a host with the over-commit ratios placement applies to
+// it (processors/placement ledger.go): the host's own when it reports one,
+// else the setting of its cluster, zone or the global one, else the
+// default, and the capacity they give.
+func (hs *hostSettings) hostJSON(h readmodel.Host) api.Host {
+	cpuRatio, memRatio := h.CPUOvercommit, h.MemOvercommit
+	if cpuRatio <= 0 {
+		cpuRatio = hs.v.Float(settings.CPUOverprovisioning, h.ZoneID, h.ClusterID, schemas.DefaultCPUOvercommit)
+	}
+	if memRatio <= 0 {
+		memRatio = hs.v.Float(settings.MemOverprovisioning, h.ZoneID, h.ClusterID, schemas.DefaultMemOvercommit)
+	}
 	out := api.Host{
 		ID: h.ID, Name: h.Name, ZoneID: h.ZoneID, PodID: h.PodID, ClusterID: h.ClusterID,
 		Hypervisor: h.Hypervisor, Status: h.Status, ResourceState: h.ResourceState, Reservable: h.Reservable,
 		CPU: h.CPU, MemoryMB: h.MemoryMB, UsedCPU: h.UsedCPU, UsedMemoryMB: h.UsedMemoryMB,
+		CPUOvercommit: cpuRatio, CPUCapacity: schemas.Overcommitted(int64(h.CPU), cpuRatio),
+		MemOvercommit: memRatio, MemoryCapacityMB: schemas.Overcommitted(h.MemoryMB, memRatio),
 		Tags:    nonNil(slices.Clone(h.Tags)),
-		VMCount: h.VMCount, UpdatedAt: h.UpdatedAt.UTC(),
+		VMCount: h.VMCount, LastPingLagSeconds: int64(hs.lag / time.Second), UpdatedAt: h.UpdatedAt.UTC(),
 	}
 	if h.LastPingAt != nil {
 		t := h.LastPingAt.UTC()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/gateway"
@@ -137,5 +138,92 @@ func TestAddHost(t *testing.T) {
 	}
 	if _, ok := e.pub.Records()[3].Value.(*schemas.ManageHost); !ok {
 		t.Errorf("manage wrote %T", e.pub.Records()[3].Value)
+	}
+}
+
+// TestHostOvercommit: a host shows the over-commit ratios placement applies
+// to it and the capacity they give, which used_cpu and used_memory_mb count
+// against: the host's own ratio, else its cluster's, zone's or the global
+// setting, else the default (4× CPU, 1× memory).
+func TestHostOvercommit(t *testing.T) {
+	e := newEnv(t, gateway.Config{})
+	put := func(id, cluster string, cpuRatio, memRatio float64) {
+		e.rm.PutHost(readmodel.Host{ID: id, ZoneID: "zone-1", ClusterID: cluster, Status: "Up", ResourceState: "Enabled",
+			CPU: 16, MemoryMB: 65536, UsedCPU: 34, UsedMemoryMB: 4096, CPUOvercommit: cpuRatio, MemOvercommit: memRatio})
+	}
+	put("host-a", "c1", 0, 0)
+	put("host-b", "c2", 0, 0)
+	put("host-c", "c2", 1.5, 1.25)
+	setting := func(name, scope, id, value string) {
+		e.rm.PutSetting(schemas.SettingChanged{Name: name, Scope: scope, ScopeID: id, Value: value}, readmodel.Setting{At: t0})
+	}
+
+	want := map[string][4]float64{ // cpu ratio, cpu capacity, mem ratio, memory capacity
+		"host-a": {4, 64, 1, 65536},
+		"host-b": {4, 64, 1, 65536},
+		"host-c": {1.5, 24, 1.25, 81920},
+	}
+	check := func(when string) {
+		t.Helper()
+		rec := e.do(http.MethodGet, "/v1/hosts", e.admin, nil)
+		wantStatus(t, rec, http.StatusOK)
+		for _, h := range decode[api.List[api.Host]](t, rec).Items {
+			w, ok := want[h.ID]
+			if !ok {
+				continue
+			}
+			if got := [4]float64{h.CPUOvercommit, float64(h.CPUCapacity), h.MemOvercommit, float64(h.MemoryCapacityMB)}; got != w {
+				t.Errorf("%s: %s shows ratio, capacity, ratio, capacity %v, want %v", when, h.ID, got, w)
+			}
+		}
+		rec = e.do(http.MethodGet, "/v1/hosts/host-b", e.admin, nil)
+		wantStatus(t, rec, http.StatusOK)
+		if h := decode[api.HostDetail](t, rec); h.CPUCapacity != int64(want["host-b"][1]) {
+			t.Errorf("%s: GET host-b: cpu_capacity %d, want %v", when, h.CPUCapacity, want["host-b"][1])
+		}
+	}
+	check("defaults")
+
+	setting("cpu.overprovisioning.factor", "global", "", "8")
+	setting("cpu.overprovisioning.factor", "cluster", "c2", "2.5")
+	setting("mem.overprovisioning.factor", "zone", "zone-1", "1.5")
+	want["host-a"] = [4]float64{8, 128, 1.5, 98304}
+	want["host-b"] = [4]float64{2.5, 40, 1.5, 98304}
+	check("settings")
+}
+
+// TestHostLastPingLag: a host says how far its last_ping_at may lag behind
+// its agent's last ping: the host processor republishes an unchanged Up
+// status every settings.StatusRefresh (10 ping intervals), at the first
+// ping after, so 11 intervals of the ping interval the processors start
+// with, or of the ping.interval setting once it is set.
+func TestHostLastPingLag(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		ping    time.Duration
+		setting string
+		want    int64
+	}{
+		{"default", 0, "", 660},
+		{"the processors' flag", 5 * time.Second, "", 55},
+		{"the setting", 5 * time.Second, "2s", 22},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, gateway.Config{PingInterval: c.ping})
+			if c.setting != "" {
+				e.rm.PutSetting(schemas.SettingChanged{Name: "ping.interval", Scope: "global", Value: c.setting}, readmodel.Setting{At: t0})
+			}
+			rec := e.do(http.MethodGet, "/v1/hosts", e.admin, nil)
+			wantStatus(t, rec, http.StatusOK)
+			hosts := decode[api.List[api.Host]](t, rec).Items
+			if len(hosts) == 0 || hosts[0].LastPingLagSeconds != c.want {
+				t.Fatalf("hosts %+v: want last_ping_lag_seconds %d", hosts, c.want)
+			}
+			rec = e.do(http.MethodGet, "/v1/hosts/"+hosts[0].ID, e.admin, nil)
+			wantStatus(t, rec, http.StatusOK)
+			if got := decode[api.HostDetail](t, rec).LastPingLagSeconds; got != c.want {
+				t.Fatalf("GET host: last_ping_lag_seconds %d, want %d", got, c.want)
+			}
+		})
 	}
 }

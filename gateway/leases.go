@@ -47,24 +47,46 @@ func reservationSpecs(rs []api.ReservationRequest) ([]schemas.ReservationSpec, e
 	}
 	out := make([]schemas.ReservationSpec, len(rs))
 	for i, r := range rs {
-		field := fmt.Sprintf("reservations[%d]", i)
-		switch {
-		case r.MinHosts < 1 || r.MinHosts > maxLeaseHosts:
-			return nil, invalid(field+".min_hosts", "%s.min_hosts must be a whole number from 1 to %d", field, maxLeaseHosts)
-		case r.MaxHosts == 0:
-			r.MaxHosts = r.MinHosts
-		case r.MaxHosts < r.MinHosts || r.MaxHosts > maxLeaseHosts:
-			return nil, invalid(field+".max_hosts", "%s.max_hosts must be a whole number from min_hosts (%d) to %d, or left out for min_hosts",
-				field, r.MinHosts, maxLeaseHosts)
+		spec, err := reservationSpec(fmt.Sprintf("reservations[%d]", i), r)
+		if err != nil {
+			return nil, err
 		}
-		for k, v := range r.HostProperties {
-			if k == "" || len(k) > 255 || len(v) > 255 {
-				return nil, invalid(field+".host_properties", "%s.host_properties: keys 1..255 and values up to 255 characters", field)
-			}
-		}
-		out[i] = schemas.ReservationSpec{MinHosts: int32(r.MinHosts), MaxHosts: int32(r.MaxHosts), HostProperties: r.HostProperties}
+		out[i] = spec
 	}
 	return out, nil
+}
+
+// reservationSpec checks one reservation, given under vmplane's names or
+// Blazar's (blazar.go); its messages name the fields as they were given.
+func reservationSpec(field string, r api.ReservationRequest) (schemas.ReservationSpec, error) {
+	at := field + "."
+	minHosts, minName, err := hostCount(at, "min_hosts", r.MinHosts, "min", r.Min)
+	if err != nil {
+		return schemas.ReservationSpec{}, err
+	}
+	maxHosts, maxName, err := hostCount(at, "max_hosts", r.MaxHosts, "max", r.Max)
+	if err != nil {
+		return schemas.ReservationSpec{}, err
+	}
+	switch {
+	case minHosts < 1 || minHosts > maxLeaseHosts:
+		return schemas.ReservationSpec{}, invalid(at+minName, "%s%s must be a whole number from 1 to %d", at, minName, maxLeaseHosts)
+	case maxHosts == 0:
+		maxHosts = minHosts
+	case maxHosts < minHosts || maxHosts > maxLeaseHosts:
+		return schemas.ReservationSpec{}, invalid(at+maxName, "%s%s must be a whole number from %s (%d) to %d, or left out for %s",
+			at, maxName, minName, minHosts, maxLeaseHosts, minName)
+	}
+	props, err := reservationProperties(at, r)
+	if err != nil {
+		return schemas.ReservationSpec{}, err
+	}
+	for k, v := range props {
+		if k == "" || len(k) > 255 || len(v) > 255 {
+			return schemas.ReservationSpec{}, invalid(at+"host_properties", "%shost_properties: keys 1..255 and values up to 255 characters", at)
+		}
+	}
+	return schemas.ReservationSpec{MinHosts: int32(minHosts), MaxHosts: int32(maxHosts), HostProperties: props}, nil
 }
 
 // leases returns the lease read model, which the Postgres reader has.

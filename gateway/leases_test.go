@@ -1,7 +1,12 @@
 package gateway_test
 
 import (
+	"encoding/json"
+	"maps"
 	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -149,4 +154,108 @@ func TestUpdateLeaseCarriesTheRole(t *testing.T) {
 			t.Fatalf("update %d: %+v", i, e.pub.Records()[i].Value)
 		}
 	}
+}
+
+// TestLeaseTakesBlazarNames: a reservation may use OpenStack Blazar's names
+// of a physical:host reservation, min, max, hypervisor_properties and
+// resource_properties (JSON filters, mapped to host_properties when they
+// are equalities or an "and" of them), on create and on update. A field
+// under both names must agree, else a 400 names both; a filter vmplane
+// cannot map is a 400 that says why. Answers keep vmplane's names.
+func TestLeaseTakesBlazarNames(t *testing.T) {
+	e := newEnv(t, gateway.Config{})
+	future := time.Now().Add(2 * time.Hour).UTC().Format(time.RFC3339)
+	create := func(res string) *httptest.ResponseRecorder {
+		t.Helper()
+		return e.do(http.MethodPost, "/v1/leases", e.alice, `{"name": "lab", "end": "`+future+`", "reservations": [`+res+`]}`)
+	}
+
+	rec := create(`{"resource_type": "physical:host", "min": 2, "max": 3,
+		"hypervisor_properties": "[\"=\", \"$hypervisor_type\", \"qemu\"]",
+		"resource_properties": "[\"and\", [\"=\", \"$gpu\", \"yes\"], [\"==\", \"$rack\", 42]]"}`)
+	wantStatus(t, rec, http.StatusAccepted)
+	wantProps := map[string]string{"hypervisor_type": "qemu", "gpu": "yes", "rack": "42"}
+	var raw map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &raw); err != nil {
+		t.Fatal(err)
+	}
+	res := raw["reservations"].([]any)[0].(map[string]any)
+	if _, blazar := res["min"]; blazar || res["min_hosts"] != 2.0 || res["max_hosts"] != 3.0 {
+		t.Fatalf("answer keeps vmplane's names: %v", res)
+	}
+	c := e.pub.Records()[0].Value.(*schemas.CreateLease)
+	if sp := c.Reservations[0]; sp.MinHosts != 2 || sp.MaxHosts != 3 || !maps.Equal(sp.HostProperties, wantProps) {
+		t.Fatalf("CreateLease reservation %+v, want 2..3 hosts with %v", sp, wantProps)
+	}
+
+	// Both names, one value; host_properties joined with a filter; Blazar's
+	// empty filters.
+	for _, ok := range []string{
+		`{"min_hosts": 2, "min": 2, "max_hosts": 4, "max": 4}`,
+		`{"min": 1, "host_properties": {"gpu": "yes"}, "resource_properties": "[\"=\", \"$gpu\", \"yes\"]"}`,
+		`{"min": 1, "hypervisor_properties": "", "resource_properties": "[]"}`,
+	} {
+		wantStatus(t, create(ok), http.StatusAccepted)
+	}
+
+	n := len(e.pub.Records())
+	for _, tc := range []struct {
+		name, res string
+		fields    []any
+		msg       string
+	}{
+		{"min under both names", `{"min_hosts": 2, "min": 3}`, []any{"reservations[0].min_hosts", "reservations[0].min"},
+			"reservations[0].min_hosts (2) and reservations[0].min (3) are one field"},
+		{"max under both names", `{"min": 1, "max_hosts": 2, "max": 3}`, []any{"reservations[0].max_hosts", "reservations[0].max"},
+			"reservations[0].max_hosts (2) and reservations[0].max (3)"},
+		{"a property two ways", `{"min": 1, "host_properties": {"gpu": "no"}, "resource_properties": "[\"=\", \"$gpu\", \"yes\"]"}`,
+			[]any{"reservations[0].host_properties", "reservations[0].resource_properties"}, `asks for gpu "no"`},
+		{"two filters disagree", `{"min": 1, "hypervisor_properties": "[\"=\", \"$gpu\", \"a\"]", "resource_properties": "[\"=\", \"$gpu\", \"b\"]"}`,
+			[]any{"reservations[0].hypervisor_properties", "reservations[0].resource_properties"}, "no host has both"},
+		{"a comparison", `{"min": 1, "hypervisor_properties": "[\">=\", \"$memory_mb\", \"4096\"]"}`,
+			[]any{"reservations[0].hypervisor_properties"}, `operator ">=" cannot be mapped: vmplane matches host properties by equality only`},
+		{"an or", `{"min": 1, "resource_properties": "[\"or\", [\"=\", \"$a\", \"1\"], [\"=\", \"$b\", \"2\"]]"}`,
+			[]any{"reservations[0].resource_properties"}, `operator "or" cannot be mapped`},
+		{"an and holding a comparison", `{"min": 1, "resource_properties": "[\"and\", [\"=\", \"$a\", \"1\"], [\"<\", \"$b\", 2]]"}`,
+			[]any{"reservations[0].resource_properties"}, `operator "<" cannot be mapped`},
+		{"no filter", `{"min": 1, "resource_properties": "gpu=yes"}`, []any{"reservations[0].resource_properties"}, "is not a Blazar JSON filter"},
+		{"no variable", `{"min": 1, "resource_properties": "[\"=\", \"gpu\", \"yes\"]"}`, []any{"reservations[0].resource_properties"}, `names a property, "$name"`},
+		{"an instance reservation", `{"min": 1, "resource_type": "virtual:instance"}`, []any{"reservations[0].resource_type"}, "reserve hosts"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := create(tc.res)
+			wantStatus(t, rec, http.StatusBadRequest)
+			b := decode[api.ErrorResponse](t, rec)
+			fields := tc.fields[:1]
+			if f, ok := b.Error.Details["fields"].([]any); ok {
+				fields = f
+			}
+			if b.Error.Details["field"] != tc.fields[0] || !slices.Equal(fields, tc.fields) || !strings.Contains(b.Error.Message, tc.msg) {
+				t.Fatalf("error %+v, want fields %v and %q", b.Error, tc.fields, tc.msg)
+			}
+		})
+	}
+	// A Blazar name's own range check names it.
+	rec = create(`{"min": 3, "max": 2}`)
+	wantStatus(t, rec, http.StatusUnprocessableEntity)
+	if b := decode[api.ErrorResponse](t, rec); b.Error.Details["field"] != "reservations[0].max" ||
+		b.Error.Message != "reservations[0].max must be a whole number from min (3) to 1000, or left out for min" {
+		t.Fatalf("error %+v", b.Error)
+	}
+	if len(e.pub.Records()) != n {
+		t.Fatalf("refused requests published %d records", len(e.pub.Records())-n)
+	}
+
+	// An update takes them too.
+	end := time.Now().Add(3 * time.Hour).UTC()
+	e.rm.PutLease(readmodel.Lease{ID: "lease-a", Project: "acct-a", Name: "la", Status: "ACTIVE", ZoneID: "zone-1",
+		Start: end.Add(-2 * time.Hour), End: end, Reservations: []readmodel.LeaseReservation{{ID: "lease-a-r1", MinHosts: 1, MaxHosts: 1}}})
+	rec = e.do(http.MethodPut, "/v1/leases/lease-a", e.alice, `{"reservations": [{"min": 2, "max": 5, "resource_properties": "[\"=\", \"$gpu\", \"yes\"]"}]}`)
+	wantStatus(t, rec, http.StatusAccepted)
+	u := e.pub.Records()[n].Value.(*schemas.UpdateLease)
+	if sp := u.Reservations[0]; sp.MinHosts != 2 || sp.MaxHosts != 5 || sp.HostProperties["gpu"] != "yes" {
+		t.Fatalf("UpdateLease reservation %+v", sp)
+	}
+	rec = e.do(http.MethodPut, "/v1/leases/lease-a", e.alice, `{"reservations": [{"min_hosts": 1, "min": 2}]}`)
+	wantStatus(t, rec, http.StatusBadRequest)
 }

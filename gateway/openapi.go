@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"reflect"
 	"regexp"
@@ -30,7 +32,7 @@ type apiOp struct {
 	body         any      // request body type (a zero value), nil for none
 	status       int      // success status
 	resp         any      // success response type, nil for none
-	alt          any      // the success response's other type, when the route has two
+	alt          any      // the success response's other type, when the route has two (anyOf)
 	stream       bool     // text/event-stream
 }
 
@@ -160,7 +162,9 @@ func openAPI() map[string]any {
 		case op.resp != nil:
 			schema := schemaOf(reflect.TypeOf(op.resp), schemas)
 			if op.alt != nil {
-				schema = map[string]any{"oneOf": []any{schema, schemaOf(reflect.TypeOf(op.alt), schemas)}}
+				// anyOf, not oneOf: an empty list of one kind is an empty
+				// list of the other too (the journal's steps and lines).
+				schema = map[string]any{"anyOf": []any{schema, schemaOf(reflect.TypeOf(op.alt), schemas)}}
 			}
 			ok["content"] = map[string]any{"application/json": map[string]any{"schema": schema}}
 		}
@@ -185,14 +189,18 @@ func openAPI() map[string]any {
 			o["parameters"] = params
 		}
 		if op.body != nil {
-			o["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": schemaOf(reflect.TypeOf(op.body), schemas)}}}
+			o["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": requestSchemaOf(reflect.TypeOf(op.body), schemas)}}}
 			responses["422"] = errResp("validation failed, unknown field, or Idempotency-Key reused with another request")
 		}
 		item[strings.ToLower(op.method)] = o
 	}
 	return map[string]any{
 		"openapi": "3.1.0",
-		"info":    map[string]any{"title": "vmplane API", "version": "1"},
+		"info": map[string]any{"title": "vmplane API", "version": "1",
+			"description": "The REST API of vmplane's gateway (docs/design.md). Every route but this document takes an API key as a bearer token."},
+		// Relative to where the document is served: the gateway's own origin,
+		// whatever its address. The paths carry /v1 themselves.
+		"servers": []any{map[string]any{"url": "/", "description": "the gateway serving this document"}},
 		"paths":   paths,
 		"components": map[string]any{
 			"schemas":         schemas,
@@ -216,11 +224,45 @@ func obj(props map[string]any, required ...string) map[string]any {
 
 var timeType = reflect.TypeOf(time.Time{})
 
-// schemaOf renders t as JSON Schema from its json tags; named structs go to
-// components and are referenced.
+// schemaOf renders t, a type the API answers, as JSON Schema from its json
+// tags; named structs go to components and are referenced. A field is
+// required when encoding/json always writes it.
 func schemaOf(t reflect.Type, comps map[string]any) map[string]any {
+	return schemaGen{comps: comps}.of(t)
+}
+
+// requestSchemaOf renders t, a request body type. A field is required when
+// the server refuses a body without it, which the field says with the tag
+// required:"true"; how the field is encoded (omitempty) says nothing of
+// that. TestOpenAPIRequiredIsWhatTheServerRequires holds the tags to the
+// server. A body that must change something has minProperties (see
+// atLeastOneField), and a field taken under two names asks for one of them
+// (eitherField).
+func requestSchemaOf(t reflect.Type, comps map[string]any) map[string]any {
+	return schemaGen{comps: comps, request: true}.of(t)
+}
+
+// atLeastOneField lists the request bodies the server refuses empty: an
+// update that changes nothing is a 422.
+var atLeastOneField = map[reflect.Type]bool{
+	reflect.TypeFor[api.LeaseUpdate](): true,
+}
+
+// eitherField lists the request fields the server takes under either of two
+// names, vmplane's and OpenStack Blazar's: one of them is required.
+var eitherField = map[reflect.Type][][2]string{
+	reflect.TypeFor[api.ReservationRequest](): {{"min_hosts", "min"}},
+}
+
+// schemaGen renders Go types as JSON Schema, for an answer or a request.
+type schemaGen struct {
+	comps   map[string]any
+	request bool
+}
+
+func (g schemaGen) of(t reflect.Type) map[string]any {
 	if t.Kind() == reflect.Pointer {
-		return schemaOf(t.Elem(), comps)
+		return g.of(t.Elem())
 	}
 	if t == timeType {
 		return map[string]any{"type": "string", "format": "date-time"}
@@ -235,9 +277,9 @@ func schemaOf(t reflect.Type, comps map[string]any) map[string]any {
 	case reflect.Float32, reflect.Float64:
 		return map[string]any{"type": "number"}
 	case reflect.Slice, reflect.Array:
-		return map[string]any{"type": "array", "items": schemaOf(t.Elem(), comps)}
+		return map[string]any{"type": "array", "items": g.of(t.Elem())}
 	case reflect.Map:
-		return map[string]any{"type": "object", "additionalProperties": schemaOf(t.Elem(), comps)}
+		return map[string]any{"type": "object", "additionalProperties": g.of(t.Elem())}
 	case reflect.Interface:
 		return map[string]any{}
 	case reflect.Struct:
@@ -249,18 +291,35 @@ func schemaOf(t reflect.Type, comps map[string]any) map[string]any {
 		name = name[:i] + "Of" + name[strings.LastIndexByte(name, '.')+1:len(name)-1]
 	}
 	if name != "" {
-		if _, ok := comps[name]; ok {
+		if _, ok := g.comps[name]; ok {
 			return ref(name)
 		}
-		comps[name] = map[string]any{} // breaks recursion
+		g.comps[name] = map[string]any{} // breaks recursion
 	}
 	props := map[string]any{}
-	required := fieldsOf(t, comps, props)
+	required := g.fields(t, props)
 	o := obj(props, required...)
+	if g.request && atLeastOneField[t] {
+		o["minProperties"] = 1
+	}
+	if g.request {
+		var all []any
+		for _, pair := range eitherField[t] {
+			all = append(all, map[string]any{"anyOf": []any{
+				map[string]any{"required": []string{pair[0]}}, map[string]any{"required": []string{pair[1]}}}})
+		}
+		switch len(all) {
+		case 0:
+		case 1:
+			o["anyOf"] = all[0].(map[string]any)["anyOf"]
+		default:
+			o["allOf"] = all
+		}
+	}
 	if name == "" {
 		return o
 	}
-	comps[name] = o
+	g.comps[name] = o
 	return ref(name)
 }
 
@@ -279,11 +338,12 @@ func componentName(t reflect.Type) string {
 	return t.Name()
 }
 
-// fieldsOf adds the JSON fields of struct t to props, as encoding/json
+// fields adds the JSON fields of struct t to props, as encoding/json
 // writes them: an embedded struct without a name in its tag lends its
 // fields (HostDetail is a Host and more). It returns the names of the
-// fields always written.
-func fieldsOf(t reflect.Type, comps map[string]any, props map[string]any) (required []string) {
+// required fields: of an answer, those always written; of a request, those
+// tagged required:"true".
+func (g schemaGen) fields(t reflect.Type, props map[string]any) (required []string) {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
@@ -296,7 +356,7 @@ func fieldsOf(t reflect.Type, comps map[string]any, props map[string]any) (requi
 			ft = ft.Elem()
 		}
 		if f.Anonymous && jname == "" && ft.Kind() == reflect.Struct {
-			required = append(required, fieldsOf(ft, comps, props)...)
+			required = append(required, g.fields(ft, props)...)
 			continue
 		}
 		if !f.IsExported() {
@@ -305,12 +365,23 @@ func fieldsOf(t reflect.Type, comps map[string]any, props map[string]any) (requi
 		if jname == "" {
 			jname = f.Name
 		}
-		props[jname] = schemaOf(f.Type, comps)
-		if !strings.Contains(opts, "omit") && f.Type.Kind() != reflect.Pointer {
+		props[jname] = g.of(f.Type)
+		always := !strings.Contains(opts, "omit") && f.Type.Kind() != reflect.Pointer
+		if g.request && f.Tag.Get("required") == "true" || !g.request && always {
 			required = append(required, jname)
 		}
 	}
 	return required
+}
+
+// OpenAPIDocument is the document /v1/openapi.json serves, indented: what
+// `vmplane openapi` writes for the linter of make check, without a stack.
+func OpenAPIDocument() ([]byte, error) {
+	b, err := json.MarshalIndent(openAPI(), "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("openapi document: %w", err)
+	}
+	return append(b, '\n'), nil
 }
 
 // openAPIDoc is GET /v1/openapi.json (no key needed).

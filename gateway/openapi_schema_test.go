@@ -18,12 +18,15 @@ import (
 // required one missing when none is. The error answer's too.
 func TestOpenAPISchemasAreTheWire(t *testing.T) {
 	comps := map[string]any{}
-	check := func(where string, typ reflect.Type) {
+	check := func(where string, typ reflect.Type, request bool) {
 		t.Helper()
 		if typ.PkgPath() != reflect.TypeFor[api.VM]().PkgPath() {
 			t.Errorf("%s: %s is not a type of package api", where, typ)
 		}
 		schema := schemaOf(typ, comps)
+		if request {
+			schema = requestSchemaOf(typ, comps)
+		}
 		for _, c := range []struct {
 			what  string
 			value reflect.Value
@@ -43,13 +46,13 @@ func TestOpenAPISchemasAreTheWire(t *testing.T) {
 		}
 	}
 	for _, op := range apiOps {
-		for _, v := range []any{op.body, op.resp, op.alt} {
+		for i, v := range []any{op.body, op.resp, op.alt} {
 			if v != nil {
-				check(op.method+" "+op.path, reflect.TypeOf(v))
+				check(op.method+" "+op.path, reflect.TypeOf(v), i == 0)
 			}
 		}
 	}
-	check("an error answer", reflect.TypeFor[api.ErrorResponse]())
+	check("an error answer", reflect.TypeFor[api.ErrorResponse](), false)
 }
 
 // filled is a value of t with every field set, every slice and map holding
@@ -95,7 +98,7 @@ func filled(t reflect.Type) reflect.Value {
 // MatchSchema lists where v, a decoded JSON value, and schema, a schema of
 // the document whose references point into comps, disagree on field names:
 // a field the schema lacks, a required field v lacks and, when exact, any
-// field of the schema v lacks. A oneOf matches when one of its schemas
+// field of the schema v lacks. An anyOf matches when one of its schemas
 // does. Types of values are not compared: the document says string where
 // a null may stand.
 func MatchSchema(comps map[string]any, schema, v any, exact bool) []string {
@@ -110,14 +113,14 @@ func matchAt(at string, comps map[string]any, schema, v any, exact bool) []strin
 			return []string{fmt.Sprintf("%s: no schema %s", orTop(at), r)}
 		}
 	}
-	if alts, ok := s["oneOf"].([]any); ok {
+	if alts, ok := s["anyOf"].([]any); ok {
 		var all []string
 		for i, alt := range alts {
 			errs := matchAt(at, comps, alt, v, exact)
 			if len(errs) == 0 {
 				return nil
 			}
-			all = append(all, fmt.Sprintf("oneOf[%d]: %s", i, strings.Join(errs, "; ")))
+			all = append(all, fmt.Sprintf("anyOf[%d]: %s", i, strings.Join(errs, "; ")))
 		}
 		return all
 	}

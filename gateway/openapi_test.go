@@ -205,3 +205,24 @@ func (fixedCapacity) HostPlacement(context.Context, string) (readmodel.HostPlace
 	return readmodel.HostPlacement{Planner: "FirstFitPlanner", ResourceUsage: "Shared", ReservedFor: "acct-a",
 		Allocations: []readmodel.Allocation{{VmID: "vm-a1", Account: "acct-a", CPU: 1, MemoryMB: 1024, At: t0}}}, nil
 }
+
+// TestOpenAPIServers: the document names its server, relative to where it
+// is served (the gateway's origin, whatever its address), since its paths
+// carry /v1; a client generated from it needs no base URL of its own.
+func TestOpenAPIServers(t *testing.T) {
+	rec := answersEnv(t).do("GET", "/v1/openapi.json", "", nil)
+	wantStatus(t, rec, http.StatusOK)
+	var doc struct {
+		Servers []struct{ URL string } `json:"servers"`
+		Paths   map[string]any         `json:"paths"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Servers) != 1 || doc.Servers[0].URL != "/" {
+		t.Fatalf("servers %+v, want one, /", doc.Servers)
+	}
+	if _, ok := doc.Paths["/v1/vms"]; !ok {
+		t.Fatalf("paths do not carry /v1: the server URL / would miss it")
+	}
+}

@@ -79,6 +79,11 @@ type Config struct {
 	// PollEvery is how often a long-poll re-reads the read model besides
 	// what JobChanges says (default 100 ms).
 	PollEvery time.Duration
+	// PingInterval is the ping interval the host processors start with
+	// (their --ping-interval); the ping.interval setting overrides it, as
+	// it does theirs. It says how far a host's last_ping_at may lag behind
+	// its agent's last ping (default: the setting's default, 60 s).
+	PingInterval time.Duration
 	// History reads the event history in ClickHouse (VM history, time
 	// travel, old jobs' journals, analysts' queries); nil answers 503 there.
 	History History
@@ -126,6 +131,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PollEvery <= 0 {
 		c.PollEvery = 100 * time.Millisecond
+	}
+	if c.PingInterval <= 0 {
+		c.PingInterval = time.Minute
 	}
 	return c
 }

@@ -1,5 +1,7 @@
 package schemas
 
+import "math"
+
 // The over-commit ratios placement applies to a host whose HostStatus
 // reports none (a ratio of 0): CloudStack's cluster defaults for CPU and
 // memory (docs/design.md §13). The capacity read model shows capacity with the
@@ -8,6 +10,17 @@ const (
 	DefaultCPUOvercommit = 4.0
 	DefaultMemOvercommit = 1.0
 )
+
+// Overcommitted is what n physical CPUs (or MiB) may hand out at an
+// over-commit ratio, placement's limit on a host; a ratio of 0 or less
+// counts as 1. The small epsilon keeps 4 × 2.5 from flooring to 9 through
+// float rounding.
+func Overcommitted(n int64, ratio float64) int64 {
+	if ratio <= 0 {
+		ratio = 1
+	}
+	return int64(math.Floor(float64(n)*ratio + 1e-9))
+}
 
 // HostStatus is the latest status of a host, on the compacted host.status.v1
 // (key host_id) and, keyed by zone, on placement.requests.v1 and

@@ -259,7 +259,8 @@ func (s *Stack) startRoles(runCtx context.Context, o roles.Options, settings rol
 		return err
 	}
 	go func() { <-runCtx.Done(); hist.Close() }()
-	gw, err := roles.NewGateway(s.as(o, kafka.PrincipalGateway), s.dsn, gateway.Config{Addr: s.cfg.HTTPAddr, Logger: s.log, History: hist, Ready: s.projectorsHealth})
+	gw, err := roles.NewGateway(s.as(o, kafka.PrincipalGateway), s.dsn, gateway.Config{Addr: s.cfg.HTTPAddr, Logger: s.log, History: hist, Ready: s.projectorsHealth,
+		PingInterval: s.cfg.PingInterval})
 	if err != nil {
 		return err
 	}

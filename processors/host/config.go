@@ -41,7 +41,8 @@ type Config struct {
 	AlertWait time.Duration
 	// StatusRefresh republishes an Up host's unchanged status when its last
 	// publication is this old, so last_ping_at in the read models is never
-	// staler than this. Zero means 10 × PingInterval.
+	// staler than this. Zero means settings.StatusRefresh(PingInterval),
+	// 10 × PingInterval, which the gateway tells API clients.
 	StatusRefresh time.Duration
 }
 
@@ -98,7 +99,7 @@ func (c Config) withDefaults() Config {
 		c.AlertWait = d.AlertWait
 	}
 	if c.StatusRefresh <= 0 {
-		c.StatusRefresh = 10 * c.PingInterval
+		c.StatusRefresh = settings.StatusRefresh(c.PingInterval)
 	}
 	return c
 }

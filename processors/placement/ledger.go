@@ -1,7 +1,6 @@
 package placement
 
 import (
-	"math"
 	"slices"
 	"time"
 
@@ -61,22 +60,14 @@ func ratio(own, fallback float64) float64 {
 	return fallback
 }
 
-// cpuLimit is the CPUs a host may hand out: physical CPUs × over-commit. The
-// small epsilon keeps 4 × 2.5 from flooring to 9 through float rounding.
+// cpuLimit is the CPUs a host may hand out: physical CPUs × over-commit.
 func cpuLimit(h schemas.HostCapacity) int64 {
-	return int64(math.Floor(float64(h.CPU)*overcommit(h.CPUOvercommit) + 1e-9))
+	return schemas.Overcommitted(int64(h.CPU), h.CPUOvercommit)
 }
 
 // memLimit is the memory a host may hand out, MiB.
 func memLimit(h schemas.HostCapacity) int64 {
-	return int64(math.Floor(float64(h.MemoryMB)*overcommit(h.MemOvercommit) + 1e-9))
-}
-
-func overcommit(r float64) float64 {
-	if r <= 0 {
-		return 1.0
-	}
-	return r
+	return schemas.Overcommitted(h.MemoryMB, h.MemOvercommit)
 }
 
 // fits reports whether a host has room for cpu and memory more.

@@ -231,6 +231,14 @@ func Key(scope, scopeID, name string) string {
 	return scope + ":" + scopeID + ":" + name
 }
 
+// StatusRefresh is how often the host processor republishes an Up host's
+// unchanged status: its last_ping_at in the read models is never staler
+// than this and one ping interval more. Pings alone change nothing in the
+// read model, so a shorter refresh costs a Postgres row per host per refresh.
+func StatusRefresh(pingInterval time.Duration) time.Duration {
+	return 10 * pingInterval
+}
+
 // ErrNotSet is returned by Values.Get for a setting with no value at any
 // scope asked about.
 var ErrNotSet = errors.New("not set")

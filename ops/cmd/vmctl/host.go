@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -65,14 +66,20 @@ func hostList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, gete
 		return err
 	}
 	return listAll(ctx, a, "/v1/hosts", func(w io.Writer, hosts []json.RawMessage) error {
-		fmt.Fprintln(w, "ID\tNAME\tZONE\tCLUSTER\tSTATUS\tRESOURCE\tCPU\tMEMORY MiB\tLAST PING\tVMS\tHYPERVISOR\tRESERVABLE")
-		for _, r := range hosts {
+		list := make([]api.Host, len(hosts))
+		var lag int64
+		for i, r := range hosts {
 			h, err := decodeRaw[api.Host](r)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%d/%d\t%s\t%d\t%s\t%v\n", h.ID, h.Name, h.ZoneID, orDash(h.ClusterID),
-				h.Status, h.ResourceState, h.UsedCPU, h.CPU, h.UsedMemoryMB, h.MemoryMB, ago(h.LastPingAt), h.VMCount,
+			list[i], lag = h, max(lag, h.LastPingLagSeconds)
+		}
+		fmt.Fprintf(w, "ID\tNAME\tZONE\tCLUSTER\tSTATUS\tRESOURCE\tCPU\tMEMORY MiB\t%s\tVMS\tHYPERVISOR\tRESERVABLE\n", seenHeader(lag))
+		for _, h := range list {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%v\n", h.ID, h.Name, h.ZoneID, orDash(h.ClusterID),
+				h.Status, h.ResourceState, allocated(int64(h.UsedCPU), int64(h.CPU), h.CPUCapacity, h.CPUOvercommit),
+				allocated(h.UsedMemoryMB, h.MemoryMB, h.MemoryCapacityMB, h.MemOvercommit), ago(h.LastPingAt), h.VMCount,
 				orDash(h.Hypervisor), h.Reservable)
 		}
 		return nil
@@ -113,11 +120,16 @@ func printHost(w io.Writer, h api.HostDetail) {
 	fmt.Fprintf(w, "status:\t%s\n", h.Status)
 	fmt.Fprintf(w, "resource state:\t%s\n", h.ResourceState)
 	fmt.Fprintf(w, "reservable:\t%v\n", h.Reservable)
-	fmt.Fprintf(w, "cpu:\t%d/%d used\n", h.UsedCPU, h.CPU)
-	fmt.Fprintf(w, "memory MiB:\t%d/%d used\n", h.UsedMemoryMB, h.MemoryMB)
+	fmt.Fprintf(w, "cpu:\t%s used (%d physical)\n", allocated(int64(h.UsedCPU), int64(h.CPU), h.CPUCapacity, h.CPUOvercommit), h.CPU)
+	fmt.Fprintf(w, "memory MiB:\t%s used (%d physical)\n", allocated(h.UsedMemoryMB, h.MemoryMB, h.MemoryCapacityMB, h.MemOvercommit), h.MemoryMB)
 	fmt.Fprintf(w, "tags:\t%s\n", orDash(strings.Join(h.Tags, ",")))
 	fmt.Fprintf(w, "vms:\t%d\n", h.VMCount)
-	fmt.Fprintf(w, "last ping:\t%s\n", ago(h.LastPingAt))
+	if h.LastPingLagSeconds > 0 {
+		fmt.Fprintf(w, "seen:\t%s (±%s: the read model takes pings in with a status change or a periodic refresh)\n", ago(h.LastPingAt),
+			time.Duration(h.LastPingLagSeconds)*time.Second)
+	} else {
+		fmt.Fprintf(w, "last ping:\t%s\n", ago(h.LastPingAt))
+	}
 	if r := h.Reservation; r != nil {
 		fmt.Fprintf(w, "reservation:\t%s (%s) %s\n", r.Planner, r.ResourceUsage, r.Account)
 	} else {
@@ -126,6 +138,31 @@ func printHost(w io.Writer, h api.HostDetail) {
 	for _, al := range h.Allocations {
 		fmt.Fprintf(w, "allocation:\t%s (%s) %d vCPU, %d MiB\n", al.VmID, al.Account, al.CPU, al.MemoryMB)
 	}
+}
+
+// seenHeader names the last-ping column. The read model learns of pings
+// only when a host's status is republished (every 10 ping intervals while
+// nothing changes), so the time shown is when the agent was last seen, and
+// it may have pinged since, up to lag seconds later. A gateway that does
+// not say the lag leaves the old name.
+func seenHeader(lag int64) string {
+	if lag <= 0 {
+		return "LAST PING"
+	}
+	return fmt.Sprintf("SEEN (±%s)", time.Duration(lag)*time.Second)
+}
+
+// allocated shows what is allocated of what placement may hand out, with the
+// over-commit ratio when there is one: "34/64 (4×)" for 16 CPUs at 4×.
+// A gateway that does not say the capacity leaves the physical amount.
+func allocated(used, physical, capacity int64, ratio float64) string {
+	if capacity == 0 {
+		capacity = physical
+	}
+	if ratio <= 0 || ratio == 1 {
+		return fmt.Sprintf("%d/%d", used, capacity)
+	}
+	return fmt.Sprintf("%d/%d (%s×)", used, capacity, strconv.FormatFloat(ratio, 'f', -1, 64))
 }
 
 // hostDone says, per action, when a host has taken it: --wait polls the

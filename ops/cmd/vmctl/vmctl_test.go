@@ -36,7 +36,8 @@ func newStack(t *testing.T) *stack {
 	t0 := time.Now().UTC()
 	rm.PutVM(readmodel.VM{ID: "vm-1", Name: "web-1", Account: "acct-a", Offering: "small", VmState: "Active", PowerState: "PowerOn",
 		HostID: "host-2", AllowedActions: []string{"reboot", "stop", "terminate"}, CreatedAt: t0, UpdatedAt: t0})
-	rm.PutHost(readmodel.Host{ID: "host-2", Name: "h2", ZoneID: "zone-1", Status: "Up", ResourceState: "Enabled", CPU: 16, MemoryMB: 32768})
+	rm.PutHost(readmodel.Host{ID: "host-2", Name: "h2", ZoneID: "zone-1", Status: "Up", ResourceState: "Enabled", CPU: 16, MemoryMB: 32768,
+		UsedCPU: 34, UsedMemoryMB: 2048})
 	s := &stack{rm: rm}
 	s.admin = s.key(t, "ops", "admin")
 	s.user = s.key(t, "acct-a", "user")
@@ -182,9 +183,16 @@ func TestAPIErrorsAreClear(t *testing.T) {
 
 func TestListsAndGet(t *testing.T) {
 	s := newStack(t)
+	// 34 of 16 CPUs is no overload at the default 4× over-commit: the
+	// column shows use against what placement may hand out, and the ratio.
 	code, out, errs := s.run(t, s.admin, "host", "list")
-	if code != 0 || !regexp.MustCompile(`host-2\s+h2\s+zone-1\s+-\s+Up\s+Enabled\s+0/16\s+0/32768\s+-`).MatchString(out) {
+	if code != 0 || !regexp.MustCompile(`host-2\s+h2\s+zone-1\s+-\s+Up\s+Enabled\s+34/64 \(4×\)\s+2048/32768\s+-`).MatchString(out) {
 		t.Fatalf("host list exit %d:\n%s%s", code, out, errs)
+	}
+	// The read model takes pings in every 10 ping intervals (the gateway's
+	// default, 60 s), so the column says the time may be 11 intervals old.
+	if !regexp.MustCompile(`MEMORY MiB\s+SEEN \(±11m0s\)\s+VMS`).MatchString(out) {
+		t.Fatalf("host list does not say how stale the last ping may be:\n%s", out)
 	}
 	code, out, _ = s.run(t, s.user, "vm", "list")
 	if code != 0 || !regexp.MustCompile(`vm-1\s+web-1\s+Active\s+PowerOn\s+host-2\s+small\s+acct-a`).MatchString(out) {

@@ -27,6 +27,7 @@ Usage:
   vmplane dlq        list|show|redrive [flags]   inspect dead letters and put them back after a fix
   vmplane decode     [--schema-registry URL] < values   Avro values read with kcat, as JSON lines
   vmplane guest-image --out DIR [--id tiny-linux]   write the QEMU guests' Linux template to DIR/<id>/
+  vmplane openapi    [--out FILE]   write the API's OpenAPI document (what /v1/openapi.json serves)
 
 Run "vmplane <role> -h" for the flags of a role. Every flag has an
 environment variable, shown in its help. Every role also takes
@@ -84,6 +85,8 @@ func main() {
 		err = runDecode(ctx, args, log)
 	case "guest-image":
 		err = runGuestImage(ctx, args, log)
+	case "openapi":
+		err = runOpenAPI(args)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return
@@ -111,7 +114,7 @@ func logLevel() slog.Level {
 // hold).
 func observes(cmd string, args []string) bool {
 	switch cmd {
-	case "dlq", "decode", "guest-image", "-h", "--help", "help":
+	case "dlq", "decode", "guest-image", "openapi", "-h", "--help", "help":
 		return false
 	}
 	return !wantsHelp(args)

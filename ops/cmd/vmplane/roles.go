@@ -168,6 +168,7 @@ func runGateway(ctx context.Context, args []string, log *slog.Logger) error {
 	rate := f.num("rate", "VMPLANE_RATE", 200, "requests per second of each API key (burst twice that; -1: no limit)")
 	anon := f.num("anon-rate", "VMPLANE_ANON_RATE", 20, "refused (401) requests per second of each client address before it gets 429 (burst 100); raise it behind a proxy")
 	streams := f.num("max-streams", "VMPLANE_MAX_STREAMS", 16, "event streams and long-polls one API key may hold open (-1: no limit)")
+	ping := f.settings() // the host processors', for how stale a host's last_ping_at may be
 	if err := f.Parse(args); err != nil {
 		return err
 	}
@@ -175,7 +176,7 @@ func runGateway(ctx context.Context, args []string, log *slog.Logger) error {
 		return err
 	}
 	gcfg := gateway.Config{Addr: *addr, ZoneID: *zone, RatePerSecond: float64(*rate), RateBurst: 2 * *rate,
-		AnonRatePerSecond: float64(*anon), MaxStreamsPerKey: *streams}
+		AnonRatePerSecond: float64(*anon), MaxStreamsPerKey: *streams, PingInterval: *ping}
 	if *ch != "" {
 		h, err := roles.OpenHistory(*ch, *chdb)
 		if err != nil {
