@@ -3,8 +3,9 @@
 #
 # Idempotent and quiet: when everything is present it checks a few binaries and exits in well
 # under a second. Presence is judged by binaries, not dpkg, so a hand-built ClickHouse or QEMU
-# counts. Postgres is only installed when no server answers on $VMPLANE_PG_DSN and no server
-# binaries exist: internal/pgserver starts its own cluster under var/ from those binaries.
+# counts, and Python modules by importing them. Postgres is only installed when no server
+# answers on $VMPLANE_PG_DSN and no server binaries exist: internal/pgserver starts its own
+# cluster under var/ from those binaries.
 set -euo pipefail
 
 dsn=${VMPLANE_PG_DSN:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
@@ -54,6 +55,12 @@ busybox_static() {
 	[[ -x /bin/busybox ]] && ! ldd /bin/busybox >/dev/null 2>&1
 }
 
+# Debian's python3-* packages serve its own interpreter only: a python3 of pyenv earlier on PATH
+# does not see them, so /usr/bin/python3 is asked by path.
+python_module() {
+	[[ -x /usr/bin/python3 ]] && /usr/bin/python3 -c "import $1" >/dev/null 2>&1
+}
+
 # Unpacks the kernel package linux-image-amd64 depends on (boot/vmlinuz-*, lib/modules/*) into
 # $kernel_root: into a new directory first, renamed into place whole.
 guest_kernel() {
@@ -82,6 +89,9 @@ have kcat || missing+=(kcat)
 # installed, so that this machine's own boot is left alone.
 busybox_static || missing+=(busybox-static)
 compgen -G "$kernel_root/boot/vmlinuz-*" >/dev/null || missing+=(guest-kernel)
+# The example agent in Python (examples/agent-python) and the test that runs it.
+python_module confluent_kafka || missing+=(python3-confluent-kafka)
+python_module avro || missing+=(python3-avro)
 if ! postgres_binaries && ! postgres_answers; then
 	missing+=(postgresql)
 fi
