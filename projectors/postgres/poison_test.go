@@ -62,7 +62,10 @@ func TestProjectorDeadLettersWhatTheDatabaseRefuses(t *testing.T) {
 		var once sync.Once
 		pp.beforePoll = func(cl *kgo.Client) {
 			once.Do(func() {
-				deadline := time.Now().Add(10 * time.Second)
+				// A partition that joins the fetch session late waits out
+				// a long-poll of the others (5 s); under make test's load
+				// two such rounds took more than 10 s.
+				deadline := time.Now().Add(30 * time.Second)
 				for cl.BufferedFetchRecords() < int64(len(names)) && time.Now().Before(deadline) {
 					time.Sleep(5 * time.Millisecond)
 				}
