@@ -15,8 +15,6 @@ import (
 
 	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/gateway"
-	"github.com/vmplane/vmplane/internal/kafka"
-	"github.com/vmplane/vmplane/projectors/postgres"
 	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
@@ -35,46 +33,13 @@ func TestReadYourWritesAcrossGateways(t *testing.T) {
 	}
 	ctx := t.Context()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	b, err := kafka.StartBroker("127.0.0.1:0", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	kcfg := kafka.Config{Brokers: b.Addrs(), Replication: 1}
-	dsn := freshDB(t)
-	if err := postgres.Migrate(ctx, dsn); err != nil {
-		t.Fatal(err)
-	}
-	log, err := gateway.NewKafkaPublisher(kcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(log.Close)
-	if err := kafka.EnsureTopics(ctx, log.Client(), schemas.Topics, 1); err != nil {
-		t.Fatal(err)
-	}
+	kcfg, dsn, log := edges(t)
 	db, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close(context.Background()) })
 
-	// runProjector runs the Postgres projector until the returned stop.
-	runProjector := func() (stop func()) {
-		proj, err := postgres.New(postgres.Config{Kafka: kcfg, DSN: dsn, Logger: quiet})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pctx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- proj.Run(pctx) }()
-		return func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("projector: %v", err)
-			}
-		}
-	}
 	// startGateway is one gateway process: its own pools and publisher.
 	startGateway := func() (url string, kill func()) {
 		rm, err := readmodel.NewReader(ctx, dsn)
@@ -156,7 +121,7 @@ func TestReadYourWritesAcrossGateways(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	stop := runProjector()
+	stop := runProjector(t, kcfg, dsn)
 	gwA, killA := startGateway()
 	gwB, _ := startGateway()
 	eventually("keys and offering projected", func() bool {
@@ -213,7 +178,7 @@ func TestReadYourWritesAcrossGateways(t *testing.T) {
 
 	// The projector catches up: the jobs' rows come from their commands,
 	// and, playing the processors, the VM's first state and the lease's.
-	stop = runProjector()
+	stop = runProjector(t, kcfg, dsn)
 	defer stop()
 	off := schemas.Offering{ID: "off-small", Name: "small", CPU: 1, MemoryMB: 1024}
 	if err := log.Publish(ctx,

@@ -18,8 +18,6 @@ import (
 
 	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/gateway"
-	"github.com/vmplane/vmplane/internal/kafka"
-	"github.com/vmplane/vmplane/projectors/postgres"
 	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
@@ -70,38 +68,8 @@ func TestDeployThroughKafkaAndPostgres(t *testing.T) {
 	ctx := t.Context()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 
-	b, err := kafka.StartBroker("127.0.0.1:0", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	kcfg := kafka.Config{Brokers: b.Addrs(), Replication: 1}
-	pub, err := gateway.NewKafkaPublisher(kcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pub.Close)
-	if err := kafka.EnsureTopics(ctx, pub.Client(), schemas.Topics, 1); err != nil {
-		t.Fatal(err)
-	}
-
-	dsn := freshDB(t)
-	if err := postgres.Migrate(ctx, dsn); err != nil {
-		t.Fatal(err)
-	}
-	proj, err := postgres.New(postgres.Config{Kafka: kcfg, DSN: dsn, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- proj.Run(pctx) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("projector: %v", err)
-		}
-	})
+	kcfg, dsn, pub := edges(t)
+	t.Cleanup(runProjector(t, kcfg, dsn))
 	rm, err := readmodel.NewReader(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
