@@ -151,6 +151,9 @@ func (f *Fanout) feed(ctx context.Context, cfg kafka.Config, codec *schemas.Code
 			if fctx.Err() != nil {
 				return // stopped: the rest of the fetch would be dropped
 			}
+			if kafka.RedriveSkips(kr, "") {
+				return // streamed when it was first written
+			}
 			rec, err := kafka.FromKafka(fctx, codec, kr)
 			if err != nil {
 				f.log.Warn("fanout decode", "partition", kr.Partition, "offset", kr.Offset, "err", err)

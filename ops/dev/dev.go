@@ -467,8 +467,12 @@ func (s *Stack) Banner() string {
 		fmt.Fprintf(&b, "  sim control http://%s (e.g. curl -X POST http://%s/hosts/%s/crash)\n", s.cfg.SimControl, s.cfg.SimControl, s.simHost)
 	}
 	fmt.Fprintf(&b, "  admin key   %s (in %s)\n\n", s.AdminKey, filepath.Join(s.cfg.VarDir, "dev", "admin-key"))
-	fmt.Fprintf(&b, "Try:\n  go run ./ops/cmd/vmctl vm deploy --name web-1 --offering small --wait\n")
-	fmt.Fprintf(&b, "  curl -s -H \"Authorization: Bearer $(cat %s)\" http://%s/v1/hosts\n\nCtrl-C stops everything; the data stays in %s.\n",
-		filepath.Join(s.cfg.VarDir, "dev", "admin-key"), s.cfg.HTTPAddr, s.cfg.VarDir)
+	// vmctl reads its API and key from the environment: the export line
+	// points it at this stack whatever --http and --var say.
+	keyFile := filepath.Join(s.cfg.VarDir, "dev", "admin-key")
+	fmt.Fprintf(&b, "Try:\n  export VMPLANE_API=http://%s VMPLANE_API_KEY=$(cat %s)\n", s.cfg.HTTPAddr, keyFile)
+	fmt.Fprintf(&b, "  go run ./ops/cmd/vmctl vm deploy --name web-1 --offering small --wait\n")
+	fmt.Fprintf(&b, "  curl -s -H \"Authorization: Bearer $VMPLANE_API_KEY\" $VMPLANE_API/v1/hosts\n\nCtrl-C stops everything; the data stays in %s.\n",
+		s.cfg.VarDir)
 	return b.String()
 }

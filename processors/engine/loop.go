@@ -154,6 +154,9 @@ func (p *Processor[S]) ownsAll(records []*kgo.Record) bool {
 func (p *Processor[S]) step(tx *txn, records []*kgo.Record, now time.Time) error {
 	for _, kr := range records {
 		p.stats.Records.Add(1)
+		if kafka.RedriveSkips(kr, p.Group()) {
+			continue // a redrive for the consumers that refused it; this one applied it
+		}
 		in, err := p.decode(tx.ctx, kr)
 		if err != nil {
 			p.deadLetter(tx, kr, err)

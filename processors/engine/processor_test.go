@@ -385,3 +385,36 @@ func TestFailedRecordAbortsTheBatch(t *testing.T) {
 		t.Fatalf("%d outputs of a batch with a failed record committed, want 0", n)
 	}
 }
+
+// TestRedriveReachesOnlyWhoRefusedIt: a redriven record is applied by a
+// processor that dead-lettered its original and passed by one that
+// applied it (kafka.RedriveSkips); the offset moves on either way.
+func TestRedriveReachesOnlyWhoRefusedIt(t *testing.T) {
+	_, cfg := startBroker(t)
+	cl, err := kgo.NewClient(cfg.Opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var rs []*kgo.Record
+	for i, forWhom := range []string{"", "vmplane-test", "vmplane-projector-postgres,vmplane-other"} {
+		r, err := kafka.ToKafka(t.Context(), schemas.NewCodec(nil), schemas.Record{Topic: schemas.TopicVmPower, Key: "vm-0",
+			Value: &schemas.PowerReport{VmID: "vm-0", PowerState: schemas.PowerOn, ReportSeq: int64(i)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if forWhom != "" {
+			r.Headers = append(r.Headers, kgo.RecordHeader{Key: kafka.DLQRedrivenFrom, Value: []byte(fmt.Sprintf("0@%d", i))},
+				kgo.RecordHeader{Key: kafka.DLQRedriveFor, Value: []byte(forWhom)})
+		}
+		rs = append(rs, r)
+	}
+	if err := cl.ProduceSync(t.Context(), rs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := runProcessor(t, t.Context(), cfg, "a", &fakeClock{t: time.Unix(1_700_000_000, 0)})
+	checkCounts(t, readEvents(t, cfg, 2), 1, 2)
+	if n := p.Stats().Decoded.Load(); n != 2 {
+		t.Fatalf("stepped %d records, want the original and the redrive for this processor", n)
+	}
+}

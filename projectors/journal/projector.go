@@ -270,6 +270,12 @@ func (p *Projector) handle(ctx context.Context, cl *kgo.Client, fs kgo.Fetches, 
 // cannot be decoded or projected; either way its offset joins the batch.
 func (p *Projector) take(ctx context.Context, cl *kgo.Client, kr *kgo.Record) error {
 	var rr recordRows
+	if kafka.RedriveSkips(kr, p.cfg.Group) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.pending.add(kr, rr) // applied before: its offset only
+		return nil
+	}
 	rec, err := kafka.FromKafka(ctx, p.codec, kr)
 	if err == nil {
 		rr, err = recordRowsOf(rec)

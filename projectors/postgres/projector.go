@@ -279,6 +279,10 @@ func (p *Projector) apply(ctx context.Context, records []*kgo.Record) error {
 		if n, ok := known[topicPartition{kr.Topic, kr.Partition}]; ok && kr.Offset < n {
 			continue // a replay of what is already applied
 		}
+		if kafka.RedriveSkips(kr, p.cfg.Group) {
+			batch = append(batch, decoded{kr: kr}) // applied before: its offset only
+			continue
+		}
 		rec, err := kafka.FromKafka(ctx, p.codec, kr)
 		if err != nil {
 			p.log.Warn("dead letter", "topic", kr.Topic, "partition", kr.Partition, "offset", kr.Offset, "err", err)

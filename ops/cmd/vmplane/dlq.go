@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,15 +21,21 @@ import (
 	"github.com/vmplane/vmplane/schemas"
 )
 
-// Headers of a redrive. The redriven record carries redriveFrom; a marker
-// record on dlq.v1 (no value) carries redriveOf and redriveTo, written in
-// the same Kafka transaction as the redriven record, so a redrive either
-// happened and is known, or did not happen.
+// Headers of a redrive. The redriven record carries kafka.DLQRedrivenFrom
+// and kafka.DLQRedriveFor; a marker record on dlq.v1 (no value) carries
+// redriveOf and redriveTo, written in the same Kafka transaction as the
+// redriven record, so a redrive either happened and is known, or did not
+// happen.
+//
+// A record refused by several consumers of its topic is a dead letter of
+// each; they share its origin (topic, partition, offset). A redrive of any
+// of them is the redrive of the origin: the record goes back once, for
+// the consumers that refused it (kafka.DLQRedriveFor; the others applied
+// it and pass it by), and every one of them gets a marker.
 const (
-	redriveFrom = "dlq.redriven-from" // on the redriven record: "P@O" of its dlq.v1 entry
-	redriveOf   = "dlq.redrive-of"    // on the marker: "P@O" of the entry redriven
-	redriveTo   = "dlq.redrive-to"    // on the marker: the topic it went back to
-	redriveAt   = "dlq.redrive-at"
+	redriveOf = "dlq.redrive-of" // on the marker: "P@O" of the entry redriven
+	redriveTo = "dlq.redrive-to" // on the marker: the topic it went back to
+	redriveAt = "dlq.redrive-at"
 )
 
 const dlqUsage = `usage:
@@ -41,6 +48,10 @@ func runDLQ(ctx context.Context, args []string, log *slog.Logger) error {
 	if len(args) == 0 {
 		fmt.Fprint(os.Stderr, dlqUsage)
 		return errors.New("missing subcommand")
+	}
+	if wantsHelp(args[:1]) || args[0] == "help" {
+		fmt.Fprint(os.Stdout, dlqUsage)
+		return nil
 	}
 	f := newFlags("dlq " + args[0])
 	k := f.kafka()
@@ -74,7 +85,7 @@ func runDLQ(ctx context.Context, args []string, log *slog.Logger) error {
 		if args[0] == "show" {
 			return showDLQ(ctx, os.Stdout, cfg, e)
 		}
-		to, err := redriveDLQ(ctx, cfg, e)
+		to, err := redriveDLQ(ctx, cfg, e, entries)
 		if err != nil {
 			return err
 		}
@@ -243,15 +254,40 @@ func showDLQ(ctx context.Context, w io.Writer, cfg kafka.Config, e dlqEntry) err
 	return nil
 }
 
-// redriveDLQ puts e's original key, value and headers back on its topic,
-// with a marker on dlq.v1, in one transaction; an entry already redriven,
-// or a record its topic does not carry, is refused. It returns where the
-// record went.
-func redriveDLQ(ctx context.Context, cfg kafka.Config, e dlqEntry) (string, error) {
-	if e.Redriven != nil {
-		return "", fmt.Errorf("%s was redriven at %s to %s; refusing a second redrive", e.At,
-			kafka.Header(e.Redriven, redriveAt), kafka.Header(e.Redriven, redriveTo))
+// origin is where a dead letter's original was read: topic/partition@offset.
+func (e dlqEntry) origin() string {
+	return fmt.Sprintf("%s/%s@%s", e.header(kafka.DLQTopic), e.header(kafka.DLQPartition), e.header(kafka.DLQOffset))
+}
+
+// siblings returns the dead letters of e's origin among entries, e among them.
+func siblings(e dlqEntry, entries []dlqEntry) []dlqEntry {
+	out := []dlqEntry{e}
+	for _, o := range entries {
+		if o.At != e.At && o.origin() == e.origin() {
+			out = append(out, o)
+		}
 	}
+	return out
+}
+
+// redriveDLQ puts e's original key, value and headers back on its topic,
+// for the consumers that dead-lettered it (e's siblings among entries),
+// with a marker on dlq.v1 for each of those dead letters, in one
+// transaction; an origin already redriven, or a record its topic does not
+// carry, is refused. It returns where the record went.
+func redriveDLQ(ctx context.Context, cfg kafka.Config, e dlqEntry, entries []dlqEntry) (string, error) {
+	sibs := siblings(e, entries)
+	var refused []string
+	for _, s := range sibs {
+		if s.Redriven != nil {
+			return "", fmt.Errorf("%s (%s) was redriven at %s to %s (dead letter %s); refusing a second redrive", e.At, e.origin(),
+				kafka.Header(s.Redriven, redriveAt), kafka.Header(s.Redriven, redriveTo), s.At)
+		}
+		if c := s.header(kafka.DLQConsumer); c != "" && !slices.Contains(refused, c) {
+			refused = append(refused, c)
+		}
+	}
+	sort.Strings(refused)
 	topic := e.header(kafka.DLQTopic)
 	if topic == "" {
 		return "", fmt.Errorf("%s names no original topic", e.At)
@@ -265,13 +301,17 @@ func redriveDLQ(ctx context.Context, cfg kafka.Config, e dlqEntry) (string, erro
 			rec.Headers = append(rec.Headers, h)
 		}
 	}
-	rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: redriveFrom, Value: []byte(e.At.String())})
+	rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: kafka.DLQRedrivenFrom, Value: []byte(e.At.String())},
+		kgo.RecordHeader{Key: kafka.DLQRedriveFor, Value: []byte(strings.Join(refused, ","))})
 	now := time.Now().UTC().Format(time.RFC3339Nano)
-	marker := &kgo.Record{Topic: schemas.TopicDLQ, Key: e.Record.Key, Partition: e.At.Partition, Headers: []kgo.RecordHeader{
-		{Key: redriveOf, Value: []byte(e.At.String())},
-		{Key: redriveTo, Value: []byte(topic)},
-		{Key: redriveAt, Value: []byte(now)},
-	}}
+	recs := []*kgo.Record{rec}
+	for _, s := range sibs {
+		recs = append(recs, &kgo.Record{Topic: schemas.TopicDLQ, Key: s.Record.Key, Partition: s.At.Partition, Headers: []kgo.RecordHeader{
+			{Key: redriveOf, Value: []byte(s.At.String())},
+			{Key: redriveTo, Value: []byte(topic)},
+			{Key: redriveAt, Value: []byte(now)},
+		}})
+	}
 	// The transactional id serializes redrives: two operators at once fence
 	// each other instead of both redriving.
 	cl, err := kgo.NewClient(cfg.Opts(kgo.TransactionalID("vmplane-dlq-redrive"),
@@ -283,7 +323,7 @@ func redriveDLQ(ctx context.Context, cfg kafka.Config, e dlqEntry) (string, erro
 	if err := cl.BeginTransaction(); err != nil {
 		return "", fmt.Errorf("dlq redrive: begin: %w", err)
 	}
-	res := cl.ProduceSync(ctx, rec, marker)
+	res := cl.ProduceSync(ctx, recs...)
 	commit := kgo.TryCommit
 	if res.FirstErr() != nil {
 		commit = kgo.TryAbort

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -74,10 +75,10 @@ func TestDLQRedriveAfterFix(t *testing.T) {
 	// the record cannot check where it belongs, so it needs the registry too.
 	stop()
 	t.Cleanup(startVM(t, withRegistry))
-	if _, err := redriveDLQ(ctx, plain, entries[0]); err == nil || !strings.Contains(err.Error(), "does not decode here") {
+	if _, err := redriveDLQ(ctx, plain, entries[0], entries); err == nil || !strings.Contains(err.Error(), "does not decode here") {
 		t.Fatalf("redrive without the registry: %v", err)
 	}
-	if _, err := redriveDLQ(ctx, withRegistry, entries[0]); err != nil {
+	if _, err := redriveDLQ(ctx, withRegistry, entries[0], entries); err != nil {
 		t.Fatal(err)
 	}
 	waitAccepted(t, withRegistry, "deploy-dlq")
@@ -89,7 +90,7 @@ func TestDLQRedriveAfterFix(t *testing.T) {
 	if len(again) != 1 || again[0].Redriven == nil {
 		t.Fatalf("after redrive: %d entries, marker %v", len(again), again[0].Redriven)
 	}
-	if _, err := redriveDLQ(ctx, withRegistry, again[0]); err == nil || !strings.Contains(err.Error(), "refusing a second redrive") {
+	if _, err := redriveDLQ(ctx, withRegistry, again[0], again); err == nil || !strings.Contains(err.Error(), "refusing a second redrive") {
 		t.Fatalf("second redrive: %v", err)
 	}
 }
@@ -154,7 +155,7 @@ func TestDLQForgedOrigin(t *testing.T) {
 		t.Fatalf("dlq list names a forged origin:\n%s", s)
 	}
 	for _, e := range entries {
-		_, err := redriveDLQ(ctx, cfg, e)
+		_, err := redriveDLQ(ctx, cfg, e, entries)
 		if err == nil || !strings.Contains(err.Error(), "is a Terminate, which vm.power.v1 does not carry") {
 			t.Fatalf("redrive of %s: %v", e.At, err)
 		}
@@ -276,5 +277,62 @@ func waitAccepted(t *testing.T, cfg kafka.Config, jobID string) {
 		if found {
 			return
 		}
+	}
+}
+
+// TestDLQRedriveOncePerOrigin: a record two consumers refused is two dead
+// letters of one origin. Redriving either puts the record back once, for
+// those two consumers only, and marks both; the other is then refused. A
+// dead letter of another origin is left alone.
+func TestDLQRedriveOncePerOrigin(t *testing.T) {
+	ctx := t.Context()
+	cfg, cl := dlqBroker(t)
+	terminate := &schemas.Terminate{VmCommand: schemas.VmCommand{CommandID: "term-1", VmID: "vm-1", Account: "acme",
+		Origin: schemas.OriginAPI, IssuedAt: time.Now().UnixMilli()}}
+	orig, err := kafka.ToKafka(ctx, schemas.NewCodec(nil), schemas.Record{Topic: schemas.TopicVmCommands, Key: "vm-1", Value: terminate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range []struct{ group, offset string }{{"group-b", "5"}, {"group-a", "5"}, {"group-a", "6"}} {
+		orig.Partition, orig.Offset = 3, int64(5+i/2)
+		dl := kafka.DeadLetter(orig, errors.New("refused"), c.group)
+		if got := kafka.DeadLetterHeader(dl, kafka.DLQOffset); got != c.offset {
+			t.Fatalf("dead letter %d offset %s", i, got)
+		}
+		if err := cl.ProduceSync(ctx, dl).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries, err := readDLQ(ctx, cfg)
+	if err != nil || len(entries) != 3 {
+		t.Fatalf("%d entries, %v", len(entries), err)
+	}
+	if _, err := redriveDLQ(ctx, cfg, entries[0], entries); err != nil {
+		t.Fatal(err)
+	}
+	var redriven []*kgo.Record
+	err = kafka.ReadToEnd(ctx, cfg, []string{schemas.TopicVmCommands}, func(kr *kgo.Record) error {
+		if !kr.Attrs.IsControl() {
+			redriven = append(redriven, kr)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(redriven) != 1 || kafka.Header(redriven[0], kafka.DLQRedriveFor) != "group-a,group-b" {
+		t.Fatalf("redriven %d records, the first for %q", len(redriven), kafka.Header(redriven[0], kafka.DLQRedriveFor))
+	}
+	after, err := readDLQ(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range after {
+		if want := e.header(kafka.DLQOffset) == "5"; (e.Redriven != nil) != want {
+			t.Errorf("%s (origin %s): redriven %v, want %v", e.At, e.origin(), e.Redriven != nil, want)
+		}
+	}
+	if _, err := redriveDLQ(ctx, cfg, after[1], after); err == nil || !strings.Contains(err.Error(), "refusing a second redrive") {
+		t.Fatalf("redrive of the other dead letter of the origin: %v", err)
 	}
 }

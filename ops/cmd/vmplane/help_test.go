@@ -1,6 +1,11 @@
 package main
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/vmplane/vmplane/ops/roles"
+)
 
 // A role asked for its flags starts nothing (no metrics listener that a
 // running stack holds), so that -h prints them whatever runs.
@@ -18,6 +23,21 @@ func TestWantsHelp(t *testing.T) {
 	} {
 		if got := wantsHelp(tc.args); got != tc.want {
 			t.Errorf("wantsHelp(%q) = %v, want %v", tc.args, got, tc.want)
+		}
+	}
+}
+
+// The usage names every processor kind there is.
+func TestUsageNamesEveryProcessorKind(t *testing.T) {
+	line := ""
+	for _, l := range strings.Split(usage, "\n") {
+		if strings.Contains(l, "vmplane processor") {
+			line = l
+		}
+	}
+	for _, kind := range roles.ProcessorKinds {
+		if !strings.Contains(line, kind+"|") && !strings.Contains(line, "|"+kind+" ") {
+			t.Errorf("the usage's processor line %q does not name %s", line, kind)
 		}
 	}
 }

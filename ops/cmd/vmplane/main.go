@@ -19,7 +19,7 @@ const usage = `vmplane — an event-sourced control plane for virtual machines
 Usage:
   vmplane dev        [flags]   the whole system in one process (make run)
   vmplane broker     [flags]   an embedded Kafka-protocol broker with a data directory
-  vmplane processor  --kind vm|host|placement [flags]
+  vmplane processor  --kind vm|host|host-relay|placement|lease [flags]
   vmplane projector  --kind postgres|journal [flags]
   vmplane projector  rebuild --target postgres [flags]   replay the log into fresh read models and swap them in
   vmplane gateway    [flags]   the REST API

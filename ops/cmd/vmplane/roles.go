@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -96,7 +97,7 @@ func runBroker(ctx context.Context, args []string, log *slog.Logger) error {
 
 func runProcessor(ctx context.Context, args []string, log *slog.Logger) error {
 	f := newFlags("processor")
-	kind := f.str("kind", "VMPLANE_PROCESSOR", "", "vm, host or placement")
+	kind := f.str("kind", "VMPLANE_PROCESSOR", "", strings.Join(roles.ProcessorKinds, ", "))
 	k := f.kafka()
 	inst := f.instance()
 	ping := f.settings()
