@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"reflect"
 	"strconv"
 	"strings"
@@ -51,8 +52,9 @@ func (e Event) final() bool {
 // Fanout hands each event of vm.events.v1 to the subscribers whose filter
 // accepts it. It keeps the last events in a ring, so that a client
 // reconnecting with Last-Event-ID misses nothing that the ring still
-// holds. Its events come from Run (feed.go), which consumes only while a
-// stream is open, or from Publish.
+// holds, and a job stream joins its snapshot to the events after it
+// (join.go). Its events come from Run (feed.go), which consumes only while
+// a stream is open, or from Publish.
 type Fanout struct {
 	log *slog.Logger
 
@@ -61,6 +63,10 @@ type Fanout struct {
 	ring []Event
 	next int // ring write position
 	full bool
+	// from is where the ring's hold begins: it has every event of each
+	// partition at or after from (0 when absent), from the feed's start
+	// positions on, raised past each event it drops.
+	from position
 	// owners remembers each VM's account: PowerStateObserved does not
 	// carry it, and a user's stream must not see another's VMs.
 	owners map[string]string
@@ -83,8 +89,8 @@ func NewFanout(log *slog.Logger, ringSize int) *Fanout {
 	if ringSize <= 0 {
 		ringSize = 10_000
 	}
-	return &Fanout{log: log, subs: map[*subscription]struct{}{}, ring: make([]Event, ringSize), owners: map[string]string{},
-		demand: make(chan struct{}, 1), ready: make(chan struct{}), grace: feedGrace, wait: feedWait}
+	return &Fanout{log: log, subs: map[*subscription]struct{}{}, ring: make([]Event, ringSize), from: position{},
+		owners: map[string]string{}, demand: make(chan struct{}, 1), ready: make(chan struct{}), grace: feedGrace, wait: feedWait}
 }
 
 // eventOf turns a decoded record into an Event; it reads only the fields
@@ -186,6 +192,9 @@ func (f *Fanout) publishLocked(e Event) {
 	if e.Type == "VmExpunged" {
 		delete(f.owners, e.VmID)
 	}
+	if old := f.ring[f.next]; f.full && old.offset >= f.from[old.partition] {
+		f.from[old.partition] = old.offset + 1
+	}
 	f.ring[f.next] = e
 	f.next = (f.next + 1) % len(f.ring)
 	if f.next == 0 {
@@ -278,16 +287,10 @@ func (f *Fanout) leaveLocked(s *subscription) {
 // feedWait, or when ctx ends first.
 func (f *Fanout) Subscribe(ctx context.Context, filter func(Event) bool, lastID string) (sub *subscription, backlog []Event, gap bool, err error) {
 	f.mu.Lock()
-	sub = &subscription{f: f, filter: filter, wake: make(chan struct{}, 1)}
-	f.subs[sub] = struct{}{}
-	if f.idle != nil {
-		f.idle.Stop()
-		f.idle = nil
-	}
-	if f.fed && !closed(f.ready) {
-		ready := f.ready
+	sub, starting := f.registerLocked(filter)
+	if starting != nil {
 		f.mu.Unlock()
-		gap, err = f.await(ctx, sub, ready, lastID)
+		gap, err = f.await(ctx, sub, starting, lastID)
 		return sub, nil, gap, err
 	}
 	defer f.mu.Unlock()
@@ -318,6 +321,53 @@ func (f *Fanout) Subscribe(ctx context.Context, filter func(Event) bool, lastID 
 		gap = len(ordered) == 0 || ordered[0].partition != p || ordered[0].offset > o+1
 	}
 	return sub, backlog, gap, nil
+}
+
+// registerLocked adds a subscription of filter. While the feed is being
+// started, it returns the channel that closes once the feed has its start
+// positions: the subscription then waits for it (await).
+func (f *Fanout) registerLocked(filter func(Event) bool) (sub *subscription, starting <-chan struct{}) {
+	sub = &subscription{f: f, filter: filter, wake: make(chan struct{}, 1)}
+	f.subs[sub] = struct{}{}
+	if f.idle != nil {
+		f.idle.Stop()
+		f.idle = nil
+	}
+	if f.fed && !closed(f.ready) {
+		return sub, f.ready
+	}
+	return sub, nil
+}
+
+// subscribeAll registers filter and returns, atomically with the
+// registration, every event of the ring that filter takes, and cover:
+// the backlog and the events the subscription receives after it hold
+// every event of each partition at or after cover. A job stream joins a
+// snapshot of the read model to them by position (join.go).
+//
+// While the feed is idle it starts it, as Subscribe does; the feed then
+// starts after the registration and every event it publishes reaches the
+// subscription's queue: there is no backlog, and cover is where the feed
+// started (or later, past the events the ring has dropped since).
+func (f *Fanout) subscribeAll(ctx context.Context, filter func(Event) bool) (sub *subscription, backlog []Event, cover position, err error) {
+	f.mu.Lock()
+	sub, starting := f.registerLocked(filter)
+	if starting != nil {
+		f.mu.Unlock()
+		if _, err := f.await(ctx, sub, starting, ""); err != nil {
+			return nil, nil, nil, err
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return sub, nil, maps.Clone(f.from), nil
+	}
+	defer f.mu.Unlock()
+	for _, e := range f.ordered() {
+		if e.ID != "" && filter(e) {
+			backlog = append(backlog, e)
+		}
+	}
+	return sub, backlog, maps.Clone(f.from), nil
 }
 
 // ordered returns the ring oldest first.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -18,9 +19,14 @@ import (
 // consumer group: each gateway instance sees every event), but only while
 // a stream is open and for feedGrace after the last one closes: a gateway
 // nobody streams from decodes nothing, and a client that reconnects within
-// the grace resumes from the ring without a gap. A feed starts at the
-// committed end of every partition and with an empty ring, so a
-// Last-Event-ID from before an idle spell gets the stream's "gap" event.
+// the grace resumes from the ring without a gap. A feed starts with an
+// empty ring, so a Last-Event-ID from before an idle spell gets the
+// stream's "gap" event. It starts in each partition where the read model
+// is (the projector's next offset), not at the committed end: the events
+// the projector has not applied yet are then in the ring, after the
+// snapshot a job stream reads of the read model (join.go). A projector
+// further behind than the ring holds is not waited for so: the feed then
+// starts that many offsets before the end.
 const (
 	feedGrace = time.Minute
 	// feedWait bounds how long a new stream waits for the feed to start.
@@ -29,6 +35,9 @@ const (
 	// asks none after one failed.
 	ownerWait  = time.Second
 	ownerPause = 10 * time.Second
+	// positionWait bounds the read of the read model's position when a
+	// feed starts.
+	positionWait = time.Second
 )
 
 // Subscribe's answers when it cannot wait for the feed.
@@ -42,6 +51,13 @@ var (
 // of a VM whose account it has not seen, such as one created while the
 // feed was idle.
 type OwnerLookup func(ctx context.Context, vmID string) (string, error)
+
+// PositionLookup returns the read model's position in vm.events.v1: the
+// next offset the projector applies in each partition.
+type PositionLookup func(ctx context.Context) (map[int32]int64, error)
+
+// PositionFrom reads the projector's position from the read model.
+func PositionFrom(rm ReadModel) PositionLookup { return rm.EventsPosition }
 
 // OwnersFrom looks VM accounts up in the read model.
 func OwnersFrom(rm ReadModel) OwnerLookup {
@@ -66,8 +82,10 @@ func (f *Fanout) FedByRun() {
 
 // Run feeds the fanout from Kafka whenever a stream asks for it, until ctx
 // ends. owner may be nil: events without an account then reach only the
-// admin streams until the VM's account is seen.
-func (f *Fanout) Run(ctx context.Context, cfg kafka.Config, owner OwnerLookup) error {
+// admin streams until the VM's account is seen. at may be nil, or fail: a
+// feed then starts at the committed end of every partition, and a job
+// stream whose snapshot is behind it waits for the projector (join.go).
+func (f *Fanout) Run(ctx context.Context, cfg kafka.Config, owner OwnerLookup, at PositionLookup) error {
 	codec, err := cfg.Codec()
 	if err != nil {
 		return fmt.Errorf("fanout codec: %w", err)
@@ -97,7 +115,7 @@ func (f *Fanout) Run(ctx context.Context, cfg kafka.Config, owner OwnerLookup) e
 		if !wanted {
 			continue // the streams that asked have left, or a feed runs
 		}
-		err := f.feed(ctx, cfg, codec, adm, owner)
+		err := f.feed(ctx, cfg, codec, adm, owner, at)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -119,25 +137,27 @@ func (f *Fanout) Run(ctx context.Context, cfg kafka.Config, owner OwnerLookup) e
 	}
 }
 
-// feed runs one feed: from the committed end of every partition until the
-// grace period after the last stream ends it, or ctx does.
-func (f *Fanout) feed(ctx context.Context, cfg kafka.Config, codec *schemas.Codec, adm *kadm.Client, owner OwnerLookup) error {
-	starts, err := committedEnds(ctx, adm, f.wait)
+// feed runs one feed: from where the read model is in every partition
+// (feedStarts) until the grace period after the last stream ends it, or
+// ctx does.
+func (f *Fanout) feed(ctx context.Context, cfg kafka.Config, codec *schemas.Codec, adm *kadm.Client, owner OwnerLookup, at PositionLookup) error {
+	ends, err := committedEnds(ctx, adm, f.wait)
 	if err != nil {
 		return err
 	}
-	at := make(map[int32]kgo.Offset, len(starts))
+	starts := f.feedStarts(ctx, ends, at)
+	offsets := make(map[int32]kgo.Offset, len(starts))
 	for p, o := range starts {
-		at[p] = kgo.NewOffset().At(o)
+		offsets[p] = kgo.NewOffset().At(o)
 	}
-	cl, err := kgo.NewClient(cfg.Opts(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{schemas.TopicVmEvents: at}))...)
+	cl, err := kgo.NewClient(cfg.Opts(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{schemas.TopicVmEvents: offsets}))...)
 	if err != nil {
 		return fmt.Errorf("fanout client: %w", err)
 	}
 	defer cl.Close()
 	fctx, stop := context.WithCancel(ctx)
 	defer stop()
-	gen := f.started(stop)
+	gen := f.started(stop, starts)
 	defer f.ended(gen)
 	for {
 		fetches := cl.PollFetches(fctx)
@@ -191,15 +211,40 @@ func committedEnds(ctx context.Context, adm *kadm.Client, wait time.Duration) (m
 	return ends, nil
 }
 
-// started makes a positioned feed the running one: the ring starts empty
-// (what it held came before an idle spell), and streams waiting in
-// Subscribe go on. It returns the feed's generation.
-func (f *Fanout) started(stop context.CancelFunc) uint64 {
+// feedStarts is where a feed starts in each partition: the read model's
+// next offset, so that the events a snapshot of it lacks are fed; no
+// further back than the ring holds (a projector that far behind is waited
+// for by the streams that need it), and no later than the committed end.
+// Without the read model's position (at is nil or fails) it is the end.
+func (f *Fanout) feedStarts(ctx context.Context, ends map[int32]int64, at PositionLookup) map[int32]int64 {
+	if at == nil {
+		return ends
+	}
+	actx, cancel := context.WithTimeout(ctx, positionWait)
+	defer cancel()
+	next, err := at(actx)
+	if err != nil {
+		f.log.Warn("fanout: read the read model's position; the feed starts at the end", "err", err)
+		return ends
+	}
+	starts := make(map[int32]int64, len(ends))
+	for p, end := range ends {
+		starts[p] = min(end, max(next[p], end-int64(len(f.ring))))
+	}
+	return starts
+}
+
+// started makes a feed positioned at starts the running one: the ring
+// starts empty (what it held came before an idle spell) and holds every
+// event from starts on, and streams waiting in Subscribe go on. It returns
+// the feed's generation.
+func (f *Fanout) started(stop context.CancelFunc, starts map[int32]int64) uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.gen++
 	clear(f.ring)
 	f.next, f.full = 0, false
+	f.from = maps.Clone(starts)
 	f.stop = stop
 	close(f.ready)
 	if len(f.subs) == 0 {

@@ -26,6 +26,7 @@ type feedTest struct {
 	codec *schemas.Codec
 	prod  *kgo.Client
 	asked atomic.Int32 // owner lookups
+	at    PositionLookup
 }
 
 func newFeedTest(t *testing.T) *feedTest {
@@ -44,7 +45,8 @@ func newFeedTest(t *testing.T) *feedTest {
 	return ft
 }
 
-// run starts Run; the VM "vm-late" belongs to acct-late in its owner lookup.
+// run starts Run; the VM "vm-late" belongs to acct-late in its owner
+// lookup, and the read model's position is ft.at's (nil: none).
 func (ft *feedTest) run() {
 	ctx, cancel := context.WithCancel(ft.t.Context())
 	done := make(chan error, 1)
@@ -55,7 +57,7 @@ func (ft *feedTest) run() {
 				return "acct-late", nil
 			}
 			return "", nil
-		})
+		}, ft.at)
 	}()
 	ft.t.Cleanup(func() {
 		cancel()
@@ -237,7 +239,7 @@ func TestFeedRunAgain(t *testing.T) {
 	// only, and one committed before the feed starts is never seen
 	// (this test failed so on a loaded machine).
 	f.FedByRun()
-	go func() { done <- f.Run(ctx, ft.cfg, owner) }()
+	go func() { done <- f.Run(ctx, ft.cfg, owner, nil) }()
 	sub, _, _, err := f.Subscribe(t.Context(), func(Event) bool { return true }, "")
 	if err != nil {
 		t.Fatal(err)
@@ -269,7 +271,7 @@ func TestFeedRunAgain(t *testing.T) {
 		t.Fatal("Subscribe returned with no Run to feed it")
 	default:
 	}
-	go func() { done <- f.Run(t.Context(), ft.cfg, owner) }()
+	go func() { done <- f.Run(t.Context(), ft.cfg, owner, nil) }()
 	sub = <-subscribed
 	if sub == nil {
 		t.FailNow()
@@ -371,5 +373,81 @@ func TestLearnOwner(t *testing.T) {
 	f.learnOwner(ctx, "vm-c", owner)
 	if fmt.Sprint(asked) != "[vm-c vm-c]" {
 		t.Fatalf("after the pause asked %v", asked)
+	}
+}
+
+// TestFeedStartsWhereTheReadModelIs: a feed starts in each partition at
+// the read model's position, so that the events committed before it but
+// not applied by the projector yet are in the ring; without that position
+// (none, or it cannot be read) it starts at the committed end.
+func TestFeedStartsWhereTheReadModelIs(t *testing.T) {
+	ft := newFeedTest(t)
+	f := ft.f
+	var mu sync.Mutex
+	var position map[int32]int64 // the read model's; nil: it cannot be read
+	ft.at = func(context.Context) (map[int32]int64, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if position == nil {
+			return nil, errors.New("database down")
+		}
+		return position, nil
+	}
+	f.FedByRun() // before Run: the first Subscribe waits for the feed
+	ft.run()
+	all := func(Event) bool { return true }
+	// No position: the first feed starts at the end, and takes what is
+	// committed after.
+	sub, _, _, err := f.Subscribe(t.Context(), all, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []Event
+	for i := range 5 {
+		ft.commit(observed("vm-a", i)) // one transaction each: markers take offsets
+		seen = append(seen, next(t, sub))
+	}
+	sub.Close()
+	waitUntil(t, "the feed stops after the grace", func() bool { return !f.running() })
+
+	// The projector has applied the first two: the next feed starts at
+	// the third, which a job stream's snapshot then lacks.
+	p := seen[2].partition
+	mu.Lock()
+	position = map[int32]int64{p: seen[2].offset}
+	mu.Unlock()
+	sub, backlog, cover, err := f.subscribeAll(t.Context(), all)
+	if err != nil || len(backlog) != 0 || cover[p] != seen[2].offset {
+		t.Fatalf("subscribeAll: %v, backlog %d, cover %v (want %d in partition %d)", err, len(backlog), cover, seen[2].offset, p)
+	}
+	for _, want := range seen[2:] {
+		if e := next(t, sub); e.ID != want.ID {
+			t.Fatalf("the feed from the read model's position sent %s, want %s", e.ID, want.ID)
+		}
+	}
+	ft.commit(observed("vm-a", 5))
+	if e := next(t, sub); e.body.value.(*schemas.PowerStateObserved).Count != 5 {
+		t.Fatalf("after the replay came %s, want the event committed after", e.ID)
+	}
+	sub.Close()
+}
+
+// TestFeedStarts: the read model's position, bounded by what the ring
+// holds and by the committed end; the end when there is no position.
+func TestFeedStarts(t *testing.T) {
+	f := NewFanout(slog.New(slog.DiscardHandler), 10)
+	ends := map[int32]int64{0: 100, 1: 5, 2: 0, 3: 7}
+	at := func(context.Context) (map[int32]int64, error) {
+		return map[int32]int64{0: 50, 1: 3, 3: 9}, nil
+	}
+	if got := fmt.Sprint(f.feedStarts(t.Context(), ends, at)); got != "map[0:90 1:3 2:0 3:7]" {
+		t.Fatalf("starts %s", got)
+	}
+	if got := fmt.Sprint(f.feedStarts(t.Context(), ends, nil)); got != fmt.Sprint(ends) {
+		t.Fatalf("without a position: %s", got)
+	}
+	down := func(context.Context) (map[int32]int64, error) { return nil, errors.New("down") }
+	if got := fmt.Sprint(f.feedStarts(t.Context(), ends, down)); got != fmt.Sprint(ends) {
+		t.Fatalf("position unreadable: %s", got)
 	}
 }

@@ -21,6 +21,13 @@ type ReadModel interface {
 	Alert(ctx context.Context, id string) (readmodel.Alert, error)
 	Job(ctx context.Context, id string) (readmodel.Job, error)
 	JobSteps(ctx context.Context, jobID string) ([]readmodel.JobStep, error)
+	// JobSnapshot reads a job (nil when it has no row), its steps and the
+	// projector's next offset of each partition of vm.events.v1 in one
+	// snapshot: the rows hold exactly the events before that position.
+	JobSnapshot(ctx context.Context, id string) (readmodel.JobSnapshot, error)
+	// EventsPosition is the projector's next offset of each partition of
+	// vm.events.v1.
+	EventsPosition(ctx context.Context) (map[int32]int64, error)
 	JobsByID(ctx context.Context, ids []string) ([]readmodel.Job, error)
 	Jobs(ctx context.Context, account, vmID, state string, p readmodel.Page) ([]readmodel.Job, error)
 	Host(ctx context.Context, id string) (readmodel.Host, error)

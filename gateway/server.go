@@ -154,6 +154,8 @@ type Server struct {
 
 	// accepted is cfg.Accepted, or the in-memory store.
 	accepted AcceptedStore
+	// joinWait bounds a job stream's wait for the projector (join.go).
+	joinWait time.Duration
 }
 
 // New returns a Server that reads rm and publishes commands through pub.
@@ -175,6 +177,8 @@ func New(cfg Config, rm ReadModel, pub Publisher) *Server {
 		keys:  newKeyCache(cfg.KeyCacheTTL, 100_000),
 		now:   time.Now,
 		newID: newUUID,
+
+		joinWait: joinWait,
 	}
 	s.accepted = cfg.Accepted
 	if s.accepted == nil {

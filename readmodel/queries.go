@@ -132,11 +132,13 @@ func (r *Reader) JobSteps(ctx context.Context, jobID string) ([]JobStep, error) 
 	if err != nil {
 		return nil, fmt.Errorf("job steps of %s: %w", jobID, err)
 	}
-	return collect(rows, func(row pgx.Row) (JobStep, error) {
-		var s JobStep
-		err := row.Scan(&s.JobID, &s.Seq, &s.TaskState, &s.Step, &s.Text, &s.Obj, &s.At)
-		return s, err
-	}, "job steps of "+jobID)
+	return collect(rows, scanStep, "job steps of "+jobID)
+}
+
+func scanStep(row pgx.Row) (JobStep, error) {
+	var s JobStep
+	err := row.Scan(&s.JobID, &s.Seq, &s.TaskState, &s.Step, &s.Text, &s.Obj, &s.At)
+	return s, err
 }
 
 // JobsByID returns the jobs of ids the read model has, by id.

@@ -2,6 +2,7 @@ package gatewaytest
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -27,9 +28,11 @@ type ReadModel struct {
 	leases    map[string]readmodel.Lease
 	settings  map[[3]string]readmodel.Setting
 	snapshots map[string][]readmodel.Snapshot
-	storage   *storage
-	readyErr  error
-	keyReads  int
+	// next is the projector's position in vm.events.v1 (Advance).
+	next     map[int32]int64
+	storage  *storage
+	readyErr error
+	keyReads int
 }
 
 var _ gateway.ReadModel = (*ReadModel)(nil)
@@ -188,6 +191,49 @@ func (m *ReadModel) Jobs(_ context.Context, account, vmID, state string, p readm
 	return page(m.jobs, p, func(j readmodel.Job) bool {
 		return (account == "" || j.Account == account) && (vmID == "" || j.VmID == vmID) && (state == "" || j.State == state)
 	}), nil
+}
+
+// Advance moves the projector's next offset of a partition of
+// vm.events.v1 to next (never back), as its commit of the rows of the
+// events before it does: a test that plays the projector puts the rows,
+// then advances.
+func (m *ReadModel) Advance(partition int32, next int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.next == nil {
+		m.next = map[int32]int64{}
+	}
+	m.next[partition] = max(m.next[partition], next)
+}
+
+// JobSnapshot returns a job (nil when unknown), its steps and the position
+// Advance set, read together.
+func (m *ReadModel) JobSnapshot(_ context.Context, id string) (readmodel.JobSnapshot, error) {
+	if err := TextError(id); err != nil {
+		return readmodel.JobSnapshot{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	snap := readmodel.JobSnapshot{Steps: slices.Clone(m.steps[id]), Next: maps.Clone(m.next)}
+	if j, ok := m.jobs[id]; ok {
+		snap.Job = &j
+	}
+	if snap.Next == nil {
+		snap.Next = map[int32]int64{}
+	}
+	sort.Slice(snap.Steps, func(i, j int) bool { return snap.Steps[i].Seq < snap.Steps[j].Seq })
+	return snap, nil
+}
+
+// EventsPosition returns the position Advance set.
+func (m *ReadModel) EventsPosition(context.Context) (map[int32]int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	next := maps.Clone(m.next)
+	if next == nil {
+		next = map[int32]int64{}
+	}
+	return next, nil
 }
 
 // Host returns the host id, or readmodel.ErrNotFound.

@@ -118,7 +118,7 @@ func (g *gatewayRole) run(ctx context.Context) error {
 	go func() {
 		// Run returns early only when it cannot feed at all: the role
 		// stops (and is restarted) rather than serve streams that 503.
-		err := cfg.Events.Run(ctx, g.kafka, gateway.OwnersFrom(rm))
+		err := cfg.Events.Run(ctx, g.kafka, gateway.OwnersFrom(rm), gateway.PositionFrom(rm))
 		if err != nil {
 			cancel()
 		}
