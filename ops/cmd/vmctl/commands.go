@@ -57,13 +57,14 @@ var groups = map[string]string{
 	"network":  "Guest networks",
 	"volume":   "Volumes and their actions",
 	"journal":  "The job journal in ClickHouse (admin)",
+	"config":   "Profiles of the config file",
 }
 
 // specs is every command, in the order help lists them.
 func specs() []spec {
 	return slices.Concat(vmCommands, lifecycleCommands(), historyCommands, jobCommands,
 		hostCommands, catalogCommands, placementCommands, accountCommands, alertCommands, settingsCommands,
-		leaseCommands, storageCommands, volumeCommands(), versionCommands)
+		leaseCommands, storageCommands, volumeCommands(), configCommands, versionCommands)
 }
 
 // root builds the command tree of one invocation.
