@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/vmplane/vmplane/api"
 )
 
@@ -53,6 +55,20 @@ func (e *apiError) Error() string {
 	return msg
 }
 
+// passing says whether the refusal may be gone when asked again: a 429,
+// or a 503 that says when (Retry-After) or says to retry, as the gateway
+// does of a command it could not write to the log; a 503 such as "the
+// event history is not configured" is no passing state.
+func (e *apiError) passing() bool {
+	switch e.Status {
+	case http.StatusTooManyRequests:
+		return true
+	case http.StatusServiceUnavailable:
+		return e.retryAfter > 0 || strings.Contains(e.Body.Message, "retry")
+	}
+	return false
+}
+
 // isRateLimited says whether the gateway refused a call for the key's rate
 // or its open streams (429).
 func isRateLimited(err error) bool {
@@ -65,14 +81,32 @@ func isNotFound(err error) bool {
 	return errors.As(err, &ae) && ae.Status == http.StatusNotFound
 }
 
+// Retries: a 429 (the key's rate) or a passing 503 (a gateway that could
+// not write the command to the log) is asked again after the answer's
+// Retry-After, else after retryPause doubling, at most maxRetries
+// times and never past the call's deadline. Only a request that may be
+// sent twice is: a GET, or a change carrying an Idempotency-Key, which
+// vmctl gives every change it sends (a key per request, the same on each
+// retry of it), so that the gateway answers a repeat with the first
+// answer instead of doing the work again (gateway/idempotency.go).
+const (
+	maxRetries = 3
+	// maxRetryWait bounds one wait: a longer Retry-After is an error now
+	// rather than a command that seems to hang.
+	maxRetryWait = 30 * time.Second
+)
+
+// retryPause is the first wait when the answer says none.
+var retryPause = time.Second
+
 // call sends body (JSON, when not nil) and decodes a 2xx answer into out
-// (when not nil). A non-2xx answer is an *apiError.
+// (when not nil), retrying as above. A non-2xx answer is an *apiError.
 func (c *client) call(ctx context.Context, method, path string, query url.Values, body, out any) error {
-	return c.send(ctx, method, path, query, body, out, 0)
+	return c.send(ctx, method, path, query, body, out, maxRetries)
 }
 
-// send is call; retries is not used yet.
-func (c *client) send(ctx context.Context, method, path string, query url.Values, body, out any, _ int) error {
+// send is call with at most retries retries.
+func (c *client) send(ctx context.Context, method, path string, query url.Values, body, out any, retries int) error {
 	u := c.base + path
 	if len(query) > 0 {
 		u += "?" + query.Encode()
@@ -85,7 +119,34 @@ func (c *client) send(ctx context.Context, method, path string, query url.Values
 		}
 		payload = b
 	}
-	return c.once(ctx, method, path, u, payload, "", out)
+	idemKey := ""
+	if method != http.MethodGet && method != http.MethodHead {
+		idemKey = "vmctl-" + uuid.NewString()
+	}
+	pause := retryPause
+	for attempt := 0; ; attempt++ {
+		err := c.once(ctx, method, path, u, payload, idemKey, out)
+		var ae *apiError
+		if attempt >= retries || !errors.As(err, &ae) || !ae.passing() {
+			return err
+		}
+		wait := pause
+		if ae.retryAfter > 0 {
+			wait = ae.retryAfter
+		}
+		if d, ok := ctx.Deadline(); wait > maxRetryWait || ok && time.Until(d) < wait {
+			return err
+		}
+		if c.notice != nil {
+			c.notice(fmt.Sprintf("%s %s: HTTP %d, asking again in %s (%d of %d)", method, path, ae.Status, wait, attempt+1, retries))
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		pause *= 2
+	}
 }
 
 // once sends one request.
