@@ -228,3 +228,56 @@ func TestWaitRateLimitedWaitsAndAsksAgain(t *testing.T) {
 		t.Fatalf("exit %d after %d polls: %s%s", code, polls.Load(), out.String(), errb.String())
 	}
 }
+
+// TestWaitEndsWhenTheStreamNeverDoes: a stream that keeps beating but
+// never sends the job's end (a gateway that missed it) does not hold the
+// wait: the job is read while the stream is open, and its end ends the
+// wait promptly, well before --timeout.
+func TestWaitEndsWhenTheStreamNeverDoes(t *testing.T) {
+	old := recheckEvery
+	recheckEvery = 100 * time.Millisecond
+	t.Cleanup(func() { recheckEvery = old })
+	start := time.Now()
+	streamClosed := make(chan struct{})
+	const running = `{"id":"j1","vm_id":"vm1","type":"Deploy","state":"running","reason":"","task_state":"Spawning","created_at":"2026-01-01T00:00:00Z","finished_at":null}`
+	const done = `{"id":"j1","vm_id":"vm1","type":"Deploy","state":"succeeded","reason":"","task_state":"","created_at":"2026-01-01T00:00:00Z","finished_at":"2026-01-01T00:00:01Z",` +
+		`"steps":[{"seq":1,"task_state":"Spawning","step":"start","text":"StartVm sent to host-2","at":"2026-01-01T00:00:00Z"}]}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/jobs/j1/events":
+			defer close(streamClosed)
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = w.Write([]byte("event: job\ndata: " + running + "\n\n"))
+			w.(http.Flusher).Flush()
+			for {
+				select {
+				case <-r.Context().Done():
+					return
+				case <-time.After(20 * time.Millisecond):
+					_, _ = w.Write([]byte(": heartbeat\n\n"))
+					w.(http.Flusher).Flush()
+				}
+			}
+		case "/v1/jobs/j1":
+			if time.Since(start) < 500*time.Millisecond {
+				_, _ = w.Write([]byte(running))
+				return
+			}
+			_, _ = w.Write([]byte(done))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	code, out, errs := vmctl(t, map[string]string{"VMPLANE_API": srv.URL, "VMPLANE_API_KEY": "k", "VMCTL_PROGRESS": "never"}, "job", "wait", "j1", "--timeout", "1m")
+	took := time.Since(start)
+	if code != exitOK || took > 3*time.Second {
+		t.Fatalf("exit %d after %v: %s%s", code, took, out, errs)
+	}
+	wantLines(t, out, []string{`^\s*\[1\] Spawning: StartVm sent to host-2$`, `^job j1 Deploy succeeded in 1s$`})
+	select {
+	case <-streamClosed:
+	case <-time.After(2 * time.Second):
+		t.Fatal("the stream was left open")
+	}
+}
