@@ -62,7 +62,7 @@ var groups = map[string]string{
 
 // specs is every command, in the order help lists them.
 func specs() []spec {
-	return slices.Concat(vmCommands, lifecycleCommands(), historyCommands, jobCommands,
+	return slices.Concat(vmCommands, lifecycleCommands(), historyCommands, jobCommands, eventCommands,
 		hostCommands, catalogCommands, placementCommands, accountCommands, alertCommands, settingsCommands,
 		leaseCommands, storageCommands, volumeCommands(), configCommands, versionCommands)
 }

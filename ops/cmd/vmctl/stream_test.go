@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/gateway"
 	"github.com/vmplane/vmplane/gateway/gatewaytest"
 	"github.com/vmplane/vmplane/readmodel"
@@ -279,5 +281,41 @@ func TestWaitEndsWhenTheStreamNeverDoes(t *testing.T) {
 	case <-streamClosed:
 	case <-time.After(2 * time.Second):
 		t.Fatal("the stream was left open")
+	}
+}
+
+// TestEventsFollowsTheStream: vmctl events --vm prints each event of that
+// VM, a JSON object per line with -o json, and stops after --count.
+func TestEventsFollowsTheStream(t *testing.T) {
+	s := newStreamStack(t)
+	s.rm.PutVM(readmodel.VM{ID: "vm-e", Account: "acct-a"})
+	ref := schemas.JobRef{JobID: "job-e", VmID: "vm-e", Account: "acct-a", JobType: "Stop"}
+	stop := make(chan struct{})
+	go func() {
+		for i := int32(1); ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			s.publish("vm-other", &schemas.JobStepped{JobRef: schemas.JobRef{JobID: "job-o", VmID: "vm-other", Account: "acct-a"}, Seq: i})
+			s.publish("vm-e", &schemas.JobStepped{JobRef: ref, Seq: i, TaskState: "Stopping", Text: "StopVm sent"})
+		}
+	}()
+	code, out, errs := vmctl(t, map[string]string{"VMPLANE_API": s.url, "VMPLANE_API_KEY": s.user}, "events", "--vm", "vm-e", "--count", "2", "-o", "json")
+	close(stop)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != exitOK || len(lines) != 2 {
+		t.Fatalf("exit %d: %s%s", code, out, errs)
+	}
+	for _, l := range lines {
+		var e api.Event
+		if err := json.Unmarshal([]byte(l), &e); err != nil || e.VmID != "vm-e" || e.Type != "JobStepped" || e.JobID != "job-e" {
+			t.Errorf("event line %q: %+v %v", l, e, err)
+		}
+	}
+	code, out, errs = vmctl(t, map[string]string{"VMPLANE_API": s.url, "VMPLANE_API_KEY": s.user}, "events", "--vm", "vm-nope", "--count", "1")
+	if code != exitFail || !strings.Contains(errs, "not found") {
+		t.Fatalf("events of an unknown VM: exit %d: %s%s", code, out, errs)
 	}
 }
