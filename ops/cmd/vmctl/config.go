@@ -241,9 +241,10 @@ func (a *cli) editConfig(edit func(root *yaml.Node) error) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("write config: %w", err)
 	}
-	defer os.Remove(tmp.Name())
+	// Once renamed there is nothing left to remove.
+	defer func() { _ = os.Remove(tmp.Name()) }()
 	if _, err := tmp.Write(out.Bytes()); err != nil {
-		tmp.Close()
+		_ = tmp.Close()
 		return "", fmt.Errorf("write config: %w", err)
 	}
 	if err := tmp.Close(); err != nil {

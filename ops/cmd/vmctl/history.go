@@ -112,7 +112,7 @@ func journalQuery(a *cli, fs *pflag.FlagSet) runner {
 		}); err != nil {
 			return err
 		}
-		if res.Truncated && a.output == "table" {
+		if res.Truncated && a.plain() {
 			fmt.Fprintf(a.stderr, "vmctl: only the first %d rows are shown; add a LIMIT\n", len(res.Rows))
 		}
 		return nil

@@ -210,12 +210,12 @@ func hostActionCmd(action string) command {
 				if err != nil {
 					return err
 				}
-				if now := h.Status + "/" + h.ResourceState; now != last && a.output == "table" {
+				if now := h.Status + "/" + h.ResourceState; now != last && a.plain() {
 					fmt.Fprintf(a.stdout, "host %s: %s, %s\n", id, h.Status, h.ResourceState)
 					last = now
 				}
 				if done, ok := hostDone[action](h.Host); done {
-					if a.output == "json" {
+					if !a.plain() {
 						if err := a.emit(raw, nil); err != nil {
 							return err
 						}

@@ -179,7 +179,7 @@ func (a *cli) finalLine(j api.Job, raw json.RawMessage, waited time.Duration) er
 	if j.FinishedAt != nil && !j.CreatedAt.IsZero() {
 		took = j.FinishedAt.Sub(j.CreatedAt)
 	}
-	if a.output == "json" {
+	if !a.plain() {
 		if err := a.emit(raw, nil); err != nil {
 			return err
 		}
@@ -230,7 +230,7 @@ func jobCancel(a *cli, fs *pflag.FlagSet) runner {
 				return nil
 			})
 		}
-		if a.output == "table" {
+		if a.plain() {
 			fmt.Fprintln(a.stdout, accepted)
 		}
 		err = a.waitJob(ctx, j.ID, *wait.timeout)

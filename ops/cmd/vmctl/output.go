@@ -19,7 +19,7 @@ import (
 // object: a line per field); -c keeps the fields named, in that order, and
 // makes -o table a plain table of them.
 func (a *cli) emit(raw json.RawMessage, table func(w io.Writer) error) error {
-	if a.output == "table" && len(a.columns) == 0 && table != nil {
+	if a.plain() && table != nil {
 		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 		if err := table(tw); err != nil {
 			return err
@@ -61,6 +61,10 @@ func (a *cli) emit(raw json.RawMessage, table func(w io.Writer) error) error {
 	v.table(tw)
 	return tw.Flush()
 }
+
+// plain says whether answers print as vmctl's own tables and lines (-o
+// table without -c) rather than as data.
+func (a *cli) plain() bool { return a.output == "table" && len(a.columns) == 0 }
 
 func decodeRaw[T any](raw json.RawMessage) (T, error) {
 	var v T

@@ -68,6 +68,8 @@ func TestOutputFormatsAndColumns(t *testing.T) {
 		{[]string{"job", "list", "--vm", "vm-2", "-o", "json"}, "[]\n"},
 		{[]string{"vm", "snapshots", "vm-2", "-o", "json"}, "[]\n"},
 		{[]string{"alert", "list", "--vm", "vm-2", "--open", "-o", "json"}, "[]\n"},
+		// --wait with -o value prints the finished job's fields alone.
+		{[]string{"vm", "deploy", "--name", "w-3", "--offering", "small", "--wait", "-o", "value", "-c", "type", "-c", "state"}, "Deploy\nsucceeded\n"},
 	} {
 		code, out, errs := s.run(t, s.user, tc.args...)
 		if code != exitOK || out != tc.want {

@@ -164,7 +164,7 @@ func (a *cli) submit(ctx context.Context, method, path string, body any, w waitO
 		return err
 	}
 	if *w.wait {
-		if a.output == "table" {
+		if a.plain() {
 			fmt.Fprintf(a.stdout, "job %s (%s) accepted for VM %s\n", j.ID, j.Type, j.VmID)
 		}
 		return a.waitJob(ctx, j.ID, *w.timeout)
