@@ -134,12 +134,13 @@ func (a *cli) leaf(s spec, name string) *cobra.Command {
 	a.columnsOf[c] = fieldsOf(s.shows)
 	c.RunE = func(c *cobra.Command, pos []string) error {
 		a.shows = s.shows
+		var err error
 		if !s.bare {
-			if err := a.setup(!s.offline); err != nil {
-				return err
-			}
+			err = a.setup(!s.offline)
 		}
-		err := run(c.Context(), pos)
+		if err == nil {
+			err = run(c.Context(), pos)
+		}
 		if err != nil && a.failed == nil {
 			a.failed = c
 		}

@@ -142,7 +142,7 @@ func TestProfiles(t *testing.T) {
 
 	// An unknown profile is a usage error naming the ones there are.
 	if code, _, errs := vmctl(t, env, "--profile", "prod", "vm", "list"); code != exitUsage ||
-		!strings.Contains(errs, `no profile "prod" (--profile) in `+path+"; profiles: admin, nowhere, user") {
+		!strings.Contains(errs, `no profile "prod" (--profile) in `+path+"; profiles: admin, nowhere, user\nRun 'vmctl vm list --help'") {
 		t.Errorf("unknown profile: exit %d %s", code, errs)
 	}
 
