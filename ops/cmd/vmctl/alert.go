@@ -2,101 +2,69 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
-	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/vmplane/vmplane/api"
 )
 
 // alertCommands read and acknowledge alerts: a user sees their VMs',
 // an admin every one, the hosts' among them.
-var alertCommands = map[string]command{
-	"alert list": alertList,
-	"alert get":  alertGet,
-	"alert ack":  alertAck,
+var alertCommands = []spec{
+	{path: "alert list", short: "List alerts", cmd: alertList, shows: api.Alert{}},
+	{path: "alert get", args: []string{"ID"}, short: "Show an alert", cmd: alertCall(http.MethodGet, ""), shows: api.Alert{}},
+	{path: "alert ack", args: []string{"ID"}, short: "Acknowledge an alert", cmd: alertCall(http.MethodPost, "/ack"), shows: api.Alert{}},
 }
 
-// alertList is vmctl alert list [--vm ID] [--host ID] [--zone ID] [--kind K] [--open].
-func alertList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
-	q := url.Values{"limit": {"500"}}
-	for _, f := range []struct{ name, usage string }{
-		{"vm", "only the alerts of this VM"}, {"host", "only the alerts of this host"},
-		{"zone", "only the alerts of this zone"}, {"kind", "only alerts of this kind (HostAlert, HAExhausted, ...)"},
-	} {
-		fs.Func(f.name, f.usage, func(v string) error { q.Set(f.name, v); return nil })
-	}
+// alertList is vmctl alert list [--vm ID] [--host ID] [--zone ID] [--kind K] [--open|--acked].
+func alertList(a *cli, fs *pflag.FlagSet) runner {
+	q := filterFlags(fs, filter{"vm", "only the alerts of this VM"}, filter{"host", "only the alerts of this host"},
+		filter{"zone", "only the alerts of this zone"}, filter{"kind", "only alerts of this kind (HostAlert, HAExhausted, ...)"})
 	open := fs.Bool("open", false, "only the alerts nobody has acknowledged")
-	if _, err := a.setup(fs, args, getenv); err != nil {
-		return err
-	}
-	if *open {
-		q.Set("acked", "false")
-	}
-	cctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	var raw json.RawMessage
-	if err := a.c.call(cctx, http.MethodGet, "/v1/alerts", q, nil, &raw); err != nil {
-		return err
-	}
-	l, err := decodeRaw[api.List[api.Alert]](raw)
-	if err != nil {
-		return fmt.Errorf("decode alerts: %w", err)
-	}
-	return a.emit(raw, func(w io.Writer) error {
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tAT\tKIND\tVM\tHOST\tZONE\tACKED BY\tMESSAGE")
-		for _, al := range l.Items {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", al.ID, al.At.Format(time.RFC3339), al.Kind, orDash(al.VmID),
-				orDash(al.HostID), orDash(al.ZoneID), orDash(al.AckedBy), oneLine(al.Message))
+	acked := fs.Bool("acked", false, "only the alerts someone has acknowledged")
+	return func(ctx context.Context, _ []string) error {
+		switch {
+		case *open && *acked:
+			return fmt.Errorf("%w: --open and --acked exclude each other", errUsage)
+		case *open:
+			q.Set("acked", "false")
+		case *acked:
+			q.Set("acked", "true")
 		}
-		return tw.Flush()
-	})
+		return listAll(ctx, a, "/v1/alerts?"+q.Encode(), func(w io.Writer, rows []api.Alert) error {
+			fmt.Fprintln(w, "ID\tAT\tKIND\tVM\tHOST\tZONE\tACKED BY\tMESSAGE")
+			for _, al := range rows {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", al.ID, al.At.Format(time.RFC3339), al.Kind, orDash(al.VmID),
+					orDash(al.HostID), orDash(al.ZoneID), orDash(al.AckedBy), oneLine(al.Message))
+			}
+			return nil
+		})
+	}
 }
 
-// alertGet is vmctl alert get ID.
-func alertGet(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
-	return alertCall(ctx, a, fs, args, getenv, http.MethodGet, "")
-}
-
-// alertAck is vmctl alert ack ID: the alert as it is once acknowledged
-// (by the caller, or by whoever acknowledged it first).
-func alertAck(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
-	return alertCall(ctx, a, fs, args, getenv, http.MethodPost, "/ack")
-}
-
-func alertCall(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string, method, suffix string) error {
-	pos, err := a.setup(fs, args, getenv, "ID")
-	if err != nil {
-		return err
-	}
-	cctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	var raw json.RawMessage
-	if err := a.c.call(cctx, method, "/v1/alerts/"+url.PathEscape(pos[0])+suffix, nil, nil, &raw); err != nil {
-		return err
-	}
-	al, err := decodeRaw[api.Alert](raw)
-	if err != nil {
-		return fmt.Errorf("decode alert: %w", err)
-	}
-	return a.emit(raw, func(w io.Writer) error {
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(tw, "id:\t%s\nkind:\t%s\nat:\t%s\n", al.ID, al.Kind, al.At.Format(time.RFC3339))
-		fmt.Fprintf(tw, "vm:\t%s\nhost:\t%s\nzone:\t%s\njob:\t%s\n", orDash(al.VmID), orDash(al.HostID), orDash(al.ZoneID), orDash(al.JobID))
-		acked := "-"
-		if al.AckedAt != nil {
-			acked = al.AckedBy + " at " + al.AckedAt.Format(time.RFC3339)
+// alertCall is alert get ID (GET) and alert ack ID (POST .../ack): the
+// alert, as it is once acknowledged for ack (by the caller, or by whoever
+// acknowledged it first).
+func alertCall(method, suffix string) command {
+	return func(a *cli, fs *pflag.FlagSet) runner {
+		return func(ctx context.Context, pos []string) error {
+			return call(ctx, a, method, "/v1/alerts/"+url.PathEscape(pos[0])+suffix, nil, nil, func(w io.Writer, al api.Alert) {
+				fmt.Fprintf(w, "id:\t%s\nkind:\t%s\nat:\t%s\n", al.ID, al.Kind, al.At.Format(time.RFC3339))
+				fmt.Fprintf(w, "vm:\t%s\nhost:\t%s\nzone:\t%s\njob:\t%s\n", orDash(al.VmID), orDash(al.HostID), orDash(al.ZoneID), orDash(al.JobID))
+				acked := "-"
+				if al.AckedAt != nil {
+					acked = al.AckedBy + " at " + al.AckedAt.Format(time.RFC3339)
+				}
+				fmt.Fprintf(w, "acknowledged:\t%s\nmessage:\t%s\n", acked, oneLine(al.Message))
+			})
 		}
-		fmt.Fprintf(tw, "acknowledged:\t%s\nmessage:\t%s\n", acked, oneLine(al.Message))
-		return tw.Flush()
-	})
+	}
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }

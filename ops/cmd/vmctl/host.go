@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,94 +12,91 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/vmplane/vmplane/api"
 )
 
 // hostCommands are the admin's host commands: list and inspect hosts, and
 // the admin actions of the host processor (docs/design.md §6).
-var hostCommands = map[string]command{
-	"host list":               hostList,
-	"host get":                hostGet,
-	"host enable":             hostActionCmd("enable"),
-	"host disable":            hostActionCmd("disable"),
-	"host maintenance":        hostActionCmd("prepare_for_maintenance"),
-	"host cancel-maintenance": hostActionCmd("cancel_maintenance"),
-	"host remove":             hostActionCmd("remove"),
-	"host unmanage":           hostActionCmd("unmanage"),
-	"host manage":             hostActionCmd("manage"),
-	"host add":                hostAdd,
+var hostCommands = []spec{
+	{path: "host list", short: "List hosts: status, capacity, last ping", cmd: hostList, shows: api.Host{}},
+	{path: "host get", args: []string{"ID"}, short: "Show a host, its reservation and allocations", cmd: hostGet, shows: api.HostDetail{}},
+	{path: "host add", args: []string{"ID"}, short: "Register a host before its agent connects", cmd: hostAdd, shows: api.HostCommandAccepted{}},
+	{path: "host enable", args: []string{"ID"}, short: "Let placement use a host again", cmd: hostActionCmd("enable"), shows: api.HostCommandAccepted{}},
+	{path: "host disable", args: []string{"ID"}, short: "Keep placement off a host; its VMs stay", cmd: hostActionCmd("disable"), shows: api.HostCommandAccepted{}},
+	{path: "host maintenance", args: []string{"ID"}, short: "Migrate a host's VMs away and put it in maintenance", cmd: hostActionCmd("prepare_for_maintenance"), shows: api.HostCommandAccepted{}},
+	{path: "host cancel-maintenance", args: []string{"ID"}, short: "Take a host out of maintenance", cmd: hostActionCmd("cancel_maintenance"), shows: api.HostCommandAccepted{}},
+	{path: "host remove", args: []string{"ID"}, short: "Remove a host", cmd: hostActionCmd("remove"), shows: api.HostCommandAccepted{}},
+	{path: "host unmanage", args: []string{"ID"}, short: "Take a host out of vmplane's hands: no placement, no investigation", cmd: hostActionCmd("unmanage"), shows: api.HostCommandAccepted{}},
+	{path: "host manage", args: []string{"ID"}, short: "Take an unmanaged host back", cmd: hostActionCmd("manage"), shows: api.HostCommandAccepted{}},
 }
 
 // hostAdd is vmctl host add ID [--name N] [--zone Z] [--pod P] [--cluster C]
 // [--hypervisor H]: a host registered before its agent connects.
-func hostAdd(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+func hostAdd(a *cli, fs *pflag.FlagSet) runner {
 	var req api.HostAddRequest
 	fs.StringVar(&req.Name, "name", "", "display name")
 	fs.StringVar(&req.ZoneID, "zone", "", "zone")
 	fs.StringVar(&req.PodID, "pod", "", "pod")
 	fs.StringVar(&req.ClusterID, "cluster", "", "cluster")
 	fs.StringVar(&req.Hypervisor, "hypervisor", "", "hypervisor type")
-	pos, err := a.setup(fs, args, getenv, "ID")
-	if err != nil {
-		return err
-	}
-	req.ID = pos[0]
-	cctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	var raw json.RawMessage
-	if err := a.c.call(cctx, http.MethodPost, "/v1/hosts", nil, req, &raw); err != nil {
-		return err
-	}
-	return a.emit(raw, func(w io.Writer) error {
-		acc, err := decodeRaw[api.HostCommandAccepted](raw)
-		if err != nil {
+	return func(ctx context.Context, pos []string) error {
+		req.ID = pos[0]
+		cctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		defer cancel()
+		var raw json.RawMessage
+		if err := a.c.call(cctx, http.MethodPost, "/v1/hosts", nil, req, &raw); err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "host %s added (command %s); it is Up once its agent has connected and reported\n", acc.HostID, acc.CommandID)
-		return nil
-	})
-}
-
-func hostList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
-	if _, err := a.setup(fs, args, getenv); err != nil {
-		return err
-	}
-	return listAll(ctx, a, "/v1/hosts", func(w io.Writer, hosts []json.RawMessage) error {
-		list := make([]api.Host, len(hosts))
-		var lag int64
-		for i, r := range hosts {
-			h, err := decodeRaw[api.Host](r)
+		return a.emit(raw, func(w io.Writer) error {
+			acc, err := decodeRaw[api.HostCommandAccepted](raw)
 			if err != nil {
 				return err
 			}
-			list[i], lag = h, max(lag, h.LastPingLagSeconds)
-		}
-		fmt.Fprintf(w, "ID\tNAME\tZONE\tCLUSTER\tSTATUS\tRESOURCE\tCPU\tMEMORY MiB\t%s\tVMS\tHYPERVISOR\tRESERVABLE\n", seenHeader(lag))
-		for _, h := range list {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%v\n", h.ID, h.Name, h.ZoneID, orDash(h.ClusterID),
-				h.Status, h.ResourceState, allocated(int64(h.UsedCPU), int64(h.CPU), h.CPUCapacity, h.CPUOvercommit),
-				allocated(h.UsedMemoryMB, h.MemoryMB, h.MemoryCapacityMB, h.MemOvercommit), ago(h.LastPingAt), h.VMCount,
-				orDash(h.Hypervisor), h.Reservable)
-		}
-		return nil
-	})
+			fmt.Fprintf(w, "host %s added (command %s); it is Up once its agent has connected and reported\n", acc.HostID, acc.CommandID)
+			return nil
+		})
+	}
 }
 
-func hostGet(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
-	pos, err := a.setup(fs, args, getenv, "ID")
-	if err != nil {
-		return err
+func hostList(a *cli, fs *pflag.FlagSet) runner {
+	return func(ctx context.Context, _ []string) error {
+		return listAll(ctx, a, "/v1/hosts", func(w io.Writer, hosts []json.RawMessage) error {
+			list := make([]api.Host, len(hosts))
+			var lag int64
+			for i, r := range hosts {
+				h, err := decodeRaw[api.Host](r)
+				if err != nil {
+					return err
+				}
+				list[i], lag = h, max(lag, h.LastPingLagSeconds)
+			}
+			fmt.Fprintf(w, "ID\tNAME\tZONE\tCLUSTER\tSTATUS\tRESOURCE\tCPU\tMEMORY MiB\t%s\tVMS\tHYPERVISOR\tRESERVABLE\n", seenHeader(lag))
+			for _, h := range list {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%v\n", h.ID, h.Name, h.ZoneID, orDash(h.ClusterID),
+					h.Status, h.ResourceState, allocated(int64(h.UsedCPU), int64(h.CPU), h.CPUCapacity, h.CPUOvercommit),
+					allocated(h.UsedMemoryMB, h.MemoryMB, h.MemoryCapacityMB, h.MemOvercommit), ago(h.LastPingAt), h.VMCount,
+					orDash(h.Hypervisor), h.Reservable)
+			}
+			return nil
+		})
 	}
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	raw, h, err := a.getHost(ctx, pos[0])
-	if err != nil {
-		return err
+}
+
+func hostGet(a *cli, fs *pflag.FlagSet) runner {
+	return func(ctx context.Context, pos []string) error {
+		ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		defer cancel()
+		raw, h, err := a.getHost(ctx, pos[0])
+		if err != nil {
+			return err
+		}
+		return a.emit(raw, func(w io.Writer) error {
+			printHost(w, h)
+			return nil
+		})
 	}
-	return a.emit(raw, func(w io.Writer) error {
-		printHost(w, h)
-		return nil
-	})
 }
 
 func (a *cli) getHost(ctx context.Context, id string) (json.RawMessage, api.HostDetail, error) {
@@ -182,60 +178,58 @@ var hostDone = map[string]func(h api.Host) (done, ok bool){
 // hostActionCmd posts one admin action and, with --wait, polls the host
 // until it shows the action taken: host commands are no VM jobs.
 func hostActionCmd(action string) command {
-	return func(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	return func(a *cli, fs *pflag.FlagSet) runner {
 		wait := fs.Bool("wait", false, "wait until the host shows the action taken")
 		timeout := fs.Duration("timeout", 10*time.Minute, "how long --wait waits")
-		pos, err := a.setup(fs, args, getenv, "ID")
-		if err != nil {
-			return err
-		}
-		id := pos[0]
-		cctx, cancel := context.WithTimeout(ctx, requestTimeout)
-		defer cancel()
-		var raw json.RawMessage
-		if err := a.c.call(cctx, http.MethodPost, "/v1/hosts/"+url.PathEscape(id)+"/actions", nil, map[string]string{"action": action}, &raw); err != nil {
-			return err
-		}
-		if !*wait {
-			return a.emit(raw, func(w io.Writer) error {
-				acc, err := decodeRaw[api.HostCommandAccepted](raw)
+		return func(ctx context.Context, pos []string) error {
+			id := pos[0]
+			cctx, cancel := context.WithTimeout(ctx, requestTimeout)
+			defer cancel()
+			var raw json.RawMessage
+			if err := a.c.call(cctx, http.MethodPost, "/v1/hosts/"+url.PathEscape(id)+"/actions", nil, map[string]string{"action": action}, &raw); err != nil {
+				return err
+			}
+			if !*wait {
+				return a.emit(raw, func(w io.Writer) error {
+					acc, err := decodeRaw[api.HostCommandAccepted](raw)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(w, "%s of host %s accepted (command %s)\n", acc.Command, id, acc.CommandID)
+					if action == "prepare_for_maintenance" {
+						fmt.Fprintf(w, "follow it: vmctl job get %s --steps\n", acc.CommandID)
+					}
+					return nil
+				})
+			}
+			wctx, cancel := context.WithTimeout(ctx, *timeout)
+			defer cancel()
+			last := ""
+			for {
+				raw, h, err := a.getHost(wctx, id)
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(w, "%s of host %s accepted (command %s)\n", acc.Command, id, acc.CommandID)
-				if action == "prepare_for_maintenance" {
-					fmt.Fprintf(w, "follow it: vmctl job get %s --steps\n", acc.CommandID)
+				if now := h.Status + "/" + h.ResourceState; now != last && a.plain() {
+					fmt.Fprintf(a.stdout, "host %s: %s, %s\n", id, h.Status, h.ResourceState)
+					last = now
 				}
-				return nil
-			})
-		}
-		wctx, cancel := context.WithTimeout(ctx, *timeout)
-		defer cancel()
-		last := ""
-		for {
-			raw, h, err := a.getHost(wctx, id)
-			if err != nil {
-				return err
-			}
-			if now := h.Status + "/" + h.ResourceState; now != last && a.output == "table" {
-				fmt.Fprintf(a.stdout, "host %s: %s, %s\n", id, h.Status, h.ResourceState)
-				last = now
-			}
-			if done, ok := hostDone[action](h.Host); done {
-				if a.output == "json" {
-					if err := a.emit(raw, nil); err != nil {
-						return err
+				if done, ok := hostDone[action](h.Host); done {
+					if !a.plain() {
+						if err := a.emit(raw, nil); err != nil {
+							return err
+						}
 					}
+					if !ok {
+						return fmt.Errorf("host %s: %s", id, h.ResourceState)
+					}
+					return nil
 				}
-				if !ok {
-					return fmt.Errorf("host %s: %s", id, h.ResourceState)
+				select {
+				case <-wctx.Done():
+					return fmt.Errorf("host %s still %s/%s after %s", id, h.Status, h.ResourceState, *timeout)
+				case <-time.After(500 * time.Millisecond):
 				}
-				return nil
-			}
-			select {
-			case <-wctx.Done():
-				return fmt.Errorf("host %s still %s/%s after %s", id, h.Status, h.ResourceState, *timeout)
-			case <-time.After(500 * time.Millisecond):
 			}
 		}
 	}

@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/vmplane/vmplane/api"
 )
@@ -20,38 +21,61 @@ type jobFailed struct{ j api.Job }
 
 func (e *jobFailed) Error() string { return fmt.Sprintf("job %s %s", e.j.ID, e.j.State) }
 
-func jobGet(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
-	steps := fs.Bool("steps", true, "include the job's steps")
-	pos, err := a.setup(fs, args, getenv, "ID")
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	q := url.Values{}
-	if *steps {
-		q.Set("steps", "1")
-	}
-	var raw json.RawMessage
-	if err := a.c.call(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(pos[0]), q, nil, &raw); err != nil {
-		return err
-	}
-	return a.emit(raw, func(w io.Writer) error {
-		j, err := decodeRaw[api.Job](raw)
-		if err == nil {
-			printJob(w, j)
-		}
-		return err
-	})
+// jobCommands follow, list and cancel jobs.
+var jobCommands = []spec{
+	{path: "job list", short: "List jobs (a user's own; every job for an admin)", cmd: jobList, shows: api.Job{}},
+	{path: "job get", args: []string{"ID"}, short: "Show a job and its steps", cmd: jobGet, shows: api.Job{}},
+	{path: "job wait", args: []string{"ID"}, short: "Follow a job step by step until it ends", cmd: jobWait, shows: api.Job{}},
+	{path: "job cancel", args: []string{"ID"}, short: "Cancel a queued or running job", cmd: jobCancel, shows: api.Job{}},
 }
 
-func jobWait(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
-	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
-	pos, err := a.setup(fs, args, getenv, "ID")
-	if err != nil {
-		return err
+// jobList is vmctl job list [--vm ID] [--state S].
+func jobList(a *cli, fs *pflag.FlagSet) runner {
+	q := filterFlags(fs, filter{"vm", "only this VM's jobs"}, filter{"state", "only jobs in this state: pending, running, succeeded, failed, cancelled or rejected"})
+	return func(ctx context.Context, _ []string) error {
+		return listAll(ctx, a, "/v1/jobs?"+q.Encode(), func(w io.Writer, rows []api.Job) error {
+			fmt.Fprintln(w, "ID\tVM\tTYPE\tSTATE\tTASK\tCREATED\tTOOK\tREASON")
+			for _, j := range rows {
+				took := "-"
+				if j.FinishedAt != nil {
+					took = j.FinishedAt.Sub(j.CreatedAt).Round(time.Millisecond).String()
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, orDash(j.VmID), j.Type, j.State, orDash(j.TaskState),
+					j.CreatedAt.Format(time.RFC3339), took, orDash(oneLine(j.Reason)))
+			}
+			return nil
+		})
 	}
-	return a.waitJob(ctx, pos[0], *timeout)
+}
+
+func jobGet(a *cli, fs *pflag.FlagSet) runner {
+	steps := fs.Bool("steps", true, "include the job's steps")
+	return func(ctx context.Context, pos []string) error {
+		ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		defer cancel()
+		q := url.Values{}
+		if *steps {
+			q.Set("steps", "1")
+		}
+		var raw json.RawMessage
+		if err := a.c.call(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(pos[0]), q, nil, &raw); err != nil {
+			return err
+		}
+		return a.emit(raw, func(w io.Writer) error {
+			j, err := decodeRaw[api.Job](raw)
+			if err == nil {
+				printJob(w, j)
+			}
+			return err
+		})
+	}
+}
+
+func jobWait(a *cli, fs *pflag.FlagSet) runner {
+	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
+	return func(ctx context.Context, pos []string) error {
+		return a.waitJob(ctx, pos[0], *timeout)
+	}
 }
 
 // pollWait is the ?wait= of each long-poll.
@@ -100,7 +124,8 @@ func (a *cli) pollJob(ctx context.Context, w *watch, timeout time.Duration) erro
 				pcancel()
 			}
 		})
-		err := a.c.call(pctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id), q, nil, &raw)
+		// No retries here: a 429 is waited out below, as long as the wait lasts.
+		err := a.c.send(pctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id), q, nil, &raw, 0)
 		stop()
 		pcancel()
 		switch {
@@ -154,7 +179,7 @@ func (a *cli) finalLine(j api.Job, raw json.RawMessage, waited time.Duration) er
 	if j.FinishedAt != nil && !j.CreatedAt.IsZero() {
 		took = j.FinishedAt.Sub(j.CreatedAt)
 	}
-	if a.output == "json" {
+	if !a.plain() {
 		if err := a.emit(raw, nil); err != nil {
 			return err
 		}
@@ -179,43 +204,41 @@ func (a *cli) finalLine(j api.Job, raw json.RawMessage, waited time.Duration) er
 // point, so with --wait it is followed to its end, where cancelled is the
 // outcome asked for (exit 0). A job whose agent command finished first may
 // end otherwise: its final line says how, and the exit code is 1.
-func jobCancel(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+func jobCancel(a *cli, fs *pflag.FlagSet) runner {
 	reason := fs.String("reason", "", "why, quoted in the job's end")
 	wait := waitFlags(fs)
-	pos, err := a.setup(fs, args, getenv, "ID")
-	if err != nil {
-		return err
-	}
-	body := map[string]any{}
-	if *reason != "" {
-		body["reason"] = *reason
-	}
-	cctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	var raw json.RawMessage
-	if err := a.c.call(cctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(pos[0])+"/cancel", nil, body, &raw); err != nil {
-		return err
-	}
-	j, err := decodeRaw[api.Job](raw)
-	if err != nil {
-		return err
-	}
-	accepted := fmt.Sprintf("cancel of job %s (%s, %s%s) accepted for VM %s", j.ID, j.Type, j.State, taskOf(j.TaskState), j.VmID)
-	if !*wait.wait {
-		return a.emit(raw, func(w io.Writer) error {
-			fmt.Fprintln(w, accepted)
-			fmt.Fprintf(w, "follow it with: vmctl job wait %s\n", j.ID)
+	return func(ctx context.Context, pos []string) error {
+		body := map[string]any{}
+		if *reason != "" {
+			body["reason"] = *reason
+		}
+		cctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		defer cancel()
+		var raw json.RawMessage
+		if err := a.c.call(cctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(pos[0])+"/cancel", nil, body, &raw); err != nil {
+			return err
+		}
+		j, err := decodeRaw[api.Job](raw)
+		if err != nil {
+			return err
+		}
+		accepted := fmt.Sprintf("cancel of job %s (%s, %s%s) accepted for VM %s", j.ID, j.Type, j.State, taskOf(j.TaskState), j.VmID)
+		if !*wait.wait {
+			return a.emit(raw, func(w io.Writer) error {
+				fmt.Fprintln(w, accepted)
+				fmt.Fprintf(w, "follow it with: vmctl job wait %s\n", j.ID)
+				return nil
+			})
+		}
+		if a.plain() {
+			fmt.Fprintln(a.stdout, accepted)
+		}
+		err = a.waitJob(ctx, j.ID, *wait.timeout)
+		if f, ok := errors.AsType[*jobFailed](err); ok && f.j.State == api.JobCancelled {
 			return nil
-		})
+		}
+		return err
 	}
-	if a.output == "table" {
-		fmt.Fprintln(a.stdout, accepted)
-	}
-	err = a.waitJob(ctx, j.ID, *wait.timeout)
-	if f, ok := errors.AsType[*jobFailed](err); ok && f.j.State == api.JobCancelled {
-		return nil
-	}
-	return err
 }
 
 // taskOf is a task state as a suffix: ", Migrating"; "" for none.

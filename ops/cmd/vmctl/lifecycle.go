@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 
+	"github.com/spf13/pflag"
+
+	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/schemas/actions"
 )
 
@@ -15,47 +17,29 @@ import (
 // (vmctl vm reboot ID --hard --wait, vmctl vm migrate ID --host h2, ...),
 // each with a flag per parameter. An action posts
 // {"action": ..., parameters} to /v1/vms/{id}/actions.
-var lifecycleCommands = func() map[string]command {
-	cmds := map[string]command{}
+func lifecycleCommands() []spec {
+	var cmds []spec
 	for _, a := range actions.Catalog {
-		cmds["vm "+actionVerb(a)] = vmLifecycle(a)
+		cmds = append(cmds, spec{path: "vm " + actionVerb(a), args: []string{"ID"}, short: capitalize(a.Doc), cmd: vmLifecycle(a), shows: api.Job{}})
 	}
 	return cmds
-}()
+}
+
+// capitalize is a catalog's doc as a sentence: its first letter upper case.
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
 
 // actionVerb is the word of an action on the command line: confirm-resize
 // for confirm_resize.
 func actionVerb(a actions.Action) string { return strings.ReplaceAll(a.Name, "_", "-") }
 
-// actionUsage lists the action commands for the usage text: those without
-// parameters on one line, each other one on its own with its flags.
-func actionUsage() string {
-	var plain []string
-	var b strings.Builder
-	for _, a := range actions.Catalog {
-		if len(a.Params) == 0 {
-			plain = append(plain, actionVerb(a))
-			continue
-		}
-		fmt.Fprintf(&b, "  vm %s ID", actionVerb(a))
-		for _, p := range a.Params {
-			f := "--" + p.Flag
-			if p.Kind != actions.KindBool {
-				f += " " + strings.ToUpper(p.Flag)
-			}
-			if !p.Required {
-				f = "[" + f + "]"
-			}
-			b.WriteString(" " + f)
-		}
-		b.WriteString(" [--wait]\n")
-	}
-	return "  vm " + strings.Join(plain, "|") + " ID [--wait]\n" + b.String()
-}
-
 // paramFlag defines the flag of an action parameter on fs and returns what
 // reads it: the value for the request, and whether to send it.
-func paramFlag(fs *flag.FlagSet, p actions.Param) func() (any, bool) {
+func paramFlag(fs *pflag.FlagSet, p actions.Param) func() (any, bool) {
 	switch p.Kind {
 	case actions.KindBool:
 		v := fs.Bool(p.Flag, false, p.Doc)
@@ -69,26 +53,24 @@ func paramFlag(fs *flag.FlagSet, p actions.Param) func() (any, bool) {
 }
 
 func vmLifecycle(a actions.Action) command {
-	return func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	return func(c *cli, fs *pflag.FlagSet) runner {
 		values := make([]func() (any, bool), len(a.Params))
 		for i, p := range a.Params {
 			values[i] = paramFlag(fs, p)
 		}
 		wait := waitFlags(fs)
-		pos, err := c.setup(fs, args, getenv, "ID")
-		if err != nil {
-			return err
-		}
-		body := map[string]any{"action": a.Name}
-		for i, p := range a.Params {
-			v, set := values[i]()
-			if !set && p.Required {
-				return fmt.Errorf("%w: %s needs --%s", errUsage, a.Name, p.Flag)
+		return func(ctx context.Context, pos []string) error {
+			body := map[string]any{"action": a.Name}
+			for i, p := range a.Params {
+				v, set := values[i]()
+				if !set && p.Required {
+					return fmt.Errorf("%w: %s needs --%s", errUsage, a.Name, p.Flag)
+				}
+				if set {
+					body[p.Name] = v
+				}
 			}
-			if set {
-				body[p.Name] = v
-			}
+			return c.submit(ctx, http.MethodPost, "/v1/vms/"+url.PathEscape(pos[0])+"/actions", body, wait)
 		}
-		return c.submit(ctx, http.MethodPost, "/v1/vms/"+url.PathEscape(pos[0])+"/actions", body, wait)
 	}
 }

@@ -38,6 +38,10 @@ func TestEveryActionIsACommand(t *testing.T) {
 	env := map[string]string{"VMPLANE_API": srv.URL, "VMPLANE_API_KEY": key}
 	getenv := func(k string) string { return env[k] }
 
+	var help bytes.Buffer
+	if code := run(t.Context(), []string{"vm", "--help"}, getenv, &help, io.Discard); code != exitOK {
+		t.Fatalf("vm --help: exit %d", code)
+	}
 	for _, a := range actions.Catalog {
 		args := []string{"vm", actionVerb(a), "vm-1"}
 		want := map[string]any{}
@@ -84,8 +88,8 @@ func TestEveryActionIsACommand(t *testing.T) {
 				t.Errorf("vmctl %s: %s = %v, want %v", strings.Join(args, " "), name, f, w)
 			}
 		}
-		if !strings.Contains(usage, actionVerb(a)) {
-			t.Errorf("the usage does not list %s", actionVerb(a))
+		if !strings.Contains(help.String(), "\n  "+actionVerb(a)+" ") {
+			t.Errorf("vm --help does not list %s:\n%s", actionVerb(a), help.String())
 		}
 	}
 }

@@ -12,9 +12,34 @@ import (
 	"github.com/vmplane/vmplane/api"
 )
 
-// emit prints raw (the API's JSON) indented in json mode, or calls table.
+// emit prints an answer. raw is the API's JSON: an object, or an array
+// for a list (an empty list is [], never null); table draws it for people.
+// -o json prints raw as it is, -o yaml the same as YAML, -o value the bare
+// values (a list: a line per row, its values separated by spaces; an
+// object: a line per field); -c keeps the fields named, in that order, and
+// makes -o table a plain table of them.
 func (a *cli) emit(raw json.RawMessage, table func(w io.Writer) error) error {
-	if a.output == "json" {
+	if a.plain() && table != nil {
+		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+		if err := table(tw); err != nil {
+			return err
+		}
+		return tw.Flush()
+	}
+	v, err := parseAnswer(raw)
+	if err != nil {
+		return fmt.Errorf("format answer: %w", err)
+	}
+	cols := a.columns
+	if len(cols) > 0 {
+		if err := v.check(cols, fieldsOf(a.shows)); err != nil {
+			return err
+		}
+		v = v.project(cols)
+		raw = v.json()
+	}
+	switch a.output {
+	case "json":
 		var buf bytes.Buffer
 		if err := json.Indent(&buf, raw, "", "  "); err != nil {
 			return fmt.Errorf("format answer: %w", err)
@@ -22,13 +47,24 @@ func (a *cli) emit(raw json.RawMessage, table func(w io.Writer) error) error {
 		buf.WriteByte('\n')
 		_, err := a.stdout.Write(buf.Bytes())
 		return err
+	case "yaml":
+		y, err := toYAML(raw)
+		if err != nil {
+			return fmt.Errorf("format answer: %w", err)
+		}
+		_, err = a.stdout.Write(y)
+		return err
+	case "value":
+		return v.values(a.stdout)
 	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	if err := table(tw); err != nil {
-		return err
-	}
+	v.table(tw)
 	return tw.Flush()
 }
+
+// plain says whether answers print as vmctl's own tables and lines (-o
+// table without -c) rather than as data.
+func (a *cli) plain() bool { return a.output == "table" && len(a.columns) == 0 }
 
 func decodeRaw[T any](raw json.RawMessage) (T, error) {
 	var v T

@@ -34,7 +34,7 @@ type watch struct {
 const statusEvery = 200 * time.Millisecond
 
 func (a *cli) newWatch(id string) *watch {
-	w := &watch{out: a.stdout, lines: a.output == "table", id: id, start: time.Now(), stop: make(chan struct{})}
+	w := &watch{out: a.stdout, lines: a.plain(), id: id, start: time.Now(), stop: make(chan struct{})}
 	w.tty = w.lines && a.progress
 	if w.tty {
 		go w.tick()

@@ -3,27 +3,28 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
 
+	"github.com/spf13/pflag"
+
 	"github.com/vmplane/vmplane/api"
 )
 
 // settingsCommands are the operator settings of issue 26 (admin).
-var settingsCommands = map[string]command{
-	"settings list":  settingsList,
-	"settings get":   settingsGet,
-	"settings set":   settingsSet,
-	"settings reset": settingsReset,
+var settingsCommands = []spec{
+	{path: "settings list", short: "List the settings and the values in effect", cmd: settingsList, shows: api.Setting{}},
+	{path: "settings get", args: []string{"NAME"}, short: "Show a setting and every value set", cmd: settingsGet, shows: api.Setting{}},
+	{path: "settings set", args: []string{"NAME", "VALUE"}, short: "Set a setting, globally or for a zone or cluster", cmd: settingsSet, shows: api.Setting{}},
+	{path: "settings reset", args: []string{"NAME"}, short: "Set a setting back to the wider scope's value or its default", cmd: settingsReset, shows: api.Setting{}},
 }
 
 // scopeFlags registers --zone and --cluster: the scope a setting is read
 // or written at (neither: global).
-func scopeFlags(fs *flag.FlagSet) (zone, cluster *string) {
+func scopeFlags(fs *pflag.FlagSet) (zone, cluster *string) {
 	return fs.String("zone", "", "zone: its value, else the global one"),
 		fs.String("cluster", "", "cluster: its value, else the zone's (with --zone), else the global one")
 }
@@ -39,52 +40,39 @@ func scopeQuery(zone, cluster string) url.Values {
 	return q
 }
 
-func settingsList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+func settingsList(a *cli, fs *pflag.FlagSet) runner {
 	zone, cluster := scopeFlags(fs)
-	if _, err := a.setup(fs, args, getenv); err != nil {
-		return err
+	return func(ctx context.Context, _ []string) error {
+		path := "/v1/settings?" + scopeQuery(*zone, *cluster).Encode()
+		return listAll(ctx, a, path, func(w io.Writer, rows []api.Setting) error {
+			fmt.Fprintln(w, "NAME\tVALUE\tFROM\tDEFAULT\tSCOPES\tRANGE")
+			for _, s := range rows {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Value, s.Scope, s.Default, strings.Join(s.Scopes, ","), s.Range)
+			}
+			return nil
+		})
 	}
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	var page api.List[api.Setting]
-	if err := a.c.call(ctx, http.MethodGet, "/v1/settings", scopeQuery(*zone, *cluster), nil, &page); err != nil {
-		return err
-	}
-	raw, _ := json.Marshal(page.Items)
-	return a.emit(raw, func(w io.Writer) error {
-		fmt.Fprintln(w, "NAME\tVALUE\tFROM\tDEFAULT\tSCOPES\tRANGE")
-		for _, s := range page.Items {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Value, s.Scope, s.Default, strings.Join(s.Scopes, ","), s.Range)
-		}
-		return nil
-	})
 }
 
-func settingsGet(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+func settingsGet(a *cli, fs *pflag.FlagSet) runner {
 	zone, cluster := scopeFlags(fs)
-	pos, err := a.setup(fs, args, getenv, "NAME")
-	if err != nil {
-		return err
+	return func(ctx context.Context, pos []string) error {
+		return a.setting(ctx, http.MethodGet, pos[0], scopeQuery(*zone, *cluster), nil)
 	}
-	return a.setting(ctx, http.MethodGet, pos[0], scopeQuery(*zone, *cluster), nil)
 }
 
-func settingsSet(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+func settingsSet(a *cli, fs *pflag.FlagSet) runner {
 	zone, cluster := scopeFlags(fs)
-	pos, err := a.setup(fs, args, getenv, "NAME", "VALUE")
-	if err != nil {
-		return err
+	return func(ctx context.Context, pos []string) error {
+		return a.setting(ctx, http.MethodPut, pos[0], nil, api.SettingRequest{Value: pos[1], Zone: *zone, Cluster: *cluster})
 	}
-	return a.setting(ctx, http.MethodPut, pos[0], nil, api.SettingRequest{Value: pos[1], Zone: *zone, Cluster: *cluster})
 }
 
-func settingsReset(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+func settingsReset(a *cli, fs *pflag.FlagSet) runner {
 	zone, cluster := scopeFlags(fs)
-	pos, err := a.setup(fs, args, getenv, "NAME")
-	if err != nil {
-		return err
+	return func(ctx context.Context, pos []string) error {
+		return a.setting(ctx, http.MethodDelete, pos[0], scopeQuery(*zone, *cluster), nil)
 	}
-	return a.setting(ctx, http.MethodDelete, pos[0], scopeQuery(*zone, *cluster), nil)
 }
 
 // setting calls one setting's route and shows the answer: the setting,

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,28 +10,30 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/vmplane/vmplane/api"
 )
 
 // storageCommands are the templates, storage pools, guest networks and
 // volumes of issue 27. Volumes change through the VM's actions (vm
 // attach-volume, ...), which come from the catalog.
-var storageCommands = map[string]command{
-	"template list":   templateList,
-	"template get":    templateGet,
-	"template create": templateCreate,
-	"template delete": templateDelete,
-	"pool list":       poolList,
-	"pool get":        poolGet,
-	"pool create":     poolCreate,
-	"pool update":     poolUpdate,
-	"pool delete":     poolDelete,
-	"network list":    networkList,
-	"network get":     networkGet,
-	"network create":  networkCreate,
-	"network delete":  networkDelete,
-	"volume list":     volumeList,
-	"volume get":      volumeGet,
+var storageCommands = []spec{
+	{path: "template list", short: "List templates", cmd: templateList, shows: api.Template{}},
+	{path: "template get", args: []string{"ID"}, short: "Show a template", cmd: templateGet, shows: api.Template{}},
+	{path: "template create", short: "Add a template to the catalog (admin)", cmd: templateCreate, shows: api.Template{}},
+	{path: "template delete", args: []string{"ID"}, short: "Mark a template deleted (admin)", cmd: templateDelete, shows: api.Template{}},
+	{path: "pool list", short: "List storage pools", cmd: poolList, shows: api.Pool{}},
+	{path: "pool get", args: []string{"ID"}, short: "Show a storage pool", cmd: poolGet, shows: api.Pool{}},
+	{path: "pool create", short: "Create a storage pool", cmd: poolCreate, shows: api.PoolAccepted{}},
+	{path: "pool update", args: []string{"ID"}, short: "Change a pool's capacity, tags or state", cmd: poolUpdate, shows: api.PoolAccepted{}},
+	{path: "pool delete", args: []string{"ID"}, short: "Delete a storage pool no volume is on", cmd: poolDelete, shows: api.PoolAccepted{}},
+	{path: "network list", short: "List guest networks", cmd: networkList, shows: api.Network{}},
+	{path: "network get", args: []string{"ID"}, short: "Show a guest network", cmd: networkGet, shows: api.Network{}},
+	{path: "network create", short: "Create a guest network (admin)", cmd: networkCreate, shows: api.NetworkAccepted{}},
+	{path: "network delete", args: []string{"ID"}, short: "Delete a guest network no NIC uses (admin)", cmd: networkDelete, shows: api.NetworkAccepted{}},
+	{path: "volume list", short: "List volumes", cmd: volumeList, shows: api.Volume{}},
+	{path: "volume get", args: []string{"ID"}, short: "Show a volume and its snapshots", cmd: volumeGet, shows: api.Volume{}},
 }
 
 // storageUsage is the usage text of storageCommands.
@@ -65,12 +66,10 @@ func call[T any](ctx context.Context, a *cli, method, path string, query url.Val
 
 // one is a command of one positional ID that calls method on prefix/ID.
 func one[T any](method, prefix string, table func(w io.Writer, v T)) command {
-	return func(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
-		pos, err := a.setup(fs, args, getenv, "ID")
-		if err != nil {
-			return err
+	return func(a *cli, fs *pflag.FlagSet) runner {
+		return func(ctx context.Context, pos []string) error {
+			return call(ctx, a, method, prefix+url.PathEscape(pos[0]), nil, nil, table)
 		}
-		return call(ctx, a, method, prefix+url.PathEscape(pos[0]), nil, nil, table)
 	}
 }
 
@@ -97,16 +96,16 @@ func percent(part, whole int64) string {
 	return fmt.Sprintf("%d%%", part*100/whole)
 }
 
-func templateList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
-	if _, err := a.setup(fs, args, getenv); err != nil {
-		return err
+func templateList(a *cli, fs *pflag.FlagSet) runner {
+	return func(ctx context.Context, _ []string) error {
+		return listAll(ctx, a, "/v1/templates", func(w io.Writer, rows []api.Template) error {
+			fmt.Fprintln(w, "ID\tNAME\tFORMAT\tSIZE GiB\tOS")
+			for _, t := range rows {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\n", t.ID, t.Name, t.Format, t.SizeGB, t.OsType)
+			}
+			return nil
+		})
 	}
-	return call(ctx, a, http.MethodGet, "/v1/templates", nil, nil, func(w io.Writer, l api.List[api.Template]) {
-		fmt.Fprintln(w, "ID\tNAME\tFORMAT\tSIZE GiB\tOS")
-		for _, t := range l.Items {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\n", t.ID, t.Name, t.Format, t.SizeGB, t.OsType)
-		}
-	})
 }
 
 var templateGet = one(http.MethodGet, "/v1/templates/", printTemplate)
@@ -120,36 +119,31 @@ func printTemplate(w io.Writer, t api.Template) {
 		t.ID, t.Name, t.Format, t.SizeGB, t.OsType, t.Deleted, t.CreatedAt.Format(time.RFC3339))
 }
 
-func templateCreate(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+func templateCreate(a *cli, fs *pflag.FlagSet) runner {
 	id := fs.String("id", "", "template id (default: the name); the image's directory on the hosts")
 	name := fs.String("name", "", "template name (a-z, 0-9, -)")
 	format := fs.String("format", "qcow2", "disk image format: qcow2 or raw")
 	size := fs.Int64("size", 0, "virtual size of the image, GiB")
 	osType := fs.String("os-type", "", "guest operating system")
-	if _, err := a.setup(fs, args, getenv); err != nil {
-		return err
+	return func(ctx context.Context, _ []string) error {
+		body := map[string]any{"name": *name, "format": *format, "size_gb": *size, "os_type": *osType}
+		if *id != "" {
+			body["id"] = *id
+		}
+		return call(ctx, a, http.MethodPost, "/v1/templates", nil, body, func(w io.Writer, t api.Template) {
+			fmt.Fprintf(w, "created template %s (%s)\n", t.Name, t.ID)
+		})
 	}
-	body := map[string]any{"name": *name, "format": *format, "size_gb": *size, "os_type": *osType}
-	if *id != "" {
-		body["id"] = *id
-	}
-	return call(ctx, a, http.MethodPost, "/v1/templates", nil, body, func(w io.Writer, t api.Template) {
-		fmt.Fprintf(w, "created template %s (%s)\n", t.Name, t.ID)
-	})
 }
 
-func poolList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
-	zone := fs.String("zone", "", "only this zone's pools")
-	if _, err := a.setup(fs, args, getenv); err != nil {
-		return err
+func poolList(a *cli, fs *pflag.FlagSet) runner {
+	q := filterFlags(fs, filter{"zone", "only this zone's pools"})
+	return func(ctx context.Context, _ []string) error {
+		return listAll(ctx, a, "/v1/pools?"+q.Encode(), func(w io.Writer, rows []api.Pool) error {
+			printPools(w, rows)
+			return nil
+		})
 	}
-	var q url.Values
-	if *zone != "" {
-		q = url.Values{"zone": {*zone}}
-	}
-	return call(ctx, a, http.MethodGet, "/v1/pools", q, nil, func(w io.Writer, l api.List[api.Pool]) {
-		printPools(w, l.Items)
-	})
 }
 
 // printPools is the table of pools, GET /v1/pools's and a zone's capacity's.
@@ -192,7 +186,7 @@ func printPoolAccepted(done string) func(io.Writer, api.PoolAccepted) {
 	}
 }
 
-func poolCreate(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+func poolCreate(a *cli, fs *pflag.FlagSet) runner {
 	id := fs.String("id", "", "pool id (default pool-<zone>-<name>)")
 	zone := fs.String("zone", "", "zone (default: the gateway's)")
 	name := fs.String("name", "", "pool name (a-z, 0-9, -)")
@@ -202,68 +196,60 @@ func poolCreate(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, ge
 	path := fs.String("path", "", "absolute directory of the pool on its hosts")
 	capacity := fs.Int64("capacity", 0, "capacity, GiB")
 	tags := fs.String("tags", "", "comma-separated storage tags")
-	if _, err := a.setup(fs, args, getenv); err != nil {
-		return err
-	}
-	body := map[string]any{"name": *name, "scope": *scope, "path": *path, "capacity_gb": *capacity}
-	for k, v := range map[string]string{"id": *id, "zone_id": *zone, "cluster_id": *cluster, "host_id": *host} {
-		if v != "" {
-			body[k] = v
+	return func(ctx context.Context, _ []string) error {
+		body := map[string]any{"name": *name, "scope": *scope, "path": *path, "capacity_gb": *capacity}
+		for k, v := range map[string]string{"id": *id, "zone_id": *zone, "cluster_id": *cluster, "host_id": *host} {
+			if v != "" {
+				body[k] = v
+			}
 		}
+		if *tags != "" {
+			body["tags"] = splitList(*tags)
+		}
+		return call(ctx, a, http.MethodPost, "/v1/pools", nil, body, printPoolAccepted("asked for"))
 	}
-	if *tags != "" {
-		body["tags"] = splitList(*tags)
-	}
-	return call(ctx, a, http.MethodPost, "/v1/pools", nil, body, printPoolAccepted("asked for"))
 }
 
-func poolUpdate(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+func poolUpdate(a *cli, fs *pflag.FlagSet) runner {
 	capacity := fs.Int64("capacity", 0, "capacity, GiB")
 	tags := fs.String("tags", "", "comma-separated storage tags; empty for none")
 	state := fs.String("state", "", "Up, Maintenance, Failed or Disabled")
-	pos, err := a.setup(fs, args, getenv, "ID")
-	if err != nil {
-		return err
-	}
-	body := map[string]any{}
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "capacity":
+	return func(ctx context.Context, pos []string) error {
+		body := map[string]any{}
+		if fs.Changed("capacity") {
 			body["capacity_gb"] = *capacity
-		case "tags":
+		}
+		if fs.Changed("tags") {
 			body["tags"] = splitList(*tags)
-		case "state":
+		}
+		if fs.Changed("state") {
 			body["state"] = *state
 		}
-	})
-	if len(body) == 0 {
-		return fmt.Errorf("%w: pool update needs --capacity, --tags or --state", errUsage)
+		if len(body) == 0 {
+			return fmt.Errorf("%w: pool update needs --capacity, --tags or --state", errUsage)
+		}
+		return call(ctx, a, http.MethodPatch, "/v1/pools/"+url.PathEscape(pos[0]), nil, body, printPoolAccepted("asked to update"))
 	}
-	return call(ctx, a, http.MethodPatch, "/v1/pools/"+url.PathEscape(pos[0]), nil, body, printPoolAccepted("asked to update"))
 }
 
 var poolDelete = one(http.MethodDelete, "/v1/pools/", printPoolAccepted("asked to delete"))
 
-func networkList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
-	zone := fs.String("zone", "", "only this zone's networks")
-	if _, err := a.setup(fs, args, getenv); err != nil {
-		return err
-	}
-	var q url.Values
-	if *zone != "" {
-		q = url.Values{"zone": {*zone}}
-	}
-	return call(ctx, a, http.MethodGet, "/v1/networks", q, nil, func(w io.Writer, l api.List[api.Network]) {
-		fmt.Fprintln(w, "ID\tZONE\tNAME\tCIDR\tGATEWAY\tDEFAULT\tIPS USED/SIZE\tFREE\tLAST ERROR")
-		for _, n := range l.Items {
-			def := "-"
-			if n.Default {
-				def = "yes"
+func networkList(a *cli, fs *pflag.FlagSet) runner {
+	q := filterFlags(fs, filter{"zone", "only this zone's networks"})
+	return func(ctx context.Context, _ []string) error {
+		return listAll(ctx, a, "/v1/networks?"+q.Encode(), func(w io.Writer, rows []api.Network) error {
+			fmt.Fprintln(w, "ID\tZONE\tNAME\tCIDR\tGATEWAY\tDEFAULT\tIPS USED/SIZE\tFREE\tLAST ERROR")
+			for _, n := range rows {
+				def := "-"
+				if n.Default {
+					def = "yes"
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%s\n", n.ID, n.ZoneID, n.Name, n.Cidr, n.Gateway, def,
+					n.Allocated, n.Size, n.Size-n.Allocated, orDash(n.LastError))
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%s\n", n.ID, n.ZoneID, n.Name, n.Cidr, n.Gateway, def,
-				n.Allocated, n.Size, n.Size-n.Allocated, orDash(n.LastError))
-		}
-	})
+			return nil
+		})
+	}
 }
 
 var networkGet = one(http.MethodGet, "/v1/networks/", func(w io.Writer, n api.Network) {
@@ -281,49 +267,47 @@ func printNetworkAccepted(done string) func(io.Writer, api.NetworkAccepted) {
 	}
 }
 
-func networkCreate(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+func networkCreate(a *cli, fs *pflag.FlagSet) runner {
 	id := fs.String("id", "", "network id (default net-<zone>-<name>)")
 	zone := fs.String("zone", "", "zone (default: the gateway's)")
 	name := fs.String("name", "", "network name (a-z, 0-9, -)")
 	cidr := fs.String("cidr", "", "IPv4 CIDR, e.g. 10.1.0.0/24")
 	gateway := fs.String("gateway", "", "gateway address inside the CIDR")
 	def := fs.Bool("default", false, "the zone's default network: deploys that name none get a NIC on it")
-	if _, err := a.setup(fs, args, getenv); err != nil {
-		return err
+	return func(ctx context.Context, _ []string) error {
+		body := map[string]any{"name": *name, "cidr": *cidr, "gateway": *gateway, "default": *def}
+		if *id != "" {
+			body["id"] = *id
+		}
+		if *zone != "" {
+			body["zone_id"] = *zone
+		}
+		return call(ctx, a, http.MethodPost, "/v1/networks", nil, body, printNetworkAccepted("asked for"))
 	}
-	body := map[string]any{"name": *name, "cidr": *cidr, "gateway": *gateway, "default": *def}
-	if *id != "" {
-		body["id"] = *id
-	}
-	if *zone != "" {
-		body["zone_id"] = *zone
-	}
-	return call(ctx, a, http.MethodPost, "/v1/networks", nil, body, printNetworkAccepted("asked for"))
 }
 
 var networkDelete = one(http.MethodDelete, "/v1/networks/", printNetworkAccepted("asked to delete"))
 
-func volumeList(ctx context.Context, a *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+func volumeList(a *cli, fs *pflag.FlagSet) runner {
 	vm := fs.String("vm", "", "only this VM's volumes")
 	deleted := fs.Bool("deleted", false, "deleted volumes too")
-	if _, err := a.setup(fs, args, getenv); err != nil {
-		return err
+	return func(ctx context.Context, _ []string) error {
+		path := "/v1/volumes"
+		q := url.Values{}
+		if *vm != "" {
+			q.Set("vm", *vm)
+		}
+		if *deleted {
+			q.Set("deleted", "true")
+		}
+		if len(q) > 0 {
+			path += "?" + q.Encode()
+		}
+		return listAll(ctx, a, path, func(w io.Writer, rows []api.Volume) error {
+			printVolumes(w, rows, true)
+			return nil
+		})
 	}
-	path := "/v1/volumes"
-	q := url.Values{}
-	if *vm != "" {
-		q.Set("vm", *vm)
-	}
-	if *deleted {
-		q.Set("deleted", "true")
-	}
-	if len(q) > 0 {
-		path += "?" + q.Encode()
-	}
-	return listAll(ctx, a, path, func(w io.Writer, rows []api.Volume) error {
-		printVolumes(w, rows, true)
-		return nil
-	})
 }
 
 // printVolumes is a table of volumes; withVM adds their VM and account.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/vmplane/vmplane/api"
@@ -37,8 +38,18 @@ type sseEvent struct {
 	id, name, data string
 }
 
+// recheckEvery is how often a wait reads the job itself while its stream
+// is open.
+var recheckEvery = 5 * time.Second
+
 // followStream follows GET /v1/jobs/{id}/events until the job ends, the
 // stream breaks or ctx ends, showing every step through w.
+//
+// The stream alone is not trusted to say the job ended: heartbeats keep a
+// stream open whose final event never comes (a gateway that missed it),
+// and a wait would then last until its timeout. So the job is read once
+// the stream is open and every recheckEvery after, and a job that has
+// ended ends the stream; the long-poll that follows prints its end.
 func (a *cli) followStream(ctx context.Context, w *watch) streamEnd {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -58,6 +69,8 @@ func (a *cli) followStream(ctx context.Context, w *watch) streamEnd {
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		return streamUnavailable
 	}
+	var ended atomic.Bool
+	go a.recheck(ctx, w.id, func() { ended.Store(true); cancel() })
 	// A silent stream is a dead one: cancelling the request ends the read.
 	idle := time.AfterFunc(streamIdle, cancel)
 	defer idle.Stop()
@@ -67,7 +80,34 @@ func (a *cli) followStream(ctx context.Context, w *watch) streamEnd {
 		end, over = w.onEvent(e)
 		return !over
 	})
+	if ended.Load() {
+		return streamJobEnded
+	}
 	return end
+}
+
+// recheck reads job id at once and then every recheckEvery until ctx ends
+// or the job has ended, when it calls ended.
+func (a *cli) recheck(ctx context.Context, id string, ended func()) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		var j api.Job
+		cctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		// No retries: the next look is recheckEvery away anyway.
+		err := a.c.send(cctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id), nil, nil, &j, 0)
+		cancel()
+		if err == nil && api.Finished(j.State) {
+			ended()
+			return
+		}
+		t.Reset(recheckEvery)
+	}
 }
 
 // readSSE calls each for every event of r until each returns false or r

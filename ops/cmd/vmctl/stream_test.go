@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/gateway"
 	"github.com/vmplane/vmplane/gateway/gatewaytest"
 	"github.com/vmplane/vmplane/readmodel"
@@ -226,5 +228,94 @@ func TestWaitRateLimitedWaitsAndAsksAgain(t *testing.T) {
 	code := run(t.Context(), []string{"job", "wait", "j1", "--timeout", "10s"}, func(k string) string { return env[k] }, &out, &errb)
 	if code != 0 || !strings.Contains(out.String(), "succeeded") || polls.Load() != 4 {
 		t.Fatalf("exit %d after %d polls: %s%s", code, polls.Load(), out.String(), errb.String())
+	}
+}
+
+// TestWaitEndsWhenTheStreamNeverDoes: a stream that keeps beating but
+// never sends the job's end (a gateway that missed it) does not hold the
+// wait: the job is read while the stream is open, and its end ends the
+// wait promptly, well before --timeout.
+func TestWaitEndsWhenTheStreamNeverDoes(t *testing.T) {
+	old := recheckEvery
+	recheckEvery = 100 * time.Millisecond
+	t.Cleanup(func() { recheckEvery = old })
+	start := time.Now()
+	streamClosed := make(chan struct{})
+	const running = `{"id":"j1","vm_id":"vm1","type":"Deploy","state":"running","reason":"","task_state":"Spawning","created_at":"2026-01-01T00:00:00Z","finished_at":null}`
+	const done = `{"id":"j1","vm_id":"vm1","type":"Deploy","state":"succeeded","reason":"","task_state":"","created_at":"2026-01-01T00:00:00Z","finished_at":"2026-01-01T00:00:01Z",` +
+		`"steps":[{"seq":1,"task_state":"Spawning","step":"start","text":"StartVm sent to host-2","at":"2026-01-01T00:00:00Z"}]}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/jobs/j1/events":
+			defer close(streamClosed)
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = w.Write([]byte("event: job\ndata: " + running + "\n\n"))
+			w.(http.Flusher).Flush()
+			for {
+				select {
+				case <-r.Context().Done():
+					return
+				case <-time.After(20 * time.Millisecond):
+					_, _ = w.Write([]byte(": heartbeat\n\n"))
+					w.(http.Flusher).Flush()
+				}
+			}
+		case "/v1/jobs/j1":
+			if time.Since(start) < 500*time.Millisecond {
+				_, _ = w.Write([]byte(running))
+				return
+			}
+			_, _ = w.Write([]byte(done))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	code, out, errs := vmctl(t, map[string]string{"VMPLANE_API": srv.URL, "VMPLANE_API_KEY": "k", "VMCTL_PROGRESS": "never"}, "job", "wait", "j1", "--timeout", "1m")
+	took := time.Since(start)
+	if code != exitOK || took > 3*time.Second {
+		t.Fatalf("exit %d after %v: %s%s", code, took, out, errs)
+	}
+	wantLines(t, out, []string{`^\s*\[1\] Spawning: StartVm sent to host-2$`, `^job j1 Deploy succeeded in 1s$`})
+	select {
+	case <-streamClosed:
+	case <-time.After(2 * time.Second):
+		t.Fatal("the stream was left open")
+	}
+}
+
+// TestEventsFollowsTheStream: vmctl events --vm prints each event of that
+// VM, a JSON object per line with -o json, and stops after --count.
+func TestEventsFollowsTheStream(t *testing.T) {
+	s := newStreamStack(t)
+	s.rm.PutVM(readmodel.VM{ID: "vm-e", Account: "acct-a"})
+	ref := schemas.JobRef{JobID: "job-e", VmID: "vm-e", Account: "acct-a", JobType: "Stop"}
+	stop := make(chan struct{})
+	go func() {
+		for i := int32(1); ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			s.publish("vm-other", &schemas.JobStepped{JobRef: schemas.JobRef{JobID: "job-o", VmID: "vm-other", Account: "acct-a"}, Seq: i})
+			s.publish("vm-e", &schemas.JobStepped{JobRef: ref, Seq: i, TaskState: "Stopping", Text: "StopVm sent"})
+		}
+	}()
+	code, out, errs := vmctl(t, map[string]string{"VMPLANE_API": s.url, "VMPLANE_API_KEY": s.user}, "events", "--vm", "vm-e", "--count", "2", "-o", "json")
+	close(stop)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != exitOK || len(lines) != 2 {
+		t.Fatalf("exit %d: %s%s", code, out, errs)
+	}
+	for _, l := range lines {
+		var e api.Event
+		if err := json.Unmarshal([]byte(l), &e); err != nil || e.VmID != "vm-e" || e.Type != "JobStepped" || e.JobID != "job-e" {
+			t.Errorf("event line %q: %+v %v", l, e, err)
+		}
+	}
+	code, out, errs = vmctl(t, map[string]string{"VMPLANE_API": s.url, "VMPLANE_API_KEY": s.user}, "events", "--vm", "vm-nope", "--count", "1")
+	if code != exitFail || !strings.Contains(errs, "not found") {
+		t.Fatalf("events of an unknown VM: exit %d: %s%s", code, out, errs)
 	}
 }

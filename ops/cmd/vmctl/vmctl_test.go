@@ -170,7 +170,7 @@ func TestAPIErrorsAreClear(t *testing.T) {
 		{"bad key", "vmp_nope", []string{"vm", "list"}, 1, `(HTTP 401 unauthorized)`},
 		{"usage", s.user, []string{"vm", "get"}, 2, `takes ID`},
 		{"unknown command", s.user, []string{"vm", "fly"}, 2, `unknown command "vm fly"`},
-		{"bad output", s.user, []string{"--output", "yaml", "vm", "list"}, 2, `--output must be table or json`},
+		{"bad output", s.user, []string{"--output", "xml", "vm", "list"}, 2, `--output must be one of table, json, yaml, value, not "xml"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, errs := s.run(t, tc.key, tc.args...)
@@ -218,18 +218,29 @@ func TestJobWaitForUnknownJobTimesOut(t *testing.T) {
 	}
 }
 
+// TestKeyFromFile: without --key or VMPLANE_API_KEY, the dev stack's
+// admin key is found in var/dev/admin-key of this directory or a parent;
+// where there is none, the error says what to export.
 func TestKeyFromFile(t *testing.T) {
 	s := newStack(t)
 	dir := t.TempDir()
 	t.Chdir(dir)
-	if got, err := resolveKey("", func(string) string { return "" }); err == nil {
-		t.Fatalf("no key anywhere gave %q", got)
+	noEnv := func(string) string { return "" }
+	var out, errb bytes.Buffer
+	if code := run(t.Context(), []string{"--api", s.url, "host", "list"}, noEnv, &out, &errb); code != exitFail ||
+		!strings.Contains(errb.String(), "export VMPLANE_API_KEY=") || !strings.Contains(errb.String(), "export VMPLANE_VAR=") {
+		t.Fatalf("no key anywhere: exit %d: %s", code, errb.String())
 	}
 	if err := writeFile(dir+"/var/dev/admin-key", s.admin+"\n"); err != nil {
 		t.Fatal(err)
 	}
-	var out, errb bytes.Buffer
-	code := run(t.Context(), []string{"--api", s.url, "host", "list"}, func(string) string { return "" }, &out, &errb)
+	if err := os.MkdirAll(dir+"/ops/dev", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir + "/ops/dev")
+	out.Reset()
+	errb.Reset()
+	code := run(t.Context(), []string{"--api", s.url, "host", "list"}, noEnv, &out, &errb)
 	if code != 0 || !strings.Contains(out.String(), "host-2") {
 		t.Fatalf("exit %d: %s%s", code, out.String(), errb.String())
 	}

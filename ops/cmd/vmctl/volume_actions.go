@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 
+	"github.com/spf13/pflag"
+
+	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/schemas/actions"
 )
 
@@ -15,15 +17,16 @@ import (
 // volume (vmctl volume resize VOL --size 20, volume detach VOL, ...): they
 // post to /v1/volumes/{id}/actions, which issues the action of the
 // volume's VM.
-var volumeCommands = func() map[string]command {
-	cmds := map[string]command{}
+func volumeCommands() []spec {
+	var cmds []spec
 	for _, a := range actions.Catalog {
 		if _, ok := a.Param("volume_id"); ok {
-			cmds["volume "+volumeVerb(a)] = volumeLifecycle(a)
+			cmds = append(cmds, spec{path: "volume " + volumeVerb(a), args: []string{"VOLUME"}, short: capitalize(a.Doc) + " (its VM's action)",
+				cmd: volumeLifecycle(a), shows: api.Job{}})
 		}
 	}
 	return cmds
-}()
+}
 
 // volumeVerb is the word of a volume action on the volume: resize for
 // resize_volume.
@@ -42,48 +45,26 @@ func volumeParams(a actions.Action) []actions.Param {
 	return out
 }
 
-// volumeUsage lists the volume action commands for the usage text.
-func volumeUsage() string {
-	var b strings.Builder
-	for _, a := range actions.Catalog {
-		if _, ok := a.Param("volume_id"); !ok {
-			continue
-		}
-		fmt.Fprintf(&b, "  volume %s VOLUME", volumeVerb(a))
-		for _, p := range volumeParams(a) {
-			f := "--" + p.Flag + " " + strings.ToUpper(p.Flag)
-			if !p.Required {
-				f = "[" + f + "]"
-			}
-			b.WriteString(" " + f)
-		}
-		b.WriteString(" [--wait]\n")
-	}
-	return b.String()
-}
-
 func volumeLifecycle(a actions.Action) command {
-	return func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	return func(c *cli, fs *pflag.FlagSet) runner {
 		params := volumeParams(a)
 		values := make([]func() (any, bool), len(params))
 		for i, p := range params {
 			values[i] = paramFlag(fs, p)
 		}
 		wait := waitFlags(fs)
-		pos, err := c.setup(fs, args, getenv, "VOLUME")
-		if err != nil {
-			return err
-		}
-		body := map[string]any{"action": a.Name}
-		for i, p := range params {
-			v, set := values[i]()
-			if !set && p.Required {
-				return fmt.Errorf("%w: volume %s needs --%s", errUsage, volumeVerb(a), p.Flag)
+		return func(ctx context.Context, pos []string) error {
+			body := map[string]any{"action": a.Name}
+			for i, p := range params {
+				v, set := values[i]()
+				if !set && p.Required {
+					return fmt.Errorf("%w: volume %s needs --%s", errUsage, volumeVerb(a), p.Flag)
+				}
+				if set {
+					body[p.Name] = v
+				}
 			}
-			if set {
-				body[p.Name] = v
-			}
+			return c.submit(ctx, http.MethodPost, "/v1/volumes/"+url.PathEscape(pos[0])+"/actions", body, wait)
 		}
-		return c.submit(ctx, http.MethodPost, "/v1/volumes/"+url.PathEscape(pos[0])+"/actions", body, wait)
 	}
 }
