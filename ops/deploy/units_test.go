@@ -312,3 +312,86 @@ func TestListenersDistinct(t *testing.T) {
 	}
 	t.Logf("%d listeners on distinct ports", len(owner))
 }
+
+// TestWritesAllowed: under ProtectSystem=strict a unit writes only its
+// StateDirectory= and ReadWritePaths=; every path a role's environment
+// makes it write must be one of them, and every ReadWritePaths= entry must
+// exist (the tmpfiles.d file makes it) or the unit does not start. The
+// units' user and groups come from the sysusers.d file.
+func TestWritesAllowed(t *testing.T) {
+	k := loadKit(t)
+	tmpfiles := confLines(t, "tmpfiles.d/vmplane.conf")
+	sysusers := confLines(t, "sysusers.d/vmplane.conf")
+	made := map[string]bool{}
+	for _, l := range tmpfiles {
+		if len(l) >= 2 && l[0] == "d" {
+			made[l[1]] = true
+		}
+	}
+	declared := map[string]bool{}
+	for _, l := range sysusers {
+		if len(l) >= 2 && (l[0] == "u" || l[0] == "g") {
+			declared[l[1]] = true
+		}
+	}
+	writes := []string{"VMPLANE_KAFKA_DATA", "VMPLANE_QEMU_DIR"}
+	for _, in := range k.instances {
+		u := in.unit
+		if u.get("User") == "" || !declared[u.get("User")] {
+			t.Errorf("%s: User=%s is not made by sysusers.d/vmplane.conf", in.name, u.get("User"))
+		}
+		for _, g := range strings.Fields(strings.Join(u.service["SupplementaryGroups"], " ")) {
+			if !declared[g] {
+				t.Errorf("%s: SupplementaryGroups=%s is not made by sysusers.d/vmplane.conf: the unit would not start without it", in.name, g)
+			}
+		}
+		if u.get("ProtectSystem") != "strict" {
+			t.Errorf("%s: ProtectSystem=%s, want strict", in.name, u.get("ProtectSystem"))
+		}
+		var writable []string
+		for _, d := range strings.Fields(strings.Join(u.service["StateDirectory"], " ")) {
+			writable = append(writable, "/var/lib/"+d)
+		}
+		for _, p := range strings.Fields(strings.Join(u.service["ReadWritePaths"], " ")) {
+			if !strings.HasPrefix(p, "-") && !made[p] {
+				t.Errorf("%s: ReadWritePaths=%s, which tmpfiles.d/vmplane.conf does not make", in.name, p)
+			}
+			writable = append(writable, strings.TrimPrefix(p, "-"))
+		}
+		env, err := in.env("env")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, key := range writes {
+			p, ok := env[key]
+			if !ok {
+				continue
+			}
+			if !slices.ContainsFunc(writable, func(w string) bool { return p == w || strings.HasPrefix(p, w+"/") }) {
+				t.Errorf("%s: %s=%s is not under its writable paths %v", in.name, key, p, writable)
+			}
+		}
+		if p, ok := env["VMPLANE_TEMPLATES_DIR"]; ok && !made[p] {
+			t.Errorf("%s: VMPLANE_TEMPLATES_DIR=%s, which tmpfiles.d/vmplane.conf does not make", in.name, p)
+		}
+	}
+}
+
+// confLines are the fields of the lines of a sysusers.d or tmpfiles.d
+// file, quoted fields kept whole.
+func confLines(t *testing.T, path string) [][]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	field := regexp.MustCompile(`"[^"]*"|\S+`)
+	var out [][]string
+	for _, line := range strings.Split(string(b), "\n") {
+		if line = strings.TrimSpace(line); line == "" || line[0] == '#' {
+			continue
+		}
+		out = append(out, field.FindAllString(line, -1))
+	}
+	return out
+}
