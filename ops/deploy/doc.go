@@ -5,6 +5,9 @@
 // how they are used.
 //
 // Its tests hold the kit to what the roles need: plain environment files,
-// every listener of a one-machine install on a port of its own, and every
-// path a role writes writable under the units' sandbox.
+// every listener of a one-machine install on a port of its own, every path
+// a role writes writable under the units' sandbox, and TestKit, which
+// installs the kit into a throw-away root, verifies it with systemd's own
+// tools, runs every unit's command from its environment files and deploys
+// a VM through the gateway.
 package deploy
