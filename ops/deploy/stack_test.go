@@ -260,17 +260,34 @@ func (s *stack) checkAlive() {
 	}
 }
 
-// stop ends every process as systemd stops a unit: SIGTERM, then SIGKILL
-// after a while.
+// stop ends the processes as systemd stops the units: SIGTERM, the
+// broker last (the others are After= it, and stop before it), each group
+// given 10 s before SIGKILL.
 func (s *stack) stop() {
-	for i := len(s.procs) - 1; i >= 0; i-- {
-		_ = s.procs[i].cmd.Process.Signal(syscall.SIGTERM)
-	}
+	var roles, broker []*proc
 	for _, p := range s.procs {
+		if p.in.role() == "broker" {
+			broker = append(broker, p)
+		} else {
+			roles = append(roles, p)
+		}
+	}
+	began := time.Now()
+	s.terminate(roles)
+	s.t.Logf("%d processes stopped in %.1fs of SIGTERM", len(roles), time.Since(began).Seconds())
+	s.terminate(broker)
+}
+
+func (s *stack) terminate(ps []*proc) {
+	for _, p := range ps {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	deadline := time.After(10 * time.Second)
+	for _, p := range ps {
 		select {
 		case <-p.exited:
-		case <-time.After(10 * time.Second):
-			s.t.Errorf("%s did not stop within 10s of SIGTERM; killed", p.in.name)
+		case <-deadline:
+			s.t.Errorf("%s did not stop within 10s of SIGTERM; killed:\n%s", p.in.name, tail(p.log, 10))
 			_ = p.cmd.Process.Kill()
 			<-p.exited
 		}
