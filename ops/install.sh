@@ -84,6 +84,9 @@ have clickhouse-client || missing+=(clickhouse-client)
 have qemu-system-x86_64 || missing+=(qemu-system-x86)
 have qemu-img || missing+=(qemu-utils)
 have kcat || missing+=(kcat)
+# The deploy kit's test (ops/deploy) checks the units with systemd-analyze, systemd-sysusers and
+# systemd-tmpfiles, which a container without systemd lacks.
+have systemd-analyze || missing+=(systemd)
 # The QEMU guests' Linux (producers/agent/driver/qemu/linux): busybox for their initramfs, and a
 # kernel with its modules from Debian's kernel package, unpacked under $kernel_root rather than
 # installed, so that this machine's own boot is left alone.

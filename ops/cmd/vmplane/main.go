@@ -25,6 +25,7 @@ Usage:
   vmplane gateway    [flags]   the REST API
   vmplane agent      --driver sim|qemu --hosts N [flags]   a hypervisor agent
   vmplane dlq        list|show|redrive [flags]   inspect dead letters and put them back after a fix
+  vmplane admin-key  [flags]   issue an admin API key (the first of an installation), printed on stdout
   vmplane decode     [--schema-registry URL] < values   Avro values read with kcat, as JSON lines
   vmplane guest-image --out DIR [--id tiny-linux]   write the QEMU guests' Linux template to DIR/<id>/
   vmplane openapi    [--out FILE]   write the API's OpenAPI document (what /v1/openapi.json serves)
@@ -81,6 +82,8 @@ func main() {
 		err = runAgent(ctx, args, log)
 	case "dlq":
 		err = runDLQ(ctx, args, log)
+	case "admin-key":
+		err = runAdminKey(ctx, args, log)
 	case "decode":
 		err = runDecode(ctx, args, log)
 	case "guest-image":
@@ -114,7 +117,7 @@ func logLevel() slog.Level {
 // hold).
 func observes(cmd string, args []string) bool {
 	switch cmd {
-	case "dlq", "decode", "guest-image", "openapi", "-h", "--help", "help":
+	case "dlq", "admin-key", "decode", "guest-image", "openapi", "-h", "--help", "help":
 		return false
 	}
 	return !wantsHelp(args)

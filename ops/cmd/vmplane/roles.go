@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -76,6 +78,15 @@ func runBroker(ctx context.Context, args []string, log *slog.Logger) error {
 	if !*sync {
 		start = kafka.StartBrokerUnsynced
 	}
+	// /readyz answers ready once the topics exist: the other roles need
+	// them, and a listening broker alone is not that.
+	var topicsMade atomic.Bool
+	observer.Check("broker", func(context.Context) error {
+		if !topicsMade.Load() {
+			return errors.New("topics not created yet")
+		}
+		return nil
+	})
 	b, err := start(*addr, *data)
 	if err != nil {
 		return err
@@ -90,6 +101,7 @@ func runBroker(ctx context.Context, args []string, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("create topics with replication factor %d (kfake here has one broker: use 1): %w", rf, err)
 	}
+	topicsMade.Store(true)
 	log.Info("broker up", "addrs", b.Addrs(), "data", *data)
 	<-ctx.Done()
 	return nil
