@@ -56,7 +56,7 @@ func (t *tx) stopVMs(l *schemas.LeaseRecord) {
 		children = append(children, id)
 		t.out = append(t.out, schemas.Record{Topic: schemas.TopicVmCommands, Key: v, Headers: t.cmdHeaders(id),
 			Value: &schemas.Stop{VmCommand: schemas.VmCommand{CommandID: id, VmID: v, Account: l.Project,
-				Origin: schemas.OriginInternal, IssuedAt: t.now}}})
+				Origin: schemas.OriginInternal, IssuedAt: t.now, Caller: schemas.SystemCaller()}}})
 		l.StopWait = append(l.StopWait, v)
 	}
 	if len(l.StopWait) > 0 {
