@@ -45,6 +45,13 @@ type jobRow struct {
 	// milliseconds; AtMs for a job that never ran, 0 when the end event
 	// predates the field); 0 on other rows.
 	StartedMs int64
+	// ErrorCode is, on an end row, the code of a failure, cancel or
+	// rejection (schemas.ErrorCode); empty on other rows.
+	ErrorCode string
+	// Caller is who asked for the job, on its accepted or rejected row
+	// (what those events carry); empty on other rows and for records
+	// from before the field.
+	Caller schemas.Caller
 }
 
 // eventRow is one row of vm_events, in the column order of insertEvents.
@@ -92,6 +99,7 @@ func rowsWithoutPayload(r schemas.Record) (*jobRow, eventRow, error) {
 	switch v := r.Value.(type) {
 	case *schemas.JobAccepted:
 		job = newJob(v.JobRef, KindAccepted, acceptedSeq)
+		job.Caller = v.Caller
 		// What json.Marshal makes of {"queued": …, "position": …}: keys sorted.
 		job.Obj = `{"position":` + strconv.Itoa(int(v.Position)) + `,"queued":` + strconv.FormatBool(v.Queued) + `}`
 		job.Text = "accepted"
@@ -115,6 +123,7 @@ func rowsWithoutPayload(r schemas.Record) (*jobRow, eventRow, error) {
 		job = newJob(v.JobRef, KindFailed, endSeq)
 		job.Reason, job.Detail, job.VmState, job.Text = v.Reason, v.Detail, v.VmState, v.Detail
 		job.StartedMs = v.StartedAt
+		job.ErrorCode = schemas.ErrorCode(v)
 		ev.VmState, ev.Reason = v.VmState, v.Reason
 	case *schemas.JobCancelled:
 		job = newJob(v.JobRef, KindCancelled, endSeq)
@@ -125,11 +134,13 @@ func rowsWithoutPayload(r schemas.Record) (*jobRow, eventRow, error) {
 			job.Obj = mustJSON(map[string]any{"by": v.By, "step": v.Step, "task_state": v.TaskState})
 		}
 		job.StartedMs = v.StartedAt
+		job.ErrorCode = schemas.ErrorCode(v)
 		ev.VmState, ev.Reason = v.VmState, v.Reason
 	case *schemas.JobRejected:
 		job = newJob(v.JobRef, KindRejected, endSeq)
 		job.Reason, job.Detail, job.Text = v.Reason, v.Detail, v.Detail
 		job.StartedMs = v.At // never ran
+		job.ErrorCode, job.Caller = schemas.ErrorCode(v), v.Caller
 		job.Obj = mustJSON(map[string]any{"allowed_actions": v.AllowedActions})
 		ev.Reason = v.Reason
 	case *schemas.VmStateChanged:
