@@ -53,7 +53,7 @@ func TestDeployPublishesAndAnswers202(t *testing.T) {
 // TestCommandsNameTheirCaller: an admin acting on a user's VM writes the
 // VM's owner as the command's account and itself as its caller, with the
 // request id the gateway made when the client sent none; a host command
-// names its caller too.
+// and a setting name their caller too.
 func TestCommandsNameTheirCaller(t *testing.T) {
 	e := newEnv(t, gateway.Config{})
 	rec := e.do("POST", "/v1/vms/vm-a1/actions", e.admin, map[string]any{"action": "stop"})
@@ -78,6 +78,15 @@ func TestCommandsNameTheirCaller(t *testing.T) {
 	}
 	if want.RequestID = "req-host-1"; dis.Caller != want {
 		t.Fatalf("disable host caller %+v, want %+v", dis.Caller, want)
+	}
+	// An operator's setting names its caller too.
+	rec3 := e.do("PUT", "/v1/settings/ping.timeout", e.admin, map[string]any{"value": "20s"}, "X-Request-Id", "req-set-1")
+	if rec3.Code >= 300 {
+		t.Fatalf("PUT setting: %d %s", rec3.Code, rec3.Body)
+	}
+	set, ok := e.pub.Records()[2].Value.(*schemas.SettingChanged)
+	if want.RequestID = "req-set-1"; !ok || set.Caller != want {
+		t.Fatalf("setting %+v, want caller %+v", e.pub.Records()[2].Value, want)
 	}
 }
 

@@ -5,9 +5,10 @@ package schemas
 // the read model and the journal show beside a job's message (its detail, or
 // a cancelled job's reason). Analysts group by it; the text beside it says
 // the rest. docs/design.md §5.3 has the table. A new code is added here, to
-// ErrorCodes and to that table, never made up at the call site;
-// TestScenarioReasonsAreCodes in processors/vm holds every reason its
-// scenarios emit to this set.
+// ErrorCodes and to that table, never made up at the call site. The VM
+// processor's scenario tests (checkReason), the host and lease processors'
+// tests and the simulation's checks hold every reason they see emitted to
+// this set.
 const (
 	// Failures (JobFailed).
 	CodeTimeout              = "Timeout"

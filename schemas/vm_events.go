@@ -122,6 +122,7 @@ type AlertAcknowledged struct {
 	By      string `avro:"by" doc:"Account of the API key that acknowledged it."`
 	Account string `avro:"account" doc:"Account of the alert; empty for an operator's alert."`
 	At      int64  `avro:"at" doc:"Unix milliseconds."`
+	Caller  Caller `avro:"caller" doc:"Who asked: account, API key and request id (the gateway's request)."`
 }
 
 // SnapshotTaken records a snapshot the VM's host took and the VM now keeps.
