@@ -79,6 +79,18 @@ func rowsOf(r schemas.Record) (*jobRow, eventRow, error) {
 	return job, ev, err
 }
 
+// callerOf is who asked for a job, as its acceptance or rejection says;
+// the job's other events name nobody.
+func callerOf(v any) schemas.Caller {
+	switch e := v.(type) {
+	case *schemas.JobAccepted:
+		return e.Caller
+	case *schemas.JobRejected:
+		return e.Caller
+	}
+	return schemas.Caller{}
+}
+
 // rowsWithoutPayload is rowsOf but for the event's payload, left empty.
 func rowsWithoutPayload(r schemas.Record) (*jobRow, eventRow, error) {
 	ev := eventRow{
@@ -94,12 +106,12 @@ func rowsWithoutPayload(r schemas.Record) (*jobRow, eventRow, error) {
 			JobID: ref.JobID, Kind: kind, Seq: seq,
 			VmID: ref.VmID, Account: ref.Account, JobType: ref.JobType, Origin: ref.Origin,
 			AtMs: ref.At, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
+			ErrorCode: schemas.ErrorCode(r.Value), Caller: callerOf(r.Value),
 		}
 	}
 	switch v := r.Value.(type) {
 	case *schemas.JobAccepted:
 		job = newJob(v.JobRef, KindAccepted, acceptedSeq)
-		job.Caller = v.Caller
 		// What json.Marshal makes of {"queued": …, "position": …}: keys sorted.
 		job.Obj = `{"position":` + strconv.Itoa(int(v.Position)) + `,"queued":` + strconv.FormatBool(v.Queued) + `}`
 		job.Text = "accepted"
@@ -123,7 +135,6 @@ func rowsWithoutPayload(r schemas.Record) (*jobRow, eventRow, error) {
 		job = newJob(v.JobRef, KindFailed, endSeq)
 		job.Reason, job.Detail, job.VmState, job.Text = v.Reason, v.Detail, v.VmState, v.Detail
 		job.StartedMs = v.StartedAt
-		job.ErrorCode = schemas.ErrorCode(v)
 		ev.VmState, ev.Reason = v.VmState, v.Reason
 	case *schemas.JobCancelled:
 		job = newJob(v.JobRef, KindCancelled, endSeq)
@@ -134,13 +145,11 @@ func rowsWithoutPayload(r schemas.Record) (*jobRow, eventRow, error) {
 			job.Obj = mustJSON(map[string]any{"by": v.By, "step": v.Step, "task_state": v.TaskState})
 		}
 		job.StartedMs = v.StartedAt
-		job.ErrorCode = schemas.ErrorCode(v)
 		ev.VmState, ev.Reason = v.VmState, v.Reason
 	case *schemas.JobRejected:
 		job = newJob(v.JobRef, KindRejected, endSeq)
 		job.Reason, job.Detail, job.Text = v.Reason, v.Detail, v.Detail
 		job.StartedMs = v.At // never ran
-		job.ErrorCode, job.Caller = schemas.ErrorCode(v), v.Caller
 		job.Obj = mustJSON(map[string]any{"allowed_actions": v.AllowedActions})
 		ev.Reason = v.Reason
 	case *schemas.VmStateChanged:
