@@ -5,12 +5,19 @@ import "time"
 // Job is the JSON of a job: the answer to every request that issues a VM
 // command, pending until the processor has seen it.
 type Job struct {
-	ID             string     `json:"id"`
-	VmID           string     `json:"vm_id"`
-	Type           string     `json:"type"`
-	State          string     `json:"state"`
-	Reason         string     `json:"reason"`
-	Detail         string     `json:"detail,omitempty"`
+	ID     string `json:"id"`
+	VmID   string `json:"vm_id"`
+	Type   string `json:"type"`
+	State  string `json:"state"`
+	Reason string `json:"reason"`
+	Detail string `json:"detail,omitempty"`
+	// ErrorCode is the stable code of a failed, cancelled or rejected
+	// job's end, beside its message (reason and detail): one of the
+	// codes of docs/design.md §5.3, for grouping.
+	ErrorCode string `json:"error_code,omitempty"`
+	// Caller is who asked for the job; absent for jobs of records from
+	// before vmplane recorded it.
+	Caller         *JobCaller `json:"caller,omitempty"`
 	TaskState      string     `json:"task_state"`
 	Origin         string     `json:"origin,omitempty"`
 	AllowedActions []string   `json:"allowed_actions,omitempty"`
@@ -23,6 +30,16 @@ type Job struct {
 	Progress *Progress `json:"progress,omitempty"`
 	// Children are the jobs a bulk job fanned out and joins.
 	Children []JobChild `json:"children,omitempty"`
+}
+
+// JobCaller is who asked for a job: the account and API key of the
+// request and the request's id (its X-Request-Id). Account "system" with
+// no key is vmplane itself (an HA restart, a lease's end); a host's
+// maintenance migrations name the admin who asked for the maintenance.
+type JobCaller struct {
+	Account   string `json:"account"`
+	KeyID     string `json:"key_id,omitempty"`
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // Progress is a job's progress after its last step: done of total parts.

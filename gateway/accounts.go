@@ -135,7 +135,7 @@ func (s *Server) createAccount(w http.ResponseWriter, r *http.Request) error {
 	}
 	now := s.now().UTC()
 	if err := s.publish(ctx, schemas.Record{Topic: schemas.TopicAccounts, Key: req.ID,
-		Value: &schemas.AccountCreated{AccountID: req.ID, Name: req.Name, At: now.UnixMilli()}}); err != nil {
+		Value: &schemas.AccountCreated{AccountID: req.ID, Name: req.Name, At: now.UnixMilli(), Caller: commandCaller(ctx)}}); err != nil {
 		return err
 	}
 	out := api.Account{ID: req.ID, Name: req.Name, CreatedAt: now}
@@ -221,7 +221,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ev := &schemas.ApiKeyIssued{KeyID: keyID, AccountID: acct.ID, Role: role, Hash: hash, At: now.UnixMilli()}
+	ev := &schemas.ApiKeyIssued{KeyID: keyID, AccountID: acct.ID, Role: role, Hash: hash, At: now.UnixMilli(), Caller: commandCaller(ctx)}
 	if expires != nil {
 		ev.ExpiresAt = expires.UnixMilli()
 	}
@@ -305,7 +305,7 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) error {
 	}
 	if !k.Revoked {
 		if err := s.publish(ctx, schemas.Record{Topic: schemas.TopicAccounts, Key: k.AccountID,
-			Value: &schemas.ApiKeyRevoked{KeyID: k.KeyID, AccountID: k.AccountID, At: s.now().UnixMilli()}}); err != nil {
+			Value: &schemas.ApiKeyRevoked{KeyID: k.KeyID, AccountID: k.AccountID, At: s.now().UnixMilli(), Caller: commandCaller(ctx)}}); err != nil {
 			return err
 		}
 		// This instance refuses the key from now on; the others once their

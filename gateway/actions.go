@@ -142,11 +142,11 @@ func (s *Server) actionIssuer(vmID string, a actions.Action, args map[string]any
 		if err != nil {
 			return schemas.Record{}, api.Job{}, err
 		}
-		v, err := schemas.NewVmCommand(a, vmCommand(commandID, vm.ID, vm.Account, now), cmdArgs)
+		v, err := schemas.NewVmCommand(a, vmCommand(ctx, commandID, vm.ID, vm.Account, now), cmdArgs)
 		if err != nil {
 			return schemas.Record{}, api.Job{}, fmt.Errorf("build the command of %s: %w", a.Name, err)
 		}
-		return commandRecord(vm.ID, v), pendingJob(commandID, vm.ID, a.Command, now), nil
+		return commandRecord(vm.ID, v), pendingJob(ctx, commandID, vm.ID, a.Command, now), nil
 	}
 }
 

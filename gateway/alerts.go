@@ -71,7 +71,7 @@ func (s *Server) ackAlert(w http.ResponseWriter, r *http.Request) error {
 	now := s.now().UTC()
 	by := principalOf(r.Context()).Account
 	rec := schemas.Record{Topic: schemas.TopicAlertAcks, Key: a.ID,
-		Value: &schemas.AlertAcknowledged{AlertID: a.ID, By: by, Account: a.Account, At: now.UnixMilli()}}
+		Value: &schemas.AlertAcknowledged{AlertID: a.ID, By: by, Account: a.Account, At: now.UnixMilli(), Caller: commandCaller(r.Context())}}
 	if err := s.publish(r.Context(), rec); err != nil {
 		return err
 	}

@@ -71,7 +71,7 @@ func (s *Server) cancelIssuer(id, reason string) issueFunc {
 			return schemas.Record{}, api.Job{}, e
 		}
 		v := &schemas.CancelJob{CommandID: commandID, VmID: job.VmID, JobID: job.ID, Account: p.Account,
-			By: fmt.Sprintf("key %s of account %s", p.KeyID, p.Account), Reason: reason, IssuedAt: now.UnixMilli()}
+			By: fmt.Sprintf("key %s of account %s", p.KeyID, p.Account), Reason: reason, IssuedAt: now.UnixMilli(), Caller: commandCaller(ctx)}
 		return commandRecord(job.VmID, v), jobJSON(job), nil
 	}
 }

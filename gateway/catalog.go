@@ -60,7 +60,8 @@ func (s *Server) updateOffering(w http.ResponseWriter, r *http.Request) error {
 	}
 	o := schemas.Offering{ID: cur.ID, Name: next.Name, CPU: cur.CPU, MemoryMB: cur.MemoryMB, HA: next.HA,
 		DeploymentPlanner: next.DeploymentPlanner, PlannerMode: next.PlannerMode, HostTags: next.HostTags}
-	so := &schemas.ServiceOffering{Offering: o, CreatedAt: cur.CreatedAt.UnixMilli(), StorageTags: next.StorageTags}
+	so := &schemas.ServiceOffering{Offering: o, CreatedAt: cur.CreatedAt.UnixMilli(), StorageTags: next.StorageTags,
+		Caller: commandCaller(r.Context())}
 	rec := schemas.Record{Topic: schemas.TopicCatalog, Key: o.ID, Value: so}
 	if err := s.publish(r.Context(), rec); err != nil {
 		return err
@@ -130,7 +131,8 @@ func (s *Server) deleteOffering(w http.ResponseWriter, r *http.Request) error {
 	}
 	o := commandOffering(cur)
 	rec := schemas.Record{Topic: schemas.TopicCatalog, Key: o.ID,
-		Value: &schemas.ServiceOffering{Offering: o, Deleted: true, CreatedAt: cur.CreatedAt.UnixMilli(), StorageTags: cur.StorageTags}}
+		Value: &schemas.ServiceOffering{Offering: o, Deleted: true, CreatedAt: cur.CreatedAt.UnixMilli(), StorageTags: cur.StorageTags,
+			Caller: commandCaller(r.Context())}}
 	if err := s.publish(r.Context(), rec); err != nil {
 		return err
 	}

@@ -57,15 +57,26 @@ func (s *Server) issue(ctx context.Context, issue issueFunc) (api.Job, error) {
 }
 
 // vmCommand fills the fields every command carries. account is the VM's
-// owner: an admin acting on a user's VM acts on that account's VM.
-func vmCommand(commandID, vmID, account string, now time.Time) schemas.VmCommand {
-	return schemas.VmCommand{CommandID: commandID, VmID: vmID, Account: account, Origin: schemas.OriginAPI, IssuedAt: now.UnixMilli()}
+// owner: an admin acting on a user's VM acts on that account's VM, and
+// the caller names the admin.
+func vmCommand(ctx context.Context, commandID, vmID, account string, now time.Time) schemas.VmCommand {
+	return schemas.VmCommand{CommandID: commandID, VmID: vmID, Account: account, Origin: schemas.OriginAPI, IssuedAt: now.UnixMilli(),
+		Caller: commandCaller(ctx)}
+}
+
+// commandCaller is who ctx's request acts as, as the records it writes name
+// it: the key's account, the key and the request id its log line has.
+func commandCaller(ctx context.Context) schemas.Caller {
+	p := principalOf(ctx)
+	return schemas.Caller{Account: p.Account, KeyID: p.KeyID, RequestID: requestID(ctx)}
 }
 
 // pendingJob is the job a command becomes, as known before the processor
 // has seen it.
-func pendingJob(commandID, vmID, typ string, now time.Time) api.Job {
-	return api.Job{ID: commandID, VmID: vmID, Type: typ, State: api.JobPending, CreatedAt: now}
+func pendingJob(ctx context.Context, commandID, vmID, typ string, now time.Time) api.Job {
+	c := commandCaller(ctx)
+	return api.Job{ID: commandID, VmID: vmID, Type: typ, State: api.JobPending, CreatedAt: now,
+		Caller: &api.JobCaller{Account: c.Account, KeyID: c.KeyID, RequestID: c.RequestID}}
 }
 
 func commandRecord(vmID string, v any) schemas.Record {

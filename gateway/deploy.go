@@ -107,7 +107,7 @@ func (s *Server) deployVM(w http.ResponseWriter, r *http.Request) error {
 		}
 		vmID := "vm-" + s.newID()
 		d := &schemas.Deploy{
-			VmCommand:     vmCommand(commandID, vmID, account, now),
+			VmCommand:     vmCommand(ctx, commandID, vmID, account, now),
 			Name:          req.Name,
 			ZoneID:        s.cfg.ZoneID,
 			Offering:      off,
@@ -122,7 +122,7 @@ func (s *Server) deployVM(w http.ResponseWriter, r *http.Request) error {
 		if d.NetworkIDs, err = s.deployNetworks(ctx, req.Networks); err != nil {
 			return schemas.Record{}, api.Job{}, err
 		}
-		return commandRecord(vmID, d), pendingJob(commandID, vmID, "Deploy", now), nil
+		return commandRecord(vmID, d), pendingJob(ctx, commandID, vmID, "Deploy", now), nil
 	})
 }
 

@@ -118,7 +118,8 @@ func (s *Server) hostAction(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	now := s.now().UTC()
-	cmd := schemas.HostCommand{CommandID: s.newID(), HostID: h.ID, Account: principalOf(r.Context()).Account, IssuedAt: now.UnixMilli()}
+	cmd := schemas.HostCommand{CommandID: s.newID(), HostID: h.ID, Account: principalOf(r.Context()).Account, IssuedAt: now.UnixMilli(),
+		Caller: commandCaller(r.Context())}
 	value := build(cmd)
 	rec := schemas.Record{Topic: schemas.TopicHostCommands, Key: h.ID, Value: value,
 		Headers: map[string]string{"command_id": cmd.CommandID}}
@@ -153,7 +154,8 @@ func (s *Server) addHost(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("read host %s: %w", req.ID, err)
 	}
 	now := s.now().UTC()
-	cmd := schemas.HostCommand{CommandID: s.newID(), HostID: req.ID, Account: principalOf(r.Context()).Account, IssuedAt: now.UnixMilli()}
+	cmd := schemas.HostCommand{CommandID: s.newID(), HostID: req.ID, Account: principalOf(r.Context()).Account, IssuedAt: now.UnixMilli(),
+		Caller: commandCaller(r.Context())}
 	value := &schemas.AddHost{HostCommand: cmd, Name: req.Name, ZoneID: req.ZoneID, PodID: req.PodID, ClusterID: req.ClusterID, Hypervisor: req.Hypervisor}
 	rec := schemas.Record{Topic: schemas.TopicHostCommands, Key: req.ID, Value: value, Headers: map[string]string{"command_id": cmd.CommandID}}
 	if err := s.publish(r.Context(), rec); err != nil {

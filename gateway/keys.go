@@ -80,7 +80,9 @@ func AdminAccount(at int64) (key string, recs []schemas.Record, err error) {
 		return "", nil, err
 	}
 	return key, []schemas.Record{
-		{Topic: schemas.TopicAccounts, Key: "admin", Value: &schemas.AccountCreated{AccountID: "admin", Name: "admin", At: at}},
-		{Topic: schemas.TopicAccounts, Key: "admin", Value: &schemas.ApiKeyIssued{KeyID: id, AccountID: "admin", Role: "admin", Hash: hash, At: at}},
+		{Topic: schemas.TopicAccounts, Key: "admin", Value: &schemas.AccountCreated{AccountID: "admin", Name: "admin", At: at,
+			Caller: schemas.SystemCaller()}},
+		{Topic: schemas.TopicAccounts, Key: "admin", Value: &schemas.ApiKeyIssued{KeyID: id, AccountID: "admin", Role: "admin", Hash: hash, At: at,
+			Caller: schemas.SystemCaller()}},
 	}, nil
 }

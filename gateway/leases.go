@@ -209,7 +209,8 @@ func (s *Server) createLease(w http.ResponseWriter, r *http.Request) error {
 	// maximum length, which an admin may exceed; a refused lease turns
 	// ERROR with the reason.
 	cmd := &schemas.CreateLease{CommandID: commandID, LeaseID: id, ZoneID: zone, Project: project, Name: req.Name,
-		Start: start.UnixMilli(), End: end.UnixMilli(), Reservations: specs, IssuedAt: now.UnixMilli(), Admin: p.admin()}
+		Start: start.UnixMilli(), End: end.UnixMilli(), Reservations: specs, IssuedAt: now.UnixMilli(), Admin: p.admin(),
+		Caller: commandCaller(r.Context())}
 	l := readmodel.Lease{ID: id, Name: req.Name, ZoneID: zone, Project: project, Status: leasePending, Start: start, End: end,
 		CreatedAt: now, UpdatedAt: now, Version: -1, Reservations: make([]readmodel.LeaseReservation, len(specs))}
 	for i, sp := range specs {
@@ -289,7 +290,7 @@ func (s *Server) updateLease(w http.ResponseWriter, r *http.Request) error {
 		return invalid("start", "give start, end or reservations to change")
 	}
 	cmd := &schemas.UpdateLease{LeaseID: l.ID, ZoneID: l.ZoneID, Project: l.Project, IssuedAt: now.UnixMilli(),
-		Admin: principalOf(r.Context()).admin()}
+		Admin: principalOf(r.Context()).admin(), Caller: commandCaller(r.Context())}
 	if req.Start != "" {
 		start, err := parseWhen("start", req.Start, now)
 		if err != nil {
@@ -335,7 +336,7 @@ func (s *Server) deleteLease(w http.ResponseWriter, r *http.Request) error {
 	}
 	commandID := s.newID()
 	cmd := &schemas.DeleteLease{CommandID: commandID, LeaseID: l.ID, ZoneID: l.ZoneID, Project: l.Project,
-		IssuedAt: s.now().UnixMilli()}
+		IssuedAt: s.now().UnixMilli(), Caller: commandCaller(r.Context())}
 	if err := s.publishLease(r.Context(), l.ZoneID, commandID, cmd); err != nil {
 		return err
 	}

@@ -11,15 +11,16 @@ import (
 	"github.com/vmplane/vmplane/readmodel"
 )
 
-// listJobs is GET /v1/jobs[?vm=][&state=]: the caller's jobs (every job for
-// an admin), by id.
+// listJobs is GET /v1/jobs[?vm=][&state=][&key=]: the caller's jobs (every
+// job for an admin), by id; key keeps the jobs an API key asked for.
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) error {
 	page, err := pageOf(r)
 	if err != nil {
 		return err
 	}
 	q := r.URL.Query()
-	rows, err := s.rm.Jobs(r.Context(), principalOf(r.Context()).scope(), q.Get("vm"), q.Get("state"), page.ask())
+	f := readmodel.JobFilter{Account: principalOf(r.Context()).scope(), VmID: q.Get("vm"), State: q.Get("state"), KeyID: q.Get("key")}
+	rows, err := s.rm.Jobs(r.Context(), f, page.ask())
 	if err != nil {
 		return fmt.Errorf("list jobs: %w", err)
 	}

@@ -149,7 +149,7 @@ func (s *Server) deleteNetwork(w http.ResponseWriter, r *http.Request) error {
 // answers 202 with the network as asked.
 func (s *Server) writeNetwork(w http.ResponseWriter, r *http.Request, u *schemas.UpdateNetwork, cur readmodel.Network) error {
 	now := s.now().UTC()
-	u.RequestID, u.At = s.newID(), now.UnixMilli()
+	u.RequestID, u.At, u.Caller = s.newID(), now.UnixMilli(), commandCaller(r.Context())
 	rec := schemas.Record{Topic: schemas.TopicPlacementRequests, Key: u.ZoneID, Value: u,
 		Headers: map[string]string{"command_id": u.RequestID}}
 	if err := s.publish(r.Context(), rec); err != nil {

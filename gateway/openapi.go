@@ -45,7 +45,7 @@ var apiOps = []apiOp{
 	{method: "GET", path: "/vms/{id}/snapshots", summary: "List a VM's snapshots, oldest first", status: 200, resp: api.List[api.Snapshot]{}},
 	{method: "GET", path: "/vms/{id}/history", summary: "A VM's event history; with at, the VM as it was then", query: []string{"limit", "cursor", "at"}, status: 200,
 		resp: api.List[api.VmHistoryEvent]{}, alt: api.VmAsOf{}},
-	{method: "GET", path: "/jobs", summary: "List jobs", query: []string{"limit", "cursor", "vm", "state"}, status: 200, resp: api.List[api.Job]{}},
+	{method: "GET", path: "/jobs", summary: "List jobs", query: []string{"limit", "cursor", "vm", "state", "key"}, status: 200, resp: api.List[api.Job]{}},
 	{method: "GET", path: "/jobs/{id}", summary: "Get a job; wait long-polls; one just accepted is pending, as its 202 answered", query: []string{"wait", "steps", "after_step"}, status: 200, resp: api.Job{}},
 	{method: "GET", path: "/jobs/{id}/journal", summary: "A job's journal: its steps while the read model has the job, the journal's lines after", status: 200,
 		resp: api.List[api.JobStep]{}, alt: api.List[api.JournalLine]{}},

@@ -74,7 +74,8 @@ func (s *Server) createOffering(w http.ResponseWriter, r *http.Request) error {
 	}
 	o := schemas.Offering{ID: id, Name: req.Name, CPU: req.CPU, MemoryMB: req.MemoryMB, HA: req.HA,
 		DeploymentPlanner: req.DeploymentPlanner, PlannerMode: req.PlannerMode, HostTags: req.HostTags}
-	so := &schemas.ServiceOffering{Offering: o, CreatedAt: s.now().UnixMilli(), StorageTags: req.StorageTags}
+	so := &schemas.ServiceOffering{Offering: o, CreatedAt: s.now().UnixMilli(), StorageTags: req.StorageTags,
+		Caller: commandCaller(r.Context())}
 	rec := schemas.Record{Topic: schemas.TopicCatalog, Key: o.ID, Value: so}
 	if err := s.publish(r.Context(), rec); err != nil {
 		return err

@@ -218,7 +218,7 @@ func desiredPool(p readmodel.Pool) *schemas.UpdateStoragePool {
 // 202 with the pool as asked (its use as cur had it).
 func (s *Server) writePool(w http.ResponseWriter, r *http.Request, u *schemas.UpdateStoragePool, cur readmodel.Pool) error {
 	now := s.now().UTC()
-	u.RequestID, u.At = s.newID(), now.UnixMilli()
+	u.RequestID, u.At, u.Caller = s.newID(), now.UnixMilli(), commandCaller(r.Context())
 	rec := schemas.Record{Topic: schemas.TopicPlacementRequests, Key: u.ZoneID, Value: u,
 		Headers: map[string]string{"command_id": u.RequestID}}
 	if err := s.publish(r.Context(), rec); err != nil {

@@ -29,7 +29,7 @@ type ReadModel interface {
 	// vm.events.v1.
 	EventsPosition(ctx context.Context) (map[int32]int64, error)
 	JobsByID(ctx context.Context, ids []string) ([]readmodel.Job, error)
-	Jobs(ctx context.Context, account, vmID, state string, p readmodel.Page) ([]readmodel.Job, error)
+	Jobs(ctx context.Context, f readmodel.JobFilter, p readmodel.Page) ([]readmodel.Job, error)
 	Host(ctx context.Context, id string) (readmodel.Host, error)
 	Hosts(ctx context.Context, p readmodel.Page) ([]readmodel.Host, error)
 	Offering(ctx context.Context, idOrName string) (readmodel.Offering, error)

@@ -49,7 +49,10 @@ func jobJSON(j readmodel.Job) api.Job {
 	out := api.Job{
 		ID: j.ID, VmID: j.VmID, Type: j.Type, State: j.State, Reason: j.Reason, Detail: j.Detail,
 		TaskState: j.TaskState, Origin: j.Origin, AllowedActions: j.AllowedActions,
-		CreatedAt: j.CreatedAt.UTC(),
+		CreatedAt: j.CreatedAt.UTC(), ErrorCode: j.ErrorCode,
+	}
+	if j.CallerAccount != "" {
+		out.Caller = &api.JobCaller{Account: j.CallerAccount, KeyID: j.CallerKeyID, RequestID: j.CallerRequestID}
 	}
 	if j.FinishedAt != nil {
 		t := j.FinishedAt.UTC()

@@ -114,7 +114,7 @@ func (s *Server) changeSetting(w http.ResponseWriter, r *http.Request, spec sett
 	}
 	now := s.now()
 	c := &schemas.SettingChanged{Name: spec.Name, Scope: scope, ScopeID: id, Value: req.Value,
-		By: principalOf(r.Context()).Account, At: now.UnixMilli()}
+		By: principalOf(r.Context()).Account, At: now.UnixMilli(), Caller: commandCaller(r.Context())}
 	if err := s.publish(r.Context(), schemas.Record{Topic: schemas.TopicSettings, Key: settings.Key(scope, id, spec.Name), Value: c}); err != nil {
 		return err
 	}

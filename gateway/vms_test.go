@@ -12,7 +12,8 @@ import (
 
 func TestDeployPublishesAndAnswers202(t *testing.T) {
 	e := newEnv(t, gateway.Config{ZoneID: "zone-9"})
-	rec := e.do("POST", "/v1/vms", e.alice, map[string]any{"name": "web-2", "offering": "small", "affinity_group": "web"})
+	rec := e.do("POST", "/v1/vms", e.alice, map[string]any{"name": "web-2", "offering": "small", "affinity_group": "web"},
+		"X-Request-Id", "req-deploy-1")
 	wantStatus(t, rec, http.StatusAccepted)
 
 	job := decode[api.Job](t, rec)
@@ -39,13 +40,63 @@ func TestDeployPublishesAndAnswers202(t *testing.T) {
 		t.Fatalf("value is %T", r.Value)
 	}
 	want := schemas.Deploy{
-		VmCommand: schemas.VmCommand{CommandID: job.ID, VmID: job.VmID, Account: "acct-a", Origin: "api", IssuedAt: d.IssuedAt},
-		Name:      "web-2", ZoneID: "zone-9", AffinityGroup: "web",
+		VmCommand: schemas.VmCommand{CommandID: job.ID, VmID: job.VmID, Account: "acct-a", Origin: "api", IssuedAt: d.IssuedAt,
+			Caller: schemas.Caller{Account: "acct-a", KeyID: keyIDOf(t, e.alice), RequestID: "req-deploy-1"}},
+		Name: "web-2", ZoneID: "zone-9", AffinityGroup: "web",
 		Offering: schemas.Offering{ID: "off-small", Name: "small", CPU: 1, MemoryMB: 1024, HostTags: []string{"ssd"}},
 	}
 	if d.IssuedAt == 0 || !equalJSON(t, *d, want) {
 		t.Fatalf("deploy = %+v\nwant     %+v", *d, want)
 	}
+}
+
+// TestCommandsNameTheirCaller: an admin acting on a user's VM writes the
+// VM's owner as the command's account and itself as its caller, with the
+// request id the gateway made when the client sent none; a host command
+// and a setting name their caller too.
+func TestCommandsNameTheirCaller(t *testing.T) {
+	e := newEnv(t, gateway.Config{})
+	rec := e.do("POST", "/v1/vms/vm-a1/actions", e.admin, map[string]any{"action": "stop"})
+	wantStatus(t, rec, http.StatusAccepted)
+	rec2 := e.do("POST", "/v1/hosts/host-1/actions", e.admin, map[string]string{"action": "disable"}, "X-Request-Id", "req-host-1")
+	wantStatus(t, rec2, http.StatusAccepted)
+	recs := e.pub.Records()
+	if len(recs) != 2 {
+		t.Fatalf("%d records published, want 2", len(recs))
+	}
+	stop, ok := recs[0].Value.(*schemas.Stop)
+	if !ok {
+		t.Fatalf("value is %T", recs[0].Value)
+	}
+	want := schemas.Caller{Account: "ops", KeyID: keyIDOf(t, e.admin), RequestID: rec.Header().Get("X-Request-Id")}
+	if stop.Account != "acct-a" || stop.Caller != want || want.RequestID == "" {
+		t.Fatalf("stop account %q caller %+v, want acct-a and %+v", stop.Account, stop.Caller, want)
+	}
+	dis, ok := recs[1].Value.(*schemas.DisableHost)
+	if !ok {
+		t.Fatalf("value is %T", recs[1].Value)
+	}
+	if want.RequestID = "req-host-1"; dis.Caller != want {
+		t.Fatalf("disable host caller %+v, want %+v", dis.Caller, want)
+	}
+	// An operator's setting names its caller too.
+	rec3 := e.do("PUT", "/v1/settings/ping.timeout", e.admin, map[string]any{"value": "20s"}, "X-Request-Id", "req-set-1")
+	if rec3.Code >= 300 {
+		t.Fatalf("PUT setting: %d %s", rec3.Code, rec3.Body)
+	}
+	set, ok := e.pub.Records()[2].Value.(*schemas.SettingChanged)
+	if want.RequestID = "req-set-1"; !ok || set.Caller != want {
+		t.Fatalf("setting %+v, want caller %+v", e.pub.Records()[2].Value, want)
+	}
+}
+
+func keyIDOf(t *testing.T, key string) string {
+	t.Helper()
+	id, ok := gateway.ParseAPIKey(key)
+	if !ok {
+		t.Fatalf("bad key %q", key)
+	}
+	return id
 }
 
 func TestDeployHAFollowsOfferingUnlessGiven(t *testing.T) {

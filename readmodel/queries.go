@@ -99,12 +99,13 @@ func (r *Reader) FilterVMs(ctx context.Context, f VMFilter, p Page) ([]VM, error
 }
 
 const jobColumnsSQL = `id, vm_id, account, type, state, reason, detail, task_state, origin, allowed_actions,
-	created_at, updated_at, finished_at`
+	created_at, updated_at, finished_at, error_code, caller_account, caller_key_id, caller_request_id`
 
 func scanJob(row pgx.Row) (Job, error) {
 	var j Job
 	err := row.Scan(&j.ID, &j.VmID, &j.Account, &j.Type, &j.State, &j.Reason, &j.Detail, &j.TaskState, &j.Origin,
-		&j.AllowedActions, &j.CreatedAt, &j.UpdatedAt, &j.FinishedAt)
+		&j.AllowedActions, &j.CreatedAt, &j.UpdatedAt, &j.FinishedAt, &j.ErrorCode, &j.CallerAccount, &j.CallerKeyID,
+		&j.CallerRequestID)
 	return j, err
 }
 
@@ -114,11 +115,15 @@ func (r *Reader) Job(ctx context.Context, id string) (Job, error) {
 	return j, one("job "+id, err)
 }
 
-// Jobs lists jobs by id, filtered by account, VM and state where not "".
-func (r *Reader) Jobs(ctx context.Context, account, vmID, state string, p Page) ([]Job, error) {
+// Jobs lists jobs by id, filtered by f's fields that are not "". The key
+// filter has no index of its own (migration 0012): within an account it
+// reads that account's jobs, across accounts it walks jobs by id until the
+// page is full.
+func (r *Reader) Jobs(ctx context.Context, f JobFilter, p Page) ([]Job, error) {
 	rows, err := r.pool.Query(ctx, `SELECT `+jobColumnsSQL+` FROM jobs
 		WHERE id > $1 AND ($2 = '' OR account = $2) AND ($3 = '' OR vm_id = $3) AND ($4 = '' OR state = $4)
-		ORDER BY id LIMIT $5`, p.After, account, vmID, state, limitOf(p))
+			AND ($6 = '' OR caller_key_id = $6)
+		ORDER BY id LIMIT $5`, p.After, f.Account, f.VmID, f.State, limitOf(p), f.KeyID)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}

@@ -56,6 +56,23 @@ type Job struct {
 	CreatedAt      time.Time  `json:"created_at"`
 	UpdatedAt      time.Time  `json:"updated_at"`
 	FinishedAt     *time.Time `json:"finished_at"`
+	// ErrorCode is the code of a failed, cancelled or rejected job's end
+	// (schemas/job_codes.go).
+	ErrorCode string `json:"error_code"`
+	// Who asked (schemas.Caller); empty for jobs of records from before
+	// the field. The JSON names are the columns', as the projector's
+	// notifications carry the row.
+	CallerAccount   string `json:"caller_account"`
+	CallerKeyID     string `json:"caller_key_id"`
+	CallerRequestID string `json:"caller_request_id"`
+}
+
+// JobFilter narrows a list of jobs; an empty field does not filter.
+type JobFilter struct {
+	Account string // the VM's owner
+	VmID    string
+	State   string
+	KeyID   string // the API key that asked
 }
 
 // JobStep is a row of job_steps.

@@ -28,8 +28,10 @@ func seededReader(t *testing.T) *Reader {
 			t.Fatal(err)
 		}
 		state := []string{"succeeded", "running"}[i%2]
-		if _, err := conn.Exec(t.Context(), `INSERT INTO jobs (id, vm_id, account, type, state, created_at, updated_at, version)
-			VALUES ($1, $2, $3, 'Start', $4, now(), now(), $5)`, "job-"+vm, vm, account, state, i); err != nil {
+		key := []string{"k1", "k2", "k1", ""}[i%4]
+		if _, err := conn.Exec(t.Context(), `INSERT INTO jobs (id, vm_id, account, type, state, created_at, updated_at, version,
+			caller_account, caller_key_id, caller_request_id)
+			VALUES ($1, $2, $3, 'Start', $4, now(), now(), $5, $3, $6, 'req-' || $1)`, "job-"+vm, vm, account, state, i, key); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -105,19 +107,32 @@ func TestReaderAccountFilterAndPages(t *testing.T) {
 		t.Errorf("VM(vm-3) = %+v, %v", vm, err)
 	}
 
-	jobs, err := r.Jobs(ctx, "acme", "", "succeeded", Page{Limit: 2})
+	jobs, err := r.Jobs(ctx, JobFilter{Account: "acme", State: "succeeded"}, Page{Limit: 2})
 	if err != nil || len(jobs) != 2 || jobs[0].ID != "job-vm-0" || jobs[1].ID != "job-vm-2" {
 		t.Errorf("acme succeeded jobs page 1 = %+v, %v", jobs, err)
 	}
-	jobs, err = r.Jobs(ctx, "acme", "", "succeeded", Page{Limit: 2, After: "job-vm-2"})
+	jobs, err = r.Jobs(ctx, JobFilter{Account: "acme", State: "succeeded"}, Page{Limit: 2, After: "job-vm-2"})
 	if err != nil || len(jobs) != 1 || jobs[0].ID != "job-vm-4" {
 		t.Errorf("acme succeeded jobs page 2 = %+v, %v", jobs, err)
 	}
-	if jobs, err := r.Jobs(ctx, "acme", "vm-1", "", Page{}); err != nil || len(jobs) != 0 {
+	if jobs, err := r.Jobs(ctx, JobFilter{Account: "acme", VmID: "vm-1"}, Page{}); err != nil || len(jobs) != 0 {
 		t.Errorf("acme must not see other's vm-1 jobs: %+v, %v", jobs, err)
 	}
-	if jobs, err := r.Jobs(ctx, "", "vm-1", "running", Page{}); err != nil || len(jobs) != 1 {
+	if jobs, err := r.Jobs(ctx, JobFilter{VmID: "vm-1", State: "running"}, Page{}); err != nil || len(jobs) != 1 {
 		t.Errorf("admin jobs of vm-1: %+v, %v", jobs, err)
+	}
+	// Keys k1 (vm-0, vm-2, vm-4) and k2 (vm-1); vm-3's job names none.
+	jobs, err = r.Jobs(ctx, JobFilter{KeyID: "k1"}, Page{})
+	var jobIDs []string
+	for _, j := range jobs {
+		jobIDs = append(jobIDs, j.ID)
+	}
+	if err != nil || !slices.Equal(jobIDs, []string{"job-vm-0", "job-vm-2", "job-vm-4"}) ||
+		jobs[0].CallerAccount != "acme" || jobs[0].CallerRequestID != "req-job-vm-0" {
+		t.Errorf("jobs of key k1 = %+v, %v", jobs, err)
+	}
+	if jobs, err := r.Jobs(ctx, JobFilter{Account: "acme", KeyID: "k2"}, Page{}); err != nil || len(jobs) != 0 {
+		t.Errorf("acme's jobs of key k2 = %+v, %v", jobs, err)
 	}
 
 	// An id beats a name: "small" is the id of one offering and the name of another.

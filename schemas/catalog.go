@@ -12,6 +12,7 @@ type ServiceOffering struct {
 	Deleted     bool     `avro:"deleted" doc:"The offering was removed from the catalog."`
 	CreatedAt   int64    `avro:"created_at" doc:"Unix milliseconds."`
 	StorageTags []string `avro:"storage_tags" doc:"Tags the storage pool of the volumes of its VMs must carry."`
+	Caller      Caller   `avro:"caller" doc:"Who made this version of the entry: account, API key and request id."`
 }
 
 // AccountCreated registers an account (accounts.v1, key: account id).
@@ -19,6 +20,7 @@ type AccountCreated struct {
 	AccountID string `avro:"account_id" doc:"Account id; also the record key."`
 	Name      string `avro:"name" doc:"Account name."`
 	At        int64  `avro:"at" doc:"Unix milliseconds."`
+	Caller    Caller `avro:"caller" doc:"Who asked: account, API key and request id (the gateway's request); account system for what vmplane writes itself."`
 }
 
 // ApiKeyIssued registers an API key of an account; only its hash travels.
@@ -29,6 +31,7 @@ type ApiKeyIssued struct {
 	Hash      string `avro:"hash" doc:"Hex SHA-256 of the secret key."`
 	ExpiresAt int64  `avro:"expires_at" doc:"Unix milliseconds; 0 for never."`
 	At        int64  `avro:"at" doc:"Unix milliseconds."`
+	Caller    Caller `avro:"caller" doc:"Who asked: account, API key and request id (the gateway's request); account system for what vmplane writes itself."`
 }
 
 // ApiKeyRevoked revokes an API key.
@@ -36,4 +39,5 @@ type ApiKeyRevoked struct {
 	KeyID     string `avro:"key_id" doc:"Key id."`
 	AccountID string `avro:"account_id" doc:"Account; also the record key."`
 	At        int64  `avro:"at" doc:"Unix milliseconds."`
+	Caller    Caller `avro:"caller" doc:"Who asked: account, API key and request id (the gateway's request)."`
 }

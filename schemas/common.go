@@ -27,6 +27,27 @@ const (
 	OriginInternal = "internal"
 )
 
+// Caller says who caused a command: the account and API key of the
+// request that asked for it and the gateway's id of that request
+// (X-Request-Id, which its log lines carry), so that an audit can go from
+// a job to the request and back. What vmplane starts itself carries the
+// caller of the request behind it where there is one (a host's
+// maintenance migrations carry the admin's PrepareForMaintenance), and
+// otherwise Account "system" with no key or request (SystemCaller). All
+// empty in records written before the field.
+type Caller struct {
+	Account   string `avro:"account" doc:"Account of the API key that asked (an admin acting on a user's VM names the admin's account); system for what vmplane started itself; empty from writers before this field."`
+	KeyID     string `avro:"key_id" doc:"Id of the API key that asked; empty for system."`
+	RequestID string `avro:"request_id" doc:"The gateway's id of the HTTP request (X-Request-Id); empty for system."`
+}
+
+// CallerSystem is the account of what vmplane starts itself (HA restarts,
+// lease ends and healing) with no request behind it.
+const CallerSystem = "system"
+
+// SystemCaller is the Caller of what vmplane starts itself.
+func SystemCaller() Caller { return Caller{Account: CallerSystem} }
+
 // Offering is a service offering as embedded in the commands that use it, so
 // that a later change of the catalog never changes a placed VM.
 type Offering struct {

@@ -6,6 +6,7 @@ type HostCommand struct {
 	HostID    string `avro:"host_id" doc:"Host; also the record key."`
 	Account   string `avro:"account" doc:"Admin account that asked."`
 	IssuedAt  int64  `avro:"issued_at" doc:"Unix milliseconds."`
+	Caller    Caller `avro:"caller" doc:"Who asked: account, API key and request id."`
 }
 
 // EnableHost lets placement use a host again.

@@ -19,6 +19,7 @@ type CreateLease struct {
 	Reservations []ReservationSpec `avro:"reservations" doc:"Host reservations."`
 	IssuedAt     int64             `avro:"issued_at" doc:"Unix milliseconds."`
 	Admin        bool              `avro:"admin" doc:"An admin asked: the lease may exceed the account's lease quota and the maximum lease length."`
+	Caller       Caller            `avro:"caller" doc:"Who asked: account, API key and request id."`
 }
 
 // UpdateLease changes a lease's dates or host counts.
@@ -32,6 +33,7 @@ type UpdateLease struct {
 	Reservations []ReservationSpec `avro:"reservations" doc:"New host reservations; empty keeps them."`
 	IssuedAt     int64             `avro:"issued_at" doc:"Unix milliseconds."`
 	Admin        bool              `avro:"admin" doc:"An admin asked: the lease may exceed the account's lease quota and the maximum lease length."`
+	Caller       Caller            `avro:"caller" doc:"Who asked: account, API key and request id."`
 }
 
 // DeleteLease ends and removes a lease.
@@ -41,6 +43,7 @@ type DeleteLease struct {
 	ZoneID    string `avro:"zone_id" doc:"Zone; also the record key."`
 	Project   string `avro:"project" doc:"Account asking."`
 	IssuedAt  int64  `avro:"issued_at" doc:"Unix milliseconds."`
+	Caller    Caller `avro:"caller" doc:"Who asked: account, API key and request id."`
 }
 
 // Reservation is a lease's reservation as it stands.

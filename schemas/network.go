@@ -20,6 +20,7 @@ type UpdateNetwork struct {
 	Default   bool   `avro:"default" doc:"The zone's default network: a deploy that names none gets a NIC on it."`
 	Deleted   bool   `avro:"deleted" doc:"Remove the network; refused while NICs are on it."`
 	At        int64  `avro:"at" doc:"Unix milliseconds."`
+	Caller    Caller `avro:"caller" doc:"Who asked: account, API key and request id (the gateway's request); account system for what vmplane writes itself."`
 }
 
 // NetworkChanged is a network as placement holds it after a change of the

@@ -12,4 +12,5 @@ type SettingChanged struct {
 	Value   string `avro:"value" doc:"The value as an operator writes it (20s, 2.5, UserDispersingPlanner); empty for the default again."`
 	By      string `avro:"by" doc:"Account of the admin who set it."`
 	At      int64  `avro:"at" doc:"Unix milliseconds."`
+	Caller  Caller `avro:"caller" doc:"Who asked: account, API key and request id (the gateway's request)."`
 }

@@ -76,6 +76,7 @@ type UpdateStoragePool struct {
 	State      string   `avro:"state" doc:"Up, Maintenance (no new volumes), Failed (its VMs' disks are gone: an HA case) or Disabled."`
 	Deleted    bool     `avro:"deleted" doc:"Remove the pool; refused while volumes are on it."`
 	At         int64    `avro:"at" doc:"Unix milliseconds."`
+	Caller     Caller   `avro:"caller" doc:"Who asked: account, API key and request id (the gateway's request); account system for what vmplane writes itself."`
 }
 
 // StoragePoolChanged is a pool as placement holds it after a change of the

@@ -4,9 +4,10 @@ package schemas
 type VmCommand struct {
 	CommandID string `avro:"command_id" doc:"Unique id of the command; the job it creates has the same id. A repeated command_id returns the existing job."`
 	VmID      string `avro:"vm_id" doc:"VM the command is for; also the record key."`
-	Account   string `avro:"account" doc:"Account that asked for the command."`
+	Account   string `avro:"account" doc:"Account that owns the VM (an admin acting on a user's VM writes the user's account here; caller names the admin)."`
 	Origin    string `avro:"origin" doc:"api, work or internal."`
 	IssuedAt  int64  `avro:"issued_at" doc:"When the command was issued, Unix milliseconds."`
+	Caller    Caller `avro:"caller" doc:"Who asked: account, API key and request id; account system for what vmplane started itself."`
 }
 
 // Deploy creates a VM and starts it on a host chosen by placement.
@@ -122,6 +123,7 @@ type CancelJob struct {
 	By        string `avro:"by" doc:"Who asks, as the job's JobCancelled names it: key <key id> of account <account>."`
 	Reason    string `avro:"reason" doc:"Why, as the caller says; empty for none."`
 	IssuedAt  int64  `avro:"issued_at" doc:"When the request was issued, Unix milliseconds."`
+	Caller    Caller `avro:"caller" doc:"Who asked: account, API key and request id."`
 }
 
 // Recover brings a Deleted VM back, Stopped, before it is expunged.

@@ -13,8 +13,9 @@ type JobRef struct {
 // JobAccepted records that a command became a job (queued or running).
 type JobAccepted struct {
 	JobRef
-	Queued   bool  `avro:"queued" doc:"True when another job runs and this one waits in the VM's queue."`
-	Position int32 `avro:"position" doc:"Position in the queue; 0 when it runs at once."`
+	Queued   bool   `avro:"queued" doc:"True when another job runs and this one waits in the VM's queue."`
+	Position int32  `avro:"position" doc:"Position in the queue; 0 when it runs at once."`
+	Caller   Caller `avro:"caller" doc:"Who asked for the job, from its command: account, API key and request id; account system for what vmplane started itself. Only the acceptance carries it (the job's later events do not), so the VM's state never holds it."`
 }
 
 // JobStepped records one step of a job: the journal.
@@ -37,7 +38,7 @@ type JobSucceeded struct {
 // JobFailed ends a job that could not reach its goal.
 type JobFailed struct {
 	JobRef
-	Reason    string `avro:"reason" doc:"Why: Timeout, PlacementFailed, AgentError, UnexpectedPowerState, ..."`
+	Reason    string `avro:"reason" doc:"Why, an error code (schemas/job_codes.go): Timeout, PlacementFailed, AgentError, UnexpectedPowerState, UnexpectedHost, HostDown, ErrorInMaintenance, Internal or Cancelled."`
 	Detail    string `avro:"detail" doc:"Free text detail."`
 	VmState   string `avro:"vm_state" doc:"Stationary state the VM rests in."`
 	StartedAt int64  `avro:"started_at" doc:"When the job started running, Unix milliseconds (after any wait in the VM's queue); at for a job that never ran; 0 from writers before this field."`
@@ -59,9 +60,10 @@ type JobCancelled struct {
 // JobRejected ends a command that was not allowed in the VM's state.
 type JobRejected struct {
 	JobRef
-	Reason         string   `avro:"reason" doc:"InvalidState, NotFound, Duplicate, ..."`
+	Reason         string   `avro:"reason" doc:"Why, an error code (schemas/job_codes.go): Invalid, NotFound, AlreadyExists or InvalidState."`
 	Detail         string   `avro:"detail" doc:"Free text detail."`
 	AllowedActions []string `avro:"allowed_actions" doc:"Actions allowed in the VM's state, lower snake case."`
+	Caller         Caller   `avro:"caller" doc:"Who asked for the command, from the command: account, API key and request id (a command rejected from the VM's queue was accepted first, and its JobAccepted says it too)."`
 }
 
 // VmStateChanged carries the VM as it is after a change: the read model's row.
@@ -120,6 +122,7 @@ type AlertAcknowledged struct {
 	By      string `avro:"by" doc:"Account of the API key that acknowledged it."`
 	Account string `avro:"account" doc:"Account of the alert; empty for an operator's alert."`
 	At      int64  `avro:"at" doc:"Unix milliseconds."`
+	Caller  Caller `avro:"caller" doc:"Who asked: account, API key and request id (the gateway's request)."`
 }
 
 // SnapshotTaken records a snapshot the VM's host took and the VM now keeps.

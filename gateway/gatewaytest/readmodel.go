@@ -182,14 +182,15 @@ func (m *ReadModel) JobSteps(_ context.Context, jobID string) ([]readmodel.JobSt
 }
 
 // Jobs lists a page of jobs, narrowed by account, VM and state.
-func (m *ReadModel) Jobs(_ context.Context, account, vmID, state string, p readmodel.Page) ([]readmodel.Job, error) {
-	if err := TextError(account, vmID, state, p.After); err != nil {
+func (m *ReadModel) Jobs(_ context.Context, f readmodel.JobFilter, p readmodel.Page) ([]readmodel.Job, error) {
+	if err := TextError(f.Account, f.VmID, f.State, f.KeyID, p.After); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return page(m.jobs, p, func(j readmodel.Job) bool {
-		return (account == "" || j.Account == account) && (vmID == "" || j.VmID == vmID) && (state == "" || j.State == state)
+		return (f.Account == "" || j.Account == f.Account) && (f.VmID == "" || j.VmID == f.VmID) &&
+			(f.State == "" || j.State == f.State) && (f.KeyID == "" || j.CallerKeyID == f.KeyID)
 	}), nil
 }
 

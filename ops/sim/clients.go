@@ -69,8 +69,17 @@ func (c *clients) send(w *world, r schemas.Record) {
 }
 
 func (c *clients) common(w *world, vmID string) schemas.VmCommand {
-	return schemas.VmCommand{CommandID: c.id("cmd"), VmID: vmID, Account: c.accounts[w.rng.IntN(len(c.accounts))],
-		Origin: schemas.OriginAPI, IssuedAt: w.ms()}
+	id := c.id("cmd")
+	acct := c.accounts[w.rng.IntN(len(c.accounts))]
+	return schemas.VmCommand{CommandID: id, VmID: vmID, Account: acct, Origin: schemas.OriginAPI, IssuedAt: w.ms(),
+		Caller: callerOf(acct, id)}
+}
+
+// callerOf is who a client's command names as its caller, as the gateway
+// would: the account's key and a request id. It draws nothing from the
+// world's random source, so a seed plays as it did before callers.
+func callerOf(account, commandID string) schemas.Caller {
+	return schemas.Caller{Account: account, KeyID: "k-" + account, RequestID: "req-" + commandID}
 }
 
 func (c *clients) deploy(w *world) {
@@ -159,13 +168,15 @@ func (c *clients) cancel(w *world) {
 		return
 	}
 	acct := c.accounts[w.rng.IntN(len(c.accounts))]
-	c.send(w, schemas.Record{Topic: schemas.TopicVmCommands, Key: vmID, Value: &schemas.CancelJob{CommandID: c.id("cancel"),
-		VmID: vmID, JobID: jobID, Account: acct, By: "key k-" + acct + " of account " + acct, IssuedAt: w.ms()}})
+	id := c.id("cancel")
+	c.send(w, schemas.Record{Topic: schemas.TopicVmCommands, Key: vmID, Value: &schemas.CancelJob{CommandID: id,
+		VmID: vmID, JobID: jobID, Account: acct, By: "key k-" + acct + " of account " + acct, IssuedAt: w.ms(), Caller: callerOf(acct, id)}})
 }
 
 func (c *clients) hostAdmin(w *world) {
 	h := w.hosts[w.rng.IntN(len(w.hosts))].ID
-	hc := schemas.HostCommand{CommandID: c.id("hcmd"), HostID: h, Account: "admin", IssuedAt: w.ms()}
+	id := c.id("hcmd")
+	hc := schemas.HostCommand{CommandID: id, HostID: h, Account: "admin", IssuedAt: w.ms(), Caller: callerOf("admin", id)}
 	var v any
 	switch w.rng.IntN(9) {
 	case 0, 1:

@@ -111,6 +111,25 @@ func foldState[S any](w *world, v *views, topic string, into map[string]S, chang
 	return slices.Compact(changed)
 }
 
+// code checks that a failure's or rejection's reason is an error code
+// (schemas/job_codes.go).
+func (v *views) code(w *world, ref schemas.JobRef, reason string) {
+	w.checks["end reason is an error code"]++
+	if !schemas.IsErrorCode(reason) || reason == schemas.CodeUnknown {
+		w.fail("job %s (%s of %s) ended with reason %q, not an error code", ref.JobID, ref.JobType, ref.VmID, reason)
+	}
+}
+
+// caller checks that a job's start names who asked: every command of the
+// world's clients names its caller, and what the system starts names
+// system.
+func (v *views) caller(w *world, ref schemas.JobRef, c schemas.Caller) {
+	w.checks["job start names its caller"]++
+	if c.Account == "" {
+		w.fail("job %s (%s of %s, origin %s) starts naming no caller", ref.JobID, ref.JobType, ref.VmID, ref.Origin)
+	}
+}
+
 // job follows one event of vm.events.v1 into its job's life, and checks
 // the life as it goes: a job ends once, and nothing of it comes after.
 func (v *views) job(w *world, ev any) {
@@ -119,12 +138,14 @@ func (v *views) job(w *world, ev any) {
 	switch e := ev.(type) {
 	case *schemas.JobAccepted:
 		ref = e.JobRef
+		v.caller(w, ref, e.Caller)
 	case *schemas.JobStepped:
 		ref = e.JobRef
 	case *schemas.JobSucceeded:
 		ref, end = e.JobRef, "succeeded:"+e.VmState
 	case *schemas.JobFailed:
 		ref, end = e.JobRef, "failed:"+e.VmState
+		v.code(w, ref, e.Reason)
 	case *schemas.JobCancelled:
 		ref, end = e.JobRef, "cancelled:"+e.VmState
 		if !strings.HasPrefix(e.By, "terminate job ") {
@@ -133,6 +154,8 @@ func (v *views) job(w *world, ev any) {
 		}
 	case *schemas.JobRejected:
 		ref, end = e.JobRef, "rejected:"
+		v.code(w, ref, e.Reason)
+		v.caller(w, ref, e.Caller)
 	default:
 		return
 	}

@@ -32,14 +32,14 @@ func drainEvent(hostID string, v any, hdr map[string]string) schemas.Record {
 	return schemas.Record{Topic: schemas.TopicVmEvents, Key: hostID, Headers: hdr, Value: v}
 }
 
-// drainStarted is the job's acceptance and first step, listing the
-// children; with nothing to drain the job succeeds at once.
-func drainStarted(r *schemas.HostRecord, jobID string, now time.Time, hdr map[string]string) []schemas.Record {
+// drainStarted is the job's acceptance (naming who asked) and first step,
+// listing the children; with nothing to drain the job succeeds at once.
+func drainStarted(r *schemas.HostRecord, jobID string, caller schemas.Caller, now time.Time, hdr map[string]string) []schemas.Record {
 	if jobID == "" {
 		return nil
 	}
 	ref := drainRef(jobID, now)
-	out := []schemas.Record{drainEvent(r.Status.HostID, &schemas.JobAccepted{JobRef: ref}, hdr)}
+	out := []schemas.Record{drainEvent(r.Status.HostID, &schemas.JobAccepted{JobRef: ref, Caller: caller}, hdr)}
 	if len(r.Draining) == 0 {
 		return append(out, drainEvent(r.Status.HostID, &schemas.JobSucceeded{JobRef: ref, StartedAt: ref.At}, hdr))
 	}
@@ -76,7 +76,7 @@ func drainStepped(r *schemas.HostRecord, e *schemas.MaintenanceMigrationEnded, n
 	if len(r.DrainFailed) == 0 {
 		out = append(out, drainEvent(r.Status.HostID, &schemas.JobSucceeded{JobRef: ref}, hdr))
 	} else {
-		out = append(out, drainEvent(r.Status.HostID, &schemas.JobFailed{JobRef: ref, Reason: ResourceErrorInMaintenance,
+		out = append(out, drainEvent(r.Status.HostID, &schemas.JobFailed{JobRef: ref, Reason: schemas.CodeErrorInMaintenance,
 			Detail: ReasonDrainFailed + strings.Join(r.DrainFailed, ", ")}, hdr))
 	}
 	r.DrainJob, r.DrainTotal = "", 0
@@ -91,13 +91,14 @@ func drainCancelled(r *schemas.HostRecord, by string, now time.Time, hdr map[str
 	ref := drainRef(r.DrainJob, now)
 	r.DrainJob, r.DrainTotal = "", 0
 	return []schemas.Record{drainEvent(r.Status.HostID, &schemas.JobCancelled{JobRef: ref,
-		Reason: "cancelled by " + by + "; migrations still running finish on their own"}, hdr)}
+		Reason: "cancelled by " + by + "; migrations still running finish on their own", By: by}, hdr)}
 }
 
 // drainRejected ends a PrepareForMaintenance the host could not start.
-func drainRejected(hostID, jobID, detail string, now time.Time, hdr map[string]string) []schemas.Record {
+func drainRejected(hostID, jobID string, caller schemas.Caller, detail string, now time.Time, hdr map[string]string) []schemas.Record {
 	if jobID == "" {
 		return nil
 	}
-	return []schemas.Record{drainEvent(hostID, &schemas.JobRejected{JobRef: drainRef(jobID, now), Reason: "InvalidState", Detail: detail}, hdr)}
+	return []schemas.Record{drainEvent(hostID, &schemas.JobRejected{JobRef: drainRef(jobID, now), Reason: schemas.CodeInvalidState,
+		Detail: detail, Caller: caller}, hdr)}
 }

@@ -75,26 +75,28 @@ func (m *Machine) prepare(s *schemas.HostRecord, c *schemas.PrepareForMaintenanc
 		r.DrainJobs = r.DrainJobs[max(0, len(r.DrainJobs)-drainJobsKept):]
 	}
 	if s.Status.Status != StatusUp {
-		return r, drainRejected(c.HostID, c.CommandID, fmt.Sprintf("host is %s: only an Up host can move its VMs away", s.Status.Status), now, hdr)
+		return r, drainRejected(c.HostID, c.CommandID, c.Caller, fmt.Sprintf("host is %s: only an Up host can move its VMs away", s.Status.Status), now, hdr)
 	}
 	switch s.Status.ResourceState {
 	case ResourceEnabled, ResourceDisabled, ResourceErrorInMaintenance:
 	default:
-		return r, drainRejected(c.HostID, c.CommandID, "host is "+s.Status.ResourceState, now, hdr)
+		return r, drainRejected(c.HostID, c.CommandID, c.Caller, "host is "+s.Status.ResourceState, now, hdr)
 	}
 	r.Maintenance++
 	r.Draining, r.DrainFailed = current(r), nil
 	if len(r.Draining) == 0 {
 		setResourceState(&r.Status, ResourceMaintenance, ReasonMaintenance)
-		return r, append(announce(&s.Status, r, now, hdr), drainStarted(r, c.CommandID, now, hdr)...)
+		return r, append(announce(&s.Status, r, now, hdr), drainStarted(r, c.CommandID, c.Caller, now, hdr)...)
 	}
 	setResourceState(&r.Status, ResourcePrepareForMaintenance, ReasonPreparing)
 	r.DrainJob, r.DrainTotal = c.CommandID, int32(len(r.Draining))
-	out := append(announce(&s.Status, r, now, hdr), drainStarted(r, c.CommandID, now, hdr)...)
+	out := append(announce(&s.Status, r, now, hdr), drainStarted(r, c.CommandID, c.Caller, now, hdr)...)
 	for _, vm := range r.Draining {
 		id := MaintenanceJobID(r.Status.HostID, r.Maintenance, vm)
 		out = append(out, schemas.Record{Topic: schemas.TopicVmCommands, Key: vm, Headers: withCommand(hdr, id), Value: &schemas.Migrate{
-			VmCommand: schemas.VmCommand{CommandID: id, VmID: vm, Account: c.Account, Origin: "internal", IssuedAt: now.UnixMilli()},
+			// The admin who asked for the maintenance caused each migration.
+			VmCommand: schemas.VmCommand{CommandID: id, VmID: vm, Account: c.Account, Origin: schemas.OriginInternal,
+				IssuedAt: now.UnixMilli(), Caller: c.Caller},
 		}})
 	}
 	return r, out

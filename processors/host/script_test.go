@@ -143,6 +143,7 @@ func scriptInput(t *testing.T, verb string, args []string, r *schemas.HostRecord
 	if verb == "admin" && len(args) > 1 {
 		c.CommandID = args[1]
 	}
+	c.Caller = schemas.Caller{Account: "admin", KeyID: "k1", RequestID: "req-" + c.CommandID}
 	switch verb {
 	case "hello":
 		return hello(args...)
@@ -186,6 +187,15 @@ func scriptInput(t *testing.T, verb string, args []string, r *schemas.HostRecord
 	return nil
 }
 
+// isCode holds a failure's or rejection's reason to the error codes
+// (schemas/job_codes.go).
+func isCode(t *testing.T, reason string) {
+	t.Helper()
+	if !schemas.IsErrorCode(reason) || reason == schemas.CodeUnknown {
+		t.Fatalf("reason %q is not an error code of schemas.ErrorCodes", reason)
+	}
+}
+
 // describe renders outputs one per line; a HostStatus is shown once (its
 // zone-keyed copies are checked by statuses).
 func describe(t *testing.T, outs []schemas.Record) []string {
@@ -209,19 +219,23 @@ func describe(t *testing.T, outs []schemas.Record) []string {
 		case *schemas.VmMissingFromHost:
 			s = fmt.Sprintf("VmMissingFromHost[%s] last=%v", o.Key, time.UnixMilli(v.LastSeenAt).Sub(t0))
 		case *schemas.Migrate:
-			s = fmt.Sprintf("Migrate[%s] id=%s origin=%s account=%s", o.Key, v.CommandID, v.Origin, v.Account)
+			s = fmt.Sprintf("Migrate[%s] id=%s origin=%s account=%s caller=%s/%s/%s", o.Key, v.CommandID, v.Origin, v.Account,
+				v.Caller.Account, v.Caller.KeyID, v.Caller.RequestID)
 		case *schemas.JobAccepted:
-			s = fmt.Sprintf("JobAccepted[%s] %s %s", o.Key, v.JobID, v.JobType)
+			s = fmt.Sprintf("JobAccepted[%s] %s %s caller=%s/%s/%s", o.Key, v.JobID, v.JobType, v.Caller.Account, v.Caller.KeyID, v.Caller.RequestID)
 		case *schemas.JobStepped:
 			s = fmt.Sprintf("JobStepped[%s] %s #%d %s %q obj=%s", o.Key, v.JobID, v.Seq, v.Step, v.Text, v.Obj)
 		case *schemas.JobSucceeded:
 			s = fmt.Sprintf("JobSucceeded[%s] %s", o.Key, v.JobID)
 		case *schemas.JobFailed:
 			s = fmt.Sprintf("JobFailed[%s] %s %s %q", o.Key, v.JobID, v.Reason, v.Detail)
+			isCode(t, v.Reason)
 		case *schemas.JobCancelled:
-			s = fmt.Sprintf("JobCancelled[%s] %s %q", o.Key, v.JobID, v.Reason)
+			s = fmt.Sprintf("JobCancelled[%s] %s %q by=%q", o.Key, v.JobID, v.Reason, v.By)
 		case *schemas.JobRejected:
-			s = fmt.Sprintf("JobRejected[%s] %s %s %q", o.Key, v.JobID, v.Reason, v.Detail)
+			s = fmt.Sprintf("JobRejected[%s] %s %s %q caller=%s/%s/%s", o.Key, v.JobID, v.Reason, v.Detail,
+				v.Caller.Account, v.Caller.KeyID, v.Caller.RequestID)
+			isCode(t, v.Reason)
 		case *schemas.AlertRaised:
 			if o.Topic != schemas.TopicVmEvents || v.HostID != o.Key || v.ZoneID == "" || v.AlertID == "" {
 				t.Fatalf("host alert off its host's key, or without zone or id: %+v", o)

@@ -201,7 +201,12 @@ func (t *tx) delete(c *schemas.DeleteLease) {
 	l.Status = to
 	t.notify(l, "deleting", "", c.CommandID)
 	if was == Active {
-		t.stopVMs(l)
+		// The stops and the end job are the caller's doing.
+		caller := c.Caller
+		if caller.Account == "" {
+			caller = schemas.SystemCaller()
+		}
+		t.stopVMs(l, caller)
 	}
 	if len(l.StopWait) == 0 {
 		t.finish(l, "")

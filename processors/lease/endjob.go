@@ -40,9 +40,9 @@ func (t *tx) endRef(l *schemas.LeaseRecord) schemas.JobRef {
 
 // endJobStarted accepts the end job and lists its children; with no VM to
 // stop it succeeds at once.
-func (t *tx) endJobStarted(l *schemas.LeaseRecord, children []string) {
+func (t *tx) endJobStarted(l *schemas.LeaseRecord, children []string, caller schemas.Caller) {
 	ref := t.endRef(l)
-	t.emit(schemas.TopicVmEvents, l.LeaseID, &schemas.JobAccepted{JobRef: ref})
+	t.emit(schemas.TopicVmEvents, l.LeaseID, &schemas.JobAccepted{JobRef: ref, Caller: caller})
 	if len(children) == 0 {
 		t.emit(schemas.TopicVmEvents, l.LeaseID, &schemas.JobSucceeded{JobRef: ref, StartedAt: t.now})
 		return
@@ -71,7 +71,7 @@ func (t *tx) endJobEnded(l *schemas.LeaseRecord, reason string) {
 	}
 	ref := t.endRef(l)
 	if reason != "" {
-		t.emit(schemas.TopicVmEvents, l.LeaseID, &schemas.JobFailed{JobRef: ref, Reason: "Timeout", Detail: reason})
+		t.emit(schemas.TopicVmEvents, l.LeaseID, &schemas.JobFailed{JobRef: ref, Reason: schemas.CodeTimeout, Detail: reason})
 	} else {
 		t.emit(schemas.TopicVmEvents, l.LeaseID, &schemas.JobSucceeded{JobRef: ref})
 	}

@@ -174,6 +174,6 @@ func (t *tx) moveVMs(l *schemas.LeaseRecord, from, to string) {
 		id := schemas.BoundID(fmt.Sprintf("lease-%s-heal-%s-%s", l.LeaseID, from, v))
 		t.out = append(t.out, schemas.Record{Topic: schemas.TopicVmCommands, Key: v, Headers: t.cmdHeaders(id),
 			Value: &schemas.Migrate{VmCommand: schemas.VmCommand{CommandID: id, VmID: v, Account: l.Project,
-				Origin: schemas.OriginInternal, IssuedAt: t.now}, HostID: to}})
+				Origin: schemas.OriginInternal, IssuedAt: t.now, Caller: schemas.SystemCaller()}, HostID: to}})
 	}
 }

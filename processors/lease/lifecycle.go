@@ -36,7 +36,7 @@ func (t *tx) end(l *schemas.LeaseRecord) {
 		return
 	}
 	t.notify(l, "terminating", "", "")
-	t.stopVMs(l)
+	t.stopVMs(l, schemas.SystemCaller())
 	if len(l.StopWait) == 0 {
 		t.finish(l, "")
 	}
@@ -44,8 +44,9 @@ func (t *tx) end(l *schemas.LeaseRecord) {
 
 // stopVMs sends Stop for every VM of the lease's project on the lease's
 // hosts, with command ids derived from the lease and the VM so a replay
-// sends the same ones, and joins on their capacity release.
-func (t *tx) stopVMs(l *schemas.LeaseRecord) {
+// sends the same ones, and joins on their capacity release. caller caused
+// them: the system at the lease's end, the DeleteLease's caller before.
+func (t *tx) stopVMs(l *schemas.LeaseRecord, caller schemas.Caller) {
 	hosts := leaseHosts(l)
 	var children []string
 	for _, v := range t.vmsOf(l.Project, hosts) {
@@ -56,14 +57,14 @@ func (t *tx) stopVMs(l *schemas.LeaseRecord) {
 		children = append(children, id)
 		t.out = append(t.out, schemas.Record{Topic: schemas.TopicVmCommands, Key: v, Headers: t.cmdHeaders(id),
 			Value: &schemas.Stop{VmCommand: schemas.VmCommand{CommandID: id, VmID: v, Account: l.Project,
-				Origin: schemas.OriginInternal, IssuedAt: t.now}}})
+				Origin: schemas.OriginInternal, IssuedAt: t.now, Caller: caller}}})
 		l.StopWait = append(l.StopWait, v)
 	}
 	if len(l.StopWait) > 0 {
 		l.StopDeadline = t.now + t.m.cfg.StopTimeout.Milliseconds()
 	}
 	l.StopTotal = int32(len(l.StopWait))
-	t.endJobStarted(l, children)
+	t.endJobStarted(l, children, caller)
 }
 
 // finish ends TERMINATING or DELETING: the reservations are deleted, the

@@ -137,7 +137,9 @@ func (s *player) run(d scenario.Case) []string {
 		}
 		out = s.step(c)
 	case "delete":
-		out = s.step(&schemas.DeleteLease{CommandID: s.cmdID(), LeaseID: a[0], ZoneID: zone})
+		id := s.cmdID()
+		out = s.step(&schemas.DeleteLease{CommandID: id, LeaseID: a[0], ZoneID: zone,
+			Caller: schemas.Caller{Account: "acme", KeyID: "k1", RequestID: "req-" + id}})
 	case "alloc":
 		out = s.step(&schemas.CapacityAllocated{ZoneID: zone, VmID: a[0], HostID: a[1], Account: a[2]})
 	case "release":
@@ -229,7 +231,7 @@ func render(r schemas.Record) string {
 	case *schemas.LeaseHostChanged:
 		return fmt.Sprintf("host %s reservable=%v leases=%s", v.HostID, v.Reservable, strings.Join(v.Leases, ","))
 	case *schemas.JobAccepted:
-		return fmt.Sprintf("job %s accepted %s account=%s", v.JobID, v.JobType, v.Account)
+		return fmt.Sprintf("job %s accepted %s account=%s caller=%s", v.JobID, v.JobType, v.Account, callerOf(v.Caller))
 	case *schemas.JobStepped:
 		return fmt.Sprintf("job %s step %d %s %q obj=%s", v.JobID, v.Seq, v.Step, v.Text, v.Obj)
 	case *schemas.JobSucceeded:
@@ -242,9 +244,14 @@ func render(r schemas.Record) string {
 		}
 		return fmt.Sprintf("alert %s %s: %s", v.Kind, v.HostID, v.Message)
 	case *schemas.Stop:
-		return fmt.Sprintf("vm.commands Stop %s id=%s account=%s", v.VmID, v.CommandID, v.Account)
+		return fmt.Sprintf("vm.commands Stop %s id=%s account=%s caller=%s", v.VmID, v.CommandID, v.Account, callerOf(v.Caller))
 	case *schemas.Migrate:
-		return fmt.Sprintf("vm.commands Migrate %s to=%s id=%s", v.VmID, v.HostID, v.CommandID)
+		return fmt.Sprintf("vm.commands Migrate %s to=%s id=%s caller=%s", v.VmID, v.HostID, v.CommandID, callerOf(v.Caller))
 	}
 	return fmt.Sprintf("%s %T", r.Topic, r.Value)
+}
+
+// callerOf shows who caused a command or a job: account/key/request.
+func callerOf(c schemas.Caller) string {
+	return c.Account + "/" + c.KeyID + "/" + c.RequestID
 }

@@ -34,7 +34,7 @@ const (
 
 // reasonCancelled is the failure a cancel stops a job with; endJob turns
 // it into JobCancelled.
-const reasonCancelled = "Cancelled"
+const reasonCancelled = schemas.CodeCancelled
 
 // cancelJob applies a CancelJob to the VM's queue or its running job. A
 // job it does not find (finished, or never this VM's) and a repeated

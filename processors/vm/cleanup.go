@@ -65,7 +65,7 @@ func (t *tx) cleanUpStart(why string) bool {
 			t.advance()
 		} else {
 			t.keepClaims = true
-			t.fail("Timeout", why+"; the agent answered that the VM runs on host "+w.HostID+", where it stays", true)
+			t.fail(schemas.CodeTimeout, why+"; the agent answered that the VM runs on host "+w.HostID+", where it stays", true)
 		}
 		return true
 	}
@@ -95,10 +95,10 @@ func (t *tx) cleanupAnswered(a *schemas.AgentAnswer) {
 	t.s.PowerState, t.s.PowerHost = a.PowerState, a.HostID
 	if onHost(a.PowerState) {
 		t.keepClaims = true
-		t.fail("Timeout", why+"; the VM runs on host "+a.HostID+" and stays there", true)
+		t.fail(schemas.CodeTimeout, why+"; the VM runs on host "+a.HostID+" and stays there", true)
 		return
 	}
-	t.fail("Timeout", why, false)
+	t.fail(schemas.CodeTimeout, why, false)
 }
 
 // cleanupTimedOut ends a job whose cleanup was not answered either: the
@@ -107,7 +107,7 @@ func (t *tx) cleanupTimedOut() {
 	host := t.s.Job.Wait.HostID
 	t.keepClaims = true
 	t.s.HostID = host
-	t.failAs(StateError, "Timeout", t.s.Job.Params[paramTimedOut]+"; host "+host+" did not confirm the VM is off there, so it keeps its claim")
+	t.failAs(StateError, schemas.CodeTimeout, t.s.Job.Params[paramTimedOut]+"; host "+host+" did not confirm the VM is off there, so it keeps its claim")
 }
 
 // A migration that times out unanswered. Its MigrateVm may have moved the
@@ -191,7 +191,7 @@ func (t *tx) moveReported(host, power string, at int64) {
 	case j.Params[paramSource]:
 		expired, err := strconv.ParseInt(j.Params[paramExpired], 10, 64)
 		if err == nil && at > expired {
-			t.fail("Timeout", j.Params[paramTimedOut]+"; the VM stayed on host "+host, false)
+			t.fail(schemas.CodeTimeout, j.Params[paramTimedOut]+"; the VM stayed on host "+host, false)
 		}
 	}
 }
@@ -214,7 +214,7 @@ func (t *tx) moveAnswered(a *schemas.AgentAnswer) {
 		return
 	}
 	if expired, err := strconv.ParseInt(j.Params[paramExpired], 10, 64); err == nil && a.AnsweredAt != 0 && a.AnsweredAt < expired {
-		t.fail("AgentError", fmt.Sprintf("%s on host %s: %s", a.CommandType, a.HostID, a.Error), false)
+		t.fail(schemas.CodeAgentError, fmt.Sprintf("%s on host %s: %s", a.CommandType, a.HostID, a.Error), false)
 	}
 }
 
@@ -234,7 +234,7 @@ func (t *tx) settleTimedOut() {
 	t.keepClaims = true
 	t.mayBeOn(t.s.Job.Params[paramDest])
 	t.lostTrack()
-	t.failAs(StateError, "Timeout", t.s.Job.Params[paramTimedOut]+"; no host said where the VM runs: it rests in Error, with the claims of both hosts, until one says")
+	t.failAs(StateError, schemas.CodeTimeout, t.s.Job.Params[paramTimedOut]+"; no host said where the VM runs: it rests in Error, with the claims of both hosts, until one says")
 }
 
 // lostTrack forgets the VM's power for a job that ends not knowing where

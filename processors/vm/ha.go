@@ -54,8 +54,8 @@ func (t *tx) startHAFor(r *haRequest) {
 	s.HARetryAt = 0
 	t.haAvoid(r.Avoid)
 	c := schemas.VmCommand{CommandID: schemas.BoundID(fmt.Sprintf("%s-ha-%d", s.VmID, t.ms)), VmID: s.VmID, Account: s.Account,
-		Origin: schemas.OriginInternal, IssuedAt: t.ms}
-	t.event(&schemas.JobAccepted{JobRef: t.refOf(ActHARestart, c)})
+		Origin: schemas.OriginInternal, IssuedAt: t.ms, Caller: schemas.SystemCaller()}
+	t.event(&schemas.JobAccepted{JobRef: t.refOf(ActHARestart, c), Caller: c.Caller})
 	t.startJob(actionByName[ActHARestart], c, r)
 }
 

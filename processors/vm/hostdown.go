@@ -78,7 +78,7 @@ func (t *tx) jobHostDown(host, why string) {
 		// then; the job's own release is then not needed.
 		t.release("")
 	}
-	t.fail("HostDown", fmt.Sprintf("%s while job %s waited on it (phase %s)", why, j.JobID, j.Phase), false)
+	t.fail(schemas.CodeHostDown, fmt.Sprintf("%s while job %s waited on it (phase %s)", why, j.JobID, j.Phase), false)
 	if s.HA && wasActive && s.VmState == StateStopped && s.Job.JobID == "" &&
 		j.JobType != ActStop && j.JobType != ActTerminate {
 		t.startHA(host)

@@ -132,20 +132,20 @@ func (t *tx) command(a *action, c schemas.VmCommand, v any) {
 	}
 	ref := t.refOf(name, c)
 	if c.CommandID == "" {
-		t.reject(ref, "Invalid", "command_id is empty", nil)
+		t.reject(ref, c.Caller, schemas.CodeInvalid, "command_id is empty", nil)
 		return
 	}
 	if t.s == nil {
 		if name != ActDeploy {
-			t.reject(ref, "NotFound", "no VM "+t.key, nil)
+			t.reject(ref, c.Caller, schemas.CodeNotFound, "no VM "+t.key, nil)
 			return
 		}
 		if reason, detail := deployRefused(v.(*schemas.Deploy)); reason != "" {
-			t.reject(ref, reason, detail, nil)
+			t.reject(ref, c.Caller, reason, detail, nil)
 			return
 		}
 		t.create(v.(*schemas.Deploy))
-		t.event(&schemas.JobAccepted{JobRef: ref})
+		t.event(&schemas.JobAccepted{JobRef: ref, Caller: c.Caller})
 		t.startJob(a, c, v)
 		return
 	}
@@ -157,23 +157,23 @@ func (t *tx) command(a *action, c schemas.VmCommand, v any) {
 	running := t.s.Job.JobID != ""
 	switch {
 	case name == ActDeploy:
-		t.reject(ref, "AlreadyExists", "VM "+t.key+" already exists", nil)
+		t.reject(ref, c.Caller, schemas.CodeAlreadyExists, "VM "+t.key+" already exists", nil)
 	case name == ActTerminate:
 		t.terminate(ref, c, v)
 	case running:
 		payload, err := schemas.Marshal(v)
 		if err != nil {
-			t.reject(ref, "Invalid", fmt.Sprintf("queue %s: %v", name, err), nil)
+			t.reject(ref, c.Caller, schemas.CodeInvalid, fmt.Sprintf("queue %s: %v", name, err), nil)
 			return
 		}
 		t.s.Queue = append(t.s.Queue, schemas.QueuedCommand{Type: name, CommandID: c.CommandID, Payload: payload})
-		t.event(&schemas.JobAccepted{JobRef: ref, Queued: true, Position: int32(len(t.s.Queue))})
+		t.event(&schemas.JobAccepted{JobRef: ref, Queued: true, Position: int32(len(t.s.Queue)), Caller: c.Caller})
 	case !IsAllowed(name, t.s.VmState, t.s.TaskState):
-		t.reject(ref, "InvalidState", fmt.Sprintf("%s is not allowed while the VM is %s", Snake(name), t.s.VmState),
+		t.reject(ref, c.Caller, schemas.CodeInvalidState, fmt.Sprintf("%s is not allowed while the VM is %s", Snake(name), t.s.VmState),
 			AllowedActions(t.s.VmState, t.s.TaskState))
-	case t.refused(a, ref, v):
+	case t.refused(a, ref, c.Caller, v):
 	default:
-		t.event(&schemas.JobAccepted{JobRef: ref})
+		t.event(&schemas.JobAccepted{JobRef: ref, Caller: c.Caller})
 		t.startJob(a, c, v)
 	}
 }
@@ -204,8 +204,8 @@ func (t *tx) remember(id, outcome string) {
 	}
 }
 
-func (t *tx) reject(ref schemas.JobRef, reason, detail string, allowed []string) {
-	t.event(&schemas.JobRejected{JobRef: ref, Reason: reason, Detail: detail, AllowedActions: allowed})
+func (t *tx) reject(ref schemas.JobRef, caller schemas.Caller, reason, detail string, allowed []string) {
+	t.event(&schemas.JobRejected{JobRef: ref, Reason: reason, Detail: detail, AllowedActions: allowed, Caller: caller})
 	if t.s != nil && ref.JobID != "" {
 		t.remember(ref.JobID, outcomeRejected)
 	}
@@ -213,7 +213,7 @@ func (t *tx) reject(ref schemas.JobRef, reason, detail string, allowed []string)
 
 // refused rejects a command its row's check refuses in the VM's state; it
 // reports whether it did.
-func (t *tx) refused(a *action, ref schemas.JobRef, v any) bool {
+func (t *tx) refused(a *action, ref schemas.JobRef, caller schemas.Caller, v any) bool {
 	if a.check == nil {
 		return false
 	}
@@ -221,7 +221,7 @@ func (t *tx) refused(a *action, ref schemas.JobRef, v any) bool {
 	if reason == "" {
 		return false
 	}
-	t.reject(ref, reason, detail, AllowedActions(t.s.VmState, t.s.TaskState))
+	t.reject(ref, caller, reason, detail, AllowedActions(t.s.VmState, t.s.TaskState))
 	return true
 }
 
@@ -264,7 +264,7 @@ func (t *tx) terminate(ref schemas.JobRef, c schemas.VmCommand, v any) {
 		t.remember(q.CommandID, outcomeCancelled)
 	}
 	t.s.Queue = nil
-	t.event(&schemas.JobAccepted{JobRef: ref})
+	t.event(&schemas.JobAccepted{JobRef: ref, Caller: c.Caller})
 	t.startJob(actionByName[ActTerminate], c, v)
 }
 
@@ -301,16 +301,16 @@ func (t *tx) startNext() {
 		a, c, ok := commandOf(v)
 		if err != nil || !ok {
 			ref := schemas.JobRef{JobID: q.CommandID, VmID: t.key, JobType: q.Type, Origin: schemas.OriginAPI, At: t.ms}
-			t.event(&schemas.JobFailed{JobRef: ref, Reason: "Internal", Detail: fmt.Sprintf("decode queued %s: %v", q.Type, err), VmState: t.s.VmState, StartedAt: ref.At})
+			t.event(&schemas.JobFailed{JobRef: ref, Reason: schemas.CodeInternal, Detail: fmt.Sprintf("decode queued %s: %v", q.Type, err), VmState: t.s.VmState, StartedAt: ref.At})
 			t.remember(q.CommandID, outcomeFailed)
 			continue
 		}
 		if !IsAllowed(a.name, t.s.VmState, "") {
-			t.reject(t.refOf(a.name, c), "InvalidState",
+			t.reject(t.refOf(a.name, c), c.Caller, schemas.CodeInvalidState,
 				fmt.Sprintf("%s is not allowed while the VM is %s", Snake(a.name), t.s.VmState), AllowedActions(t.s.VmState, ""))
 			continue
 		}
-		if t.refused(a, t.refOf(a.name, c), v) {
+		if t.refused(a, t.refOf(a.name, c), c.Caller, v) {
 			continue
 		}
 		t.startJob(a, c, v)
@@ -636,7 +636,7 @@ func (t *tx) failedAnswer(a *schemas.AgentAnswer) *schemas.AgentAnswer {
 		f.answerFailed(t, a)
 		return nil
 	}
-	t.fail("AgentError", fmt.Sprintf("%s on host %s: %s", a.CommandType, a.HostID, a.Error), false)
+	t.fail(schemas.CodeAgentError, fmt.Sprintf("%s on host %s: %s", a.CommandType, a.HostID, a.Error), false)
 	return nil
 }
 
@@ -674,7 +674,7 @@ func (t *tx) placementFailed(f *schemas.PlacementFailed) {
 	if f.Detail != "" {
 		detail = f.Reason + ": " + f.Detail
 	}
-	t.fail("PlacementFailed", detail, false)
+	t.fail(schemas.CodePlacementFailed, detail, false)
 }
 
 // wakeJob hands a power report from host to the running job.
@@ -689,7 +689,7 @@ func (t *tx) wakeJob(host, power string, at int64) {
 		// Claimed before the job's own release and before a queued job's
 		// PlaceVm, which placement then handles in that order.
 		t.adopt(host)
-		t.fail("UnexpectedHost", fmt.Sprintf("the VM runs on host %s, neither the source %s nor the destination %s",
+		t.fail(schemas.CodeUnexpectedHost, fmt.Sprintf("the VM runs on host %s, neither the source %s nor the destination %s",
 			host, j.Params[paramSource], j.Params[paramDest]), true)
 		return
 	}
@@ -716,7 +716,7 @@ func (t *tx) wakeJob(host, power string, at int64) {
 		// answer on another topic, not a contradiction.
 		return
 	}
-	t.fail("UnexpectedPowerState", fmt.Sprintf("host %s reported %s, expected %s", host, power, w.Power), true)
+	t.fail(schemas.CodeUnexpectedPowerState, fmt.Sprintf("host %s reported %s, expected %s", host, power, w.Power), true)
 }
 
 // tickJob runs the running job's timers.
@@ -749,7 +749,7 @@ func (t *tx) tickJob() {
 					t.lostTrack()
 				}
 			}
-			t.fail("Timeout", why, false)
+			t.fail(schemas.CodeTimeout, why, false)
 		}
 		return
 	}
@@ -790,7 +790,7 @@ func (t *tx) answeredAtDeadline(why string) bool {
 	if p == w.Power {
 		t.advance()
 	} else {
-		t.fail("Timeout", why+"; the agent answered "+p, true)
+		t.fail(schemas.CodeTimeout, why+"; the agent answered "+p, true)
 	}
 	return true
 }

@@ -72,7 +72,7 @@ func migratePlaced(t *tx, d *schemas.PlacementDecided) {
 	if d.HostID == source {
 		// Placement kept the VM where it is: nothing to move, and the
 		// claim it holds is the VM's own.
-		t.fail("PlacementFailed", "placement chose the source host "+source, false)
+		t.fail(schemas.CodePlacementFailed, "placement chose the source host "+source, false)
 		return
 	}
 	p[paramDest], p[paramDestPod], p[paramDestCluster] = d.HostID, d.PodID, d.ClusterID

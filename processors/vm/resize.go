@@ -228,7 +228,7 @@ func revertPlaced(t *tx, d *schemas.PlacementDecided) {
 		// and the other host's claim stayed for good).
 		t.release(d.HostID)
 		s.Job.Phase = ""
-		t.fail("PlacementFailed", fmt.Sprintf("the old size no longer fits on host %s (placement offered host %s; a revert in place cannot move the VM)", s.HostID, d.HostID), false)
+		t.fail(schemas.CodePlacementFailed, fmt.Sprintf("the old size no longer fits on host %s (placement offered host %s; a revert in place cannot move the VM)", s.HostID, d.HostID), false)
 		return
 	}
 	t.restartInPlace("restarting the VM on host " + s.HostID + " with its old size")

@@ -183,6 +183,25 @@ func checkOutput(t *testing.T, o schemas.Record) {
 	if _, err := schemas.Marshal(o.Value); err != nil {
 		t.Fatalf("encode output: %v", err)
 	}
+	checkReason(t, o.Value)
+}
+
+// checkReason holds the reason of every failure and rejection a scenario
+// emits to the closed set of error codes (schemas/job_codes.go).
+func checkReason(t *testing.T, v any) {
+	t.Helper()
+	var reason string
+	switch e := v.(type) {
+	case *schemas.JobFailed:
+		reason = e.Reason
+	case *schemas.JobRejected:
+		reason = e.Reason
+	default:
+		return
+	}
+	if !schemas.IsErrorCode(reason) || reason == schemas.CodeUnknown {
+		t.Fatalf("%s with reason %q, which is not an error code of schemas.ErrorCodes", schemas.TypeName(v), reason)
+	}
 }
 
 func checkInvariants(t *testing.T, s *schemas.VmRecord) {

@@ -71,12 +71,12 @@ func snapshotsOf(s *schemas.VmRecord) []schemas.VmSnapshot {
 func snapshotNew(s *schemas.VmRecord, cmd any) (reason, detail string) {
 	name := snapshotOf(cmd)
 	if hasSnapshot(s, name) {
-		return "AlreadyExists", "VM " + s.VmID + " has a snapshot named " + quote(name) + " already"
+		return schemas.CodeAlreadyExists, "VM " + s.VmID + " has a snapshot named " + quote(name) + " already"
 	}
 	if strings.HasPrefix(name, schemas.VolumeSnapshotPrefix) {
 		// A VM snapshot and a volume snapshot share the names inside a
 		// disk's file: the prefix is the volume snapshots' own.
-		return "Invalid", "a VM snapshot name cannot begin with " + quote(schemas.VolumeSnapshotPrefix) + ", which names volume snapshots inside the disk files"
+		return schemas.CodeInvalid, "a VM snapshot name cannot begin with " + quote(schemas.VolumeSnapshotPrefix) + ", which names volume snapshots inside the disk files"
 	}
 	return "", ""
 }
@@ -85,7 +85,7 @@ func snapshotNew(s *schemas.VmRecord, cmd any) (reason, detail string) {
 func snapshotKnown(s *schemas.VmRecord, cmd any) (reason, detail string) {
 	name := snapshotOf(cmd)
 	if name == "" {
-		return "Invalid", "snapshot_name is empty"
+		return schemas.CodeInvalid, "snapshot_name is empty"
 	}
 	if hasSnapshot(s, name) {
 		return "", ""
@@ -98,7 +98,7 @@ func snapshotKnown(s *schemas.VmRecord, cmd any) (reason, detail string) {
 	if len(names) > 0 {
 		has = "it has " + strings.Join(names, ", ")
 	}
-	return "NotFound", "VM " + s.VmID + " has no snapshot named " + quote(name) + "; " + has
+	return schemas.CodeNotFound, "VM " + s.VmID + " has no snapshot named " + quote(name) + "; " + has
 }
 
 // snapshotRevertible is snapshotKnown for a revert, which also needs the
@@ -108,7 +108,7 @@ func snapshotRevertible(s *schemas.VmRecord, cmd any) (reason, detail string) {
 		return reason, detail
 	}
 	if s.HostID == "" {
-		return "InvalidState", "VM " + s.VmID + " has no host holding its disk"
+		return schemas.CodeInvalidState, "VM " + s.VmID + " has no host holding its disk"
 	}
 	return "", ""
 }

@@ -83,17 +83,17 @@ func nicID(vm string, device int) string {
 func deployRefused(d *schemas.Deploy) (reason, detail string) {
 	switch {
 	case d.RootSizeMB < 0 || d.RootSizeMB > maxVolumeMB:
-		return "Invalid", fmt.Sprintf("root_size_mb %d is not between 0 and %d", d.RootSizeMB, maxVolumeMB)
+		return schemas.CodeInvalid, fmt.Sprintf("root_size_mb %d is not between 0 and %d", d.RootSizeMB, maxVolumeMB)
 	case d.DataDiskMB < 0 || d.DataDiskMB > maxVolumeMB:
-		return "Invalid", fmt.Sprintf("data_disk_mb %d is not between 0 and %d", d.DataDiskMB, maxVolumeMB)
+		return schemas.CodeInvalid, fmt.Sprintf("data_disk_mb %d is not between 0 and %d", d.DataDiskMB, maxVolumeMB)
 	case d.Template.ID == "" && d.RootSizeMB > 0:
-		return "Invalid", "root_size_mb needs a template: a VM with no template has no root volume"
+		return schemas.CodeInvalid, "root_size_mb needs a template: a VM with no template has no root volume"
 	case d.Template.SizeMB < 0:
-		return "Invalid", fmt.Sprintf("template %s has a negative size", d.Template.ID)
+		return schemas.CodeInvalid, fmt.Sprintf("template %s has a negative size", d.Template.ID)
 	case len(d.NetworkIDs) > maxVolumes:
-		return "Invalid", fmt.Sprintf("%d networks; a VM takes at most %d NICs", len(d.NetworkIDs), maxVolumes)
+		return schemas.CodeInvalid, fmt.Sprintf("%d networks; a VM takes at most %d NICs", len(d.NetworkIDs), maxVolumes)
 	case slices.Contains(d.NetworkIDs, ""):
-		return "Invalid", "network_ids holds an empty id"
+		return schemas.CodeInvalid, "network_ids holds an empty id"
 	}
 	return "", ""
 }

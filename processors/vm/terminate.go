@@ -104,7 +104,7 @@ func terminateAnswerFailed(t *tx, a *schemas.AgentAnswer) {
 		terminateNext(t)
 		return
 	}
-	t.fail("AgentError", fmt.Sprintf("%s on host %s: %s", a.CommandType, a.HostID, a.Error), false)
+	t.fail(schemas.CodeAgentError, fmt.Sprintf("%s on host %s: %s", a.CommandType, a.HostID, a.Error), false)
 }
 
 // terminateFailed: a terminate that gives up while a host it has not

@@ -68,11 +68,11 @@ func attachCheck(s *schemas.VmRecord, cmd any) (reason, detail string) {
 		case reason != "":
 			return reason, detail
 		case c.SizeGB != 0:
-			return "Invalid", "size_gb is for a new volume; volume " + c.VolumeID + " keeps its size"
+			return schemas.CodeInvalid, "size_gb is for a new volume; volume " + c.VolumeID + " keeps its size"
 		case v.Kind == schemas.VolumeRoot:
-			return "Invalid", "volume " + v.VolumeID + " is the VM's root volume, always attached"
+			return schemas.CodeInvalid, "volume " + v.VolumeID + " is the VM's root volume, always attached"
 		case v.State != schemas.VolumeDetached:
-			return "InvalidState", "volume " + v.VolumeID + " is attached already"
+			return schemas.CodeInvalidState, "volume " + v.VolumeID + " is attached already"
 		}
 		return "", ""
 	}
@@ -80,7 +80,7 @@ func attachCheck(s *schemas.VmRecord, cmd any) (reason, detail string) {
 		return reason, detail
 	}
 	if n := len(storageOf(s).Volumes); n >= maxVolumes {
-		return "Invalid", fmt.Sprintf("VM %s has %d volumes, the most a VM takes; delete one first", s.VmID, n)
+		return schemas.CodeInvalid, fmt.Sprintf("VM %s has %d volumes, the most a VM takes; delete one first", s.VmID, n)
 	}
 	return "", ""
 }
@@ -91,9 +91,9 @@ func detachCheck(s *schemas.VmRecord, cmd any) (reason, detail string) {
 	case reason != "":
 		return reason, detail
 	case v.Kind == schemas.VolumeRoot:
-		return "Invalid", "volume " + v.VolumeID + " is the VM's root volume, which cannot be detached"
+		return schemas.CodeInvalid, "volume " + v.VolumeID + " is the VM's root volume, which cannot be detached"
 	case v.State == schemas.VolumeDetached:
-		return "InvalidState", "volume " + v.VolumeID + " is detached already"
+		return schemas.CodeInvalidState, "volume " + v.VolumeID + " is detached already"
 	}
 	return "", ""
 }
@@ -108,10 +108,10 @@ func resizeVolumeCheck(s *schemas.VmRecord, cmd any) (reason, detail string) {
 		return reason, detail
 	}
 	if mb := c.SizeGB * 1024; mb <= v.SizeMB {
-		return "Invalid", fmt.Sprintf("volume %s has %d MiB; %d GiB (%d MiB) is not larger, and a volume only grows", v.VolumeID, v.SizeMB, c.SizeGB, mb)
+		return schemas.CodeInvalid, fmt.Sprintf("volume %s has %d MiB; %d GiB (%d MiB) is not larger, and a volume only grows", v.VolumeID, v.SizeMB, c.SizeGB, mb)
 	}
 	if v.PoolID == "" {
-		return "InvalidState", "volume " + v.VolumeID + " is on no pool yet; start the VM first"
+		return schemas.CodeInvalidState, "volume " + v.VolumeID + " is on no pool yet; start the VM first"
 	}
 	return "", ""
 }
@@ -127,9 +127,9 @@ func deleteVolumeCheck(s *schemas.VmRecord, cmd any) (reason, detail string) {
 	case reason != "":
 		return reason, detail
 	case v.Kind == schemas.VolumeRoot:
-		return "Invalid", "volume " + v.VolumeID + " is the VM's root volume; it goes with the VM"
+		return schemas.CodeInvalid, "volume " + v.VolumeID + " is the VM's root volume; it goes with the VM"
 	case v.State != schemas.VolumeDetached:
-		return "InvalidState", "volume " + v.VolumeID + " is attached to the VM; detach it first"
+		return schemas.CodeInvalidState, "volume " + v.VolumeID + " is attached to the VM; detach it first"
 	}
 	return "", ""
 }
@@ -138,7 +138,7 @@ func deleteVolumeCheck(s *schemas.VmRecord, cmd any) (reason, detail string) {
 // (or recovered and not started since), it has no host to act on.
 func hostOfVolumes(s *schemas.VmRecord) (reason, detail string) {
 	if s.HostID == "" {
-		return "InvalidState", "VM " + s.VmID + " has no host yet: start it, then act on its volumes"
+		return schemas.CodeInvalidState, "VM " + s.VmID + " has no host yet: start it, then act on its volumes"
 	}
 	return "", ""
 }
@@ -174,7 +174,7 @@ func volumeNamed(s *schemas.VmRecord, id string) (v schemas.Volume, reason, deta
 // sizeRefused refuses a size in GiB that is not positive or too large.
 func sizeRefused(gb int64) (reason, detail string) {
 	if gb <= 0 || gb > maxVolumeMB/1024 {
-		return "Invalid", fmt.Sprintf("size_gb %d is not between 1 and %d", gb, maxVolumeMB/1024)
+		return schemas.CodeInvalid, fmt.Sprintf("size_gb %d is not between 1 and %d", gb, maxVolumeMB/1024)
 	}
 	return "", ""
 }
@@ -270,7 +270,7 @@ func attachPlaced(t *tx, d *schemas.PlacementDecided) {
 		// What placement claimed, if anything, goes back.
 		t.releaseVolumes(v.VolumeID)
 		s.Job.Phase = ""
-		t.fail("PlacementFailed", "placement gave new volume "+v.VolumeID+" no pool", false)
+		t.fail(schemas.CodePlacementFailed, "placement gave new volume "+v.VolumeID+" no pool", false)
 		return
 	}
 	st := t.storage()

@@ -61,9 +61,11 @@ func TestDocumentedQueries(t *testing.T) {
 }
 
 // analyticsFleet is a history every documented query finds something in:
-// jobs of several types and outcomes on several hosts, an HA restart, a job
-// cancelled by terminate, a rejected command, a flapping VM, a host that
-// went down and a healed lease.
+// jobs of several types and outcomes on several hosts, asked for by two
+// API keys (the key of the audit queries, 3f9a1c20b7d4, asked for vm-a's
+// starts), an HA restart by the system, a job cancelled by terminate, a
+// rejected command, a flapping VM, a host that went down and a healed
+// lease.
 func analyticsFleet(base int64) []schemas.Record {
 	var out []schemas.Record
 	ev := func(vm string, v any) {
@@ -73,7 +75,14 @@ func analyticsFleet(base int64) []schemas.Record {
 		ref := func(d int64) schemas.JobRef {
 			return schemas.JobRef{JobID: id, VmID: vm, Account: "acme", JobType: typ, Origin: schemas.OriginAPI, At: at + d}
 		}
-		ev(vm, &schemas.JobAccepted{JobRef: ref(0)})
+		caller := schemas.Caller{Account: "acme", KeyID: "3f9a1c20b7d4", RequestID: "req-" + id}
+		switch {
+		case typ == "HARestart":
+			caller = schemas.SystemCaller()
+		case vm != "vm-a":
+			caller.KeyID = "77e0c4d1a9b2"
+		}
+		ev(vm, &schemas.JobAccepted{JobRef: ref(0), Caller: caller})
 		ev(vm, &schemas.JobStepped{JobRef: ref(1), Seq: 1, TaskState: "Starting", Step: "start", Text: "starting on " + host,
 			Obj: `{"host_id":"` + host + `"}`})
 		ev(vm, end(ref(dur)))
@@ -94,7 +103,8 @@ func analyticsFleet(base int64) []schemas.Record {
 		return &schemas.JobCancelled{JobRef: r, Reason: "Cancelled by terminate job term-1", VmState: "Active"}
 	})
 	ev("vm-e", &schemas.JobRejected{JobRef: schemas.JobRef{JobID: "start-x", VmID: "vm-e", Account: "acme", JobType: "Start",
-		Origin: schemas.OriginAPI, At: base + 13_000}, Reason: "InvalidState", Detail: "VM is Active", AllowedActions: []string{"stop"}})
+		Origin: schemas.OriginAPI, At: base + 13_000}, Reason: "InvalidState", Detail: "VM is Active", AllowedActions: []string{"stop"},
+		Caller: schemas.Caller{Account: "acme", KeyID: "3f9a1c20b7d4", RequestID: "req-start-x"}})
 	for i, state := range []string{"Active", "Stopped", "Active", "Stopped", "Active", "Stopped"} {
 		power := map[string]string{"Active": "PowerOn", "Stopped": "PowerOff"}[state]
 		ev("vm-flap", &schemas.VmStateChanged{VmID: "vm-flap", Account: "acme", VmState: state, PowerState: power, HostID: "h1",

@@ -45,6 +45,13 @@ type jobRow struct {
 	// milliseconds; AtMs for a job that never ran, 0 when the end event
 	// predates the field); 0 on other rows.
 	StartedMs int64
+	// ErrorCode is, on an end row, the code of a failure, cancel or
+	// rejection (schemas.ErrorCode); empty on other rows.
+	ErrorCode string
+	// Caller is who asked for the job, on its accepted or rejected row
+	// (what those events carry); empty on other rows and for records
+	// from before the field.
+	Caller schemas.Caller
 }
 
 // eventRow is one row of vm_events, in the column order of insertEvents.
@@ -72,6 +79,18 @@ func rowsOf(r schemas.Record) (*jobRow, eventRow, error) {
 	return job, ev, err
 }
 
+// callerOf is who asked for a job, as its acceptance or rejection says;
+// the job's other events name nobody.
+func callerOf(v any) schemas.Caller {
+	switch e := v.(type) {
+	case *schemas.JobAccepted:
+		return e.Caller
+	case *schemas.JobRejected:
+		return e.Caller
+	}
+	return schemas.Caller{}
+}
+
 // rowsWithoutPayload is rowsOf but for the event's payload, left empty.
 func rowsWithoutPayload(r schemas.Record) (*jobRow, eventRow, error) {
 	ev := eventRow{
@@ -87,6 +106,7 @@ func rowsWithoutPayload(r schemas.Record) (*jobRow, eventRow, error) {
 			JobID: ref.JobID, Kind: kind, Seq: seq,
 			VmID: ref.VmID, Account: ref.Account, JobType: ref.JobType, Origin: ref.Origin,
 			AtMs: ref.At, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
+			ErrorCode: schemas.ErrorCode(r.Value), Caller: callerOf(r.Value),
 		}
 	}
 	switch v := r.Value.(type) {

@@ -12,6 +12,7 @@ import (
 
 func TestRowsOf(t *testing.T) {
 	ref := schemas.JobRef{JobID: "j1", VmID: "vm1", Account: "acme", JobType: "Start", Origin: "api", At: 1_700_000_000_123}
+	caller := schemas.Caller{Account: "ops", KeyID: "k9", RequestID: "req-1"}
 	tests := []struct {
 		name    string
 		value   any
@@ -20,8 +21,8 @@ func TestRowsOf(t *testing.T) {
 		ev      eventRow
 		wantErr string
 	}{
-		{name: "accepted", value: &schemas.JobAccepted{JobRef: ref, Queued: true, Position: 2},
-			job: &jobRow{Kind: KindAccepted, Seq: 0, Text: "queued at position 2", Obj: `{"position":2,"queued":true}`},
+		{name: "accepted", value: &schemas.JobAccepted{JobRef: ref, Queued: true, Position: 2, Caller: caller},
+			job: &jobRow{Kind: KindAccepted, Seq: 0, Text: "queued at position 2", Obj: `{"position":2,"queued":true}`, Caller: caller},
 			ev:  eventRow{VmID: "vm1", Type: "JobAccepted", JobID: "j1", AtMs: ref.At}},
 		{name: "stepped", value: &schemas.JobStepped{JobRef: ref, Seq: 3, TaskState: "Spawning", Step: "start", Text: "starting on h1", Obj: `{"host_id":"h1"}`},
 			job: &jobRow{Kind: KindStepped, Seq: 3, Step: "start", TaskState: "Spawning", Text: "starting on h1", Obj: `{"host_id":"h1"}`, HostID: "h1"},
@@ -31,19 +32,26 @@ func TestRowsOf(t *testing.T) {
 			job: &jobRow{Kind: KindSucceeded, Seq: endSeq, VmState: "Running", Text: "succeeded, VM is Running", StartedMs: ref.At - 300},
 			ev:  eventRow{VmID: "vm1", Type: "JobSucceeded", JobID: "j1", AtMs: ref.At, VmState: "Running"}},
 		{name: "failed", value: &schemas.JobFailed{JobRef: ref, Reason: "Timeout", Detail: "no answer", VmState: "Stopped", StartedAt: ref.At - 60_000},
-			job: &jobRow{Kind: KindFailed, Seq: endSeq, Reason: "Timeout", Detail: "no answer", VmState: "Stopped", Text: "no answer", StartedMs: ref.At - 60_000},
-			ev:  eventRow{VmID: "vm1", Type: "JobFailed", JobID: "j1", AtMs: ref.At, VmState: "Stopped", Reason: "Timeout"}},
+			job: &jobRow{Kind: KindFailed, Seq: endSeq, Reason: "Timeout", Detail: "no answer", VmState: "Stopped", Text: "no answer", StartedMs: ref.At - 60_000,
+				ErrorCode: "Timeout"},
+			ev: eventRow{VmID: "vm1", Type: "JobFailed", JobID: "j1", AtMs: ref.At, VmState: "Stopped", Reason: "Timeout"}},
 		{name: "cancelled", value: &schemas.JobCancelled{JobRef: ref, Reason: "Cancelled by terminate job j2", VmState: "Stopped", StartedAt: ref.At},
-			job: &jobRow{Kind: KindCancelled, Seq: endSeq, Reason: "Cancelled by terminate job j2", VmState: "Stopped", Text: "Cancelled by terminate job j2", StartedMs: ref.At},
-			ev:  eventRow{VmID: "vm1", Type: "JobCancelled", JobID: "j1", AtMs: ref.At, VmState: "Stopped", Reason: "Cancelled by terminate job j2"}},
+			job: &jobRow{Kind: KindCancelled, Seq: endSeq, Reason: "Cancelled by terminate job j2", VmState: "Stopped", Text: "Cancelled by terminate job j2", StartedMs: ref.At,
+				ErrorCode: "Cancelled"},
+			ev: eventRow{VmID: "vm1", Type: "JobCancelled", JobID: "j1", AtMs: ref.At, VmState: "Stopped", Reason: "Cancelled by terminate job j2"}},
 		{name: "cancelled by a caller", value: &schemas.JobCancelled{JobRef: ref, Reason: "Cancelled by key k1 of account acme", VmState: "Active", StartedAt: ref.At - 5,
 			By: "key k1 of account acme", Step: 2, TaskState: "Migrating", Detail: "the move had finished"},
 			job: &jobRow{Kind: KindCancelled, Seq: endSeq, Reason: "Cancelled by key k1 of account acme", Detail: "the move had finished", VmState: "Active",
-				TaskState: "Migrating", Text: "Cancelled by key k1 of account acme", Obj: `{"by":"key k1 of account acme","step":2,"task_state":"Migrating"}`, StartedMs: ref.At - 5},
+				TaskState: "Migrating", Text: "Cancelled by key k1 of account acme", Obj: `{"by":"key k1 of account acme","step":2,"task_state":"Migrating"}`, StartedMs: ref.At - 5,
+				ErrorCode: "Cancelled"},
 			ev: eventRow{VmID: "vm1", Type: "JobCancelled", JobID: "j1", AtMs: ref.At, VmState: "Active", Reason: "Cancelled by key k1 of account acme"}},
-		{name: "rejected", value: &schemas.JobRejected{JobRef: ref, Reason: "InvalidState", Detail: "VM is Stopped", AllowedActions: []string{"start"}},
-			job: &jobRow{Kind: KindRejected, Seq: endSeq, Reason: "InvalidState", Detail: "VM is Stopped", Text: "VM is Stopped", Obj: `{"allowed_actions":["start"]}`, StartedMs: ref.At},
-			ev:  eventRow{VmID: "vm1", Type: "JobRejected", JobID: "j1", AtMs: ref.At, Reason: "InvalidState"}},
+		{name: "rejected", value: &schemas.JobRejected{JobRef: ref, Reason: "InvalidState", Detail: "VM is Stopped", AllowedActions: []string{"start"}, Caller: caller},
+			job: &jobRow{Kind: KindRejected, Seq: endSeq, Reason: "InvalidState", Detail: "VM is Stopped", Text: "VM is Stopped", Obj: `{"allowed_actions":["start"]}`, StartedMs: ref.At,
+				ErrorCode: "InvalidState", Caller: caller},
+			ev: eventRow{VmID: "vm1", Type: "JobRejected", JobID: "j1", AtMs: ref.At, Reason: "InvalidState"}},
+		{name: "failed for a reason outside the codes", value: &schemas.JobFailed{JobRef: ref, Reason: "Gremlins", StartedAt: ref.At},
+			job: &jobRow{Kind: KindFailed, Seq: endSeq, Reason: "Gremlins", StartedMs: ref.At, ErrorCode: schemas.CodeUnknown},
+			ev:  eventRow{VmID: "vm1", Type: "JobFailed", JobID: "j1", AtMs: ref.At, Reason: "Gremlins"}},
 		{name: "state changed", value: &schemas.VmStateChanged{VmID: "vm1", VmState: "Running", TaskState: "", PowerState: "PowerOn", HostID: "h1", JobID: "j1", Reason: "started", UpdatedAt: 42},
 			ev: eventRow{VmID: "vm1", Type: "VmStateChanged", JobID: "j1", AtMs: 42, VmState: "Running", PowerState: "PowerOn", HostID: "h1", Reason: "started"}},
 		{name: "power observed", value: &schemas.PowerStateObserved{VmID: "vm1", HostID: "h2", PowerState: "PowerOff", At: 43},

@@ -47,7 +47,11 @@ var tables = []string{
 	"partition" Int32,
 	"offset" Int64,
 	host_id String,
-	started_ms Int64
+	started_ms Int64,
+	error_code String,
+	caller_account String,
+	caller_key_id String,
+	caller_request_id String
 ) ENGINE = ReplacingMergeTree()
 PARTITION BY toYYYYMM(ts)
 ORDER BY (job_id, seq, kind)`,
@@ -123,6 +127,12 @@ var addedColumns = []column{
 	{"job_journal", "host_id", "String"},
 	{"vm_events", "reason", "String"},
 	{"job_journal", "started_ms", "Int64"},
+	// Who asked (accepted and rejected rows) and the end's error code
+	// (issue 29).
+	{"job_journal", "error_code", "String"},
+	{"job_journal", "caller_account", "String"},
+	{"job_journal", "caller_key_id", "String"},
+	{"job_journal", "caller_request_id", "String"},
 }
 
 // The aggregates are fed by materialized views on job_journal. Every state

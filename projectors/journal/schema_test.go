@@ -3,11 +3,13 @@ package journal
 import (
 	"fmt"
 	"testing"
+
+	"github.com/vmplane/vmplane/schemas"
 )
 
 // TestMigrateFromFirstRelease creates job_journal and vm_events as the
-// first release did (no host_id, no reason), with a job in it, then
-// migrates: the columns are added, the views exist and the aggregates hold
+// first release did (no host_id, no reason, no caller), with a job in it,
+// then migrates: every added column is there and today's insert writes it, the views exist and the aggregates hold
 // the job that was there before them. A second Migrate changes nothing.
 func TestMigrateFromFirstRelease(t *testing.T) {
 	conn, _, db := testClickHouse(t)
@@ -50,8 +52,10 @@ func TestMigrateFromFirstRelease(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := count(t, conn, "SELECT count() FROM system.columns WHERE database = ? AND name IN ('host_id', 'reason') AND table IN ('job_journal', 'vm_events')", db); n != 4 {
-		t.Errorf("added columns: %d of 4", n)
+	for _, c := range addedColumns {
+		if n := count(t, conn, "SELECT count() FROM system.columns WHERE database = ? AND table = ? AND name = ? AND type = ?", db, c.table, c.name, c.typ); n != 1 {
+			t.Errorf("column %s.%s %s not added", c.table, c.name, c.typ)
+		}
 	}
 	var dur int64
 	var outcome string
@@ -60,5 +64,14 @@ func TestMigrateFromFirstRelease(t *testing.T) {
 	}
 	if n := count(t, conn, "SELECT count() FROM "+q+".job_stats"); n != 1 {
 		t.Errorf("job_stats rows: %d, want 1", n)
+	}
+	// Today's insert writes the migrated table: who asked and the code.
+	now := &rows{jobs: []jobRow{{JobID: "j1", Kind: KindRejected, Seq: endSeq, JobType: "Stop", AtMs: 1_760_000_001_000,
+		ErrorCode: "InvalidState", Caller: schemas.Caller{Account: "acme", KeyID: "k1", RequestID: "req-1"}}}}
+	if err := send(t.Context(), conn, fmt.Sprintf(insertJobs, q), 1, func(lo, hi int) []any { return jobColumns(now.jobs[lo:hi]) }); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, conn, "SELECT count() FROM "+q+".job_journal WHERE error_code = 'InvalidState' AND caller_account = 'acme' AND caller_key_id = 'k1' AND caller_request_id = 'req-1'"); n != 1 {
+		t.Errorf("rows with the caller and the code: %d, want 1", n)
 	}
 }

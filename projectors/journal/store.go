@@ -35,7 +35,7 @@ func Open(addr string) (driver.Conn, error) {
 // bound parameters or literal values, hangs on 18.16 until the read
 // timeout: its server waits for data blocks the client never sends.
 const (
-	insertJobs   = `INSERT INTO %s.job_journal (job_id, kind, seq, vm_id, account, job_type, origin, step, task_state, "text", obj, reason, detail, vm_state, ts, at_ms, topic, "partition", "offset", host_id, started_ms)`
+	insertJobs   = `INSERT INTO %s.job_journal (job_id, kind, seq, vm_id, account, job_type, origin, step, task_state, "text", obj, reason, detail, vm_state, ts, at_ms, topic, "partition", "offset", host_id, started_ms, error_code, caller_account, caller_key_id, caller_request_id)`
 	insertEvents = `INSERT INTO %s.vm_events (vm_id, "type", job_id, payload, ts, at_ms, vm_state, task_state, power_state, host_id, topic, "partition", "offset", reason)`
 	insertHosts  = `INSERT INTO %s.host_events (host_id, name, zone_id, cluster_id, status, resource_state, reservable, reason, payload, ts, at_ms, topic, "partition", "offset")`
 	insertLeases = `INSERT INTO %s.lease_events (lease_id, zone_id, project, name, status, degraded, event, detail, payload, ts, at_ms, topic, "partition", "offset")`
@@ -155,6 +155,10 @@ func jobColumns(js []jobRow) []any {
 		values(js, func(j *jobRow) int64 { return j.Offset }),
 		values(js, func(j *jobRow) string { return j.HostID }),
 		values(js, func(j *jobRow) int64 { return j.StartedMs }),
+		values(js, func(j *jobRow) string { return j.ErrorCode }),
+		values(js, func(j *jobRow) string { return j.Caller.Account }),
+		values(js, func(j *jobRow) string { return j.Caller.KeyID }),
+		values(js, func(j *jobRow) string { return j.Caller.RequestID }),
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 // JobJournalColumns are the columns of job_journal in the order
 // AppendJobJournalTSV writes them: the column list of an
 // INSERT INTO job_journal (...) FORMAT TabSeparated.
-const JobJournalColumns = `job_id, kind, seq, vm_id, account, job_type, origin, step, task_state, "text", obj, reason, detail, vm_state, ts, at_ms, topic, "partition", "offset", host_id, started_ms`
+const JobJournalColumns = `job_id, kind, seq, vm_id, account, job_type, origin, step, task_state, "text", obj, reason, detail, vm_state, ts, at_ms, topic, "partition", "offset", host_id, started_ms, error_code, caller_account, caller_key_id, caller_request_id`
 
 // AppendJobJournalTSV appends the job_journal rows the projector writes for
 // recs (records of vm.events.v1; others bring none) as TabSeparated lines,
@@ -55,6 +55,10 @@ func AppendJobJournalTSV(dst []byte, recs []schemas.Record) ([]byte, int, error)
 		dst = appendTSVString(dst, j.HostID)
 		dst = append(dst, '\t')
 		dst = strconv.AppendInt(dst, j.StartedMs, 10)
+		for _, s := range []string{j.ErrorCode, j.Caller.Account, j.Caller.KeyID, j.Caller.RequestID} {
+			dst = append(dst, '\t')
+			dst = appendTSVString(dst, s)
+		}
 		dst = append(dst, '\n')
 	}
 	return dst, n, nil

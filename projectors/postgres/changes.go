@@ -70,10 +70,15 @@ type jobChange struct {
 	ID, VmID, Account, Type, Origin string
 	State                           string
 	Reason, Detail, TaskState       *string
-	AllowedActions                  []string // nil: unchanged
-	CreatedAt, UpdatedAt            time.Time
-	FinishedAt                      *time.Time
-	version                         int64
+	ErrorCode                       *string
+	// Caller is who asked, from the command or the job's JobAccepted or
+	// JobRejected; nil when the batch says nothing of it (the job's
+	// other events, a record from before the field).
+	Caller               *schemas.Caller
+	AllowedActions       []string // nil: unchanged
+	CreatedAt, UpdatedAt time.Time
+	FinishedAt           *time.Time
+	version              int64
 }
 
 type stepRow struct {
@@ -149,6 +154,7 @@ func (c *changes) add(r schemas.Record) bool {
 		c.stmts = append(c.stmts, rowStmt(v, r.Offset, ts))
 	case *schemas.JobAccepted:
 		j := c.job(v.JobRef, r.Offset, ts)
+		j.setCaller(v.Caller)
 		j.State = "running"
 		if v.Queued {
 			j.State = "pending"
@@ -160,14 +166,15 @@ func (c *changes) add(r schemas.Record) bool {
 		c.steps = append(c.steps, stepRow{JobID: v.JobID, VmID: v.VmID, TaskState: v.TaskState, Step: v.Step,
 			Text: v.Text, Obj: v.Obj, Seq: v.Seq, At: ms(v.At, ts), version: r.Offset})
 	case *schemas.JobSucceeded:
-		c.finish(c.job(v.JobRef, r.Offset, ts), "succeeded", "", "", ts, v.At)
+		c.finish(c.job(v.JobRef, r.Offset, ts), "succeeded", "", "", v, ts, v.At)
 	case *schemas.JobFailed:
-		c.finish(c.job(v.JobRef, r.Offset, ts), "failed", v.Reason, v.Detail, ts, v.At)
+		c.finish(c.job(v.JobRef, r.Offset, ts), "failed", v.Reason, v.Detail, v, ts, v.At)
 	case *schemas.JobCancelled:
-		c.finish(c.job(v.JobRef, r.Offset, ts), "cancelled", v.Reason, v.Detail, ts, v.At)
+		c.finish(c.job(v.JobRef, r.Offset, ts), "cancelled", v.Reason, v.Detail, v, ts, v.At)
 	case *schemas.JobRejected:
 		j := c.job(v.JobRef, r.Offset, ts)
-		c.finish(j, "rejected", v.Reason, v.Detail, ts, v.At)
+		c.finish(j, "rejected", v.Reason, v.Detail, v, ts, v.At)
+		j.setCaller(v.Caller)
 		j.AllowedActions = nonNil(v.AllowedActions)
 	case *schemas.AlertRaised:
 		c.stmts = append(c.stmts, stmt{sqlAlert, []any{v.AlertID, v.Kind, v.VmID, v.HostID, v.Account, v.JobID, v.Message, ms(v.At, ts), r.Offset, v.ZoneID}})
@@ -311,9 +318,27 @@ func (c *changes) job(ref schemas.JobRef, offset int64, ts time.Time) *jobChange
 	return j
 }
 
-func (c *changes) finish(j *jobChange, state, reason, detail string, ts time.Time, at int64) {
-	j.State, j.Reason, j.Detail = state, ptr(reason), ptr(detail)
+// finish ends a job with its end event ev, whose error code goes beside
+// reason and detail.
+func (c *changes) finish(j *jobChange, state, reason, detail string, ev any, ts time.Time, at int64) {
+	j.State, j.Reason, j.Detail, j.ErrorCode = state, ptr(reason), ptr(detail), ptr(schemas.ErrorCode(ev))
 	j.FinishedAt = ptr(ms(at, ts))
+}
+
+// setCaller keeps who asked for the job; a record from before the field
+// says nothing and changes nothing.
+func (j *jobChange) setCaller(c schemas.Caller) {
+	if c != (schemas.Caller{}) {
+		j.Caller = &c
+	}
+}
+
+// callerOr is the job's caller as a batch leaves it: its own, or old.
+func (j *jobChange) callerOr(old schemas.Caller) schemas.Caller {
+	if j.Caller == nil {
+		return old
+	}
+	return *j.Caller
 }
 
 func (c *changes) command(cmd schemas.VmCommand, typ string, ts time.Time) {
@@ -321,8 +346,10 @@ func (c *changes) command(cmd schemas.VmCommand, typ string, ts time.Time) {
 		return
 	}
 	at := ms(cmd.IssuedAt, ts)
-	c.newJobs[cmd.CommandID] = &jobChange{ID: cmd.CommandID, VmID: cmd.VmID, Account: cmd.Account, Type: typ,
+	n := &jobChange{ID: cmd.CommandID, VmID: cmd.VmID, Account: cmd.Account, Type: typ,
 		Origin: cmd.Origin, State: "pending", CreatedAt: at, UpdatedAt: at, version: -1}
+	n.setCaller(cmd.Caller)
+	c.newJobs[cmd.CommandID] = n
 	c.newIDs = append(c.newIDs, cmd.CommandID)
 }
 

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/vmplane/vmplane/schemas"
 )
@@ -82,12 +83,14 @@ func (m *Model) applyJobs(c *changes) {
 		if !ok {
 			m.jobs[id] = jobRow{ID: j.ID, VmID: j.VmID, Account: j.Account, Type: j.Type, Origin: j.Origin, State: j.State,
 				Reason: deref(j.Reason), Detail: deref(j.Detail), TaskState: deref(j.TaskState), AllowedActions: nonNil(j.AllowedActions),
-				CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt, FinishedAt: j.FinishedAt, Version: j.version}
+				CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt, FinishedAt: j.FinishedAt, Version: j.version,
+				ErrorCode: deref(j.ErrorCode), Caller: j.callerOr(schemas.Caller{})}
 			continue
 		}
 		if cur.Version >= j.version {
 			continue
 		}
+		cur.ErrorCode, cur.Caller = coalesce(j.ErrorCode, cur.ErrorCode), j.callerOr(cur.Caller)
 		cur.VmID, cur.Account, cur.Type, cur.Origin, cur.State = j.VmID, j.Account, j.Type, j.Origin, j.State
 		cur.Reason, cur.Detail, cur.TaskState = coalesce(j.Reason, cur.Reason), coalesce(j.Detail, cur.Detail), coalesce(j.TaskState, cur.TaskState)
 		if j.AllowedActions != nil {
@@ -108,11 +111,21 @@ func (m *Model) applyJobs(c *changes) {
 		switch {
 		case !ok:
 			m.jobs[id] = n.pendingRow()
-		case n.CreatedAt.Before(cur.CreatedAt):
-			cur.CreatedAt = n.CreatedAt
+		case n.CreatedAt.Before(cur.CreatedAt) || cur.Caller.Account == "" && n.Caller != nil && n.Caller.Account != "":
+			cur.CreatedAt = minTime(cur.CreatedAt, n.CreatedAt)
+			if cur.Caller.Account == "" {
+				cur.Caller = n.callerOr(schemas.Caller{})
+			}
 			m.jobs[id] = cur
 		}
 	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 func coalesce(p *string, old string) string {

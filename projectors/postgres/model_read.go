@@ -63,9 +63,11 @@ func readVMs(ctx context.Context, conn *pgx.Conn, m *Model) error {
 func readJobs(ctx context.Context, conn *pgx.Conn, m *Model) error {
 	var j jobRow
 	return eachRow(ctx, conn, `SELECT id, vm_id, account, type, origin, state, reason, detail, task_state,
-		allowed_actions, created_at, updated_at, finished_at, version FROM jobs`,
+		allowed_actions, created_at, updated_at, finished_at, version, error_code, caller_account, caller_key_id,
+		caller_request_id FROM jobs`,
 		[]any{&j.ID, &j.VmID, &j.Account, &j.Type, &j.Origin, &j.State, &j.Reason, &j.Detail, &j.TaskState,
-			&j.AllowedActions, &j.CreatedAt, &j.UpdatedAt, &j.FinishedAt, &j.Version},
+			&j.AllowedActions, &j.CreatedAt, &j.UpdatedAt, &j.FinishedAt, &j.Version, &j.ErrorCode, &j.Caller.Account,
+			&j.Caller.KeyID, &j.Caller.RequestID},
 		func() {
 			row := j
 			row.AllowedActions = slices.Clone(j.AllowedActions)

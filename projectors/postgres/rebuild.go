@@ -438,26 +438,34 @@ type jobRow struct {
 	CreatedAt, UpdatedAt                                              time.Time
 	FinishedAt                                                        *time.Time
 	Version                                                           int64
+	ErrorCode                                                         string
+	Caller                                                            schemas.Caller
 }
 
 func (j *jobRow) values() []any {
 	return []any{j.ID, j.VmID, j.Account, j.Type, j.Origin, j.State, j.Reason, j.Detail, j.TaskState,
-		j.AllowedActions, j.CreatedAt, j.UpdatedAt, j.FinishedAt, j.Version}
+		j.AllowedActions, j.CreatedAt, j.UpdatedAt, j.FinishedAt, j.Version, j.ErrorCode,
+		j.Caller.Account, j.Caller.KeyID, j.Caller.RequestID}
 }
 
 // jobTable is each job's net state: created at the earliest of its
-// command and its events; a job seen only as a command is pending.
+// command and its events, its caller the events' or else the command's; a
+// job seen only as a command is pending.
 func jobTable(ch *changes) []jobRow {
 	jobs := make([]jobRow, 0, len(ch.jobIDs)+len(ch.newIDs))
 	for _, id := range ch.jobIDs {
 		j := ch.jobs[id]
-		created := j.CreatedAt
-		if c, ok := ch.newJobs[id]; ok && c.CreatedAt.Before(created) {
-			created = c.CreatedAt
+		created, caller := j.CreatedAt, j.callerOr(schemas.Caller{})
+		if c, ok := ch.newJobs[id]; ok {
+			created = minTime(created, c.CreatedAt)
+			if caller.Account == "" {
+				caller = c.callerOr(caller)
+			}
 		}
 		jobs = append(jobs, jobRow{ID: j.ID, VmID: j.VmID, Account: j.Account, Type: j.Type, Origin: j.Origin, State: j.State,
 			Reason: deref(j.Reason), Detail: deref(j.Detail), TaskState: deref(j.TaskState), AllowedActions: nonNil(j.AllowedActions),
-			CreatedAt: created, UpdatedAt: j.UpdatedAt, FinishedAt: j.FinishedAt, Version: j.version})
+			CreatedAt: created, UpdatedAt: j.UpdatedAt, FinishedAt: j.FinishedAt, Version: j.version,
+			ErrorCode: deref(j.ErrorCode), Caller: caller})
 	}
 	for _, id := range ch.newIDs {
 		if _, ok := ch.jobs[id]; !ok {
@@ -470,7 +478,7 @@ func jobTable(ch *changes) []jobRow {
 // pendingRow is the row of a job seen only as its command.
 func (c *jobChange) pendingRow() jobRow {
 	return jobRow{ID: c.ID, VmID: c.VmID, Account: c.Account, Type: c.Type, Origin: c.Origin, State: "pending",
-		AllowedActions: []string{}, CreatedAt: c.CreatedAt, UpdatedAt: c.CreatedAt, Version: -1}
+		AllowedActions: []string{}, CreatedAt: c.CreatedAt, UpdatedAt: c.CreatedAt, Version: -1, Caller: c.callerOr(schemas.Caller{})}
 }
 
 // jobRows are jobTable's rows as COPY takes them.
@@ -492,7 +500,8 @@ func deref(p *string) string {
 
 var (
 	jobsCopyColumns = []string{"id", "vm_id", "account", "type", "origin", "state", "reason", "detail", "task_state",
-		"allowed_actions", "created_at", "updated_at", "finished_at", "version"}
+		"allowed_actions", "created_at", "updated_at", "finished_at", "version", "error_code",
+		"caller_account", "caller_key_id", "caller_request_id"}
 	stepsCopyColumns = []string{"job_id", "seq", "vm_id", "task_state", "step", "text", "obj", "at", "version"}
 )
 

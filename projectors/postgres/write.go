@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/vmplane/vmplane/schemas"
 )
 
 // The hot tables (vms, jobs, job_steps) are written set-based from arrays
@@ -48,10 +50,13 @@ DELETE FROM vms USING unnest($1::text[], $2::bigint[]) AS u(id, version)
 WHERE vms.id = u.id AND vms.version < u.version`
 
 // jobArgs are the unnest columns shared by sqlJobsUpdate and sqlJobsInsert.
+// The caller's three columns are NULL together when the batch says
+// nothing of who asked.
 const jobArgs = `unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-	$8::text[], $9::text[], $10::text[], $11::timestamptz[], $12::timestamptz[], $13::timestamptz[], $14::bigint[])
+	$8::text[], $9::text[], $10::text[], $11::timestamptz[], $12::timestamptz[], $13::timestamptz[], $14::bigint[],
+	$15::text[], $16::text[], $17::text[], $18::text[])
 	AS u(id, vm_id, account, type, origin, state, reason, detail, task_state, actions, created_at, updated_at,
-	finished_at, version)`
+	finished_at, version, error_code, caller_account, caller_key_id, caller_request_id)`
 
 // sqlJobsUpdate changes existing jobs, keeping what the batch left NULL.
 const sqlJobsUpdate = `
@@ -60,7 +65,11 @@ UPDATE jobs SET vm_id = u.vm_id, account = u.account, type = u.type, origin = u.
 	task_state = coalesce(u.task_state, jobs.task_state),
 	allowed_actions = coalesce(string_to_array(u.actions, ','), jobs.allowed_actions),
 	created_at = least(jobs.created_at, u.created_at), updated_at = u.updated_at,
-	finished_at = coalesce(u.finished_at, jobs.finished_at), version = u.version
+	finished_at = coalesce(u.finished_at, jobs.finished_at), version = u.version,
+	error_code = coalesce(u.error_code, jobs.error_code),
+	caller_account = coalesce(u.caller_account, jobs.caller_account),
+	caller_key_id = coalesce(u.caller_key_id, jobs.caller_key_id),
+	caller_request_id = coalesce(u.caller_request_id, jobs.caller_request_id)
 FROM ` + jobArgs + `
 WHERE jobs.id = u.id AND jobs.version < u.version`
 
@@ -87,32 +96,42 @@ func queueJoin(b *pgx.Batch, sql string, args ...any) {
 
 // sqlJobsInsert makes the jobs the update did not find. Its DO UPDATE only
 // matters when another projector instance inserted the command's row
-// (version -1) after the update's snapshot: the event row then wins.
+// (version -1) after the update's snapshot: the event row then wins, but
+// for the command's caller when the events name none.
 const sqlJobsInsert = `
 INSERT INTO jobs (id, vm_id, account, type, origin, state, reason, detail, task_state, allowed_actions,
-	created_at, updated_at, finished_at, version)
+	created_at, updated_at, finished_at, version, error_code, caller_account, caller_key_id, caller_request_id)
 SELECT id, vm_id, account, type, origin, state, coalesce(reason, ''), coalesce(detail, ''),
 	coalesce(task_state, ''), coalesce(string_to_array(actions, ','), '{}'), created_at, updated_at,
-	finished_at, version
+	finished_at, version, coalesce(error_code, ''), coalesce(caller_account, ''), coalesce(caller_key_id, ''),
+	coalesce(caller_request_id, '')
 FROM ` + jobArgs + `
 ON CONFLICT (id) DO UPDATE SET vm_id = excluded.vm_id, account = excluded.account, type = excluded.type,
 	origin = excluded.origin, state = excluded.state, reason = excluded.reason, detail = excluded.detail,
 	task_state = excluded.task_state, allowed_actions = excluded.allowed_actions,
 	created_at = least(jobs.created_at, excluded.created_at), updated_at = excluded.updated_at,
-	finished_at = excluded.finished_at, version = excluded.version
+	finished_at = excluded.finished_at, version = excluded.version, error_code = excluded.error_code,
+	caller_account = CASE WHEN excluded.caller_account = '' THEN jobs.caller_account ELSE excluded.caller_account END,
+	caller_key_id = CASE WHEN excluded.caller_account = '' THEN jobs.caller_key_id ELSE excluded.caller_key_id END,
+	caller_request_id = CASE WHEN excluded.caller_account = '' THEN jobs.caller_request_id ELSE excluded.caller_request_id END
 WHERE jobs.version < 0`
 
 // sqlJobsFromCommands makes a pending job visible as soon as the gateway's
 // command is in the log; any job event overwrites it. The command and the
 // job's events are on two topics read in no fixed order, so created_at is
-// the earliest of the two whichever lands first.
+// the earliest of the two whichever lands first, and the command's caller
+// fills a row whose events named none (written before the field).
 const sqlJobsFromCommands = `
-INSERT INTO jobs (id, vm_id, account, type, origin, state, created_at, updated_at, version)
-SELECT id, vm_id, account, type, origin, 'pending', at, at, -1
-FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[])
-	AS u(id, vm_id, account, type, origin, at)
-ON CONFLICT (id) DO UPDATE SET created_at = excluded.created_at
-WHERE excluded.created_at < jobs.created_at`
+INSERT INTO jobs (id, vm_id, account, type, origin, state, created_at, updated_at, version,
+	caller_account, caller_key_id, caller_request_id)
+SELECT id, vm_id, account, type, origin, 'pending', at, at, -1, caller_account, caller_key_id, caller_request_id
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::text[], $8::text[], $9::text[])
+	AS u(id, vm_id, account, type, origin, at, caller_account, caller_key_id, caller_request_id)
+ON CONFLICT (id) DO UPDATE SET created_at = least(jobs.created_at, excluded.created_at),
+	caller_account = CASE WHEN jobs.caller_account = '' THEN excluded.caller_account ELSE jobs.caller_account END,
+	caller_key_id = CASE WHEN jobs.caller_account = '' THEN excluded.caller_key_id ELSE jobs.caller_key_id END,
+	caller_request_id = CASE WHEN jobs.caller_account = '' THEN excluded.caller_request_id ELSE jobs.caller_request_id END
+WHERE excluded.created_at < jobs.created_at OR jobs.caller_account = '' AND excluded.caller_account <> ''`
 
 const sqlJobSteps = `
 INSERT INTO job_steps (job_id, seq, vm_id, task_state, step, text, obj, at, version)
@@ -262,19 +281,21 @@ func (c *changes) queue(b *pgx.Batch) {
 			j.add(c.jobs[id])
 		}
 		args := []any{j.id, j.vm, j.account, j.typ, j.origin, j.state, j.reason, j.detail, j.taskState,
-			j.actions, j.created, j.updated, j.finished, j.version}
+			j.actions, j.created, j.updated, j.finished, j.version, j.errorCode, j.callerAccount, j.callerKey, j.callerRequest}
 		queueJoin(b, sqlJobsUpdate, args...)
 		b.Queue(sqlJobsInsert, args...)
 	}
 	if len(c.newIDs) > 0 {
-		var id, vm, account, typ, origin []string
+		var id, vm, account, typ, origin, callerAccount, callerKey, callerRequest []string
 		var at []time.Time
 		for _, k := range c.newIDs {
 			n := c.newJobs[k]
 			id, vm, account = append(id, n.ID), append(vm, n.VmID), append(account, n.Account)
 			typ, origin, at = append(typ, n.Type), append(origin, n.Origin), append(at, n.CreatedAt)
+			cl := n.callerOr(schemas.Caller{})
+			callerAccount, callerKey, callerRequest = append(callerAccount, cl.Account), append(callerKey, cl.KeyID), append(callerRequest, cl.RequestID)
 		}
-		b.Queue(sqlJobsFromCommands, id, vm, account, typ, origin, at)
+		b.Queue(sqlJobsFromCommands, id, vm, account, typ, origin, at, callerAccount, callerKey, callerRequest)
 	}
 	if len(c.steps) > 0 {
 		n := len(c.steps)
@@ -322,11 +343,13 @@ func (c *vmColumns) add(v *vmChange) {
 }
 
 type jobColumns struct {
-	id, vm, account, typ, origin, state []string
-	reason, detail, taskState, actions  []*string
-	created, updated                    []time.Time
-	finished                            []*time.Time
-	version                             []int64
+	id, vm, account, typ, origin, state     []string
+	reason, detail, taskState, actions      []*string
+	created, updated                        []time.Time
+	finished                                []*time.Time
+	version                                 []int64
+	errorCode                               []*string
+	callerAccount, callerKey, callerRequest []*string
 }
 
 func (c *jobColumns) add(j *jobChange) {
@@ -340,4 +363,10 @@ func (c *jobColumns) add(j *jobChange) {
 	c.actions = append(c.actions, actions)
 	c.created, c.updated, c.finished = append(c.created, j.CreatedAt), append(c.updated, j.UpdatedAt), append(c.finished, j.FinishedAt)
 	c.version = append(c.version, j.version)
+	c.errorCode = append(c.errorCode, j.ErrorCode)
+	var account, key, request *string
+	if cl := j.Caller; cl != nil {
+		account, key, request = &cl.Account, &cl.KeyID, &cl.RequestID
+	}
+	c.callerAccount, c.callerKey, c.callerRequest = append(c.callerAccount, account), append(c.callerKey, key), append(c.callerRequest, request)
 }

@@ -149,6 +149,12 @@ func printJob(w io.Writer, j api.Job) {
 	if j.Reason != "" {
 		fmt.Fprintf(w, "reason:\t%s\n", strings.TrimSpace(j.Reason+" "+j.Detail))
 	}
+	if j.ErrorCode != "" {
+		fmt.Fprintf(w, "error code:\t%s\n", j.ErrorCode)
+	}
+	if c := j.Caller; c != nil {
+		fmt.Fprintf(w, "asked by:\t%s\n", callerLine(*c))
+	}
 	fmt.Fprintf(w, "created:\t%s\n", j.CreatedAt.Format(time.RFC3339))
 	if j.FinishedAt != nil {
 		fmt.Fprintf(w, "finished:\t%s (%s)\n", j.FinishedAt.Format(time.RFC3339), j.FinishedAt.Sub(j.CreatedAt).Round(time.Millisecond))
@@ -159,6 +165,19 @@ func printJob(w io.Writer, j api.Job) {
 	for _, s := range j.Steps {
 		fmt.Fprintln(w, stepLine(s))
 	}
+}
+
+// callerLine is who asked for a job, as vmctl shows it:
+// "account acme, key 3f9a1c20b7d4, request 5d0c…" ("account system" alone).
+func callerLine(c api.JobCaller) string {
+	s := "account " + c.Account
+	if c.KeyID != "" {
+		s += ", key " + c.KeyID
+	}
+	if c.RequestID != "" {
+		s += ", request " + c.RequestID
+	}
+	return s
 }
 
 // stepLine is how a job step reads in vmctl: "  [3] Spawning: StartVm sent to host-2".

@@ -69,13 +69,17 @@ func (s *stack) play(r schemas.Record) {
 	id := r.Headers["command_id"]
 	created := time.Now().UTC()
 	j := readmodel.Job{ID: id, VmID: r.Key, Account: "acct-a", Type: typ, State: "running", CreatedAt: created}
+	if c, ok := r.Value.(schemas.VmCommandRecord); ok {
+		cl := c.Common().Caller
+		j.CallerAccount, j.CallerKeyID, j.CallerRequestID = cl.Account, cl.KeyID, cl.RequestID
+	}
 	time.Sleep(50 * time.Millisecond)
 	s.rm.PutJob(j)
 	steps := [][2]string{{"Scheduling", "PlaceVm sent to zone-1"}, {"Networking", "network ready"}, {"Spawning", "StartVm sent to host-2"}}
 	end := "succeeded"
 	if typ == "Stop" {
 		steps, end = [][2]string{{"Stopping", "StopVm sent to host-2"}}, "failed"
-		j.Reason = "AgentError"
+		j.Reason, j.ErrorCode = "AgentError", "AgentError"
 	}
 	for i, st := range steps {
 		time.Sleep(40 * time.Millisecond)
@@ -150,6 +154,22 @@ func TestFailedJobExitsOne(t *testing.T) {
 	code, out, _ := s.run(t, s.user, "vm", "stop", "vm-1", "--force", "--wait")
 	if code != 1 || !strings.Contains(out, "  [1] Stopping: StopVm sent to host-2") || !regexp.MustCompile(`Stop failed in .*: AgentError`).MatchString(out) {
 		t.Fatalf("exit %d, output:\n%s", code, out)
+	}
+}
+
+// TestJobGetShowsCallerAndCode: job get names who asked (the user's key
+// and the request) and the error code of a failed job.
+func TestJobGetShowsCallerAndCode(t *testing.T) {
+	s := newStack(t)
+	if code, out, _ := s.run(t, s.user, "vm", "stop", "vm-1", "--force", "--wait"); code != 1 {
+		t.Fatalf("stop: exit %d, output:\n%s", code, out)
+	}
+	r := s.rec.Records()[0]
+	c := r.Value.(*schemas.Stop).Caller
+	code, out, _ := s.run(t, s.user, "job", "get", r.Headers["command_id"])
+	want := regexp.MustCompile(`asked by:\s+account acct-a, key ` + c.KeyID + `, request ` + regexp.QuoteMeta(c.RequestID) + `\n`)
+	if code != 0 || c.KeyID == "" || c.RequestID == "" || !want.MatchString(out) || !regexp.MustCompile(`error code:\s+AgentError\n`).MatchString(out) {
+		t.Fatalf("exit %d, want %s and the error code in:\n%s", code, want, out)
 	}
 }
 
