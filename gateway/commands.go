@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vmplane/vmplane/api"
+	"github.com/vmplane/vmplane/internal/telemetry"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -31,6 +32,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, _ []byte, issue 
 
 func (s *Server) issue(ctx context.Context, issue issueFunc) (api.Job, error) {
 	commandID := s.newID()
+	telemetry.SetJob(ctx, commandID) // the request's log lines name the job it starts
 	now := s.now().UTC()
 	rec, job, err := issue(ctx, commandID, now)
 	if err != nil {
