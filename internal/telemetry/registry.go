@@ -251,34 +251,60 @@ func (r *Registry) Gather() ([]*dto.MetricFamily, error) { return r.reg.Gather()
 // dashboard or an alert rule may query (a histogram's _bucket, _sum and
 // _count series go by its name).
 func (r *Registry) Names() []string {
-	ch := make(chan *prometheus.Desc)
-	go func() {
-		r.reg.Describe(ch)
-		close(ch)
-	}()
-	seen := map[string]bool{}
-	for d := range ch {
-		seen[descName(d)] = true
-	}
-	out := make([]string, 0, len(seen))
-	for n := range seen {
+	fams := r.Families()
+	out := make([]string, 0, len(fams))
+	for n := range fams {
 		out = append(out, n)
 	}
 	sort.Strings(out)
 	return out
 }
 
-// descName takes the fqName out of a Desc's String (client_golang has no
-// getter): Desc{fqName: "name", help: ...}.
-func descName(d *prometheus.Desc) string {
-	s := d.String()
-	const pre = `fqName: "`
-	i := strings.Index(s, pre)
-	if i < 0 {
-		return ""
+// Families returns the label names of every registered family, by name.
+func (r *Registry) Families() map[string][]string {
+	ch := make(chan *prometheus.Desc)
+	go func() {
+		r.reg.Describe(ch)
+		close(ch)
+	}()
+	out := map[string][]string{}
+	for d := range ch {
+		name, labels := descParts(d)
+		out[name] = labels
 	}
-	s = s[i+len(pre):]
-	return s[:strings.IndexByte(s, '"')]
+	return out
+}
+
+// descParts takes the name and label names out of a Desc's String, since
+// client_golang has no getters: Desc{fqName: "name", help: "…",
+// constLabels: {k="v"}, variableLabels: {a,b}}.
+func descParts(d *prometheus.Desc) (name string, labels []string) {
+	s := d.String()
+	const pre = `Desc{fqName: "`
+	if !strings.HasPrefix(s, pre) {
+		return "", nil
+	}
+	name = s[len(pre):]
+	name = name[:strings.IndexByte(name, '"')]
+	list := func(key string) []string {
+		i := strings.LastIndex(s, key)
+		if i < 0 {
+			return nil
+		}
+		body := s[i+len(key):]
+		body = body[:strings.IndexByte(body, '}')]
+		if body == "" {
+			return nil
+		}
+		return strings.Split(body, ",")
+	}
+	for _, c := range list("constLabels: {") {
+		labels = append(labels, c[:strings.IndexByte(c, '=')])
+	}
+	for _, v := range list("variableLabels: {") {
+		labels = append(labels, strings.TrimSuffix(strings.TrimPrefix(v, "c("), ")"))
+	}
+	return name, labels
 }
 
 // Write writes every family in the Prometheus text exposition format
