@@ -32,12 +32,12 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, _ []byte, issue 
 
 func (s *Server) issue(ctx context.Context, issue issueFunc) (api.Job, error) {
 	commandID := s.newID()
-	telemetry.SetJob(ctx, commandID) // the request's log lines name the job it starts
 	now := s.now().UTC()
 	rec, job, err := issue(ctx, commandID, now)
 	if err != nil {
 		return api.Job{}, err
 	}
+	telemetry.SetJob(ctx, commandID) // the request's log lines name the job it starts
 	if rec.Headers == nil {
 		rec.Headers = map[string]string{}
 	}

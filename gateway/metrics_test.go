@@ -111,6 +111,7 @@ func TestRequestLogNamesKeyAndJob(t *testing.T) {
 	job := decode[api.Job](t, rec)
 	wantStatus(t, e.do("GET", "/v1/jobs/job-a1", e.alice, nil), http.StatusOK)
 	wantStatus(t, e.do("GET", "/v1/vms", "", nil), http.StatusUnauthorized)
+	wantStatus(t, e.do("POST", "/v1/vms/vm-a1/actions", e.alice, map[string]string{"action": "fly"}), http.StatusUnprocessableEntity)
 
 	var lines []map[string]any
 	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
@@ -122,7 +123,7 @@ func TestRequestLogNamesKeyAndJob(t *testing.T) {
 			lines = append(lines, m)
 		}
 	}
-	if len(lines) != 3 {
+	if len(lines) != 4 {
 		t.Fatalf("%d request lines: %v", len(lines), lines)
 	}
 	if lines[0]["key_id"] != aliceID || lines[0]["job_id"] != job.ID || job.ID == "" {
@@ -133,6 +134,9 @@ func TestRequestLogNamesKeyAndJob(t *testing.T) {
 	}
 	if _, ok := lines[2]["key_id"]; ok {
 		t.Errorf("a request without a key names one: %v", lines[2])
+	}
+	if _, ok := lines[3]["job_id"]; ok {
+		t.Errorf("a refused action names a job: %v", lines[3])
 	}
 	if strings.Contains(buf.String(), e.alice) {
 		t.Error("the key itself is in the log")

@@ -4,7 +4,7 @@
 // record headers so that one job is one trace across every role, span names and attributes after the OpenTelemetry
 // messaging conventions, the metrics every role reports (a client_golang
 // registry with the Go runtime's and the process's collectors, behind a
-// small API of cached label handles), consumer lag read with kadm and
+// small API the call sites keep handles of), consumer lag read with kadm and
 // dlq.v1's size, and a slog handler that stamps trace, job and API key ids
 // on log lines. ops/deploy's dashboards and alert rules are checked
 // against its registry (dashboards_test.go).
