@@ -26,7 +26,7 @@ test-short: ## unit tests only (no Postgres, ClickHouse or QEMU)
 bench: install ## run the benchmark scenarios and record the results (QUICK=1 for a tiny size)
 	@bash benchmarks/run.sh $(if $(QUICK),-quick)
 
-check: ## gofmt, go vet, go mod tidy, import boundaries, golangci-lint (pinned in tools/go.mod), OpenAPI lint
+check: ## gofmt, go vet, go mod tidy, import boundaries, golangci-lint (pinned in tools/go.mod), OpenAPI lint, alert rules and dashboards
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet ./...
 	@tmp=$$(mktemp -d); cp go.mod go.sum $$tmp/; $(GO) mod tidy; \
@@ -40,6 +40,10 @@ check: ## gofmt, go vet, go mod tidy, import boundaries, golangci-lint (pinned i
 	@# redocly's recommended rules, pinned in tools/openapi (npm ci), on the
 	@# document `vmplane openapi` writes; a warning fails as an error does.
 	@bash ops/check-openapi.sh
+	@# promtool (pinned, built once into var/tools) on the alert rules and
+	@# their unit tests; a Go test lints the Grafana dashboards and holds
+	@# every query to the metrics vmplane registers.
+	@bash ops/check-observability.sh
 
 build: ## build the binaries into bin/
 	$(GO) build -o $(BIN)/ ./ops/cmd/...

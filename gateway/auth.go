@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vmplane/vmplane/internal/telemetry"
 	"github.com/vmplane/vmplane/readmodel"
 )
 
@@ -59,6 +60,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			}
 			return err
 		}
+		telemetry.SetKey(r.Context(), p.KeyID) // the request's log lines name the caller's key
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 		return nil
 	})

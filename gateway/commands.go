@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vmplane/vmplane/api"
+	"github.com/vmplane/vmplane/internal/telemetry"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -36,6 +37,7 @@ func (s *Server) issue(ctx context.Context, issue issueFunc) (api.Job, error) {
 	if err != nil {
 		return api.Job{}, err
 	}
+	telemetry.SetJob(ctx, commandID) // the request's log lines name the job it starts
 	if rec.Headers == nil {
 		rec.Headers = map[string]string{}
 	}

@@ -76,7 +76,7 @@ func (s *Server) withRecovery(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.log.Error("handler panic", "request_id", requestID(r.Context()), "panic", v)
+				s.log.ErrorContext(r.Context(), "handler panic", "request_id", requestID(r.Context()), "panic", v)
 				writeError(w, errorf(http.StatusInternalServerError, codeInternal, "internal error (request %s)", requestID(r.Context())))
 			}
 		}()
@@ -102,7 +102,7 @@ func (s *Server) handle(h func(http.ResponseWriter, *http.Request) error) http.H
 		if r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 			ae = errorf(statusClientGone, codeClientGone, "the client closed the request")
 		} else if !errors.As(err, &ae) {
-			s.log.Error("request failed", "request_id", requestID(r.Context()), "err", err)
+			s.log.ErrorContext(r.Context(), "request failed", "request_id", requestID(r.Context()), "err", err)
 			ae = errorf(http.StatusInternalServerError, codeInternal, "internal error (request %s)", requestID(r.Context()))
 		}
 		writeError(w, ae)

@@ -40,9 +40,7 @@ func RegisterLag(cl *kgo.Client, sources ...LagSource) {
 	}
 	lag.sources = append(lag.sources, sources...)
 	lag.Unlock()
-	Default.GaugeFunc("kafka_consumergroup_lag",
-		"Records a consumer group has yet to process, per group, topic and partition (end offset minus the group's position).",
-		[]string{"consumergroup", "topic", "partition"}, collectLag)
+	Default.GaugeFunc(lagName, lagHelp, lagLabels, collectLag)
 }
 
 func collectLag(emit func(float64, ...string)) {

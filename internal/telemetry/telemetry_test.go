@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/twmb/franz-go/pkg/kgo"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -34,6 +36,10 @@ func TestRegistryText(t *testing.T) {
 	var b bytes.Buffer
 	if err := r.Write(&b); err != nil {
 		t.Fatal(err)
+	}
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	if _, err := parser.TextToMetricFamilies(bytes.NewReader(b.Bytes())); err != nil {
+		t.Fatalf("not valid text exposition: %v\n%s", err, b.String())
 	}
 	for _, want := range []string{
 		"# TYPE x_total counter\n",

@@ -9,6 +9,9 @@ import (
 
 	"github.com/vmplane/vmplane/gateway"
 	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/internal/telemetry"
+	"github.com/vmplane/vmplane/processors/host"
+	"github.com/vmplane/vmplane/processors/vm"
 	"github.com/vmplane/vmplane/readmodel"
 )
 
@@ -20,7 +23,24 @@ var _ interface {
 	gateway.AccountReader
 	gateway.LeaseReader
 	gateway.CapacityReader
+	gateway.InventoryReader
 } = (*readmodel.Reader)(nil)
+
+// prepareInventory creates the inventory gauges of every VM state and host
+// status at 0, so that a fresh /metrics has them before the first read and
+// an empty read model shows zeros, not nothing. The gateway knows no state
+// of its own; the processors that own the states are named here, where the
+// roles are wired.
+func prepareInventory() {
+	for _, s := range []string{vm.StateBuilding, vm.StateActive, vm.StateStopped, vm.StatePaused, vm.StateSuspended,
+		vm.StateRescued, vm.StateResized, vm.StateError, vm.StateDeleted} {
+		telemetry.VMs.With(s)
+	}
+	for _, s := range []string{host.StatusCreating, host.StatusConnecting, host.StatusUp, host.StatusDown,
+		host.StatusDisconnected, host.StatusAlert, host.StatusRemoved, host.StatusError, host.StatusRebalancing} {
+		telemetry.Hosts.With(s)
+	}
+}
 
 // gatewayRole is the REST gateway. Each Run opens the connections it
 // serves with (read model, idempotency and accepted-id pools, Kafka
@@ -47,6 +67,7 @@ func NewGateway(o Options, dsn string, cfg gateway.Config) (Runner, error) {
 		cfg.Events = gateway.NewFanout(cfg.Logger, 0)
 	}
 	cfg.Events.FedByRun()
+	prepareInventory()
 	return &gatewayRole{cfg: cfg, dsn: dsn, kafka: o.Kafka}, nil
 }
 
@@ -126,9 +147,18 @@ func (g *gatewayRole) run(ctx context.Context) error {
 	}()
 	jobsDone := make(chan struct{})
 	go func() { defer close(jobsDone); _ = jobs.Run(ctx) }()
+	// The inventory gauges and the dead letters of /metrics: what exists,
+	// read from the read model and dlq.v1's offsets.
+	telemetry.RegisterDeadLetters(ping)
+	inventoryDone := make(chan struct{})
+	go func() {
+		defer close(inventoryDone)
+		gateway.ReportInventory(ctx, rm, gateway.InventoryEvery, cfg.Logger)
+	}()
 	err = srv.Run(ctx)
 	cancel()
 	<-jobsDone
+	<-inventoryDone
 	if ferr := <-fanoutErr; err == nil && ferr != nil {
 		err = fmt.Errorf("event fanout: %w", ferr)
 	}

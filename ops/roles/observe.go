@@ -17,7 +17,7 @@ import (
 )
 
 // Observer is a role's small HTTP server for operators (--metrics-addr):
-// /metrics (Prometheus text of telemetry.Default), /healthz (the process
+// /metrics (telemetry.Default, in the format the scraper asks for), /healthz (the process
 // answers) and /readyz (every registered check passes: partitions
 // restored, stores reachable). One Observer serves every role of a
 // process, so the dev stack has one address for all of them.
@@ -61,10 +61,7 @@ func (o *Observer) Ready(ctx context.Context) error {
 // Handler serves /metrics, /healthz and /readyz.
 func (o *Observer) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		_ = telemetry.Default.Write(w)
-	})
+	mux.Handle("GET /metrics", telemetry.Default.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/vmplane/vmplane/internal/telemetry"
 	"github.com/vmplane/vmplane/processors/engine"
 	"github.com/vmplane/vmplane/processors/host"
 	"github.com/vmplane/vmplane/processors/lease"
@@ -45,6 +46,7 @@ func NewProcessor(kind string, o Options, s Settings, clock engine.Clock) (Proce
 	case KindVM:
 		cfg.Inputs = []string{schemas.TopicVmCommands, schemas.TopicVmPower, schemas.TopicVmAnswers, schemas.TopicVmSignals}
 		cfg.Changelog = schemas.TopicVmState
+		telemetry.PrepareJobs(vm.ActHARestart)
 		return engine.New(cfg, engine.Machine[*schemas.VmRecord](vm.New(vm.DefaultConfig())))
 	case KindHost:
 		cfg.Inputs = []string{schemas.TopicHostEvents, schemas.TopicHostCommands}

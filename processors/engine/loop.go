@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/internal/telemetry"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -180,7 +181,7 @@ func (p *Processor[S]) step(tx *txn, records []*kgo.Record, now time.Time) error
 func (p *Processor[S]) deadLetter(tx *txn, kr *kgo.Record, err error) {
 	p.stats.DeadLettered.Add(1)
 	p.hooks.OnDeadLetter(kr, err)
-	p.log.Warn("dead letter", "err", err)
+	p.log.WarnContext(telemetry.RecordContext(tx.ctx, kr), "dead letter", "topic", kr.Topic, "partition", kr.Partition, "offset", kr.Offset, "err", err)
 	tx.produce(kafka.DeadLetter(kr, err, p.Group()))
 }
 

@@ -146,7 +146,7 @@ func New[S any](cfg Config, m Machine[S]) (*Processor[S], error) {
 		changes:  map[int32]uint64{},
 	}
 	if p.hooks == nil {
-		p.hooks = newTelemetryHooks(cfg.Name, p.Group())
+		p.hooks = newTelemetryHooks(cfg.Name, p.Group(), cfg.Inputs)
 	}
 	return p, nil
 }

@@ -22,8 +22,16 @@ type telemetryHooks struct {
 	processed map[string]telemetry.Counter
 }
 
-func newTelemetryHooks(name, group string) *telemetryHooks {
-	return &telemetryHooks{name: name, group: group, processed: map[string]telemetry.Counter{}}
+// newTelemetryHooks creates the processor's series at 0 for its inputs,
+// so that /metrics shows them before the first record.
+func newTelemetryHooks(name, group string, inputs []string) *telemetryHooks {
+	telemetry.PrepareConsumer(group, inputs...)
+	telemetry.PrepareProcessor(name)
+	h := &telemetryHooks{name: name, group: group, processed: map[string]telemetry.Counter{}}
+	for _, t := range inputs {
+		h.processed[t] = telemetry.RecordsProcessed.With(group, t)
+	}
+	return h
 }
 
 // OnStep starts the span of stepping in.

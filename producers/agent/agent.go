@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/internal/telemetry"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -122,6 +123,7 @@ type Agent struct {
 // New returns an agent for the driver's hosts; Run starts it.
 func New(cfg Config, driver Driver) *Agent {
 	cfg.defaults()
+	telemetry.PrepareAgent()
 	a := &Agent{
 		cfg:       cfg,
 		drv:       driver,

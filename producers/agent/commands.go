@@ -124,14 +124,14 @@ func (a *Agent) execute(ctx context.Context, h *hostState, rec schemas.Record, c
 		// The agent of a crashed or partitioned host cannot answer, and a
 		// command issued before its host came back is void there; the
 		// job that sent it resends it or times out, as with a real outage.
-		a.log.Warn("command dropped unanswered", "host", cmd.HostID, "command", cmd.CommandID, "err", err)
+		a.log.WarnContext(ctx, "command dropped unanswered", "host", cmd.HostID, "command", cmd.CommandID, "err", err)
 		return
 	}
 	if ctx.Err() != nil {
 		return // shutting down: not answered, so not committed either
 	}
 	answer, out := a.answer(h, where, rec, cmd, err, report)
-	a.log.Debug("command executed", "host", cmd.HostID, "vm", cmd.VmID, "type", answer.CommandType, "ok", answer.OK, "err", answer.Error)
+	a.log.DebugContext(ctx, "command executed", "host", cmd.HostID, "vm", cmd.VmID, "type", answer.CommandType, "ok", answer.OK, "err", answer.Error)
 	answered = true
 	a.keepAndSend(ctx, answer, out, done)
 }

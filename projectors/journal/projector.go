@@ -120,6 +120,9 @@ func New(cfg Config) (*Projector, error) {
 	if err != nil {
 		return nil, fmt.Errorf("journal projector: %w", err)
 	}
+	telemetry.PrepareConsumer(cfg.Group, Topics...)
+	telemetry.PrepareConsumer(cfg.Group + "/insert")
+	telemetry.PrepareProjector(cfg.Group, journalTables...)
 	return &Projector{
 		cfg:       cfg,
 		log:       cfg.Logger.With("component", "projector.journal"),

@@ -109,6 +109,10 @@ func (p *Projector) untrace(gone map[string][]int32) {
 	p.traces.spans = kept
 }
 
+// journalTables are the tables an insert writes, the label values of
+// vmplane_clickhouse_batch_rows.
+var journalTables = []string{"job_journal", "vm_events", "host_events", "lease_events"}
+
 // inserted records an insert of r into ClickHouse that succeeded: rows per
 // table, records per batch and the apply latency since start (retries
 // included).

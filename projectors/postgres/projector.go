@@ -112,6 +112,8 @@ func New(cfg Config) (*Projector, error) {
 	if err != nil {
 		return nil, fmt.Errorf("projector postgres pool: %w", err)
 	}
+	telemetry.PrepareConsumer(cfg.Group, Topics...)
+	telemetry.PrepareProjector(cfg.Group)
 	return &Projector{cfg: cfg, log: cfg.Logger.With("component", "projector/postgres"), codec: codec, pool: pool,
 		next: map[topicPartition]int64{}, retrying: &telemetry.Retrying{Consumer: cfg.Group}}, nil
 }

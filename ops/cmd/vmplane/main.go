@@ -33,8 +33,10 @@ Usage:
 Run "vmplane <role> -h" for the flags of a role. Every flag has an
 environment variable, shown in its help. Every role also takes
 --metrics-addr ADDR (VMPLANE_METRICS_ADDR: /metrics, /healthz, /readyz) and
-VMPLANE_TRACE_EXPORTER=none|stdout|file:PATH|otlp (VMPLANE_OTLP_ENDPOINT,
-VMPLANE_TRACE_SAMPLE_RATIO).
+reads the standard OTEL_* variables (OTEL_EXPORTER_OTLP_ENDPOINT,
+OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_SAMPLER(_ARG),
+OTEL_SDK_DISABLED, ...) or VMPLANE_TRACE_EXPORTER=none|stdout|file:PATH|otlp
+(VMPLANE_OTLP_ENDPOINT, VMPLANE_TRACE_SAMPLE_RATIO), which win.
 `
 
 func main() {

@@ -40,7 +40,7 @@ func observeFlags(args []string) (rest []string, addr string) {
 	return rest, addr
 }
 
-// startObserving installs tracing from the environment (VMPLANE_TRACE_*)
+// startObserving installs tracing from the environment (OTEL_*, VMPLANE_TRACE_*)
 // and serves the observer on addr when set. The returned function flushes
 // the spans.
 func startObserving(ctx context.Context, role, addr string, log *slog.Logger) (func(), error) {
