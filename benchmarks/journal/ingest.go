@@ -38,7 +38,7 @@ func startLog(ctx context.Context, recs []schemas.Record) (*log, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &log{broker: br, kcfg: kafka.Config{Brokers: br.Addrs(), Replication: 1}}
+	l := &log{broker: br, kcfg: kafka.Config{Brokers: br.Addrs()}}
 	if l.cl, err = kgo.NewClient(l.kcfg.Opts()...); err != nil {
 		br.Close()
 		return nil, err
@@ -52,7 +52,7 @@ func startLog(ctx context.Context, recs []schemas.Record) (*log, error) {
 }
 
 func (l *log) fill(ctx context.Context, recs []schemas.Record) error {
-	if err := kafka.EnsureTopics(ctx, l.cl, schemas.Topics, 1); err != nil {
+	if err := l.kcfg.EnsureTopics(ctx, l.cl, schemas.Topics, kafka.TopicOptions{Replication: 1}); err != nil {
 		return err
 	}
 	if err := kafka.Produce(ctx, l.cl, schemas.NewCodec(nil), recs...); err != nil {

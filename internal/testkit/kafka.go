@@ -21,13 +21,13 @@ func Kafka(t testing.TB) (kafka.Config, *kafka.Broker) {
 		t.Fatal(err)
 	}
 	t.Cleanup(b.Close)
-	cfg := kafka.Config{Brokers: b.Addrs(), Replication: 1}
+	cfg := kafka.Config{Brokers: b.Addrs()}
 	cl, err := kgo.NewClient(cfg.Opts()...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	if err := kafka.EnsureTopics(t.Context(), cl, schemas.Topics, 1); err != nil {
+	if err := cfg.EnsureTopics(t.Context(), cl, schemas.Topics, kafka.TopicOptions{Replication: 1}); err != nil {
 		t.Fatal(err)
 	}
 	return cfg, b

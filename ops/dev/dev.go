@@ -158,7 +158,7 @@ func (s *Stack) startKafka(ctx context.Context) error {
 		return err
 	}
 	s.broker = b
-	s.kcfg = kafka.Config{Brokers: b.Addrs(), Replication: 1}
+	s.kcfg = kafka.Config{Brokers: b.Addrs()}
 	if s.cfg.Secure {
 		s.kcfg.User, s.kcfg.Password = kafka.PrincipalAdmin, s.passwords[kafka.PrincipalAdmin]
 	}
@@ -166,7 +166,7 @@ func (s *Stack) startKafka(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	err = kafka.EnsureTopics(ctx, admin, schemas.Topics, 1)
+	err = s.kcfg.EnsureTopics(ctx, admin, schemas.Topics, kafka.TopicOptions{Replication: 1})
 	admin.Close()
 	return err
 }

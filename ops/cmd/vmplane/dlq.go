@@ -47,7 +47,10 @@ func runDLQ(ctx context.Context, args []string, log *slog.Logger) error {
 	if err := f.Parse(args[1:]); err != nil {
 		return err
 	}
-	cfg := k.config()
+	cfg, err := k.config()
+	if err != nil {
+		return err
+	}
 	switch args[0] {
 	case "list":
 		entries, err := readDLQ(ctx, cfg)

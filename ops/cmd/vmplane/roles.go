@@ -61,14 +61,9 @@ func runBroker(ctx context.Context, args []string, log *slog.Logger) error {
 	f := newFlags("broker")
 	addr := f.str("addr", "VMPLANE_KAFKA_ADDR", "127.0.0.1:9092", "listen address")
 	data := f.str("data", "VMPLANE_KAFKA_DATA", "var/kafka", "data directory (the log survives restarts)")
-	replication := f.replication()
 	sync := f.Bool("sync-writes", os.Getenv("VMPLANE_KAFKA_SYNC_WRITES") != "false",
 		"fsync every produce before answering it, so an acknowledged record survives a power loss (env VMPLANE_KAFKA_SYNC_WRITES=false turns it off)")
 	if err := f.Parse(args); err != nil {
-		return err
-	}
-	rf, err := replicationOf(*replication)
-	if err != nil {
 		return err
 	}
 	start := kafka.StartBroker
@@ -84,10 +79,12 @@ func runBroker(ctx context.Context, args []string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	err = kafka.EnsureTopics(ctx, cl, schemas.Topics, rf)
+	// One broker: every topic has one replica. The prefix of a shared
+	// cluster has no use here.
+	err = kafka.Config{}.EnsureTopics(ctx, cl, schemas.Topics, kafka.TopicOptions{Replication: 1})
 	cl.Close()
 	if err != nil {
-		return fmt.Errorf("create topics with replication factor %d (kfake here has one broker: use 1): %w", rf, err)
+		return fmt.Errorf("create topics: %w", err)
 	}
 	log.Info("broker up", "addrs", b.Addrs(), "data", *data)
 	<-ctx.Done()
@@ -107,12 +104,16 @@ func runProcessor(ctx context.Context, args []string, log *slog.Logger) error {
 	if err := gc.apply(); err != nil {
 		return err
 	}
-	p, err := roles.NewProcessor(*kind, roles.Options{Kafka: k.config(), InstanceID: *inst, Logger: log}, roles.Settings{PingInterval: *ping}, engine.SystemClock{})
+	kcfg, err := k.config()
+	if err != nil {
+		return err
+	}
+	p, err := roles.NewProcessor(*kind, roles.Options{Kafka: kcfg, InstanceID: *inst, Logger: log}, roles.Settings{PingInterval: *ping}, engine.SystemClock{})
 	if err != nil {
 		return err
 	}
 	observer.Check("processor-"+*kind, roles.ProcessorReady(p)) // telemetry:
-	watchLag(k.config(), log, roles.ProcessorLag(*kind))        // telemetry:
+	watchLag(kcfg, log, roles.ProcessorLag(*kind))              // telemetry:
 	return p.Run(ctx)
 }
 
@@ -134,9 +135,12 @@ func runProjector(ctx context.Context, args []string, log *slog.Logger) error {
 	if err := gc.apply(); err != nil {
 		return err
 	}
-	o := roles.Options{Kafka: k.config(), InstanceID: *inst, Logger: log}
+	kcfg, err := k.config()
+	if err != nil {
+		return err
+	}
+	o := roles.Options{Kafka: kcfg, InstanceID: *inst, Logger: log}
 	var r roles.Runner
-	var err error
 	switch *kind {
 	case "postgres":
 		if err := postgres.Migrate(ctx, *dsn); err != nil {
@@ -172,6 +176,10 @@ func runGateway(ctx context.Context, args []string, log *slog.Logger) error {
 	if err := f.Parse(args); err != nil {
 		return err
 	}
+	kcfg, err := k.config()
+	if err != nil {
+		return err
+	}
 	if err := postgres.Migrate(ctx, *dsn); err != nil {
 		return err
 	}
@@ -185,7 +193,7 @@ func runGateway(ctx context.Context, args []string, log *slog.Logger) error {
 		defer h.Close()
 		gcfg.History = h
 	}
-	g, err := roles.NewGateway(roles.Options{Kafka: k.config(), Logger: log}, *dsn, gcfg)
+	g, err := roles.NewGateway(roles.Options{Kafka: kcfg, Logger: log}, *dsn, gcfg)
 	if err != nil {
 		return err
 	}
@@ -210,7 +218,11 @@ func runAgent(ctx context.Context, args []string, log *slog.Logger) error {
 	if err := f.Parse(args); err != nil {
 		return err
 	}
-	o := roles.Options{Kafka: k.config(), InstanceID: *inst, Logger: log}
+	kcfg, err := k.config()
+	if err != nil {
+		return err
+	}
+	o := roles.Options{Kafka: kcfg, InstanceID: *inst, Logger: log}
 	switch *driver {
 	case "sim":
 		if *prefix == "" {
@@ -268,7 +280,11 @@ func runRebuild(ctx context.Context, args []string, log *slog.Logger) error {
 	if *target != "postgres" {
 		return fmt.Errorf("rebuild --target %q: only postgres is supported (the journal absorbs a replay: reset its group instead)", *target)
 	}
-	st, err := postgres.Rebuild(ctx, k.config(), *dsn)
+	kcfg, err := k.config()
+	if err != nil {
+		return err
+	}
+	st, err := postgres.Rebuild(ctx, kcfg, *dsn)
 	if err != nil {
 		return err
 	}
