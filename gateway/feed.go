@@ -122,7 +122,7 @@ func (f *Fanout) Run(ctx context.Context, cfg kafka.Config, owner OwnerLookup) e
 // feed runs one feed: from the committed end of every partition until the
 // grace period after the last stream ends it, or ctx does.
 func (f *Fanout) feed(ctx context.Context, cfg kafka.Config, codec *schemas.Codec, adm *kadm.Client, owner OwnerLookup) error {
-	starts, err := committedEnds(ctx, adm, f.wait)
+	starts, err := committedEnds(ctx, adm, cfg.Topic(schemas.TopicVmEvents), f.wait)
 	if err != nil {
 		return err
 	}
@@ -130,7 +130,7 @@ func (f *Fanout) feed(ctx context.Context, cfg kafka.Config, codec *schemas.Code
 	for p, o := range starts {
 		at[p] = kgo.NewOffset().At(o)
 	}
-	cl, err := kgo.NewClient(cfg.Opts(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{schemas.TopicVmEvents: at}))...)
+	cl, err := kgo.NewClient(cfg.Opts(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic(schemas.TopicVmEvents): at}))...)
 	if err != nil {
 		return fmt.Errorf("fanout client: %w", err)
 	}
@@ -147,14 +147,14 @@ func (f *Fanout) feed(ctx context.Context, cfg kafka.Config, codec *schemas.Code
 		fetches.EachError(func(t string, p int32, err error) {
 			f.log.Warn("fanout fetch", "topic", t, "partition", p, "err", err)
 		})
-		fetches.EachRecord(func(kr *kgo.Record) {
+		for _, kr := range cfg.In(fetches.Records()) {
 			if fctx.Err() != nil {
-				return // stopped: the rest of the fetch would be dropped
+				break // stopped: the rest of the fetch would be dropped
 			}
 			rec, err := kafka.FromKafka(fctx, codec, kr)
 			if err != nil {
 				f.log.Warn("fanout decode", "partition", kr.Partition, "offset", kr.Offset, "err", err)
-				return
+				continue
 			}
 			e := eventOf(rec)
 			if e.Account == "" && e.VmID != "" && owner != nil {
@@ -165,25 +165,25 @@ func (f *Fanout) feed(ctx context.Context, cfg kafka.Config, codec *schemas.Code
 				f.publishLocked(e)
 			}
 			f.mu.Unlock()
-		})
+		}
 	}
 }
 
 // committedEnds lists the last stable offset of every partition of
-// vm.events.v1 (an event committed after the listing is at or after it),
-// asking again for up to wait while the new client's metadata learns the
-// topic.
-func committedEnds(ctx context.Context, adm *kadm.Client, wait time.Duration) (map[int32]int64, error) {
+// vm.events.v1 (its physical name: topic; an event committed after the
+// listing is at or after it), asking again for up to wait while the new
+// client's metadata learns the topic.
+func committedEnds(ctx context.Context, adm *kadm.Client, topic string, wait time.Duration) (map[int32]int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	listed, err := kafka.ListOffsets(ctx, adm.ListCommittedOffsets, schemas.TopicVmEvents)
+	listed, err := kafka.ListOffsets(ctx, adm.ListCommittedOffsets, topic)
 	if err != nil {
 		return nil, err
 	}
 	ends := map[int32]int64{}
 	listed.Each(func(o kadm.ListedOffset) { ends[o.Partition] = o.Offset })
 	if len(ends) == 0 {
-		return nil, fmt.Errorf("%s has no partitions", schemas.TopicVmEvents)
+		return nil, fmt.Errorf("%s has no partitions", topic)
 	}
 	return ends, nil
 }

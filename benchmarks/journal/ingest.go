@@ -55,7 +55,7 @@ func (l *log) fill(ctx context.Context, recs []schemas.Record) error {
 	if err := l.kcfg.EnsureTopics(ctx, l.cl, schemas.Topics, kafka.TopicOptions{Replication: 1}); err != nil {
 		return err
 	}
-	if err := kafka.Produce(ctx, l.cl, schemas.NewCodec(nil), recs...); err != nil {
+	if err := l.kcfg.Produce(ctx, l.cl, schemas.NewCodec(nil), recs...); err != nil {
 		return fmt.Errorf("produce the history: %w", err)
 	}
 	ends, err := l.adm.ListEndOffsets(ctx, pj.Topics...)

@@ -63,7 +63,7 @@ func writeLog(ctx context.Context, n int) (*eventLog, error) {
 			return
 		}
 		l.perTopic[topic]++
-		cl.Produce(ctx, kr, func(_ *kgo.Record, err error) {
+		cl.Produce(ctx, l.kcfg.Out(kr), func(_ *kgo.Record, err error) {
 			if err != nil {
 				fail(err)
 			}

@@ -183,16 +183,16 @@ func ToKafka(ctx context.Context, c *schemas.Codec, r schemas.Record) (*kgo.Reco
 	return kr, nil
 }
 
-// Produce encodes recs and produces them, waiting for every one; the error
-// is the first encoding or produce error.
-func Produce(ctx context.Context, cl *kgo.Client, c *schemas.Codec, recs ...schemas.Record) error {
+// Produce encodes recs and produces them under c's physical topic names,
+// waiting for every one; the error is the first encoding or produce error.
+func (c Config) Produce(ctx context.Context, cl *kgo.Client, codec *schemas.Codec, recs ...schemas.Record) error {
 	krs := make([]*kgo.Record, len(recs))
 	for i, r := range recs {
-		kr, err := ToKafka(ctx, c, r)
+		kr, err := ToKafka(ctx, codec, r)
 		if err != nil {
 			return err
 		}
-		krs[i] = kr
+		krs[i] = c.Out(kr)
 	}
 	return cl.ProduceSync(ctx, krs...).FirstErr()
 }

@@ -63,13 +63,17 @@ func (c Config) Offsets(logical map[string]map[int32]kgo.Offset) map[string]map[
 	return out
 }
 
-// Out gives records about to be produced their physical topics, in place,
-// and returns them. A record is renamed once: produce each only after Out.
-func (c Config) Out(krs ...*kgo.Record) []*kgo.Record {
-	if c.Prefix != "" {
-		for _, kr := range krs {
-			kr.Topic = c.Prefix + kr.Topic
-		}
+// Out gives a record about to be produced its physical topic, in place,
+// and returns it. A record is renamed once: produce it only after Out.
+func (c Config) Out(kr *kgo.Record) *kgo.Record {
+	kr.Topic = c.Prefix + kr.Topic
+	return kr
+}
+
+// OutAll is Out for each of krs.
+func (c Config) OutAll(krs []*kgo.Record) []*kgo.Record {
+	for _, kr := range krs {
+		kr.Topic = c.Prefix + kr.Topic
 	}
 	return krs
 }

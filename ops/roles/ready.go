@@ -22,7 +22,7 @@ import (
 // `vmplane projector` and `vmplane agent` register on their Observer. The
 // processors have theirs in observe.go.
 
-// GroupAssigned checks that group is stable and that every partition of
+// GroupAssigned checks that group (its physical name) is stable and that every partition of
 // topics is assigned to one of its members: the projection is running
 // everywhere. It reads the group through cl's admin API, so it holds
 // however the consumer itself is built.
@@ -123,11 +123,11 @@ func ObserveProjector(ctx context.Context, o *Observer, opts Options, kind strin
 			}
 			return nil
 		})
-		o.Check("projector-postgres", GroupAssigned(cl, postgres.DefaultGroup, postgres.Topics))
+		o.Check("projector-postgres", GroupAssigned(cl, opts.Kafka.Group(postgres.DefaultGroup), opts.Kafka.Topics(postgres.Topics...)))
 		checkHealth(o, "projector-postgres-retries", r)
 		// The positions stored beside the rows are the truth: its Kafka
 		// group commits nothing.
-		telemetry.RegisterLag(cl, postgres.StoredLag(pool, postgres.DefaultGroup))
+		telemetry.RegisterLag(cl, postgres.StoredLag(pool, opts.Kafka, postgres.DefaultGroup))
 	case "journal":
 		conn, err := journal.Open(chAddr)
 		if err != nil {
@@ -140,11 +140,11 @@ func ObserveProjector(ctx context.Context, o *Observer, opts Options, kind strin
 			}
 			return nil
 		})
-		group := telemetry.LagSource{Group: "vmplane-projector-journal"}
+		group := telemetry.LagSource{Group: opts.Kafka.Group("vmplane-projector-journal")}
 		if l, ok := r.(lagged); ok {
 			group = l.LagSource()
 		}
-		o.Check("projector-journal", GroupAssigned(cl, group.Group, journal.Topics))
+		o.Check("projector-journal", GroupAssigned(cl, group.Group, opts.Kafka.Topics(journal.Topics...)))
 		checkHealth(o, "projector-journal-retries", r)
 		telemetry.RegisterLag(cl, group)
 	default:
@@ -187,6 +187,6 @@ func ObserveAgent(ctx context.Context, o *Observer, opts Options, r Runner) erro
 	o.Check("agent-hosts", AgentReady(a))
 	// Announced hosts say nothing of the commands: the agent's group must
 	// hold every partition of agent.commands.v1.
-	o.Check("agent-commands", GroupAssigned(cl, a.Group(), []string{schemas.TopicAgentCommands}))
+	o.Check("agent-commands", GroupAssigned(cl, a.Group(), []string{opts.Kafka.Topic(schemas.TopicAgentCommands)}))
 	return nil
 }

@@ -185,9 +185,10 @@ func (p *Projector) Run(ctx context.Context) error {
 		adjust = fromStartOnce()
 	}
 
-	cl, err := kgo.NewClient(p.cfg.Kafka.Opts(append(kafka.StaticMember(p.cfg.Group, p.cfg.InstanceID),
-		kgo.ConsumerGroup(p.cfg.Group),
-		kgo.ConsumeTopics(Topics...),
+	group := p.cfg.Kafka.Group(p.cfg.Group)
+	cl, err := kgo.NewClient(p.cfg.Kafka.Opts(append(kafka.StaticMember(group, p.cfg.InstanceID),
+		kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics(p.cfg.Kafka.Topics(Topics...)...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DisableAutoCommit(),
 		// A catch-up reads the log in fetches as large as a batch rather
@@ -251,7 +252,7 @@ func (p *Projector) handle(ctx context.Context, cl *kgo.Client, fs kgo.Fetches, 
 			p.log.Warn("fetch failed", "topic", topic, "partition", partition, "err", err)
 		}
 	})
-	krs := fs.Records()
+	krs := p.cfg.Kafka.In(fs.Records())
 	p.mu.Lock()
 	p.pending.grow(krs)
 	p.mu.Unlock()
@@ -276,7 +277,7 @@ func (p *Projector) take(ctx context.Context, cl *kgo.Client, kr *kgo.Record) er
 	}
 	if err != nil {
 		p.log.Error("dead-lettering a record", "partition", kr.Partition, "offset", kr.Offset, "err", err)
-		dead := kafka.DeadLetter(kr, err, p.cfg.Group)
+		dead := p.cfg.Kafka.Out(kafka.DeadLetter(kr, err, p.cfg.Group))
 		telemetry.DeadLettered(p.cfg.Group, kr.Topic, err) // telemetry:
 		perr := retry(ctx, p.log, p.retrying, "produce to "+schemas.TopicDLQ, p.wait, attemptTimeout, func(ctx context.Context) error {
 			return cl.ProduceSync(ctx, dead).FirstErr()
@@ -340,7 +341,7 @@ func (p *Projector) flush(ctx, fctx context.Context, cl *kgo.Client, ins insertF
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	if err := commit(ctx, cl, b.next); err != nil {
+	if err := commit(ctx, cl, p.cfg.Kafka, b.next); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -353,9 +354,14 @@ func (p *Projector) flush(ctx, fctx context.Context, cl *kgo.Client, ins insertF
 	return nil
 }
 
-func commit(ctx context.Context, cl *kgo.Client, next map[string]map[int32]kgo.EpochOffset) error {
+// commit commits next, keyed by logical topics, under kcfg's physical names.
+func commit(ctx context.Context, cl *kgo.Client, kcfg kafka.Config, next map[string]map[int32]kgo.EpochOffset) error {
+	physical := make(map[string]map[int32]kgo.EpochOffset, len(next))
+	for t, ps := range next {
+		physical[kcfg.Topic(t)] = ps
+	}
 	var errs error
-	cl.CommitOffsetsSync(ctx, next,
+	cl.CommitOffsetsSync(ctx, physical,
 		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 			if err != nil {
 				errs = err
@@ -378,8 +384,12 @@ func commit(ctx context.Context, cl *kgo.Client, next map[string]map[int32]kgo.E
 func (p *Projector) dropPartitions(_ context.Context, _ *kgo.Client, gone map[string][]int32) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.pending.drop(gone)
-	p.untrace(gone) // telemetry:
+	logical := make(map[string][]int32, len(gone))
+	for t, ps := range gone {
+		logical[p.cfg.Kafka.Logical(t)] = ps
+	}
+	p.pending.drop(logical)
+	p.untrace(logical) // telemetry:
 }
 
 func (p *Projector) yieldToRebalance() {

@@ -127,11 +127,12 @@ func readDLQ(ctx context.Context, cfg kafka.Config) ([]dlqEntry, error) {
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	ends, err := adm.ListEndOffsets(ctx, schemas.TopicDLQ)
+	dlq := cfg.Topic(schemas.TopicDLQ)
+	ends, err := adm.ListEndOffsets(ctx, dlq)
 	if err != nil {
 		return nil, fmt.Errorf("dlq end offsets: %w", err)
 	}
-	starts, err := adm.ListStartOffsets(ctx, schemas.TopicDLQ)
+	starts, err := adm.ListStartOffsets(ctx, dlq)
 	if err != nil {
 		return nil, fmt.Errorf("dlq start offsets: %w", err)
 	}
@@ -147,7 +148,7 @@ func readDLQ(ctx context.Context, cfg kafka.Config) ([]dlqEntry, error) {
 	if len(want) == 0 {
 		return nil, nil
 	}
-	rd, err := kgo.NewClient(cfg.Opts(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{schemas.TopicDLQ: offsets}))...)
+	rd, err := kgo.NewClient(cfg.Opts(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{dlq: offsets}))...)
 	if err != nil {
 		return nil, fmt.Errorf("dlq reader: %w", err)
 	}
@@ -165,7 +166,7 @@ func readDLQ(ctx context.Context, cfg kafka.Config) ([]dlqEntry, error) {
 			return nil, ctx.Err()
 		}
 		n := 0
-		fs.EachRecord(func(kr *kgo.Record) {
+		for _, kr := range cfg.In(fs.Records()) {
 			n++
 			if end, ok := want[kr.Partition]; ok && kr.Offset+1 >= end {
 				delete(want, kr.Partition)
@@ -176,10 +177,10 @@ func readDLQ(ctx context.Context, cfg kafka.Config) ([]dlqEntry, error) {
 				if at, err := parseAt(of); err == nil {
 					markers[at] = kr
 				}
-				return
+				continue
 			}
 			entries = append(entries, dlqEntry{At: dlqAt{kr.Partition, kr.Offset}, Record: kr})
-		})
+		}
 		if n == 0 || time.Now().After(deadline) {
 			break
 		}
@@ -249,7 +250,9 @@ func showDLQ(ctx context.Context, w io.Writer, cfg kafka.Config, e dlqEntry) err
 // redriveDLQ puts e's original key, value and headers back on its topic,
 // with a marker on dlq.v1, in one transaction; an entry already redriven,
 // or a record its topic does not carry, is refused. It returns where the
-// record went.
+// record went. dlq.topic holds the logical name of the topic (whatever the
+// prefix of the install that dead-lettered it): the record goes back to
+// that topic under cfg's prefix.
 func redriveDLQ(ctx context.Context, cfg kafka.Config, e dlqEntry) (string, error) {
 	if e.Redriven != nil {
 		return "", fmt.Errorf("%s was redriven at %s to %s; refusing a second redrive", e.At,
@@ -277,8 +280,8 @@ func redriveDLQ(ctx context.Context, cfg kafka.Config, e dlqEntry) (string, erro
 	}}
 	// The transactional id serializes redrives: two operators at once fence
 	// each other instead of both redriving.
-	cl, err := kgo.NewClient(cfg.Opts(kgo.TransactionalID("vmplane-dlq-redrive"),
-		kgo.RecordPartitioner(kafka.Partitioner(schemas.TopicDLQ)))...)
+	cl, err := kgo.NewClient(cfg.Opts(kgo.TransactionalID(cfg.Group("vmplane-dlq-redrive")),
+		kgo.RecordPartitioner(kafka.Partitioner(cfg.Topic(schemas.TopicDLQ))))...)
 	if err != nil {
 		return "", fmt.Errorf("dlq redrive client: %w", err)
 	}
@@ -286,7 +289,7 @@ func redriveDLQ(ctx context.Context, cfg kafka.Config, e dlqEntry) (string, erro
 	if err := cl.BeginTransaction(); err != nil {
 		return "", fmt.Errorf("dlq redrive: begin: %w", err)
 	}
-	res := cl.ProduceSync(ctx, rec, marker)
+	res := cl.ProduceSync(ctx, cfg.Out(rec), cfg.Out(marker))
 	commit := kgo.TryCommit
 	if res.FirstErr() != nil {
 		commit = kgo.TryAbort

@@ -113,7 +113,7 @@ func runProcessor(ctx context.Context, args []string, log *slog.Logger) error {
 		return err
 	}
 	observer.Check("processor-"+*kind, roles.ProcessorReady(p)) // telemetry:
-	watchLag(kcfg, log, roles.ProcessorLag(*kind))              // telemetry:
+	watchLag(kcfg, log, roles.ProcessorLag(kcfg, *kind))        // telemetry:
 	return p.Run(ctx)
 }
 
