@@ -112,7 +112,7 @@ func ingestOnce(ctx context.Context, s *server, l *log, run int, lg *slog.Logger
 	}
 	defer s.drop(db)
 	group := fmt.Sprintf("bench-journal-%d-%d", run, time.Now().UnixNano())
-	p, err := pj.New(pj.Config{Kafka: l.kcfg, Addr: s.addr, Database: db, Group: group, Logger: lg})
+	p, err := pj.New(pj.Config{Kafka: l.kcfg, Addr: s.addr, Access: s.access, Database: db, Group: group, Logger: lg})
 	if err != nil {
 		return out, err
 	}

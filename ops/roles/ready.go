@@ -129,7 +129,7 @@ func ObserveProjector(ctx context.Context, o *Observer, opts Options, kind strin
 		// group commits nothing.
 		telemetry.RegisterLag(cl, postgres.StoredLag(pool, opts.Kafka, postgres.DefaultGroup))
 	case "journal":
-		conn, err := journal.Open(chAddr)
+		conn, err := journal.Open(chAddr, opts.ClickHouse)
 		if err != nil {
 			return err
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/vmplane/vmplane/internal/chserver"
 	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/internal/telemetry"
 	"github.com/vmplane/vmplane/schemas"
@@ -23,6 +24,8 @@ type Config struct {
 	Kafka kafka.Config
 	// Addr is ClickHouse's native protocol address, host:port.
 	Addr string
+	// Access is the user, password and TLS it logs in with.
+	Access chserver.Access
 	// Database holds the tables; default "vmplane".
 	Database string
 	// Group is the Kafka consumer group; default "vmplane-projector-journal".
@@ -146,7 +149,7 @@ func (p *Projector) Health() error {
 // Topics until ctx ends; it returns nil then. Rows inserted but not yet
 // committed are inserted again by the next run, which the tables absorb.
 func (p *Projector) Run(ctx context.Context) error {
-	conn, err := Open(p.cfg.Addr)
+	conn, err := Open(p.cfg.Addr, p.cfg.Access)
 	if err != nil {
 		return err
 	}

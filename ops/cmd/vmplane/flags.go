@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vmplane/vmplane/internal/chserver"
 	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/internal/memory"
 )
@@ -102,6 +103,28 @@ func (k *kafkaFlags) config() (kafka.Config, error) {
 		SASLWithoutTLS: *k.withoutTLS, RegistryURL: *k.registry, Prefix: *k.prefix,
 		TLS: kafka.TLS{Enabled: *k.tls || *k.tlsCA != "", CAFile: *k.tlsCA, CertFile: *k.tlsCert, KeyFile: *k.tlsKey}}
 	return c, c.Validate()
+}
+
+// chFlags are how a role logs in to ClickHouse.
+type chFlags struct {
+	user, password, analystPassword, ca *string
+	tls                                 *bool
+	err                                 error
+}
+
+func (f flags) clickhouse() *chFlags {
+	c := &chFlags{}
+	c.user = f.str("clickhouse-user", "VMPLANE_CH_USER", "", "ClickHouse user that writes and reads the journal (default: default)")
+	c.password = f.secret("clickhouse-password", "VMPLANE_CH_PASSWORD", "password of the ClickHouse user", &c.err)
+	c.analystPassword = f.secret("clickhouse-analyst-password", "VMPLANE_CH_ANALYST_PASSWORD", "password of the read-only analyst_<database> user (gateway: analysts' queries)", &c.err)
+	c.tls = f.Bool("clickhouse-tls", os.Getenv("VMPLANE_CH_TLS") == "true", "TLS to ClickHouse's secure native port (tcp_port_secure, 9440) (env VMPLANE_CH_TLS)")
+	c.ca = f.str("clickhouse-tls-ca", "VMPLANE_CH_TLS_CA", "", "CA bundle of ClickHouse's certificate (implies --clickhouse-tls; default: the system pool)")
+	return c
+}
+
+func (c *chFlags) access() (chserver.Access, error) {
+	return chserver.Access{User: *c.user, Password: *c.password, AnalystPassword: *c.analystPassword,
+		TLS: *c.tls || *c.ca != "", CAFile: *c.ca}, c.err
 }
 
 func (f flags) instance() *string {

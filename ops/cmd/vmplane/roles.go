@@ -26,6 +26,7 @@ func runDev(ctx context.Context, args []string, log *slog.Logger) error {
 	httpAddr := f.str("http", "VMPLANE_HTTP_ADDR", "127.0.0.1:8080", "listen address of the gateway")
 	dsn := f.str("pg-dsn", "VMPLANE_PG_DSN", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "Postgres server (a local one is started under --var when none answers)")
 	ch := f.str("clickhouse", "VMPLANE_CH_ADDR", "127.0.0.1:9000", "ClickHouse native address (a local one is started under --var when none answers)")
+	cha := f.clickhouse()
 	hosts := f.num("hosts", "VMPLANE_SIM_HOSTS", 4, "simulated hosts (one zone, two clusters)")
 	database := f.str("database", "VMPLANE_DATABASE", "vmplane", "Postgres and ClickHouse database of this stack's read models and journal")
 	ping := f.dur("ping-interval", "VMPLANE_PING_INTERVAL", 5*time.Second, "agent ping and report interval")
@@ -39,8 +40,12 @@ func runDev(ctx context.Context, args []string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	access, err := cha.access()
+	if err != nil {
+		return err
+	}
 	st, err := dev.Start(ctx, dev.Config{VarDir: abs, KafkaAddr: *kafkaAddr, HTTPAddr: *httpAddr, PostgresDSN: *dsn, Database: *database,
-		ClickHouse: *ch, Hosts: *hosts, PingInterval: *ping, QemuHosts: *qemuHosts, SimControl: *simControl, Secure: *secure, Logger: log})
+		ClickHouse: *ch, ClickHouseAccess: access, Hosts: *hosts, PingInterval: *ping, QemuHosts: *qemuHosts, SimControl: *simControl, Secure: *secure, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -128,6 +133,7 @@ func runProjector(ctx context.Context, args []string, log *slog.Logger) error {
 	dsn := f.str("pg-dsn", "VMPLANE_PG_DSN", "postgres://postgres@127.0.0.1:5432/vmplane?sslmode=disable", "Postgres database of the read models")
 	ch := f.str("clickhouse", "VMPLANE_CH_ADDR", "127.0.0.1:9000", "ClickHouse native address")
 	chdb := f.str("clickhouse-db", "VMPLANE_CH_DATABASE", "vmplane", "ClickHouse database")
+	cha := f.clickhouse()
 	gc := f.gc()
 	if err := f.Parse(args); err != nil {
 		return err
@@ -139,7 +145,11 @@ func runProjector(ctx context.Context, args []string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	o := roles.Options{Kafka: kcfg, InstanceID: *inst, Logger: log}
+	access, err := cha.access()
+	if err != nil {
+		return err
+	}
+	o := roles.Options{Kafka: kcfg, ClickHouse: access, InstanceID: *inst, Logger: log}
 	var r roles.Runner
 	switch *kind {
 	case "postgres":
@@ -169,6 +179,7 @@ func runGateway(ctx context.Context, args []string, log *slog.Logger) error {
 	zone := f.str("zone", "VMPLANE_ZONE", "zone-1", "zone new VMs are deployed in")
 	ch := f.str("clickhouse", "VMPLANE_CH_ADDR", "127.0.0.1:9000", "ClickHouse native address of the history (empty: no history routes)")
 	chdb := f.str("clickhouse-db", "VMPLANE_CH_DATABASE", "vmplane", "ClickHouse database")
+	cha := f.clickhouse()
 	rate := f.num("rate", "VMPLANE_RATE", 200, "requests per second of each API key (burst twice that; -1: no limit)")
 	anon := f.num("anon-rate", "VMPLANE_ANON_RATE", 20, "refused (401) requests per second of each client address before it gets 429 (burst 100); raise it behind a proxy")
 	streams := f.num("max-streams", "VMPLANE_MAX_STREAMS", 16, "event streams and long-polls one API key may hold open (-1: no limit)")
@@ -180,13 +191,17 @@ func runGateway(ctx context.Context, args []string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	access, err := cha.access()
+	if err != nil {
+		return err
+	}
 	if err := postgres.Migrate(ctx, *dsn); err != nil {
 		return err
 	}
 	gcfg := gateway.Config{Addr: *addr, ZoneID: *zone, RatePerSecond: float64(*rate), RateBurst: 2 * *rate,
 		AnonRatePerSecond: float64(*anon), MaxStreamsPerKey: *streams, PingInterval: *ping}
 	if *ch != "" {
-		h, err := roles.OpenHistory(*ch, *chdb)
+		h, err := roles.OpenHistory(*ch, *chdb, access)
 		if err != nil {
 			return err
 		}
