@@ -22,10 +22,11 @@ import (
 // `vmplane projector` and `vmplane agent` register on their Observer. The
 // processors have theirs in observe.go.
 
-// GroupAssigned checks that group (its physical name) is stable and that every partition of
-// topics is assigned to one of its members: the projection is running
-// everywhere. It reads the group through cl's admin API, so it holds
-// however the consumer itself is built.
+// GroupAssigned checks that group is stable and that every partition of
+// topics is assigned to one of its members (both by the names the cluster
+// knows, after any topic prefix): the projection is running everywhere. It
+// reads the group through cl's admin API, so it holds however the consumer
+// itself is built.
 func GroupAssigned(cl *kgo.Client, group string, topics []string) func(context.Context) error {
 	adm := kadm.NewClient(cl)
 	return func(ctx context.Context) error {
