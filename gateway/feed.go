@@ -141,7 +141,7 @@ func (f *Fanout) Run(ctx context.Context, cfg kafka.Config, owner OwnerLookup, a
 // (feedStarts) until the grace period after the last stream ends it, or
 // ctx does.
 func (f *Fanout) feed(ctx context.Context, cfg kafka.Config, codec *schemas.Codec, adm *kadm.Client, owner OwnerLookup, at PositionLookup) error {
-	ends, err := committedEnds(ctx, adm, f.wait)
+	ends, err := committedEnds(ctx, adm, cfg.Topic(schemas.TopicVmEvents), f.wait)
 	if err != nil {
 		return err
 	}
@@ -150,7 +150,7 @@ func (f *Fanout) feed(ctx context.Context, cfg kafka.Config, codec *schemas.Code
 	for p, o := range starts {
 		offsets[p] = kgo.NewOffset().At(o)
 	}
-	cl, err := kgo.NewClient(cfg.Opts(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{schemas.TopicVmEvents: offsets}))...)
+	cl, err := kgo.NewClient(cfg.Opts(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic(schemas.TopicVmEvents): offsets}))...)
 	if err != nil {
 		return fmt.Errorf("fanout client: %w", err)
 	}
@@ -167,17 +167,17 @@ func (f *Fanout) feed(ctx context.Context, cfg kafka.Config, codec *schemas.Code
 		fetches.EachError(func(t string, p int32, err error) {
 			f.log.Warn("fanout fetch", "topic", t, "partition", p, "err", err)
 		})
-		fetches.EachRecord(func(kr *kgo.Record) {
+		for _, kr := range cfg.In(fetches.Records()) {
 			if fctx.Err() != nil {
-				return // stopped: the rest of the fetch would be dropped
+				break // stopped: the rest of the fetch would be dropped
 			}
 			if kafka.RedriveSkips(kr, "") {
-				return // streamed when it was first written
+				continue // streamed when it was first written
 			}
 			rec, err := kafka.FromKafka(fctx, codec, kr)
 			if err != nil {
 				f.log.Warn("fanout decode", "partition", kr.Partition, "offset", kr.Offset, "err", err)
-				return
+				continue
 			}
 			e := eventOf(rec)
 			if e.Account == "" && e.VmID != "" && owner != nil {
@@ -188,25 +188,25 @@ func (f *Fanout) feed(ctx context.Context, cfg kafka.Config, codec *schemas.Code
 				f.publishLocked(e)
 			}
 			f.mu.Unlock()
-		})
+		}
 	}
 }
 
 // committedEnds lists the last stable offset of every partition of
-// vm.events.v1 (an event committed after the listing is at or after it),
-// asking again for up to wait while the new client's metadata learns the
-// topic.
-func committedEnds(ctx context.Context, adm *kadm.Client, wait time.Duration) (map[int32]int64, error) {
+// vm.events.v1 (its physical name: topic; an event committed after the
+// listing is at or after it), asking again for up to wait while the new
+// client's metadata learns the topic.
+func committedEnds(ctx context.Context, adm *kadm.Client, topic string, wait time.Duration) (map[int32]int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	listed, err := kafka.ListOffsets(ctx, adm.ListCommittedOffsets, schemas.TopicVmEvents)
+	listed, err := kafka.ListOffsets(ctx, adm.ListCommittedOffsets, topic)
 	if err != nil {
 		return nil, err
 	}
 	ends := map[int32]int64{}
 	listed.Each(func(o kadm.ListedOffset) { ends[o.Partition] = o.Offset })
 	if len(ends) == 0 {
-		return nil, fmt.Errorf("%s has no partitions", schemas.TopicVmEvents)
+		return nil, fmt.Errorf("%s has no partitions", topic)
 	}
 	return ends, nil
 }

@@ -80,7 +80,7 @@ func (ft *feedTest) tryCommit(recs ...schemas.Record) error {
 	if err := ft.prod.BeginTransaction(); err != nil {
 		return err
 	}
-	if err := kafka.Produce(ctx, ft.prod, ft.codec, recs...); err != nil {
+	if err := (kafka.Config{}).Produce(ctx, ft.prod, ft.codec, recs...); err != nil {
 		return err
 	}
 	return ft.prod.EndTransaction(ctx, kgo.TryCommit)

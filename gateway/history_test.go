@@ -66,7 +66,7 @@ func historyEnv(t *testing.T) *env {
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	h, err := journal.OpenHistory(addr, db)
+	h, err := journal.OpenHistory(addr, db, chserver.Access{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestJournalQueryBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	open := func(l journal.QueryLimits) *env {
-		h, err := journal.OpenHistory(addr, db, journal.WithQueryLimits(l))
+		h, err := journal.OpenHistory(addr, db, chserver.Access{}, journal.WithQueryLimits(l))
 		if err != nil {
 			t.Fatal(err)
 		}

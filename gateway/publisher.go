@@ -22,6 +22,7 @@ type Publisher interface {
 type KafkaPublisher struct {
 	cl    *kgo.Client
 	codec *schemas.Codec
+	names kafka.Config // the records' physical topics
 }
 
 // NewKafkaPublisher connects a producer with cfg.
@@ -36,7 +37,7 @@ func NewKafkaPublisher(cfg kafka.Config) (*KafkaPublisher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway publisher client: %w", err)
 	}
-	return &KafkaPublisher{cl: cl, codec: codec}, nil
+	return &KafkaPublisher{cl: cl, codec: codec, names: cfg}, nil
 }
 
 // Publish encodes recs (with their headers, command_id among them) and
@@ -49,7 +50,7 @@ func (p *KafkaPublisher) Publish(ctx context.Context, recs ...schemas.Record) er
 		if err != nil {
 			return fmt.Errorf("publish: %w", err)
 		}
-		krs = append(krs, kr)
+		krs = append(krs, p.names.Out(kr))
 	}
 	if err := p.cl.ProduceSync(ctx, krs...).FirstErr(); err != nil {
 		return fmt.Errorf("publish %d record(s): %w", len(krs), err)

@@ -21,14 +21,14 @@ func TestKafkaPublisherRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	cfg := kafka.Config{Brokers: b.Addrs(), Replication: 1}
+	cfg := kafka.Config{Brokers: b.Addrs()}
 
 	pub, err := gateway.NewKafkaPublisher(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pub.Close()
-	if err := kafka.EnsureTopics(ctx, pub.Client(), schemas.Topics, 1); err != nil {
+	if err := cfg.EnsureTopics(ctx, pub.Client(), schemas.Topics, kafka.TopicOptions{Replication: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if err := pub.Ping(ctx); err != nil {

@@ -59,7 +59,7 @@ type loads struct {
 // measure runs the three loads against a fresh broker at addrs.
 func measure(ctx context.Context, addrs []string, sz size) (loads, error) {
 	var l loads
-	kcfg := kafka.Config{Brokers: addrs, Replication: 1}
+	kcfg := kafka.Config{Brokers: addrs}
 	if err := createTopics(ctx, kcfg); err != nil {
 		return l, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/vmplane/vmplane/internal/chserver"
 	"github.com/vmplane/vmplane/internal/testkit"
 	pj "github.com/vmplane/vmplane/projectors/journal"
 )
@@ -20,6 +21,7 @@ import (
 // clickhouse-client command line of the same address.
 type server struct {
 	addr, host, port string
+	access           chserver.Access
 	client           string
 	conn             driver.Conn
 }
@@ -34,11 +36,15 @@ func openServer() (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn, err := pj.Open(addr)
+	access, err := testkit.ClickHouseAccess()
 	if err != nil {
 		return nil, err
 	}
-	return &server{addr: addr, host: host, port: port, client: client, conn: conn}, nil
+	conn, err := pj.Open(addr, access)
+	if err != nil {
+		return nil, err
+	}
+	return &server{addr: addr, host: host, port: port, access: access, client: client, conn: conn}, nil
 }
 
 // freshDatabase creates an empty database with the journal's tables and
@@ -61,7 +67,18 @@ func (s *server) drop(db string) {
 // clientCmd is a clickhouse-client run of query, reading stdin, with more
 // options (settings) if given.
 func (s *server) clientCmd(ctx context.Context, query string, stdin io.Reader, opts ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, s.client, append([]string{"--host", s.host, "--port", s.port, "--query", query}, opts...)...)
+	args := []string{"--host", s.host, "--port", s.port, "--query", query}
+	if s.access.User != "" {
+		args = append(args, "--user", s.access.User)
+	}
+	if s.access.Password != "" {
+		// 18.16's client reads it from nowhere else; a benchmark's server.
+		args = append(args, "--password", s.access.Password)
+	}
+	if s.access.TLS {
+		args = append(args, "--secure")
+	}
+	cmd := exec.CommandContext(ctx, s.client, append(args, opts...)...)
 	cmd.Stdin = stdin
 	return cmd
 }
@@ -86,7 +103,11 @@ func (s *server) count(ctx context.Context, db, table string) (uint64, error) {
 // ServerVersion is the test ClickHouse server's version, "" when it does
 // not answer (the results then say so).
 func ServerVersion(ctx context.Context) string {
-	conn, err := pj.Open(testkit.ClickHouseAddr())
+	access, err := testkit.ClickHouseAccess()
+	if err != nil {
+		return ""
+	}
+	conn, err := pj.Open(testkit.ClickHouseAddr(), access)
 	if err != nil {
 		return ""
 	}

@@ -38,7 +38,7 @@ func startLog(ctx context.Context, recs []schemas.Record) (*log, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &log{broker: br, kcfg: kafka.Config{Brokers: br.Addrs(), Replication: 1}}
+	l := &log{broker: br, kcfg: kafka.Config{Brokers: br.Addrs()}}
 	if l.cl, err = kgo.NewClient(l.kcfg.Opts()...); err != nil {
 		br.Close()
 		return nil, err
@@ -52,10 +52,10 @@ func startLog(ctx context.Context, recs []schemas.Record) (*log, error) {
 }
 
 func (l *log) fill(ctx context.Context, recs []schemas.Record) error {
-	if err := kafka.EnsureTopics(ctx, l.cl, schemas.Topics, 1); err != nil {
+	if err := l.kcfg.EnsureTopics(ctx, l.cl, schemas.Topics, kafka.TopicOptions{Replication: 1}); err != nil {
 		return err
 	}
-	if err := kafka.Produce(ctx, l.cl, schemas.NewCodec(nil), recs...); err != nil {
+	if err := l.kcfg.Produce(ctx, l.cl, schemas.NewCodec(nil), recs...); err != nil {
 		return fmt.Errorf("produce the history: %w", err)
 	}
 	ends, err := l.adm.ListEndOffsets(ctx, pj.Topics...)
@@ -112,7 +112,7 @@ func ingestOnce(ctx context.Context, s *server, l *log, run int, lg *slog.Logger
 	}
 	defer s.drop(db)
 	group := fmt.Sprintf("bench-journal-%d-%d", run, time.Now().UnixNano())
-	p, err := pj.New(pj.Config{Kafka: l.kcfg, Addr: s.addr, Database: db, Group: group, Logger: lg})
+	p, err := pj.New(pj.Config{Kafka: l.kcfg, Addr: s.addr, Access: s.access, Database: db, Group: group, Logger: lg})
 	if err != nil {
 		return out, err
 	}

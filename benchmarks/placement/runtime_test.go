@@ -37,13 +37,13 @@ func benchRuntime(b *testing.B, hosts int) {
 		b.Fatal(err)
 	}
 	defer broker.Close()
-	kcfg := kafka.Config{Brokers: broker.Addrs(), Replication: 1}
+	kcfg := kafka.Config{Brokers: broker.Addrs()}
 	cl, err := kgo.NewClient(kcfg.Opts(kgo.ConsumeTopics(schemas.TopicVmSignals), kgo.ProducerBatchMaxBytes(16<<20))...)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer cl.Close()
-	if err := kafka.EnsureTopics(ctx, cl, schemas.Topics, 1); err != nil {
+	if err := kcfg.EnsureTopics(ctx, cl, schemas.Topics, kafka.TopicOptions{Replication: 1}); err != nil {
 		b.Fatal(err)
 	}
 	p, err := engine.New(engine.Config{

@@ -35,14 +35,14 @@ func writeLog(ctx context.Context, n int) (*eventLog, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &eventLog{broker: b, kcfg: kafka.Config{Brokers: b.Addrs(), Replication: 1}, events: n, perTopic: map[string]int{}}
+	l := &eventLog{broker: b, kcfg: kafka.Config{Brokers: b.Addrs()}, events: n, perTopic: map[string]int{}}
 	cl, err := kgo.NewClient(l.kcfg.Opts(kgo.ProducerBatchMaxBytes(batchMaxBytes), kgo.MaxBufferedRecords(200_000))...)
 	if err != nil {
 		b.Close()
 		return nil, err
 	}
 	defer cl.Close()
-	if err := kafka.EnsureTopics(ctx, cl, schemas.Topics, 1); err != nil {
+	if err := l.kcfg.EnsureTopics(ctx, cl, schemas.Topics, kafka.TopicOptions{Replication: 1}); err != nil {
 		b.Close()
 		return nil, err
 	}
@@ -63,7 +63,7 @@ func writeLog(ctx context.Context, n int) (*eventLog, error) {
 			return
 		}
 		l.perTopic[topic]++
-		cl.Produce(ctx, kr, func(_ *kgo.Record, err error) {
+		cl.Produce(ctx, l.kcfg.Out(kr), func(_ *kgo.Record, err error) {
 			if err != nil {
 				fail(err)
 			}

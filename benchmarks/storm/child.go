@@ -74,7 +74,7 @@ type childProcessor interface {
 // partition is assigned and restored; heap_bytes is HeapAlloc after a
 // collection minus HeapAlloc after a collection before the processor ran.
 func RunChild(ctx context.Context, role string, brokers []string) error {
-	kcfg := kafka.Config{Brokers: brokers, Replication: 1}
+	kcfg := kafka.Config{Brokers: brokers}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	gc, err := childGC()
 	if err != nil {

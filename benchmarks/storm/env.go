@@ -34,14 +34,14 @@ func newEnv(ctx context.Context, pgBase string, log *slog.Logger) (*env, error) 
 	if err != nil {
 		return nil, err
 	}
-	e := &env{broker: b, kcfg: kafka.Config{Brokers: b.Addrs(), Replication: 1}, base: pgBase, log: log}
+	e := &env{broker: b, kcfg: kafka.Config{Brokers: b.Addrs()}, base: pgBase, log: log}
 	e.cl, err = kgo.NewClient(e.kcfg.Opts(kgo.ProducerBatchMaxBytes(batchMaxBytes), kgo.MaxBufferedRecords(100_000))...)
 	if err != nil {
 		e.close()
 		return nil, err
 	}
 	e.adm = kadm.NewClient(e.cl)
-	if err := kafka.EnsureTopics(ctx, e.cl, append(append([]schemas.TopicSpec{}, schemas.Topics...), benchTopics...), 1); err != nil {
+	if err := e.kcfg.EnsureTopics(ctx, e.cl, append(append([]schemas.TopicSpec{}, schemas.Topics...), benchTopics...), kafka.TopicOptions{Replication: 1}); err != nil {
 		e.close()
 		return nil, err
 	}

@@ -18,7 +18,6 @@ import (
 
 	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/gateway"
-	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/ops/roles"
 	"github.com/vmplane/vmplane/processors/engine"
 	"github.com/vmplane/vmplane/producers/agent"
@@ -267,7 +266,7 @@ func (e *env) seedAdmin(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := kafka.Produce(ctx, e.cl, schemas.NewCodec(nil), recs...); err != nil {
+	if err := e.kcfg.Produce(ctx, e.cl, schemas.NewCodec(nil), recs...); err != nil {
 		return "", fmt.Errorf("seed admin key: %w", err)
 	}
 	return key, nil

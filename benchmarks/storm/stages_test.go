@@ -50,13 +50,13 @@ func TestReadTimesReadsToTheEndOfCommittedRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	e := &env{broker: b, kcfg: kafka.Config{Brokers: b.Addrs(), Replication: 1}}
+	e := &env{broker: b, kcfg: kafka.Config{Brokers: b.Addrs()}}
 	if e.cl, err = kgo.NewClient(e.kcfg.Opts()...); err != nil {
 		t.Fatal(err)
 	}
 	defer e.cl.Close()
 	e.adm = kadm.NewClient(e.cl)
-	if err := kafka.EnsureTopics(ctx, e.cl, schemas.Topics, 1); err != nil {
+	if err := e.kcfg.EnsureTopics(ctx, e.cl, schemas.Topics, kafka.TopicOptions{Replication: 1}); err != nil {
 		t.Fatal(err)
 	}
 	tx, err := kgo.NewClient(e.kcfg.Opts(kgo.TransactionalID("stages-test"))...)

@@ -242,7 +242,7 @@ func (e *env) seed(ctx context.Context, sz Size, hosts []agent.HostInfo, perHost
 				if err != nil {
 					return 0, err
 				}
-				pr.produce(ctx, kr)
+				pr.produce(ctx, e.kcfg.Out(kr))
 			}
 		}
 		if err := pr.flush(ctx); err != nil {
@@ -259,7 +259,7 @@ func (e *env) seed(ctx context.Context, sz Size, hosts []agent.HostInfo, perHost
 // capture reads the first n records of vm.power.v1: the encoded reports of
 // the storm, replayed by the limits.
 func (e *env) capture(ctx context.Context, n int) ([]*kgo.Record, error) {
-	cl, err := kgo.NewClient(e.kcfg.Opts(kgo.ConsumeTopics(schemas.TopicVmPower), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	cl, err := kgo.NewClient(e.kcfg.Opts(kgo.ConsumeTopics(e.kcfg.Topic(schemas.TopicVmPower)), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
 	if err != nil {
 		return nil, err
 	}
@@ -363,7 +363,7 @@ func (e *env) readChangelog(ctx context.Context, n int64) (time.Duration, error)
 		parts[p] = kgo.NewOffset().AtStart()
 	}
 	t0 := time.Now()
-	cl, err := kgo.NewClient(e.kcfg.Opts(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{schemas.TopicVmState: parts}),
+	cl, err := kgo.NewClient(e.kcfg.Opts(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{e.kcfg.Topic(schemas.TopicVmState): parts}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()))...)
 	if err != nil {
 		return 0, err

@@ -22,7 +22,7 @@ func edges(t *testing.T) (kafka.Config, string, *gateway.KafkaPublisher) {
 		t.Fatal(err)
 	}
 	t.Cleanup(b.Close)
-	kcfg := kafka.Config{Brokers: b.Addrs(), Replication: 1}
+	kcfg := kafka.Config{Brokers: b.Addrs()}
 	dsn := freshDB(t)
 	if err := postgres.Migrate(t.Context(), dsn); err != nil {
 		t.Fatal(err)
@@ -32,7 +32,7 @@ func edges(t *testing.T) (kafka.Config, string, *gateway.KafkaPublisher) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pub.Close)
-	if err := kafka.EnsureTopics(t.Context(), pub.Client(), schemas.Topics, 1); err != nil {
+	if err := kcfg.EnsureTopics(t.Context(), pub.Client(), schemas.Topics, kafka.TopicOptions{Replication: 1}); err != nil {
 		t.Fatal(err)
 	}
 	return kcfg, dsn, pub

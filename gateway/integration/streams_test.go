@@ -18,7 +18,6 @@ import (
 
 	"github.com/vmplane/vmplane/api"
 	"github.com/vmplane/vmplane/gateway"
-	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
@@ -94,7 +93,7 @@ func TestJobStreamEndsOverTheRealParts(t *testing.T) {
 		if err := vmProc.BeginTransaction(); err != nil {
 			t.Fatal(err)
 		}
-		if err := kafka.Produce(ctx, vmProc, codec,
+		if err := kcfg.Produce(ctx, vmProc, codec,
 			rec(&schemas.JobAccepted{JobRef: ref}),
 			rec(&schemas.JobStepped{JobRef: ref, Seq: 1, TaskState: "Scheduling", Step: "place", Text: "PlaceVm sent"}),
 			rec(&schemas.JobStepped{JobRef: ref, Seq: 2, TaskState: "Scheduling", Step: "placed", Text: "no host"}),

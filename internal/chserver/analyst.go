@@ -14,7 +14,6 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/vmplane/vmplane/internal/atomicfile"
@@ -120,9 +119,14 @@ func AnalystUsersXML(database string, l AnalystLimits) ([]byte, error) {
 // of databases that are gone. A server this package did not start is left
 // alone: its operator defines the user (docs/operations.md, "Analysts").
 func EnsureAnalyst(ctx context.Context, addr, database string, l AnalystLimits) error {
-	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}, Protocol: clickhouse.Native, DialTimeout: pingTimeout})
+	return Access{}.EnsureAnalyst(ctx, addr, database, l)
+}
+
+// EnsureAnalyst is EnsureAnalyst as a's user.
+func (a Access) EnsureAnalyst(ctx context.Context, addr, database string, l AnalystLimits) error {
+	conn, err := a.Open(addr, "")
 	if err != nil {
-		return fmt.Errorf("open clickhouse %s: %w", addr, err)
+		return err
 	}
 	defer conn.Close()
 	dir, err := managedDir(ctx, conn, addr)

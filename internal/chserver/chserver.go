@@ -62,11 +62,17 @@ type Option func(*options)
 type options struct {
 	httpPort int
 	detached bool
+	access   Access
 }
 
 // HTTPPort sets the HTTP interface's port. By default it is 8123 when free and any free port
 // otherwise, so that two servers never clash.
 func HTTPPort(port int) Option { return func(o *options) { o.httpPort = port } }
+
+// Login is how Ensure logs in to a server it finds answering at addr (a
+// production-like one with users and passwords). A server Ensure starts
+// has the passwordless default user on loopback, whatever a says.
+func Login(a Access) Option { return func(o *options) { o.access = a } }
 
 // Detached makes a started server outlive this process, in its own session, so that other
 // processes can share it; StopDir stops it. Without it the server gets SIGTERM when this
@@ -95,7 +101,7 @@ func Ensure(ctx context.Context, addr, varDir string, log *slog.Logger, opts ...
 	if err != nil {
 		return Server{}, fmt.Errorf("clickhouse addr %q: bad port", addr)
 	}
-	if ping(ctx, addr) == nil {
+	if ping(ctx, addr, o.access) == nil {
 		return Server{addr: addr}, nil
 	}
 	if !isLoopback(host) {
@@ -115,7 +121,7 @@ func Ensure(ctx context.Context, addr, varDir string, log *slog.Logger, opts ...
 	}
 	defer unlock()
 	// Another process may have started it while we waited for the lock.
-	if ping(ctx, addr) == nil {
+	if ping(ctx, addr, Access{}) == nil {
 		return Server{addr: addr}, nil
 	}
 	answers, err := makeRoom(ctx, dir, addr, log)
@@ -136,7 +142,7 @@ func Ensure(ctx context.Context, addr, varDir string, log *slog.Logger, opts ...
 func makeRoom(ctx context.Context, dir, addr string, log *slog.Logger) (answers bool, err error) {
 	if pid := readPID(dir); pid > 0 && isClickHouse(pid) {
 		for range 20 {
-			if ping(ctx, addr) == nil {
+			if ping(ctx, addr, Access{}) == nil {
 				return true, nil
 			}
 			if ctx.Err() != nil {
@@ -149,7 +155,7 @@ func makeRoom(ctx context.Context, dir, addr string, log *slog.Logger) (answers 
 	if err := stopPIDFile(ctx, dir); err != nil {
 		return false, err
 	}
-	if err := ping(ctx, addr); portOpen(addr) {
+	if err := ping(ctx, addr, Access{}); portOpen(addr) {
 		return false, fmt.Errorf("%s is taken by something that does not answer as clickhouse: %v", addr, err)
 	}
 	return false, nil
@@ -223,7 +229,7 @@ func spawn(bin string, args []string, cfg layout, detached bool) (*child, error)
 func (c *child) await(ctx context.Context, addr string, cfg layout) error {
 	deadline := time.Now().Add(startTimeout)
 	for {
-		err := ping(ctx, addr)
+		err := ping(ctx, addr, Access{})
 		if err == nil {
 			return nil
 		}
@@ -273,19 +279,20 @@ func StopDir(ctx context.Context, varDir string) error {
 // EnsureDatabase creates database name on the server at addr unless it exists, and on a server
 // this package started its analyst user with DefaultAnalystLimits (EnsureAnalyst).
 func EnsureDatabase(ctx context.Context, addr, name string) error {
-	conn, err := clickhouse.Open(&clickhouse.Options{
-		Addr:        []string{addr},
-		Protocol:    clickhouse.Native,
-		DialTimeout: pingTimeout,
-	})
+	return Access{}.EnsureDatabase(ctx, addr, name)
+}
+
+// EnsureDatabase is EnsureDatabase as a's user.
+func (a Access) EnsureDatabase(ctx context.Context, addr, name string) error {
+	conn, err := a.Open(addr, "")
 	if err != nil {
-		return fmt.Errorf("open clickhouse %s: %w", addr, err)
+		return err
 	}
 	defer conn.Close()
 	if err := conn.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+QuoteIdent(name)); err != nil {
 		return fmt.Errorf("create clickhouse database %s: %w", name, err)
 	}
-	return EnsureAnalyst(ctx, addr, name, DefaultAnalystLimits())
+	return a.EnsureAnalyst(ctx, addr, name, DefaultAnalystLimits())
 }
 
 // QuoteIdent quotes an identifier the way every ClickHouse version reads it.
@@ -293,15 +300,15 @@ func QuoteIdent(name string) string {
 	return "`" + strings.NewReplacer(`\`, `\\`, "`", "\\`").Replace(name) + "`"
 }
 
-func ping(ctx context.Context, addr string) error {
+func ping(ctx context.Context, addr string, a Access) error {
 	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
-	conn, err := clickhouse.Open(&clickhouse.Options{
-		Addr:        []string{addr},
-		Protocol:    clickhouse.Native,
-		DialTimeout: pingTimeout,
-		ReadTimeout: pingTimeout,
-	})
+	o, err := a.Options(addr, "")
+	if err != nil {
+		return err
+	}
+	o.DialTimeout, o.ReadTimeout = pingTimeout, pingTimeout
+	conn, err := clickhouse.Open(o)
 	if err != nil {
 		return err
 	}
@@ -425,9 +432,14 @@ func removeIfPID(pidFile string, pid int) {
 
 // DropDatabase drops database name if it exists.
 func DropDatabase(ctx context.Context, addr, name string) error {
-	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}, Protocol: clickhouse.Native, DialTimeout: pingTimeout})
+	return Access{}.DropDatabase(ctx, addr, name)
+}
+
+// DropDatabase is DropDatabase as a's user.
+func (a Access) DropDatabase(ctx context.Context, addr, name string) error {
+	conn, err := a.Open(addr, "")
 	if err != nil {
-		return fmt.Errorf("open clickhouse %s: %w", addr, err)
+		return err
 	}
 	defer conn.Close()
 	if err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+QuoteIdent(name)); err != nil {

@@ -76,7 +76,7 @@ func TestEnsureStartsServer(t *testing.T) {
 		t.Fatalf("Started() = %v, %v; want true, false", srv.Started(), again.Started())
 	}
 	again.Stop()
-	if err := ping(t.Context(), srv.Addr()); err != nil {
+	if err := ping(t.Context(), srv.Addr(), Access{}); err != nil {
 		t.Fatalf("Stop of a server Ensure did not start stopped it: %v", err)
 	}
 
@@ -136,7 +136,7 @@ func TestEnsureStartsServer(t *testing.T) {
 	}
 
 	srv.Stop()
-	if err := ping(t.Context(), srv.Addr()); err == nil {
+	if err := ping(t.Context(), srv.Addr(), Access{}); err == nil {
 		t.Fatal("server still answers after Stop")
 	}
 	if _, err := os.Stat(filepath.Join(varDir, "clickhouse", "server.pid")); !os.IsNotExist(err) {
@@ -151,7 +151,7 @@ func TestTwoServersDoNotClash(t *testing.T) {
 	a, aDir := start(t)
 	b, bDir := start(t)
 	for _, srv := range []Server{a, b} {
-		if err := ping(t.Context(), srv.Addr()); err != nil {
+		if err := ping(t.Context(), srv.Addr(), Access{}); err != nil {
 			t.Fatalf("%s: %v", srv.Addr(), err)
 		}
 	}
@@ -181,7 +181,7 @@ func TestDetachedStopDir(t *testing.T) {
 	if err := StopDir(t.Context(), varDir); err != nil {
 		t.Fatal(err)
 	}
-	if err := ping(t.Context(), srv.Addr()); err == nil {
+	if err := ping(t.Context(), srv.Addr(), Access{}); err == nil {
 		t.Fatal("server still answers after StopDir")
 	}
 	if err := StopDir(t.Context(), varDir); err != nil {
@@ -194,7 +194,7 @@ func TestDetachedStopDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = StopDir(context.Background(), varDir) }()
-	if err := ping(t.Context(), srv.Addr()); err != nil {
+	if err := ping(t.Context(), srv.Addr(), Access{}); err != nil {
 		t.Fatal(err)
 	}
 }

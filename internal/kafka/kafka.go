@@ -7,17 +7,13 @@ package kafka
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"strconv"
+	"os"
 	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/vmplane/vmplane/schemas"
 	"github.com/vmplane/vmplane/schemas/confluent"
@@ -26,37 +22,95 @@ import (
 // Config says how to reach the cluster.
 type Config struct {
 	Brokers []string
-	// SASL/SCRAM-SHA-512 credentials; empty for none.
+	// SASL: Mechanism is one of the Mech* constants; empty means
+	// SCRAM-SHA-512 when User is set, OAUTHBEARER when OAuth is, else none.
+	Mechanism      string
 	User, Password string
+	OAuth          OAuth
+	// SASLWithoutTLS allows PLAIN and OAUTHBEARER, which send the secret
+	// itself, over plain TCP (a test, a loopback broker).
+	SASLWithoutTLS bool
 	// RegistryURL switches the value framing to Confluent's (00 + schema id).
 	RegistryURL string
-	// Replication is the replication factor of created topics (1 for kfake).
-	Replication int16
 	// TLS encrypts the connections (and authenticates the broker).
 	TLS TLS
+	// Prefix is put before every topic name, consumer group and
+	// transactional id on the cluster (names.go): "prod." makes
+	// prod.vm.commands.v1. Empty for none.
+	Prefix string
 }
 
-// ConfigFromEnv reads VMPLANE_KAFKA_BROKERS (comma separated),
-// VMPLANE_KAFKA_USER, VMPLANE_KAFKA_PASSWORD and VMPLANE_SCHEMA_REGISTRY, with
-// def as the broker list when unset.
-func ConfigFromEnv(getenv func(string) string, def string) Config {
+// ConfigFromEnv reads VMPLANE_KAFKA_BROKERS (comma separated, def when
+// unset), the SASL settings (VMPLANE_KAFKA_SASL_MECHANISM,
+// VMPLANE_KAFKA_USER, VMPLANE_KAFKA_PASSWORD, VMPLANE_KAFKA_OAUTH_*), the TLS
+// settings (VMPLANE_KAFKA_TLS*), VMPLANE_SCHEMA_REGISTRY and
+// VMPLANE_TOPIC_PREFIX. Secrets may be given as files instead
+// (VMPLANE_KAFKA_PASSWORD_FILE, VMPLANE_KAFKA_OAUTH_CLIENT_SECRET_FILE).
+func ConfigFromEnv(getenv func(string) string, def string) (Config, error) {
 	b := getenv("VMPLANE_KAFKA_BROKERS")
 	if b == "" {
 		b = def
 	}
-	return Config{
-		Brokers:     strings.Split(b, ","),
-		User:        getenv("VMPLANE_KAFKA_USER"),
-		Password:    getenv("VMPLANE_KAFKA_PASSWORD"),
+	password, err := Secret(getenv, "VMPLANE_KAFKA_PASSWORD")
+	if err != nil {
+		return Config{}, err
+	}
+	secret, err := Secret(getenv, "VMPLANE_KAFKA_OAUTH_CLIENT_SECRET")
+	if err != nil {
+		return Config{}, err
+	}
+	c := Config{
+		Brokers:        strings.Split(b, ","),
+		Mechanism:      getenv("VMPLANE_KAFKA_SASL_MECHANISM"),
+		User:           getenv("VMPLANE_KAFKA_USER"),
+		Password:       password,
+		SASLWithoutTLS: getenv("VMPLANE_KAFKA_SASL_WITHOUT_TLS") == "true",
+		OAuth: OAuth{
+			Token:        getenv("VMPLANE_KAFKA_OAUTH_TOKEN"),
+			TokenFile:    getenv("VMPLANE_KAFKA_OAUTH_TOKEN_FILE"),
+			TokenURL:     getenv("VMPLANE_KAFKA_OAUTH_TOKEN_URL"),
+			ClientID:     getenv("VMPLANE_KAFKA_OAUTH_CLIENT_ID"),
+			ClientSecret: secret,
+			Scope:        getenv("VMPLANE_KAFKA_OAUTH_SCOPE"),
+		},
 		RegistryURL: getenv("VMPLANE_SCHEMA_REGISTRY"),
-		Replication: 1,
 		TLS: TLS{
 			Enabled:  getenv("VMPLANE_KAFKA_TLS") == "true" || getenv("VMPLANE_KAFKA_TLS_CA") != "",
 			CAFile:   getenv("VMPLANE_KAFKA_TLS_CA"),
 			CertFile: getenv("VMPLANE_KAFKA_TLS_CERT"),
 			KeyFile:  getenv("VMPLANE_KAFKA_TLS_KEY"),
 		},
+		Prefix: getenv("VMPLANE_TOPIC_PREFIX"),
 	}
+	return c, c.Validate()
+}
+
+// Secret reads a secret from the environment: the variable env, or the
+// file that env_FILE names (its content without the final newline), so
+// that a secret need not stand in an environment file. Both set is an
+// error.
+func Secret(getenv func(string) string, env string) (string, error) {
+	v, file := getenv(env), getenv(env+"_FILE")
+	switch {
+	case file == "":
+		return v, nil
+	case v != "":
+		return "", fmt.Errorf("both %s and %s_FILE are set", env, env)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("%s_FILE: %w", env, err)
+	}
+	return strings.TrimRight(string(b), "\r\n"), nil
+}
+
+// Validate says what is wrong with the configuration before a client
+// dials: an unknown SASL mechanism, PLAIN without TLS, an illegal prefix.
+func (c Config) Validate() error {
+	if _, err := c.mechanism(); err != nil {
+		return err
+	}
+	return checkPrefix(c.Prefix)
 }
 
 // Opts returns the client options every vmplane client starts from.
@@ -78,17 +132,25 @@ func (c Config) Opts(extra ...kgo.Opt) []kgo.Opt {
 		kgo.SessionTimeout(10 * time.Second),
 		kgo.HeartbeatInterval(2 * time.Second),
 	}
-	if c.User != "" {
-		opts = append(opts, kgo.SASL(scram.Auth{User: c.User, Pass: c.Password}.AsSha512Mechanism()))
+	// A configuration Validate refuses, or a bad CA or certificate file,
+	// fails at the first dial with the reason; Opts has no error to return.
+	var failed error
+	mech, err := c.mechanism()
+	if err != nil {
+		failed = err
+	} else if mech != nil {
+		opts = append(opts, kgo.SASL(mech))
 	}
 	if c.TLS.Enabled {
-		// A bad CA or certificate file fails at the first dial with the
-		// file named; Opts itself has no error to return.
 		o, err := c.TLS.tlsOpt()
 		if err != nil {
-			o = kgo.Dialer(func(context.Context, string, string) (net.Conn, error) { return nil, err })
+			failed = err
+		} else {
+			opts = append(opts, o)
 		}
-		opts = append(opts, o)
+	}
+	if failed != nil {
+		opts = append(opts, kgo.Dialer(func(context.Context, string, string) (net.Conn, error) { return nil, failed }))
 	}
 	return append(opts, extra...)
 }
@@ -103,72 +165,6 @@ func (c Config) Codec() (*schemas.Codec, error) {
 		return nil, fmt.Errorf("schema registry %s: %w", c.RegistryURL, err)
 	}
 	return schemas.NewCodec(cl), nil
-}
-
-// StateMaxBytes bounds a record of a compacted topic (a processor's state
-// of one key, a host's status): a zone's placement state holds every host
-// and allocation of the zone, over a megabyte (Kafka's default) from about
-// a thousand hosts. A record over the limit would abort every transaction
-// that writes it and stop the processor.
-const StateMaxBytes = 64 << 20
-
-// raiseMaxMessage sets a topic created before StateMaxBytes to it.
-func raiseMaxMessage(ctx context.Context, adm *kadm.Client, topic string) error {
-	v := strconv.Itoa(StateMaxBytes)
-	resp, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "max.message.bytes", Value: &v}}, topic)
-	if err == nil {
-		var r kadm.AlterConfigsResponse
-		if r, err = resp.On(topic, nil); err == nil {
-			err = r.Err
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("topic %s: max.message.bytes: %w", topic, err)
-	}
-	return nil
-}
-
-// EnsureTopics creates the missing topics of the table with kadm. Existing
-// topics are left as they are (a compacted one has its max.message.bytes
-// raised to StateMaxBytes), but a partition count that breaks the
-// co-partitioning rule is an error.
-func EnsureTopics(ctx context.Context, cl *kgo.Client, topics []schemas.TopicSpec, replication int16) error {
-	adm := kadm.NewClient(cl)
-	names := make([]string, len(topics))
-	for i, t := range topics {
-		names[i] = t.Name
-	}
-	existing, err := adm.ListTopics(ctx, names...)
-	if err != nil {
-		return fmt.Errorf("list topics: %w", err)
-	}
-	for _, t := range topics {
-		want := t.PartitionsOf()
-		if d, ok := existing[t.Name]; ok && d.Err == nil {
-			if got := int32(len(d.Partitions)); got != want {
-				return fmt.Errorf("topic %s has %d partitions, the topic table says %d (co-partitioning)", t.Name, got, want)
-			}
-			if t.Compacted {
-				if err := raiseMaxMessage(ctx, adm, t.Name); err != nil {
-					return err
-				}
-			}
-			continue
-		}
-		cfg := map[string]*string{}
-		if t.Compacted {
-			cfg["cleanup.policy"] = kadm.StringPtr("compact")
-			cfg["max.message.bytes"] = kadm.StringPtr(strconv.Itoa(StateMaxBytes))
-		}
-		resp, err := adm.CreateTopic(ctx, want, replication, cfg, t.Name)
-		if err == nil {
-			err = resp.Err
-		}
-		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-			return fmt.Errorf("create topic %s: %w", t.Name, err)
-		}
-	}
-	return nil
 }
 
 // ToKafka encodes r into a kgo.Record with the `type` header and r's headers.
@@ -187,16 +183,16 @@ func ToKafka(ctx context.Context, c *schemas.Codec, r schemas.Record) (*kgo.Reco
 	return kr, nil
 }
 
-// Produce encodes recs and produces them, waiting for every one; the error
-// is the first encoding or produce error.
-func Produce(ctx context.Context, cl *kgo.Client, c *schemas.Codec, recs ...schemas.Record) error {
+// Produce encodes recs and produces them under c's physical topic names,
+// waiting for every one; the error is the first encoding or produce error.
+func (c Config) Produce(ctx context.Context, cl *kgo.Client, codec *schemas.Codec, recs ...schemas.Record) error {
 	krs := make([]*kgo.Record, len(recs))
 	for i, r := range recs {
-		kr, err := ToKafka(ctx, c, r)
+		kr, err := ToKafka(ctx, codec, r)
 		if err != nil {
 			return err
 		}
-		krs[i] = kr
+		krs[i] = c.Out(kr)
 	}
 	return cl.ProduceSync(ctx, krs...).FirstErr()
 }

@@ -23,7 +23,7 @@ func TestPositionReaderEndsPastAbortedTail(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	cfg := kafka.Config{Brokers: b.Addrs(), Replication: 1}
+	cfg := kafka.Config{Brokers: b.Addrs()}
 	const topic = "position-test"
 	cl, err := kgo.NewClient(cfg.Opts(kgo.TransactionalID("position-test"), kgo.DefaultProduceTopic(topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()))...)

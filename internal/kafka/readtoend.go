@@ -13,15 +13,16 @@ import (
 // began. Transaction markers count: it reads them and hands them on as
 // control records, which each must skip. When ctx ends first it says which
 // partitions were not read to their end; what was read by then has been
-// handed on. It is for tools and tests that look back over a log (a
+// handed on. topics are logical names, and so are the records' (c.Prefix
+// is applied to what the client reads). It is for tools and tests that look back over a log (a
 // benchmark's record times, a test's timeline), never for a processor.
 func ReadToEnd(ctx context.Context, c Config, topics []string, each func(*kgo.Record) error) error {
-	cl, err := kgo.NewClient(c.Opts(kgo.ConsumeTopics(topics...), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.KeepControlRecords())...)
+	cl, err := kgo.NewClient(c.Opts(kgo.ConsumeTopics(c.Topics(topics...)...), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.KeepControlRecords())...)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	left, err := endOffsets(ctx, kadm.NewClient(cl), topics)
+	left, err := endOffsets(ctx, kadm.NewClient(cl), c.Topics(topics...))
 	if err != nil {
 		return err
 	}
@@ -35,6 +36,7 @@ func ReadToEnd(ctx context.Context, c Config, topics []string, each func(*kgo.Re
 			if end, ok := left[tp]; ok && kr.Offset+1 >= end {
 				delete(left, tp)
 			}
+			kr.Topic = c.Logical(kr.Topic)
 			if err := each(kr); err != nil {
 				return err
 			}

@@ -28,14 +28,14 @@ func TestSecureBrokerACLs(t *testing.T) {
 	}
 	defer b.Close()
 	cfg := func(user, pass string) kafka.Config {
-		return kafka.Config{Brokers: b.Addrs(), User: user, Password: pass, Replication: 1}
+		return kafka.Config{Brokers: b.Addrs(), User: user, Password: pass}
 	}
 	admin, err := kgo.NewClient(cfg(kafka.PrincipalAdmin, pw[kafka.PrincipalAdmin]).Opts()...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer admin.Close()
-	if err := kafka.EnsureTopics(t.Context(), admin, schemas.Topics, 1); err != nil {
+	if err := (kafka.Config{}).EnsureTopics(t.Context(), admin, schemas.Topics, kafka.TopicOptions{Replication: 1}); err != nil {
 		t.Fatal(err)
 	}
 	produce := func(user, pass, topic string) error {

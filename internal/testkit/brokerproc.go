@@ -73,7 +73,7 @@ func StartBrokerProcess(t testing.TB, dir string) *BrokerProcess {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	if err := kafka.EnsureTopics(t.Context(), cl, schemas.Topics, 1); err != nil {
+	if err := b.Config().EnsureTopics(t.Context(), cl, schemas.Topics, kafka.TopicOptions{Replication: 1}); err != nil {
 		t.Fatal(err)
 	}
 	return b
@@ -81,7 +81,7 @@ func StartBrokerProcess(t testing.TB, dir string) *BrokerProcess {
 
 // Config reaches the broker.
 func (b *BrokerProcess) Config() kafka.Config {
-	return kafka.Config{Brokers: []string{b.addr}, Replication: 1}
+	return kafka.Config{Brokers: []string{b.addr}}
 }
 
 // Start starts the broker process again on the same address and log, and

@@ -20,6 +20,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/vmplane/vmplane/internal/chserver"
 )
 
 const (
@@ -34,6 +36,12 @@ func PostgresDSN() string { return envOr("VMPLANE_PG_DSN", DefaultPostgresDSN) }
 
 // ClickHouseAddr is the server tests use: $VMPLANE_CH_ADDR or DefaultClickHouseAddr.
 func ClickHouseAddr() string { return envOr("VMPLANE_CH_ADDR", DefaultClickHouseAddr) }
+
+// ClickHouseAccess is how the benchmarks log in to the server at
+// ClickHouseAddr: VMPLANE_CH_USER, VMPLANE_CH_PASSWORD and VMPLANE_CH_TLS*
+// (chserver.AccessFromEnv); nothing set is the passwordless default user
+// of a server chserver started.
+func ClickHouseAccess() (chserver.Access, error) { return chserver.AccessFromEnv(os.Getenv) }
 
 // VarDir is where local test servers keep their files: $VMPLANE_TEST_VAR_DIR, or var/test under
 // the repository root.

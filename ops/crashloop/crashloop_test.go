@@ -309,7 +309,7 @@ func setUp(t *testing.T, st *stack) (user, admin *api) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := kafka.Produce(ctx, st.admin, schemas.NewCodec(nil), append(recs, adminRecs...)...); err != nil {
+	if err := (kafka.Config{}).Produce(ctx, st.admin, schemas.NewCodec(nil), append(recs, adminRecs...)...); err != nil {
 		t.Fatalf("seed: %v", err)
 	}
 	admin = newAPI("http://"+st.httpAddr, key)

@@ -138,7 +138,7 @@ func roleEnv() []string {
 // newStack defines the roles; start runs them.
 func newStack(t *testing.T, cfg stackConfig) *stack {
 	s := &stack{cfg: cfg, brokerAddr: freeAddr(t), httpAddr: freeAddr(t), byName: map[string]*role{}, began: time.Now(), t: t}
-	s.kcfg = kafka.Config{Brokers: []string{s.brokerAddr}, Replication: 1}
+	s.kcfg = kafka.Config{Brokers: []string{s.brokerAddr}}
 	env := roleEnv()
 	add := func(name, group string, probe func(string) func(context.Context) error, args ...string) {
 		metrics := freeAddr(t)

@@ -34,14 +34,17 @@ import (
 
 // Config of the dev stack; every field has a flag and an environment variable.
 type Config struct {
-	VarDir       string        // var
-	KafkaAddr    string        // 127.0.0.1:9092
-	HTTPAddr     string        // 127.0.0.1:8080
-	PostgresDSN  string        // postgres://postgres@127.0.0.1:5432/postgres
-	ClickHouse   string        // 127.0.0.1:9000
-	Database     string        // Postgres and ClickHouse database (vmplane)
-	Hosts        int           // sim hosts (4)
-	PingInterval time.Duration // agent ping interval (5 s in dev)
+	VarDir      string // var
+	KafkaAddr   string // 127.0.0.1:9092
+	HTTPAddr    string // 127.0.0.1:8080
+	PostgresDSN string // postgres://postgres@127.0.0.1:5432/postgres
+	ClickHouse  string // 127.0.0.1:9000
+	// ClickHouseAccess logs in to a ClickHouse found at ClickHouse; one
+	// the stack starts has the passwordless default user on loopback.
+	ClickHouseAccess chserver.Access
+	Database         string        // Postgres and ClickHouse database (vmplane)
+	Hosts            int           // sim hosts (4)
+	PingInterval     time.Duration // agent ping interval (5 s in dev)
 	// QemuHosts adds a second agent serving this many hosts whose VMs are
 	// real QEMU guests (zone-1, their own cluster, tag qemu), and the
 	// offering qemu-small that is placed on them only. 0: none.
@@ -64,9 +67,12 @@ type Stack struct {
 	broker *kafka.Broker
 	pg     pgserver.Server
 	ch     chserver.Server
-	kcfg   kafka.Config
-	dsn    string
-	cancel context.CancelFunc
+	// chAccess logs in to ch: Config.ClickHouseAccess for a server found,
+	// nothing for one the stack started.
+	chAccess chserver.Access
+	kcfg     kafka.Config
+	dsn      string
+	cancel   context.CancelFunc
 	// agentCancel stops the agent ahead of the rest.
 	agentCancel context.CancelFunc
 	agentDone   chan struct{}
@@ -158,7 +164,7 @@ func (s *Stack) startKafka(ctx context.Context) error {
 		return err
 	}
 	s.broker = b
-	s.kcfg = kafka.Config{Brokers: b.Addrs(), Replication: 1}
+	s.kcfg = kafka.Config{Brokers: b.Addrs()}
 	if s.cfg.Secure {
 		s.kcfg.User, s.kcfg.Password = kafka.PrincipalAdmin, s.passwords[kafka.PrincipalAdmin]
 	}
@@ -166,7 +172,7 @@ func (s *Stack) startKafka(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	err = kafka.EnsureTopics(ctx, admin, schemas.Topics, 1)
+	err = s.kcfg.EnsureTopics(ctx, admin, schemas.Topics, kafka.TopicOptions{Replication: 1})
 	admin.Close()
 	return err
 }
@@ -216,16 +222,19 @@ func (s *Stack) startClickHouse(ctx context.Context, drop bool) error {
 	// it to shut down and starting another (30 s after a kill -9). Stop
 	// stops it.
 	var err error
-	s.ch, err = chserver.Ensure(ctx, s.cfg.ClickHouse, s.cfg.VarDir, s.log, chserver.Detached())
+	s.ch, err = chserver.Ensure(ctx, s.cfg.ClickHouse, s.cfg.VarDir, s.log, chserver.Detached(), chserver.Login(s.cfg.ClickHouseAccess))
 	if err != nil {
 		return fmt.Errorf("clickhouse: %w", err)
 	}
+	if !s.ch.Started() {
+		s.chAccess = s.cfg.ClickHouseAccess
+	}
 	if drop {
-		if err := chserver.DropDatabase(ctx, s.ch.Addr(), s.cfg.Database); err != nil {
+		if err := s.chAccess.DropDatabase(ctx, s.ch.Addr(), s.cfg.Database); err != nil {
 			return err
 		}
 	}
-	if err := chserver.EnsureDatabase(ctx, s.ch.Addr(), s.cfg.Database); err != nil {
+	if err := s.chAccess.EnsureDatabase(ctx, s.ch.Addr(), s.cfg.Database); err != nil {
 		return fmt.Errorf("clickhouse: %w", err)
 	}
 	return nil
@@ -234,6 +243,7 @@ func (s *Stack) startClickHouse(ctx context.Context, drop bool) error {
 // startRoles runs every processor, both projectors and the gateway until
 // runCtx ends.
 func (s *Stack) startRoles(runCtx context.Context, o roles.Options, settings roles.Settings) error {
+	o.ClickHouse = s.chAccess
 	for _, kind := range roles.ProcessorKinds {
 		p, err := roles.NewProcessor(kind, s.as(o, kafka.PrincipalProcessor), settings, engine.SystemClock{})
 		if err != nil {
@@ -254,7 +264,7 @@ func (s *Stack) startRoles(runCtx context.Context, o roles.Options, settings rol
 	}
 	s.run(runCtx, "projector-journal", jp)
 	s.projectors["projector-journal"] = jp
-	hist, err := roles.OpenHistory(s.ch.Addr(), s.cfg.Database)
+	hist, err := roles.OpenHistory(s.ch.Addr(), s.cfg.Database, s.chAccess)
 	if err != nil {
 		return err
 	}

@@ -27,9 +27,9 @@ func (s *Stack) Observe(ctx context.Context, o *roles.Observer) error {
 	}
 	o.Check("postgres", pool.Ping)
 	context.AfterFunc(ctx, pool.Close)
-	sources := []telemetry.LagSource{postgres.StoredLag(pool, postgres.DefaultGroup), {Group: "vmplane-projector-journal"}}
+	sources := []telemetry.LagSource{postgres.StoredLag(pool, s.kcfg, postgres.DefaultGroup), {Group: s.kcfg.Group("vmplane-projector-journal")}}
 	for _, kind := range roles.ProcessorKinds {
-		sources = append(sources, roles.ProcessorLag(kind))
+		sources = append(sources, roles.ProcessorLag(s.kcfg, kind))
 	}
 	cl, err := roles.WatchLag(s.kcfg, sources...)
 	if err != nil {

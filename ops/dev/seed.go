@@ -14,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vmplane/vmplane/gateway"
-	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
@@ -74,7 +73,7 @@ func (s *Stack) seed(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := kafka.Produce(ctx, cl, codec, recs...); err != nil {
+	if err := s.kcfg.Produce(ctx, cl, codec, recs...); err != nil {
 		return fmt.Errorf("seed: %w", err)
 	}
 	// Wait for the projection, so the first request with the key works.

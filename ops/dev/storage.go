@@ -10,7 +10,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/readmodel"
 	"github.com/vmplane/vmplane/schemas"
 )
@@ -80,7 +79,7 @@ func (s *Stack) seedStorage(ctx context.Context, rm *readmodel.Reader, cl *kgo.C
 			return fmt.Errorf("seed storage: %w", err)
 		}
 	}
-	if err := kafka.Produce(ctx, cl, schemas.NewCodec(nil), recs...); err != nil {
+	if err := s.kcfg.Produce(ctx, cl, schemas.NewCodec(nil), recs...); err != nil {
 		return fmt.Errorf("seed storage: %w", err)
 	}
 	// The first deploy of the template must find it. Pools and networks

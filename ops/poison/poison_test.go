@@ -146,7 +146,7 @@ func startWorld(f testing.TB) *world {
 	if err != nil {
 		f.Fatal(err)
 	}
-	stored := postgres.StoredLag(w.pool, postgres.DefaultGroup)
+	stored := postgres.StoredLag(w.pool, kcfg, postgres.DefaultGroup)
 	for _, topic := range postgres.Topics {
 		w.readers[topic] = append(w.readers[topic], consumer{postgres.DefaultGroup,
 			func(ctx context.Context, topic string, partition int32) (int64, error) {

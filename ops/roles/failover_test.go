@@ -138,7 +138,7 @@ func readAll(t *testing.T, kcfg kafka.Config, topic string) []schemas.Record {
 
 func waitFor(t *testing.T, kcfg kafka.Config, topic string, match func(schemas.Record) bool) {
 	t.Helper()
-	cl, err := kgo.NewClient(kcfg.Opts(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	cl, err := kgo.NewClient(kcfg.Opts(kgo.ConsumeTopics(kcfg.Topic(topic)), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func waitFor(t *testing.T, kcfg kafka.Config, topic string, match func(schemas.R
 	// The last records seen go into the failure: what happened instead.
 	var seen []string
 	for ctx.Err() == nil {
-		for _, kr := range cl.PollFetches(ctx).Records() {
+		for _, kr := range kcfg.In(cl.PollFetches(ctx).Records()) {
 			r, err := kafka.FromKafka(ctx, schemas.NewCodec(nil), kr)
 			if err == nil && match(r) {
 				return

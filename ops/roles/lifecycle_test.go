@@ -31,13 +31,17 @@ type lifecycle struct {
 	seq  int
 }
 
-func newLifecycle(t *testing.T) *lifecycle {
+func newLifecycle(t *testing.T) *lifecycle { return newLifecycleUnder(t, "") }
+
+// newLifecycleUnder is newLifecycle on a broker where only the topics of
+// prefix exist, every role configured with it.
+func newLifecycleUnder(t *testing.T, prefix string) *lifecycle {
 	if testing.Short() {
 		t.Skip("needs the embedded broker and PostgreSQL")
 	}
 	dsn := testkit.Postgres(t)
 	ctx := t.Context()
-	kcfg, _ := testkit.Kafka(t)
+	kcfg, _ := testkit.KafkaPrefixed(t, prefix)
 	timelineOnFailure(t, kcfg, time.Now())
 	cl := client(t, kcfg)
 	log := slog.New(slog.DiscardHandler)
@@ -69,7 +73,9 @@ func newLifecycle(t *testing.T) *lifecycle {
 
 func (l *lifecycle) send(vmID string, v any) {
 	l.t.Helper()
-	produce(l.t, l.cl, schemas.Record{Topic: schemas.TopicVmCommands, Key: vmID, Value: v})
+	if err := l.kcfg.Produce(l.t.Context(), l.cl, schemas.NewCodec(nil), schemas.Record{Topic: schemas.TopicVmCommands, Key: vmID, Value: v}); err != nil {
+		l.t.Fatal(err)
+	}
 }
 
 func (l *lifecycle) cmd(id, vmID string) schemas.VmCommand {

@@ -123,6 +123,6 @@ func WatchLag(cfg kafka.Config, sources ...telemetry.LagSource) (*kgo.Client, er
 }
 
 // ProcessorLag is the lag source of a processor kind's group.
-func ProcessorLag(kind string) telemetry.LagSource {
-	return telemetry.LagSource{Group: "vmplane-processor-" + kind}
+func ProcessorLag(cfg kafka.Config, kind string) telemetry.LagSource {
+	return telemetry.LagSource{Group: cfg.Group("vmplane-processor-" + kind)}
 }

@@ -1,6 +1,7 @@
 package roles
 
 import (
+	"github.com/vmplane/vmplane/internal/chserver"
 	"github.com/vmplane/vmplane/projectors/journal"
 	"github.com/vmplane/vmplane/projectors/postgres"
 )
@@ -19,11 +20,12 @@ func NewPostgresProjector(o Options, dsn string) (Projector, error) {
 
 // NewJournalProjector returns the ClickHouse journal projector.
 func NewJournalProjector(o Options, addr, database string) (Projector, error) {
-	return journal.New(journal.Config{Kafka: o.Kafka, Addr: addr, Database: database, InstanceID: o.InstanceID, Logger: o.Logger})
+	return journal.New(journal.Config{Kafka: o.Kafka, Addr: addr, Access: o.ClickHouse, Database: database, InstanceID: o.InstanceID, Logger: o.Logger})
 }
 
 // OpenHistory connects the gateway's reader of the ClickHouse history
-// (VM history, time travel, old jobs, analysts' read-only queries).
-func OpenHistory(addr, database string) (*journal.History, error) {
-	return journal.OpenHistory(addr, database)
+// (VM history, time travel, old jobs, analysts' read-only queries) as a's
+// users.
+func OpenHistory(addr, database string, a chserver.Access) (*journal.History, error) {
+	return journal.OpenHistory(addr, database, a)
 }

@@ -23,9 +23,10 @@ import (
 // processors have theirs in observe.go.
 
 // GroupAssigned checks that group is stable and that every partition of
-// topics is assigned to one of its members: the projection is running
-// everywhere. It reads the group through cl's admin API, so it holds
-// however the consumer itself is built.
+// topics is assigned to one of its members (both by the names the cluster
+// knows, after any topic prefix): the projection is running everywhere. It
+// reads the group through cl's admin API, so it holds however the consumer
+// itself is built.
 func GroupAssigned(cl *kgo.Client, group string, topics []string) func(context.Context) error {
 	adm := kadm.NewClient(cl)
 	return func(ctx context.Context) error {
@@ -123,13 +124,13 @@ func ObserveProjector(ctx context.Context, o *Observer, opts Options, kind strin
 			}
 			return nil
 		})
-		o.Check("projector-postgres", GroupAssigned(cl, postgres.DefaultGroup, postgres.Topics))
+		o.Check("projector-postgres", GroupAssigned(cl, opts.Kafka.Group(postgres.DefaultGroup), opts.Kafka.Topics(postgres.Topics...)))
 		checkHealth(o, "projector-postgres-retries", r)
 		// The positions stored beside the rows are the truth: its Kafka
 		// group commits nothing.
-		telemetry.RegisterLag(cl, postgres.StoredLag(pool, postgres.DefaultGroup))
+		telemetry.RegisterLag(cl, postgres.StoredLag(pool, opts.Kafka, postgres.DefaultGroup))
 	case "journal":
-		conn, err := journal.Open(chAddr)
+		conn, err := journal.Open(chAddr, opts.ClickHouse)
 		if err != nil {
 			return err
 		}
@@ -140,11 +141,11 @@ func ObserveProjector(ctx context.Context, o *Observer, opts Options, kind strin
 			}
 			return nil
 		})
-		group := telemetry.LagSource{Group: "vmplane-projector-journal"}
+		group := telemetry.LagSource{Group: opts.Kafka.Group("vmplane-projector-journal")}
 		if l, ok := r.(lagged); ok {
 			group = l.LagSource()
 		}
-		o.Check("projector-journal", GroupAssigned(cl, group.Group, journal.Topics))
+		o.Check("projector-journal", GroupAssigned(cl, group.Group, opts.Kafka.Topics(journal.Topics...)))
 		checkHealth(o, "projector-journal-retries", r)
 		telemetry.RegisterLag(cl, group)
 	default:
@@ -187,6 +188,6 @@ func ObserveAgent(ctx context.Context, o *Observer, opts Options, r Runner) erro
 	o.Check("agent-hosts", AgentReady(a))
 	// Announced hosts say nothing of the commands: the agent's group must
 	// hold every partition of agent.commands.v1.
-	o.Check("agent-commands", GroupAssigned(cl, a.Group(), []string{schemas.TopicAgentCommands}))
+	o.Check("agent-commands", GroupAssigned(cl, a.Group(), []string{opts.Kafka.Topic(schemas.TopicAgentCommands)}))
 	return nil
 }

@@ -10,12 +10,15 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/vmplane/vmplane/internal/chserver"
 	"github.com/vmplane/vmplane/internal/kafka"
 )
 
 // Options are shared by every role.
 type Options struct {
-	Kafka      kafka.Config
+	Kafka kafka.Config
+	// ClickHouse is how the journal projector logs in to ClickHouse.
+	ClickHouse chserver.Access
 	InstanceID string
 	Logger     *slog.Logger
 }

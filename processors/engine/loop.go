@@ -24,6 +24,7 @@ func (p *Processor[S]) iterate(ctx context.Context, sess *kgo.GroupTransactSessi
 		return err
 	}
 	settings, ferr := p.feed.take()
+	settings = p.cfg.Kafka.In(settings)
 	if ferr != nil {
 		p.log.Warn("settings fetch error", "topic", p.cfg.Settings, "err", ferr)
 	}
@@ -79,7 +80,7 @@ func (p *Processor[S]) poll(ctx context.Context, sess *kgo.GroupTransactSession,
 	if err := p.fetchErr(fetches); err != nil {
 		return nil, false, err
 	}
-	return fetches.Records(), true, nil
+	return p.cfg.Kafka.In(fetches.Records()), true, nil
 }
 
 // fetchErr logs the poll's fetch errors, which the client retries itself,
@@ -104,6 +105,9 @@ func (p *Processor[S]) fetchErr(fetches kgo.Fetches) error {
 type txn struct {
 	ctx  context.Context
 	sess *kgo.GroupTransactSession
+	// names gives produced records their physical topics (the records
+	// of the batch carry logical ones).
+	names *kafka.Config
 	// produced keeps the first error of the batch's records. A failed
 	// record leaves the transaction nothing to do but abort, so franz-go
 	// fails the records still buffered at once rather than sending them.
@@ -118,7 +122,7 @@ type txn struct {
 }
 
 // produce adds a record to the transaction.
-func (t *txn) produce(kr *kgo.Record) { t.sess.Produce(t.ctx, kr, t.produced.Promise()) }
+func (t *txn) produce(kr *kgo.Record) { t.sess.Produce(t.ctx, t.names.Out(kr), t.produced.Promise()) }
 
 // begin opens a batch's transaction and a new list of the keys it touches.
 func (p *Processor[S]) begin(ctx context.Context, sess *kgo.GroupTransactSession) (*txn, error) {
@@ -131,7 +135,7 @@ func (p *Processor[S]) begin(ctx context.Context, sess *kgo.GroupTransactSession
 	// writes).
 	p.batch++
 	p.touched = p.touched[:0]
-	return &txn{ctx: ctx, sess: sess, produced: kgo.AbortingFirstErrPromise(sess.Client())}, nil
+	return &txn{ctx: ctx, sess: sess, names: &p.cfg.Kafka, produced: kgo.AbortingFirstErrPromise(sess.Client())}, nil
 }
 
 // ownsAll says whether every record's partition is owned and restored.

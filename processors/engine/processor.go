@@ -186,7 +186,7 @@ func (p *Processor[S]) Assigned() int {
 }
 
 // Group is the consumer group of the processor.
-func (p *Processor[S]) Group() string { return "vmplane-" + p.cfg.Name }
+func (p *Processor[S]) Group() string { return p.cfg.Kafka.Group("vmplane-" + p.cfg.Name) }
 
 // Inputs are the topics the processor consumes.
 func (p *Processor[S]) Inputs() []string { return slices.Clone(p.cfg.Inputs) }
@@ -246,13 +246,13 @@ func (p *Processor[S]) session(ctx context.Context) error {
 	// SessionTimeout.
 	opts := p.cfg.Kafka.Opts(append(kafka.StaticMember(p.Group(), p.cfg.InstanceID),
 		kgo.ConsumerGroup(p.Group()),
-		kgo.ConsumeTopics(p.cfg.Inputs...),
+		kgo.ConsumeTopics(p.cfg.Kafka.Topics(p.cfg.Inputs...)...),
 		kgo.TransactionalID(p.Group()+"-"+p.cfg.InstanceID),
 		kgo.TransactionTimeout(60*time.Second),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.SessionTimeout(p.cfg.SessionTimeout),
 		kgo.HeartbeatInterval(p.cfg.SessionTimeout/5),
-		kgo.RecordPartitioner(kafka.Partitioner(p.cfg.Changelog)),
+		kgo.RecordPartitioner(kafka.Partitioner(p.cfg.Kafka.Topic(p.cfg.Changelog))),
 		// A state record is one key's whole state: a zone of thousands of
 		// hosts is over a megabyte, the client's and the broker's default.
 		kgo.ProducerBatchMaxBytes(kafka.StateMaxBytes),

@@ -25,21 +25,22 @@ const RestoreStallAfter = 30 * time.Second
 // be restarting) and says where it stands after RestoreStallAfter.
 func (p *Processor[S]) restore(ctx context.Context, cl *kgo.Client, parts []int32) (int, error) {
 	adm := kadm.NewClient(cl)
-	lso, err := kafka.ListOffsets(ctx, adm.ListCommittedOffsets, p.cfg.Changelog)
+	changelog := p.cfg.Kafka.Topic(p.cfg.Changelog)
+	lso, err := kafka.ListOffsets(ctx, adm.ListCommittedOffsets, changelog)
 	if err != nil {
 		return 0, err
 	}
-	starts, err := kafka.ListOffsets(ctx, adm.ListStartOffsets, p.cfg.Changelog)
+	starts, err := kafka.ListOffsets(ctx, adm.ListStartOffsets, changelog)
 	if err != nil {
 		return 0, err
 	}
 	from, to := map[int32]int64{}, map[int32]int64{}
 	for _, part := range parts {
-		o, ok := lso.Lookup(p.cfg.Changelog, part)
+		o, ok := lso.Lookup(changelog, part)
 		if !ok || o.Err != nil {
-			return 0, fmt.Errorf("no end offset for %s/%d: %v", p.cfg.Changelog, part, o.Err)
+			return 0, fmt.Errorf("no end offset for %s/%d: %v", changelog, part, o.Err)
 		}
-		s, _ := starts.Lookup(p.cfg.Changelog, part)
+		s, _ := starts.Lookup(changelog, part)
 		from[part], to[part] = s.Offset, o.Offset
 	}
 	// A partition's keys are restored from scratch: whatever an earlier
@@ -47,7 +48,7 @@ func (p *Processor[S]) restore(ctx context.Context, cl *kgo.Client, parts []int3
 	for _, part := range parts {
 		p.st.drop(part)
 	}
-	rd := kafka.NewPositionReader(cl, p.cfg.Changelog, from, to)
+	rd := kafka.NewPositionReader(cl, changelog, from, to)
 	progress := time.Now()
 	warned := time.Time{}
 	defer p.restoring.Store(nil)
@@ -59,7 +60,7 @@ func (p *Processor[S]) restore(ctx context.Context, cl *kgo.Client, parts []int3
 		if err != nil {
 			return 0, err
 		}
-		for _, r := range recs {
+		for _, r := range p.cfg.Kafka.In(recs) {
 			if err := p.load(ctx, r); err != nil {
 				return 0, err
 			}

@@ -51,7 +51,7 @@ func (p *Processor[S]) restoreSettings(ctx context.Context, restorer *kgo.Client
 	if !ok {
 		return nil, nil
 	}
-	topic := p.cfg.Settings
+	topic := p.cfg.Kafka.Topic(p.cfg.Settings)
 	adm := kadm.NewClient(restorer)
 	lso, err := kafka.ListOffsets(ctx, adm.ListCommittedOffsets, topic)
 	if err != nil {
@@ -73,7 +73,7 @@ func (p *Processor[S]) restoreSettings(ctx context.Context, restorer *kgo.Client
 		if err != nil {
 			return nil, fmt.Errorf("%s: settings: %w", p.cfg.Name, err)
 		}
-		for _, kr := range recs {
+		for _, kr := range p.cfg.Kafka.In(recs) {
 			if err := p.configure(ctx, c, kr); err != nil {
 				p.log.Warn("setting refused", "err", err)
 			}

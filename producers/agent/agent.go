@@ -144,7 +144,7 @@ func New(cfg Config, driver Driver) *Agent {
 }
 
 // Group is the agent's consumer group on agent.commands.v1.
-func (a *Agent) Group() string { return "vmplane-agent-" + a.cfg.ID }
+func (a *Agent) Group() string { return a.cfg.Kafka.Group("vmplane-agent-" + a.cfg.ID) }
 
 // Run connects, reports and executes commands until ctx ends or Stop is
 // called; then it sends AgentDisconnected for its hosts and returns nil.
@@ -188,7 +188,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		// partitions back at once instead of waiting for the dead
 		// member's session to time out.
 		kgo.InstanceID(a.Group()),
-		kgo.ConsumeTopics(schemas.TopicAgentCommands),
+		kgo.ConsumeTopics(a.cfg.Kafka.Topic(schemas.TopicAgentCommands)),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		// Offsets of answered commands are marked and committed every
 		// second, on revocation and on Close, never on the command's path:
@@ -310,7 +310,7 @@ func (a *Agent) produceThen(ctx context.Context, recs []schemas.Record, then fun
 			encodeErr = cmp.Or(encodeErr, err)
 			continue
 		}
-		krs = append(krs, kr)
+		krs = append(krs, a.cfg.Kafka.Out(kr))
 	}
 	var once sync.Once
 	finish := func(err error) { once.Do(func() { then(cmp.Or(encodeErr, err)) }) }

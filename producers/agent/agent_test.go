@@ -60,7 +60,7 @@ func newStackOn(t *testing.T, addrs []string, ping time.Duration, prepare func(*
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	if err := kafka.EnsureTopics(t.Context(), cl, schemas.Topics, 1); err != nil {
+	if err := (kafka.Config{}).EnsureTopics(t.Context(), cl, schemas.Topics, kafka.TopicOptions{Replication: 1}); err != nil {
 		t.Fatal(err)
 	}
 	drv, err := sim.New(sim.Config{Hosts: []agent.HostInfo{

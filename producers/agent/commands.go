@@ -62,7 +62,11 @@ func (a *Agent) commandLoop(ctx, hard context.Context, p *pool) {
 // record, and the VM processor sends an unanswered command again or ends
 // its job at the job timeout.
 func (a *Agent) dispatch(ctx, hard context.Context, p *pool, kr *kgo.Record, wg *sync.WaitGroup) {
-	rec, err := kafka.FromKafka(hard, a.codec, kr)
+	// Decoded under its logical topic; the record itself keeps the
+	// physical one, which MarkCommitRecords commits by.
+	logical := *kr
+	logical.Topic = a.cfg.Kafka.Logical(kr.Topic)
+	rec, err := kafka.FromKafka(hard, a.codec, &logical)
 	var cmd *schemas.AgentCommand
 	if err == nil {
 		var ok bool

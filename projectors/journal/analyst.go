@@ -84,22 +84,24 @@ type HistoryOption func(*History)
 // DefaultQueryLimits).
 func WithQueryLimits(l QueryLimits) HistoryOption { return func(h *History) { h.limits = l } }
 
-// OpenHistory connects to ClickHouse at addr twice: as the default user for
-// the journal's fixed queries (and to kill an analyst's query that outlives
-// its limit), and as the database's analyst user for Query.
-func OpenHistory(addr, database string, opts ...HistoryOption) (*History, error) {
-	conn, err := Open(addr)
+// OpenHistory connects to ClickHouse at addr twice: as a's user (the
+// journal's writer) for the
+// journal's fixed queries (and to kill an analyst's query that outlives its
+// limit), and as the database's analyst user, with a's analyst password,
+// for Query.
+func OpenHistory(addr, database string, a chserver.Access, opts ...HistoryOption) (*History, error) {
+	conn, err := Open(addr, a)
 	if err != nil {
 		return nil, err
 	}
 	user := chserver.AnalystUser(database)
-	analyst, err := clickhouse.Open(&clickhouse.Options{
-		Addr:        []string{addr},
-		Protocol:    clickhouse.Native,
-		Auth:        clickhouse.Auth{Database: database, Username: user},
-		DialTimeout: 5 * time.Second,
-		ReadTimeout: 60 * time.Second,
-	})
+	o, err := a.Analyst(database).Options(addr, database)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	o.ReadTimeout = 60 * time.Second
+	analyst, err := clickhouse.Open(o)
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("open clickhouse %s as %s: %w", addr, user, err)
@@ -189,7 +191,7 @@ func (h *History) read(ctx context.Context, stop context.CancelFunc, query strin
 	return t, rows.Err()
 }
 
-// kill ends the query id on the server, as the default user: the analyst
+// kill ends the query id on the server, as the journal's user: the analyst
 // user is readonly, and its connection is the one that gave up.
 func (h *History) kill(id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -56,7 +56,7 @@ func refusal(t *testing.T, h *History, q string) (*QueryError, time.Duration) {
 func TestAnalystLimits(t *testing.T) {
 	_, addr, db := testClickHouse(t)
 	tightAnalyst(t, addr, db)
-	h, err := OpenHistory(addr, db)
+	h, err := OpenHistory(addr, db, chserver.Access{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestAnalystLimits(t *testing.T) {
 	}
 
 	other, otherDB := testkit.ClickHouse(t)
-	conn, err := Open(other)
+	conn, err := Open(other, chserver.Access{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestAnalystLimits(t *testing.T) {
 // the server soon after.
 func TestAnalystQueryKilledAtTimeout(t *testing.T) {
 	conn, addr, db := testClickHouse(t)
-	h, err := OpenHistory(addr, db, WithQueryLimits(QueryLimits{Timeout: 500 * time.Millisecond, MaxBytes: 1 << 20}))
+	h, err := OpenHistory(addr, db, chserver.Access{}, WithQueryLimits(QueryLimits{Timeout: 500 * time.Millisecond, MaxBytes: 1 << 20}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestAnalystAnswerCapped(t *testing.T) {
 	if err := chserver.EnsureAnalyst(t.Context(), addr, db, chserver.AnalystLimits{MaxExecutionTime: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	h, err := OpenHistory(addr, db, WithQueryLimits(QueryLimits{Timeout: 30 * time.Second, MaxBytes: 1 << 20}))
+	h, err := OpenHistory(addr, db, chserver.Access{}, WithQueryLimits(QueryLimits{Timeout: 30 * time.Second, MaxBytes: 1 << 20}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmplane/vmplane/internal/chserver"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -41,7 +42,7 @@ func TestDocumentedQueries(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	h, err := OpenHistory(addr, db)
+	h, err := OpenHistory(addr, db, chserver.Access{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmplane/vmplane/internal/chserver"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -91,7 +92,7 @@ func TestAnalystIsReadOnly(t *testing.T) {
 	if err := Migrate(t.Context(), conn, db); err != nil {
 		t.Fatal(err)
 	}
-	h, err := OpenHistory(addr, db)
+	h, err := OpenHistory(addr, db, chserver.Access{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vmplane/vmplane/benchmarks/fleet"
+	"github.com/vmplane/vmplane/internal/chserver"
 	"github.com/vmplane/vmplane/internal/testkit"
 )
 
@@ -60,7 +61,7 @@ func BenchmarkJournalIngest(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		conn, err := Open(addr)
+		conn, err := Open(addr, chserver.Access{})
 		if err != nil {
 			b.Fatal(err)
 		}

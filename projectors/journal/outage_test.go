@@ -103,7 +103,7 @@ func fleetRecords(n int, base int64) []schemas.Record {
 }
 
 func produceRecords(ctx context.Context, cl *kgo.Client, recs []schemas.Record) error {
-	return kafka.Produce(ctx, cl, schemas.NewCodec(nil), recs...)
+	return (kafka.Config{}).Produce(ctx, cl, schemas.NewCodec(nil), recs...)
 }
 
 // TestOutageAndKillLoseNothingDoubleNothing produces a stream while the

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/vmplane/vmplane/internal/chserver"
 	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/internal/telemetry"
 	"github.com/vmplane/vmplane/schemas"
@@ -23,6 +24,8 @@ type Config struct {
 	Kafka kafka.Config
 	// Addr is ClickHouse's native protocol address, host:port.
 	Addr string
+	// Access is the user, password and TLS it logs in with.
+	Access chserver.Access
 	// Database holds the tables; default "vmplane".
 	Database string
 	// Group is the Kafka consumer group; default "vmplane-projector-journal".
@@ -149,7 +152,7 @@ func (p *Projector) Health() error {
 // Topics until ctx ends; it returns nil then. Rows inserted but not yet
 // committed are inserted again by the next run, which the tables absorb.
 func (p *Projector) Run(ctx context.Context) error {
-	conn, err := Open(p.cfg.Addr)
+	conn, err := Open(p.cfg.Addr, p.cfg.Access)
 	if err != nil {
 		return err
 	}
@@ -188,9 +191,10 @@ func (p *Projector) Run(ctx context.Context) error {
 		adjust = fromStartOnce()
 	}
 
-	cl, err := kgo.NewClient(p.cfg.Kafka.Opts(append(kafka.StaticMember(p.cfg.Group, p.cfg.InstanceID),
-		kgo.ConsumerGroup(p.cfg.Group),
-		kgo.ConsumeTopics(Topics...),
+	group := p.cfg.Kafka.Group(p.cfg.Group)
+	cl, err := kgo.NewClient(p.cfg.Kafka.Opts(append(kafka.StaticMember(group, p.cfg.InstanceID),
+		kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics(p.cfg.Kafka.Topics(Topics...)...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DisableAutoCommit(),
 		// A catch-up reads the log in fetches as large as a batch rather
@@ -254,7 +258,7 @@ func (p *Projector) handle(ctx context.Context, cl *kgo.Client, fs kgo.Fetches, 
 			p.log.Warn("fetch failed", "topic", topic, "partition", partition, "err", err)
 		}
 	})
-	krs := fs.Records()
+	krs := p.cfg.Kafka.In(fs.Records())
 	p.mu.Lock()
 	p.pending.grow(krs)
 	p.mu.Unlock()
@@ -285,7 +289,7 @@ func (p *Projector) take(ctx context.Context, cl *kgo.Client, kr *kgo.Record) er
 	}
 	if err != nil {
 		p.log.Error("dead-lettering a record", "partition", kr.Partition, "offset", kr.Offset, "err", err)
-		dead := kafka.DeadLetter(kr, err, p.cfg.Group)
+		dead := p.cfg.Kafka.Out(kafka.DeadLetter(kr, err, p.cfg.Group))
 		telemetry.DeadLettered(p.cfg.Group, kr.Topic, err) // telemetry:
 		perr := retry(ctx, p.log, p.retrying, "produce to "+schemas.TopicDLQ, p.wait, attemptTimeout, func(ctx context.Context) error {
 			return cl.ProduceSync(ctx, dead).FirstErr()
@@ -349,7 +353,7 @@ func (p *Projector) flush(ctx, fctx context.Context, cl *kgo.Client, ins insertF
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	if err := commit(ctx, cl, b.next); err != nil {
+	if err := commit(ctx, cl, p.cfg.Kafka, b.next); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -362,9 +366,14 @@ func (p *Projector) flush(ctx, fctx context.Context, cl *kgo.Client, ins insertF
 	return nil
 }
 
-func commit(ctx context.Context, cl *kgo.Client, next map[string]map[int32]kgo.EpochOffset) error {
+// commit commits next, keyed by logical topics, under kcfg's physical names.
+func commit(ctx context.Context, cl *kgo.Client, kcfg kafka.Config, next map[string]map[int32]kgo.EpochOffset) error {
+	physical := make(map[string]map[int32]kgo.EpochOffset, len(next))
+	for t, ps := range next {
+		physical[kcfg.Topic(t)] = ps
+	}
 	var errs error
-	cl.CommitOffsetsSync(ctx, next,
+	cl.CommitOffsetsSync(ctx, physical,
 		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 			if err != nil {
 				errs = err
@@ -387,8 +396,12 @@ func commit(ctx context.Context, cl *kgo.Client, next map[string]map[int32]kgo.E
 func (p *Projector) dropPartitions(_ context.Context, _ *kgo.Client, gone map[string][]int32) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.pending.drop(gone)
-	p.untrace(gone) // telemetry:
+	logical := make(map[string][]int32, len(gone))
+	for t, ps := range gone {
+		logical[p.cfg.Kafka.Logical(t)] = ps
+	}
+	p.pending.drop(logical)
+	p.untrace(logical) // telemetry:
 }
 
 func (p *Projector) yieldToRebalance() {

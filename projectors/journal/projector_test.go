@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/vmplane/vmplane/internal/chserver"
 	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/internal/testkit"
 	"github.com/vmplane/vmplane/schemas"
@@ -26,7 +27,7 @@ import (
 func testClickHouse(t *testing.T) (driver.Conn, string, string) {
 	t.Helper()
 	addr, db := testkit.ClickHouse(t)
-	conn, err := Open(addr)
+	conn, err := Open(addr, chserver.Access{})
 	if err != nil {
 		t.Fatal(err)
 	}

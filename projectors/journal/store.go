@@ -9,21 +9,23 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/vmplane/vmplane/internal/chserver"
 )
 
-// Open connects to ClickHouse's native protocol at addr (host:port). The
-// HTTP mode of clickhouse-go v2 fails on 18.16. The connection is on the
-// default database, which always exists; every statement here names its
-// database.
-func Open(addr string) (driver.Conn, error) {
-	conn, err := clickhouse.Open(&clickhouse.Options{
-		Addr:        []string{addr},
-		Protocol:    clickhouse.Native,
-		DialTimeout: 5 * time.Second,
-		// A server that stops answering mid-insert must not hold the
-		// projector forever: the insert fails and is retried.
-		ReadTimeout: 30 * time.Second,
-	})
+// Open connects to ClickHouse's native protocol at addr (host:port) as
+// a's user, over TLS if a says so. The HTTP mode of clickhouse-go v2 fails
+// on 18.16. The connection is on the user's default database, which
+// always exists; every statement here names its database.
+func Open(addr string, a chserver.Access) (driver.Conn, error) {
+	o, err := a.Options(addr, "")
+	if err != nil {
+		return nil, err
+	}
+	// A server that stops answering mid-insert must not hold the
+	// projector forever: the insert fails and is retried.
+	o.ReadTimeout = 30 * time.Second
+	conn, err := clickhouse.Open(o)
 	if err != nil {
 		return nil, fmt.Errorf("open clickhouse %s: %w", addr, err)
 	}

@@ -127,4 +127,6 @@ func (p *Projector) inserted(start time.Time, r *rows, records int) {
 }
 
 // LagSource reports the group's lag from its Kafka commits.
-func (p *Projector) LagSource() telemetry.LagSource { return telemetry.LagSource{Group: p.cfg.Group} }
+func (p *Projector) LagSource() telemetry.LagSource {
+	return telemetry.LagSource{Group: p.cfg.Kafka.Group(p.cfg.Group)}
+}

@@ -104,7 +104,10 @@ func refusedRecords(ctx context.Context, kcfg kafka.Config) (map[topicPartition]
 		return nil, fmt.Errorf("read %s: %w", schemas.TopicDLQ, err)
 	}
 	defer cl.Close()
-	lso, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, schemas.TopicDLQ)
+	// dlq.topic holds the logical name of a dead letter's topic, as the
+	// records of the rebuild do.
+	dlq := kcfg.Topic(schemas.TopicDLQ)
+	lso, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, dlq)
 	if err == nil {
 		err = lso.Error()
 	}
@@ -114,7 +117,7 @@ func refusedRecords(ctx context.Context, kcfg kafka.Config) (map[topicPartition]
 	from, to := map[int32]int64{}, map[int32]int64{}
 	lso.Each(func(o kadm.ListedOffset) { from[o.Partition], to[o.Partition] = 0, o.Offset })
 	out := map[topicPartition]map[int64]bool{}
-	r := kafka.NewPositionReader(cl, schemas.TopicDLQ, from, to)
+	r := kafka.NewPositionReader(cl, dlq, from, to)
 	for !r.Done() {
 		recs, moved, err := r.Fetch(ctx)
 		if err != nil {

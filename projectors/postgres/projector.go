@@ -121,9 +121,13 @@ func New(cfg Config) (*Projector, error) {
 // connect makes the group client. It runs after Migrate: joining the group
 // reads consumer_offsets, which must exist by then.
 func (p *Projector) connect() error {
-	cl, err := kgo.NewClient(p.cfg.Kafka.Opts(append(kafka.StaticMember(p.cfg.Group, p.cfg.InstanceID),
-		kgo.ConsumerGroup(p.cfg.Group),
-		kgo.ConsumeTopics(Topics...),
+	// The offsets table names the group and topics by their logical names
+	// (the read model is the install's, whatever its prefix); Kafka by
+	// their physical ones.
+	group := p.cfg.Kafka.Group(p.cfg.Group)
+	cl, err := kgo.NewClient(p.cfg.Kafka.Opts(append(kafka.StaticMember(group, p.cfg.InstanceID),
+		kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics(p.cfg.Kafka.Topics(Topics...)...),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -190,7 +194,7 @@ func (p *Projector) Run(ctx context.Context) error {
 				p.log.Warn("fetch error", "topic", topic, "partition", partition, "err", err)
 			}
 		})
-		records := fetches.Records()
+		records := p.cfg.Kafka.In(fetches.Records())
 		if len(records) > 0 {
 			if err := p.apply(ctx, records); err != nil {
 				return nil // only ctx ends apply with an error
@@ -219,7 +223,7 @@ func (p *Projector) storedOffsets(ctx context.Context, assigned map[string]map[i
 	defer p.mu.Unlock()
 	for topic, parts := range assigned {
 		for part := range parts {
-			tp := topicPartition{topic, part}
+			tp := topicPartition{p.cfg.Kafka.Logical(topic), part}
 			if n, ok := stored[tp]; ok {
 				parts[part] = kgo.NewOffset().At(n).WithEpoch(-1)
 				p.next[tp] = n
@@ -317,6 +321,7 @@ func (p *Projector) produceDead(ctx context.Context, dead []*kgo.Record) error {
 	if len(dead) == 0 {
 		return nil
 	}
+	p.cfg.Kafka.OutAll(dead)
 	return p.retry(ctx, "produce dead letters", func() error {
 		return p.cl.ProduceSync(ctx, dead...).FirstErr()
 	})

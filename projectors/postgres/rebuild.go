@@ -182,12 +182,12 @@ func replay(ctx context.Context, kcfg kafka.Config, codec *schemas.Codec, steps 
 		}
 		assign[tp.topic][tp.partition] = kgo.NewOffset().At(0)
 	}
-	cl, err := kgo.NewClient(kcfg.Opts(kgo.ConsumePartitions(assign), kgo.FetchMaxBytes(64<<20))...)
+	cl, err := kgo.NewClient(kcfg.Opts(kgo.ConsumePartitions(kcfg.Offsets(assign)), kgo.FetchMaxBytes(64<<20))...)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("rebuild: kafka client: %w", err)
 	}
 	defer cl.Close()
-	r := &logReader{codec: codec, ends: ends, seen: map[topicPartition]int64{}, refused: refused,
+	r := &logReader{names: kcfg, codec: codec, ends: ends, seen: map[topicPartition]int64{}, refused: refused,
 		first: map[stepKey]bool{}, ch: ch, steps: steps}
 	records, err := r.read(ctx, cl)
 	if err != nil {
@@ -204,7 +204,7 @@ func stableEnds(ctx context.Context, kcfg kafka.Config) (map[topicPartition]int6
 	if err != nil {
 		return nil, fmt.Errorf("rebuild: kafka client: %w", err)
 	}
-	lso, err := kadm.NewClient(admin).ListCommittedOffsets(ctx, Topics...)
+	lso, err := kadm.NewClient(admin).ListCommittedOffsets(ctx, kcfg.Topics(Topics...)...)
 	admin.Close()
 	if err == nil {
 		err = lso.Error()
@@ -215,7 +215,7 @@ func stableEnds(ctx context.Context, kcfg kafka.Config) (map[topicPartition]int6
 	ends := map[topicPartition]int64{}
 	lso.Each(func(o kadm.ListedOffset) {
 		if o.Offset > 0 {
-			ends[topicPartition{o.Topic, o.Partition}] = o.Offset
+			ends[topicPartition{kcfg.Logical(o.Topic), o.Partition}] = o.Offset
 		}
 	})
 	return ends, nil
@@ -245,6 +245,7 @@ type stepKey struct {
 // logReader is a replay's read of the log: it folds the records into ch
 // and streams the first row of each job step to steps.
 type logReader struct {
+	names   kafka.Config // the records' topics made logical
 	codec   *schemas.Codec
 	ends    map[topicPartition]int64 // where the read of each partition ends
 	seen    map[topicPartition]int64 // the offset after the last one read
@@ -311,23 +312,23 @@ func fetchErrors(fs kgo.Fetches) error {
 // and returns how many it read.
 func (r *logReader) fold(ctx context.Context, fs kgo.Fetches) int {
 	n := 0
-	fs.EachRecord(func(kr *kgo.Record) {
+	for _, kr := range r.names.In(fs.Records()) {
 		tp := topicPartition{kr.Topic, kr.Partition}
 		if kr.Offset >= r.ends[tp] {
 			r.seen[tp] = r.ends[tp] // written after the rebuild started
-			return
+			continue
 		}
 		n++
 		r.seen[tp] = kr.Offset + 1
 		if r.refused[tp][kr.Offset] {
-			return // the database refused it; it is a dead letter
+			continue // the database refused it; it is a dead letter
 		}
 		rec, err := kafka.FromKafka(ctx, r.codec, kr)
 		if err != nil {
-			return // the live projector dead-lettered it already
+			continue // the live projector dead-lettered it already
 		}
 		r.ch.add(rec)
-	})
+	}
 	return n
 }
 

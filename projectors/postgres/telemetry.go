@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/internal/telemetry"
 )
 
@@ -58,14 +59,17 @@ func (p *Projector) deadLettered(topic string, err error) {
 // LagSource reports the group's lag from the positions stored beside the
 // rows (consumer_offsets), which are the truth for this projector: its
 // Kafka group commits nothing.
-func (p *Projector) LagSource() telemetry.LagSource { return StoredLag(p.pool, p.cfg.Group) }
+func (p *Projector) LagSource() telemetry.LagSource {
+	return StoredLag(p.pool, p.cfg.Kafka, p.cfg.Group)
+}
 
 // StoredLag is the lag source of a Postgres projector group whose
-// positions are in the consumer_offsets table of pool's database.
-func StoredLag(pool *pgxpool.Pool, group string) telemetry.LagSource {
+// positions are in the consumer_offsets table of pool's database, under
+// logical names; the lag is reported under kcfg's physical ones.
+func StoredLag(pool *pgxpool.Pool, kcfg kafka.Config, group string) telemetry.LagSource {
 	return telemetry.LagSource{
-		Group:  group,
-		Topics: Topics,
+		Group:  kcfg.Group(group),
+		Topics: kcfg.Topics(Topics...),
 		Positions: func(ctx context.Context) (map[string]map[int32]int64, error) {
 			stored, err := readOffsets(ctx, pool, group)
 			if err != nil {
@@ -73,10 +77,11 @@ func StoredLag(pool *pgxpool.Pool, group string) telemetry.LagSource {
 			}
 			out := map[string]map[int32]int64{}
 			for tp, n := range stored {
-				if out[tp.topic] == nil {
-					out[tp.topic] = map[int32]int64{}
+				t := kcfg.Topic(tp.topic)
+				if out[t] == nil {
+					out[t] = map[int32]int64{}
 				}
-				out[tp.topic][tp.partition] = n
+				out[t][tp.partition] = n
 			}
 			return out, nil
 		},

@@ -10,7 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vmplane/vmplane/gateway"
-	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -27,7 +26,10 @@ func runAdminKey(ctx context.Context, args []string, log *slog.Logger) error {
 	if err := f.Parse(args); err != nil {
 		return err
 	}
-	cfg := k.config()
+	cfg, err := k.config()
+	if err != nil {
+		return err
+	}
 	codec, err := cfg.Codec()
 	if err != nil {
 		return err
@@ -43,7 +45,7 @@ func runAdminKey(ctx context.Context, args []string, log *slog.Logger) error {
 	}
 	pctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	if err := kafka.Produce(pctx, cl, codec, recs...); err != nil {
+	if err := cfg.Produce(pctx, cl, codec, recs...); err != nil {
 		return fmt.Errorf("write the admin key to %s: %w", schemas.TopicAccounts, err)
 	}
 	id, _ := gateway.ParseAPIKey(key)

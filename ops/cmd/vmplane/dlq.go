@@ -58,7 +58,10 @@ func runDLQ(ctx context.Context, args []string, log *slog.Logger) error {
 	if err := f.Parse(args[1:]); err != nil {
 		return err
 	}
-	cfg := k.config()
+	cfg, err := k.config()
+	if err != nil {
+		return err
+	}
 	switch args[0] {
 	case "list":
 		entries, err := readDLQ(ctx, cfg)
@@ -135,11 +138,12 @@ func readDLQ(ctx context.Context, cfg kafka.Config) ([]dlqEntry, error) {
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	ends, err := adm.ListEndOffsets(ctx, schemas.TopicDLQ)
+	dlq := cfg.Topic(schemas.TopicDLQ)
+	ends, err := adm.ListEndOffsets(ctx, dlq)
 	if err != nil {
 		return nil, fmt.Errorf("dlq end offsets: %w", err)
 	}
-	starts, err := adm.ListStartOffsets(ctx, schemas.TopicDLQ)
+	starts, err := adm.ListStartOffsets(ctx, dlq)
 	if err != nil {
 		return nil, fmt.Errorf("dlq start offsets: %w", err)
 	}
@@ -155,7 +159,7 @@ func readDLQ(ctx context.Context, cfg kafka.Config) ([]dlqEntry, error) {
 	if len(want) == 0 {
 		return nil, nil
 	}
-	rd, err := kgo.NewClient(cfg.Opts(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{schemas.TopicDLQ: offsets}))...)
+	rd, err := kgo.NewClient(cfg.Opts(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{dlq: offsets}))...)
 	if err != nil {
 		return nil, fmt.Errorf("dlq reader: %w", err)
 	}
@@ -173,7 +177,7 @@ func readDLQ(ctx context.Context, cfg kafka.Config) ([]dlqEntry, error) {
 			return nil, ctx.Err()
 		}
 		n := 0
-		fs.EachRecord(func(kr *kgo.Record) {
+		for _, kr := range cfg.In(fs.Records()) {
 			n++
 			if end, ok := want[kr.Partition]; ok && kr.Offset+1 >= end {
 				delete(want, kr.Partition)
@@ -184,10 +188,10 @@ func readDLQ(ctx context.Context, cfg kafka.Config) ([]dlqEntry, error) {
 				if at, err := parseAt(of); err == nil {
 					markers[at] = kr
 				}
-				return
+				continue
 			}
 			entries = append(entries, dlqEntry{At: dlqAt{kr.Partition, kr.Offset}, Record: kr})
-		})
+		}
 		if n == 0 || time.Now().After(deadline) {
 			break
 		}
@@ -274,7 +278,9 @@ func siblings(e dlqEntry, entries []dlqEntry) []dlqEntry {
 // for the consumers that dead-lettered it (e's siblings among entries),
 // with a marker on dlq.v1 for each of those dead letters, in one
 // transaction; an origin already redriven, or a record its topic does not
-// carry, is refused. It returns where the record went.
+// carry, is refused. It returns where the record went. dlq.topic holds the
+// logical name of the topic (whatever the prefix of the install that
+// dead-lettered it): the record goes back to that topic under cfg's prefix.
 func redriveDLQ(ctx context.Context, cfg kafka.Config, e dlqEntry, entries []dlqEntry) (string, error) {
 	sibs := siblings(e, entries)
 	var refused []string
@@ -314,8 +320,8 @@ func redriveDLQ(ctx context.Context, cfg kafka.Config, e dlqEntry, entries []dlq
 	}
 	// The transactional id serializes redrives: two operators at once fence
 	// each other instead of both redriving.
-	cl, err := kgo.NewClient(cfg.Opts(kgo.TransactionalID("vmplane-dlq-redrive"),
-		kgo.RecordPartitioner(kafka.Partitioner(schemas.TopicDLQ)))...)
+	cl, err := kgo.NewClient(cfg.Opts(kgo.TransactionalID(cfg.Group("vmplane-dlq-redrive")),
+		kgo.RecordPartitioner(kafka.Partitioner(cfg.Topic(schemas.TopicDLQ))))...)
 	if err != nil {
 		return "", fmt.Errorf("dlq redrive client: %w", err)
 	}
@@ -323,7 +329,7 @@ func redriveDLQ(ctx context.Context, cfg kafka.Config, e dlqEntry, entries []dlq
 	if err := cl.BeginTransaction(); err != nil {
 		return "", fmt.Errorf("dlq redrive: begin: %w", err)
 	}
-	res := cl.ProduceSync(ctx, recs...)
+	res := cl.ProduceSync(ctx, cfg.OutAll(recs)...)
 	commit := kgo.TryCommit
 	if res.FirstErr() != nil {
 		commit = kgo.TryAbort

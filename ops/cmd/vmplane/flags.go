@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vmplane/vmplane/internal/chserver"
 	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/internal/memory"
 )
@@ -45,50 +46,85 @@ func (f flags) num(name, env string, def int, help string) *int {
 	return f.Int(name, def, fmt.Sprintf("%s (env %s)", help, env))
 }
 
+// secret is a flag of a secret whose default comes from env or from the
+// file env_FILE names (kafka.Secret), so that the secret need not stand in
+// an environment file; what is wrong with them is in *errp.
+func (f flags) secret(name, env, help string, errp *error) *string {
+	def, err := kafka.Secret(os.Getenv, env)
+	if err != nil && *errp == nil {
+		*errp = err
+	}
+	return f.String(name, def, fmt.Sprintf("%s (env %s, or %s_FILE naming a file that holds it)", help, env, env))
+}
+
 // kafkaFlags are the flags of every role that talks to Kafka.
 type kafkaFlags struct {
-	brokers, user, password, registry *string
-	tlsCA, tlsCert, tlsKey            *string
-	tls                               *bool
-	replication                       *int
+	brokers, mechanism, user, password, registry, prefix              *string
+	oauthToken, oauthFile, oauthURL, oauthID, oauthSecret, oauthScope *string
+	tlsCA, tlsCert, tlsKey                                            *string
+	tls, withoutTLS                                                   *bool
+	err                                                               error
 }
 
-func (f flags) kafka() kafkaFlags {
-	return kafkaFlags{
-		brokers:     f.str("brokers", "VMPLANE_KAFKA_BROKERS", "127.0.0.1:9092", "Kafka bootstrap brokers, comma separated"),
-		user:        f.str("kafka-user", "VMPLANE_KAFKA_USER", "", "SASL/SCRAM-SHA-512 user"),
-		password:    f.str("kafka-password", "VMPLANE_KAFKA_PASSWORD", "", "SASL/SCRAM-SHA-512 password"),
-		registry:    f.str("schema-registry", "VMPLANE_SCHEMA_REGISTRY", "", "Schema Registry URL (switches to the Confluent framing)"),
-		tls:         f.Bool("kafka-tls", os.Getenv("VMPLANE_KAFKA_TLS") == "true", "TLS to the brokers (env VMPLANE_KAFKA_TLS)"),
-		tlsCA:       f.str("kafka-tls-ca", "VMPLANE_KAFKA_TLS_CA", "", "CA bundle of the brokers' certificates (implies --kafka-tls; default: the system pool)"),
-		tlsCert:     f.str("kafka-tls-cert", "VMPLANE_KAFKA_TLS_CERT", "", "client certificate for mutual TLS"),
-		tlsKey:      f.str("kafka-tls-key", "VMPLANE_KAFKA_TLS_KEY", "", "client key for mutual TLS"),
-		replication: f.replication(),
+func (f flags) kafka() *kafkaFlags {
+	f.Usage = func() {
+		fmt.Fprintf(f.Output(), "Usage of %s (it never creates topics: vmplane topics create does):\n", f.Name())
+		f.PrintDefaults()
 	}
+	k := &kafkaFlags{}
+	k.brokers = f.str("brokers", "VMPLANE_KAFKA_BROKERS", "127.0.0.1:9092", "Kafka bootstrap brokers, comma separated")
+	k.mechanism = f.str("kafka-sasl-mechanism", "VMPLANE_KAFKA_SASL_MECHANISM", "", "SASL mechanism: SCRAM-SHA-512, SCRAM-SHA-256, PLAIN or OAUTHBEARER (default SCRAM-SHA-512 with a user, OAUTHBEARER with an OAuth token source)")
+	k.user = f.str("kafka-user", "VMPLANE_KAFKA_USER", "", "SASL user (SCRAM or PLAIN)")
+	k.password = f.secret("kafka-password", "VMPLANE_KAFKA_PASSWORD", "SASL password (SCRAM or PLAIN)", &k.err)
+	k.oauthToken = f.str("kafka-oauth-token", "VMPLANE_KAFKA_OAUTH_TOKEN", "", "OAUTHBEARER: a static token")
+	k.oauthFile = f.str("kafka-oauth-token-file", "VMPLANE_KAFKA_OAUTH_TOKEN_FILE", "", "OAUTHBEARER: a file holding the token, read again at every authentication")
+	k.oauthURL = f.str("kafka-oauth-token-url", "VMPLANE_KAFKA_OAUTH_TOKEN_URL", "", "OAUTHBEARER: an OAuth 2 / OIDC token endpoint, asked with the client-credentials grant")
+	k.oauthID = f.str("kafka-oauth-client-id", "VMPLANE_KAFKA_OAUTH_CLIENT_ID", "", "OAUTHBEARER: client id at the token endpoint")
+	k.oauthSecret = f.secret("kafka-oauth-client-secret", "VMPLANE_KAFKA_OAUTH_CLIENT_SECRET", "OAUTHBEARER: client secret at the token endpoint", &k.err)
+	k.oauthScope = f.str("kafka-oauth-scope", "VMPLANE_KAFKA_OAUTH_SCOPE", "", "OAUTHBEARER: scope asked of the token endpoint (space separated)")
+	k.withoutTLS = f.Bool("kafka-sasl-without-tls", os.Getenv("VMPLANE_KAFKA_SASL_WITHOUT_TLS") == "true", "allow PLAIN and OAUTHBEARER, which send the secret itself, without TLS (env VMPLANE_KAFKA_SASL_WITHOUT_TLS)")
+	k.registry = f.str("schema-registry", "VMPLANE_SCHEMA_REGISTRY", "", "Schema Registry URL (switches to the Confluent framing)")
+	k.tls = f.Bool("kafka-tls", os.Getenv("VMPLANE_KAFKA_TLS") == "true", "TLS to the brokers (env VMPLANE_KAFKA_TLS)")
+	k.tlsCA = f.str("kafka-tls-ca", "VMPLANE_KAFKA_TLS_CA", "", "CA bundle of the brokers' certificates (implies --kafka-tls; default: the system pool)")
+	k.tlsCert = f.str("kafka-tls-cert", "VMPLANE_KAFKA_TLS_CERT", "", "client certificate for mutual TLS")
+	k.tlsKey = f.str("kafka-tls-key", "VMPLANE_KAFKA_TLS_KEY", "", "client key for mutual TLS")
+	k.prefix = f.str("topic-prefix", "VMPLANE_TOPIC_PREFIX", "", "prefix of every topic, consumer group and transactional id on a shared cluster, e.g. prod. (the same for every role of an install)")
+	return k
 }
 
-// replication is --replication-factor: the replication factor of the
-// topics a role creates. 1 suits kfake (one broker) and a one-broker
-// test cluster; a production cluster wants 3 (docs/operations.md).
-func (f flags) replication() *int {
-	return f.num("replication-factor", "VMPLANE_KAFKA_REPLICATION", 1, "replication factor of topics created (1 for kfake; 3 on a production cluster)")
-}
-
-// replicationOf checks a --replication-factor value.
-func replicationOf(n int) (int16, error) {
-	if n < 1 || n > 32767 {
-		return 0, fmt.Errorf("--replication-factor %d: want 1 or more", n)
+// config is the Kafka configuration the flags say, checked.
+func (k *kafkaFlags) config() (kafka.Config, error) {
+	if k.err != nil {
+		return kafka.Config{}, k.err
 	}
-	return int16(n), nil
-}
-
-func (k kafkaFlags) config() kafka.Config {
-	rf, err := replicationOf(*k.replication)
-	if err != nil {
-		rf = 1 // checked where topics are created
-	}
-	return kafka.Config{Brokers: strings.Split(*k.brokers, ","), User: *k.user, Password: *k.password, RegistryURL: *k.registry, Replication: rf,
+	c := kafka.Config{Brokers: strings.Split(*k.brokers, ","), Mechanism: *k.mechanism, User: *k.user, Password: *k.password,
+		OAuth: kafka.OAuth{Token: *k.oauthToken, TokenFile: *k.oauthFile, TokenURL: *k.oauthURL, ClientID: *k.oauthID,
+			ClientSecret: *k.oauthSecret, Scope: *k.oauthScope},
+		SASLWithoutTLS: *k.withoutTLS, RegistryURL: *k.registry, Prefix: *k.prefix,
 		TLS: kafka.TLS{Enabled: *k.tls || *k.tlsCA != "", CAFile: *k.tlsCA, CertFile: *k.tlsCert, KeyFile: *k.tlsKey}}
+	return c, c.Validate()
+}
+
+// chFlags are how a role logs in to ClickHouse.
+type chFlags struct {
+	user, password, analystPassword, ca *string
+	tls                                 *bool
+	err                                 error
+}
+
+func (f flags) clickhouse() *chFlags {
+	c := &chFlags{}
+	c.user = f.str("clickhouse-user", "VMPLANE_CH_USER", "", "ClickHouse user that writes and reads the journal (default: default)")
+	c.password = f.secret("clickhouse-password", "VMPLANE_CH_PASSWORD", "password of the ClickHouse user", &c.err)
+	c.analystPassword = f.secret("clickhouse-analyst-password", "VMPLANE_CH_ANALYST_PASSWORD", "password of the read-only analyst_<database> user (gateway: analysts' queries)", &c.err)
+	c.tls = f.Bool("clickhouse-tls", os.Getenv("VMPLANE_CH_TLS") == "true", "TLS to ClickHouse's secure native port (tcp_port_secure, 9440) (env VMPLANE_CH_TLS)")
+	c.ca = f.str("clickhouse-tls-ca", "VMPLANE_CH_TLS_CA", "", "CA bundle of ClickHouse's certificate (implies --clickhouse-tls; default: the system pool)")
+	return c
+}
+
+func (c *chFlags) access() (chserver.Access, error) {
+	return chserver.Access{User: *c.user, Password: *c.password, AnalystPassword: *c.analystPassword,
+		TLS: *c.tls || *c.ca != "", CAFile: *c.ca}, c.err
 }
 
 func (f flags) instance() *string {

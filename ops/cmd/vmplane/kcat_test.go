@@ -39,7 +39,7 @@ func TestKcatReadsConfluentFraming(t *testing.T) {
 	for _, v := range records() {
 		recs = append(recs, schemas.Record{Topic: schemas.TopicVmEvents, Key: "vm-1", Value: v})
 	}
-	if err := kafka.Produce(t.Context(), cl, codec, recs...); err != nil {
+	if err := (kafka.Config{}).Produce(t.Context(), cl, codec, recs...); err != nil {
 		t.Fatal(err)
 	}
 	for _, v := range records() {

@@ -24,14 +24,17 @@ Usage:
   vmplane projector  rebuild --target postgres [flags]   replay the log into fresh read models and swap them in
   vmplane gateway    [flags]   the REST API
   vmplane agent      --driver sim|qemu --hosts N [flags]   a hypervisor agent
+  vmplane topics     create|check [flags]   create the topic table's topics / list how the cluster's differ
   vmplane dlq        list|show|redrive [flags]   inspect dead letters and put them back after a fix
   vmplane admin-key  [flags]   issue an admin API key (the first of an installation), printed on stdout
   vmplane decode     [--schema-registry URL] < values   Avro values read with kcat, as JSON lines
   vmplane guest-image --out DIR [--id tiny-linux]   write the QEMU guests' Linux template to DIR/<id>/
   vmplane openapi    [--out FILE]   write the API's OpenAPI document (what /v1/openapi.json serves)
 
-Run "vmplane <role> -h" for the flags of a role. Every flag has an
-environment variable, shown in its help. Every role also takes
+The roles never create topics: "vmplane topics create" does, once, with an
+admin principal (vmplane broker and dev create their own). Run "vmplane
+<role> -h" for the flags of a role. Every flag has an environment variable,
+shown in its help. Every role also takes
 --metrics-addr ADDR (VMPLANE_METRICS_ADDR: /metrics, /healthz, /readyz) and
 reads the standard OTEL_* variables (OTEL_EXPORTER_OTLP_ENDPOINT,
 OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_SAMPLER(_ARG),
@@ -82,6 +85,8 @@ func main() {
 		err = runGateway(ctx, args, log)
 	case "agent":
 		err = runAgent(ctx, args, log)
+	case "topics":
+		err = runTopics(ctx, args, log)
 	case "dlq":
 		err = runDLQ(ctx, args, log)
 	case "admin-key":
@@ -119,7 +124,7 @@ func logLevel() slog.Level {
 // hold).
 func observes(cmd string, args []string) bool {
 	switch cmd {
-	case "dlq", "admin-key", "decode", "guest-image", "openapi", "-h", "--help", "help":
+	case "topics", "dlq", "admin-key", "decode", "guest-image", "openapi", "-h", "--help", "help":
 		return false
 	}
 	return !wantsHelp(args)

@@ -29,6 +29,7 @@ func runDev(ctx context.Context, args []string, log *slog.Logger) error {
 	httpAddr := f.str("http", "VMPLANE_HTTP_ADDR", "127.0.0.1:8080", "listen address of the gateway")
 	dsn := f.str("pg-dsn", "VMPLANE_PG_DSN", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "Postgres server (a local one is started under --var when none answers)")
 	ch := f.str("clickhouse", "VMPLANE_CH_ADDR", "127.0.0.1:9000", "ClickHouse native address (a local one is started under --var when none answers)")
+	cha := f.clickhouse()
 	hosts := f.num("hosts", "VMPLANE_SIM_HOSTS", 4, "simulated hosts (one zone, two clusters)")
 	database := f.str("database", "VMPLANE_DATABASE", "vmplane", "Postgres and ClickHouse database of this stack's read models and journal")
 	ping := f.dur("ping-interval", "VMPLANE_PING_INTERVAL", 5*time.Second, "agent ping and report interval")
@@ -42,8 +43,12 @@ func runDev(ctx context.Context, args []string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	access, err := cha.access()
+	if err != nil {
+		return err
+	}
 	st, err := dev.Start(ctx, dev.Config{VarDir: abs, KafkaAddr: *kafkaAddr, HTTPAddr: *httpAddr, PostgresDSN: *dsn, Database: *database,
-		ClickHouse: *ch, Hosts: *hosts, PingInterval: *ping, QemuHosts: *qemuHosts, SimControl: *simControl, Secure: *secure, Logger: log})
+		ClickHouse: *ch, ClickHouseAccess: access, Hosts: *hosts, PingInterval: *ping, QemuHosts: *qemuHosts, SimControl: *simControl, Secure: *secure, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -64,14 +69,9 @@ func runBroker(ctx context.Context, args []string, log *slog.Logger) error {
 	f := newFlags("broker")
 	addr := f.str("addr", "VMPLANE_KAFKA_ADDR", "127.0.0.1:9092", "listen address")
 	data := f.str("data", "VMPLANE_KAFKA_DATA", "var/kafka", "data directory (the log survives restarts)")
-	replication := f.replication()
 	sync := f.Bool("sync-writes", os.Getenv("VMPLANE_KAFKA_SYNC_WRITES") != "false",
 		"fsync every produce before answering it, so an acknowledged record survives a power loss (env VMPLANE_KAFKA_SYNC_WRITES=false turns it off)")
 	if err := f.Parse(args); err != nil {
-		return err
-	}
-	rf, err := replicationOf(*replication)
-	if err != nil {
 		return err
 	}
 	start := kafka.StartBroker
@@ -96,10 +96,12 @@ func runBroker(ctx context.Context, args []string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	err = kafka.EnsureTopics(ctx, cl, schemas.Topics, rf)
+	// One broker: every topic has one replica. The prefix of a shared
+	// cluster has no use here.
+	err = kafka.Config{}.EnsureTopics(ctx, cl, schemas.Topics, kafka.TopicOptions{Replication: 1})
 	cl.Close()
 	if err != nil {
-		return fmt.Errorf("create topics with replication factor %d (kfake here has one broker: use 1): %w", rf, err)
+		return fmt.Errorf("create topics: %w", err)
 	}
 	topicsMade.Store(true)
 	log.Info("broker up", "addrs", b.Addrs(), "data", *data)
@@ -120,12 +122,16 @@ func runProcessor(ctx context.Context, args []string, log *slog.Logger) error {
 	if err := gc.apply(); err != nil {
 		return err
 	}
-	p, err := roles.NewProcessor(*kind, roles.Options{Kafka: k.config(), InstanceID: *inst, Logger: log}, roles.Settings{PingInterval: *ping}, engine.SystemClock{})
+	kcfg, err := k.config()
+	if err != nil {
+		return err
+	}
+	p, err := roles.NewProcessor(*kind, roles.Options{Kafka: kcfg, InstanceID: *inst, Logger: log}, roles.Settings{PingInterval: *ping}, engine.SystemClock{})
 	if err != nil {
 		return err
 	}
 	observer.Check("processor-"+*kind, roles.ProcessorReady(p)) // telemetry:
-	watchLag(k.config(), log, roles.ProcessorLag(*kind))        // telemetry:
+	watchLag(kcfg, log, roles.ProcessorLag(kcfg, *kind))        // telemetry:
 	return p.Run(ctx)
 }
 
@@ -140,6 +146,7 @@ func runProjector(ctx context.Context, args []string, log *slog.Logger) error {
 	dsn := f.str("pg-dsn", "VMPLANE_PG_DSN", "postgres://postgres@127.0.0.1:5432/vmplane?sslmode=disable", "Postgres database of the read models")
 	ch := f.str("clickhouse", "VMPLANE_CH_ADDR", "127.0.0.1:9000", "ClickHouse native address")
 	chdb := f.str("clickhouse-db", "VMPLANE_CH_DATABASE", "vmplane", "ClickHouse database")
+	cha := f.clickhouse()
 	gc := f.gc()
 	if err := f.Parse(args); err != nil {
 		return err
@@ -147,9 +154,16 @@ func runProjector(ctx context.Context, args []string, log *slog.Logger) error {
 	if err := gc.apply(); err != nil {
 		return err
 	}
-	o := roles.Options{Kafka: k.config(), InstanceID: *inst, Logger: log}
+	kcfg, err := k.config()
+	if err != nil {
+		return err
+	}
+	access, err := cha.access()
+	if err != nil {
+		return err
+	}
+	o := roles.Options{Kafka: kcfg, ClickHouse: access, InstanceID: *inst, Logger: log}
 	var r roles.Runner
-	var err error
 	switch *kind {
 	case "postgres":
 		if err := postgres.Migrate(ctx, *dsn); err != nil {
@@ -178,11 +192,20 @@ func runGateway(ctx context.Context, args []string, log *slog.Logger) error {
 	zone := f.str("zone", "VMPLANE_ZONE", "zone-1", "zone new VMs are deployed in")
 	ch := f.str("clickhouse", "VMPLANE_CH_ADDR", "127.0.0.1:9000", "ClickHouse native address of the history (empty: no history routes)")
 	chdb := f.str("clickhouse-db", "VMPLANE_CH_DATABASE", "vmplane", "ClickHouse database")
+	cha := f.clickhouse()
 	rate := f.num("rate", "VMPLANE_RATE", 200, "requests per second of each API key (burst twice that; -1: no limit)")
 	anon := f.num("anon-rate", "VMPLANE_ANON_RATE", 20, "refused (401) requests per second of each client address before it gets 429 (burst 100); raise it behind a proxy")
 	streams := f.num("max-streams", "VMPLANE_MAX_STREAMS", 16, "event streams and long-polls one API key may hold open (-1: no limit)")
 	ping := f.settings() // the host processors', for how stale a host's last_ping_at may be
 	if err := f.Parse(args); err != nil {
+		return err
+	}
+	kcfg, err := k.config()
+	if err != nil {
+		return err
+	}
+	access, err := cha.access()
+	if err != nil {
 		return err
 	}
 	if err := postgres.Migrate(ctx, *dsn); err != nil {
@@ -191,14 +214,14 @@ func runGateway(ctx context.Context, args []string, log *slog.Logger) error {
 	gcfg := gateway.Config{Addr: *addr, ZoneID: *zone, RatePerSecond: float64(*rate), RateBurst: 2 * *rate,
 		AnonRatePerSecond: float64(*anon), MaxStreamsPerKey: *streams, PingInterval: *ping}
 	if *ch != "" {
-		h, err := roles.OpenHistory(*ch, *chdb)
+		h, err := roles.OpenHistory(*ch, *chdb, access)
 		if err != nil {
 			return err
 		}
 		defer h.Close()
 		gcfg.History = h
 	}
-	g, err := roles.NewGateway(roles.Options{Kafka: k.config(), Logger: log}, *dsn, gcfg)
+	g, err := roles.NewGateway(roles.Options{Kafka: kcfg, Logger: log}, *dsn, gcfg)
 	if err != nil {
 		return err
 	}
@@ -223,7 +246,11 @@ func runAgent(ctx context.Context, args []string, log *slog.Logger) error {
 	if err := f.Parse(args); err != nil {
 		return err
 	}
-	o := roles.Options{Kafka: k.config(), InstanceID: *inst, Logger: log}
+	kcfg, err := k.config()
+	if err != nil {
+		return err
+	}
+	o := roles.Options{Kafka: kcfg, InstanceID: *inst, Logger: log}
 	switch *driver {
 	case "sim":
 		if *prefix == "" {
@@ -281,7 +308,11 @@ func runRebuild(ctx context.Context, args []string, log *slog.Logger) error {
 	if *target != "postgres" {
 		return fmt.Errorf("rebuild --target %q: only postgres is supported (the journal absorbs a replay: reset its group instead)", *target)
 	}
-	st, err := postgres.Rebuild(ctx, k.config(), *dsn)
+	kcfg, err := k.config()
+	if err != nil {
+		return err
+	}
+	st, err := postgres.Rebuild(ctx, kcfg, *dsn)
 	if err != nil {
 		return err
 	}
