@@ -91,6 +91,29 @@ func callerOf(v any) schemas.Caller {
 	return schemas.Caller{}
 }
 
+// vmEvent fills the event row of a record that is no job's event.
+func vmEvent(ev *eventRow, v any) {
+	switch v := v.(type) {
+	case *schemas.VmStateChanged:
+		ev.VmID, ev.JobID, ev.AtMs = v.VmID, v.JobID, v.UpdatedAt
+		ev.VmState, ev.TaskState, ev.PowerState, ev.HostID = v.VmState, v.TaskState, v.PowerState, v.HostID
+		ev.Reason = v.Reason
+	case *schemas.PowerStateObserved:
+		ev.VmID, ev.AtMs, ev.PowerState, ev.HostID = v.VmID, v.At, v.PowerState, v.HostID
+	case *schemas.AlertRaised:
+		ev.VmID, ev.JobID, ev.AtMs, ev.HostID = v.VmID, v.JobID, v.At, v.HostID
+		ev.Reason = v.Kind + ": " + v.Message
+	case *schemas.VmExpunged:
+		ev.VmID, ev.AtMs = v.VmID, v.At
+	case *schemas.SnapshotTaken:
+		ev.VmID, ev.JobID, ev.AtMs, ev.Reason = v.VmID, v.JobID, v.At, "snapshot "+strconv.Quote(v.Name)+" taken"
+	case *schemas.SnapshotDeleted:
+		ev.VmID, ev.JobID, ev.AtMs, ev.Reason = v.VmID, v.JobID, v.At, "snapshot "+strconv.Quote(v.Name)+" deleted"
+	case *schemas.VolumeChanged, *schemas.NicChanged, *schemas.VolumeSnapshotTaken:
+		storageEvent(ev, v)
+	}
+}
+
 // rowsWithoutPayload is rowsOf but for the event's payload, left empty.
 func rowsWithoutPayload(r schemas.Record) (*jobRow, eventRow, error) {
 	ev := eventRow{
@@ -152,23 +175,8 @@ func rowsWithoutPayload(r schemas.Record) (*jobRow, eventRow, error) {
 		job.StartedMs = v.At // never ran
 		job.Obj = mustJSON(map[string]any{"allowed_actions": v.AllowedActions})
 		ev.Reason = v.Reason
-	case *schemas.VmStateChanged:
-		ev.VmID, ev.JobID, ev.AtMs = v.VmID, v.JobID, v.UpdatedAt
-		ev.VmState, ev.TaskState, ev.PowerState, ev.HostID = v.VmState, v.TaskState, v.PowerState, v.HostID
-		ev.Reason = v.Reason
-	case *schemas.PowerStateObserved:
-		ev.VmID, ev.AtMs, ev.PowerState, ev.HostID = v.VmID, v.At, v.PowerState, v.HostID
-	case *schemas.AlertRaised:
-		ev.VmID, ev.JobID, ev.AtMs, ev.HostID = v.VmID, v.JobID, v.At, v.HostID
-		ev.Reason = v.Kind + ": " + v.Message
-	case *schemas.VmExpunged:
-		ev.VmID, ev.AtMs = v.VmID, v.At
-	case *schemas.SnapshotTaken:
-		ev.VmID, ev.JobID, ev.AtMs, ev.Reason = v.VmID, v.JobID, v.At, "snapshot "+strconv.Quote(v.Name)+" taken"
-	case *schemas.SnapshotDeleted:
-		ev.VmID, ev.JobID, ev.AtMs, ev.Reason = v.VmID, v.JobID, v.At, "snapshot "+strconv.Quote(v.Name)+" deleted"
-	case *schemas.VolumeChanged, *schemas.NicChanged, *schemas.VolumeSnapshotTaken:
-		storageEvent(&ev, v)
+	default:
+		vmEvent(&ev, v)
 	}
 	// An event without a time of its own falls back to the record's Kafka
 	// timestamp, which the log keeps, so a replay still yields the same row.
