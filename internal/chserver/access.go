@@ -5,11 +5,12 @@ import (
 	"crypto/x509"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/vmplane/vmplane/internal/secret"
 )
 
 // Access is how vmplane logs in to a ClickHouse server: the user that
@@ -33,32 +34,16 @@ type Access struct {
 // VMPLANE_CH_PASSWORD_FILE, VMPLANE_CH_ANALYST_PASSWORD_FILE),
 // VMPLANE_CH_TLS (true) and VMPLANE_CH_TLS_CA (which implies TLS).
 func AccessFromEnv(getenv func(string) string) (Access, error) {
-	pw, err := secret(getenv, "VMPLANE_CH_PASSWORD")
+	pw, err := secret.FromEnv(getenv, "VMPLANE_CH_PASSWORD")
 	if err != nil {
 		return Access{}, err
 	}
-	apw, err := secret(getenv, "VMPLANE_CH_ANALYST_PASSWORD")
+	apw, err := secret.FromEnv(getenv, "VMPLANE_CH_ANALYST_PASSWORD")
 	if err != nil {
 		return Access{}, err
 	}
 	return Access{User: getenv("VMPLANE_CH_USER"), Password: pw, AnalystPassword: apw,
 		TLS: getenv("VMPLANE_CH_TLS") == "true" || getenv("VMPLANE_CH_TLS_CA") != "", CAFile: getenv("VMPLANE_CH_TLS_CA")}, nil
-}
-
-// secret reads env, or the file env_FILE names.
-func secret(getenv func(string) string, env string) (string, error) {
-	v, file := getenv(env), getenv(env+"_FILE")
-	switch {
-	case file == "":
-		return v, nil
-	case v != "":
-		return "", fmt.Errorf("both %s and %s_FILE are set", env, env)
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return "", fmt.Errorf("%s_FILE: %w", env, err)
-	}
-	return strings.TrimRight(string(b), "\r\n"), nil
 }
 
 // Options are the driver's options for addr as a's user on database

@@ -9,12 +9,12 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/vmplane/vmplane/internal/secret"
 	"github.com/vmplane/vmplane/schemas"
 	"github.com/vmplane/vmplane/schemas/confluent"
 )
@@ -51,11 +51,11 @@ func ConfigFromEnv(getenv func(string) string, def string) (Config, error) {
 	if b == "" {
 		b = def
 	}
-	password, err := Secret(getenv, "VMPLANE_KAFKA_PASSWORD")
+	password, err := secret.FromEnv(getenv, "VMPLANE_KAFKA_PASSWORD")
 	if err != nil {
 		return Config{}, err
 	}
-	secret, err := Secret(getenv, "VMPLANE_KAFKA_OAUTH_CLIENT_SECRET")
+	clientSecret, err := secret.FromEnv(getenv, "VMPLANE_KAFKA_OAUTH_CLIENT_SECRET")
 	if err != nil {
 		return Config{}, err
 	}
@@ -70,7 +70,7 @@ func ConfigFromEnv(getenv func(string) string, def string) (Config, error) {
 			TokenFile:    getenv("VMPLANE_KAFKA_OAUTH_TOKEN_FILE"),
 			TokenURL:     getenv("VMPLANE_KAFKA_OAUTH_TOKEN_URL"),
 			ClientID:     getenv("VMPLANE_KAFKA_OAUTH_CLIENT_ID"),
-			ClientSecret: secret,
+			ClientSecret: clientSecret,
 			Scope:        getenv("VMPLANE_KAFKA_OAUTH_SCOPE"),
 		},
 		RegistryURL: getenv("VMPLANE_SCHEMA_REGISTRY"),
@@ -83,25 +83,6 @@ func ConfigFromEnv(getenv func(string) string, def string) (Config, error) {
 		Prefix: getenv("VMPLANE_TOPIC_PREFIX"),
 	}
 	return c, c.Validate()
-}
-
-// Secret reads a secret from the environment: the variable env, or the
-// file that env_FILE names (its content without the final newline), so
-// that a secret need not stand in an environment file. Both set is an
-// error.
-func Secret(getenv func(string) string, env string) (string, error) {
-	v, file := getenv(env), getenv(env+"_FILE")
-	switch {
-	case file == "":
-		return v, nil
-	case v != "":
-		return "", fmt.Errorf("both %s and %s_FILE are set", env, env)
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return "", fmt.Errorf("%s_FILE: %w", env, err)
-	}
-	return strings.TrimRight(string(b), "\r\n"), nil
 }
 
 // Validate says what is wrong with the configuration before a client

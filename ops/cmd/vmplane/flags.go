@@ -10,6 +10,7 @@ import (
 	"github.com/vmplane/vmplane/internal/chserver"
 	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/internal/memory"
+	"github.com/vmplane/vmplane/internal/secret"
 )
 
 // flags is a FlagSet whose defaults come from environment variables.
@@ -47,10 +48,10 @@ func (f flags) num(name, env string, def int, help string) *int {
 }
 
 // secret is a flag of a secret whose default comes from env or from the
-// file env_FILE names (kafka.Secret), so that the secret need not stand in
+// file env_FILE names (secret.FromEnv), so that the secret need not stand in
 // an environment file; what is wrong with them is in *errp.
 func (f flags) secret(name, env, help string, errp *error) *string {
-	def, err := kafka.Secret(os.Getenv, env)
+	def, err := secret.FromEnv(os.Getenv, env)
 	if err != nil && *errp == nil {
 		*errp = err
 	}
