@@ -24,8 +24,8 @@ var alertCommands = []spec{
 
 // alertList is vmctl alert list [--vm ID] [--host ID] [--zone ID] [--kind K] [--open|--acked].
 func alertList(a *cli, fs *pflag.FlagSet) runner {
-	q := filterFlags(fs, filter{"vm", "only the alerts of this VM"}, filter{"host", "only the alerts of this host"},
-		filter{"zone", "only the alerts of this zone"}, filter{"kind", "only alerts of this kind (HostAlert, HAExhausted, ...)"})
+	q := filterFlags(fs, filter{name: "vm", usage: "only the alerts of this VM"}, filter{name: "host", usage: "only the alerts of this host"},
+		filter{name: "zone", usage: "only the alerts of this zone"}, filter{name: "kind", usage: "only alerts of this kind (HostAlert, HAExhausted, ...)"})
 	open := fs.Bool("open", false, "only the alerts nobody has acknowledged")
 	acked := fs.Bool("acked", false, "only the alerts someone has acknowledged")
 	return func(ctx context.Context, _ []string) error {

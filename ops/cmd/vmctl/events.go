@@ -26,7 +26,7 @@ var eventCommands = []spec{
 // gateway ends (a restart, a drain) is taken up again where it stopped
 // (Last-Event-ID).
 func eventsCmd(a *cli, fs *pflag.FlagSet) runner {
-	q := filterFlags(fs, filter{"vm", "only this VM's events and its jobs'"})
+	q := filterFlags(fs, filter{name: "vm", usage: "only this VM's events and its jobs'"})
 	count := fs.Int("count", 0, "stop after this many events (0: until interrupted)")
 	return func(ctx context.Context, _ []string) error {
 		seen, last := 0, ""

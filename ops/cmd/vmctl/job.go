@@ -29,9 +29,11 @@ var jobCommands = []spec{
 	{path: "job cancel", args: []string{"ID"}, short: "Cancel a queued or running job", cmd: jobCancel, shows: api.Job{}},
 }
 
-// jobList is vmctl job list [--vm ID] [--state S].
+// jobList is vmctl job list [--vm ID] [--state S] [--by-key KEY_ID].
 func jobList(a *cli, fs *pflag.FlagSet) runner {
-	q := filterFlags(fs, filter{"vm", "only this VM's jobs"}, filter{"state", "only jobs in this state: pending, running, succeeded, failed, cancelled or rejected"})
+	q := filterFlags(fs, filter{name: "vm", usage: "only this VM's jobs"},
+		filter{name: "state", usage: "only jobs in this state: pending, running, succeeded, failed, cancelled or rejected"},
+		filter{name: "by-key", usage: "only jobs asked for with this API key id (the caller's key_id)", param: "key"})
 	return func(ctx context.Context, _ []string) error {
 		return listAll(ctx, a, "/v1/jobs?"+q.Encode(), func(w io.Writer, rows []api.Job) error {
 			fmt.Fprintln(w, "ID\tVM\tTYPE\tSTATE\tTASK\tCREATED\tTOOK\tREASON")

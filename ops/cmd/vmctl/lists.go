@@ -16,13 +16,22 @@ import (
 
 // filter is a list's filter: a flag that becomes the query parameter of
 // the same name (gateway/openapi.go lists each list's).
-type filter struct{ name, usage string }
+type filter struct {
+	name, usage string
+	// param is the query parameter, when it is not the flag's name (a
+	// flag that would shadow a global one, such as --key).
+	param string
+}
 
 // filterFlags defines a flag per filter; the query holds those given.
 func filterFlags(fs *pflag.FlagSet, filters ...filter) url.Values {
 	q := url.Values{}
 	for _, f := range filters {
-		fs.Var(queryValue{q, f.name}, f.name, f.usage)
+		param := f.param
+		if param == "" {
+			param = f.name
+		}
+		fs.Var(queryValue{q, param}, f.name, f.usage)
 	}
 	return q
 }

@@ -70,6 +70,9 @@ func TestOutputFormatsAndColumns(t *testing.T) {
 		{[]string{"alert", "list", "--vm", "vm-2", "--open", "-o", "json"}, "[]\n"},
 		// --wait with -o value prints the finished job's fields alone.
 		{[]string{"vm", "deploy", "--name", "w-3", "--offering", "small", "--wait", "-o", "value", "-c", "type", "-c", "state"}, "Deploy\nsucceeded\n"},
+		// --by-key is the API's ?key= (--key is the caller's own key).
+		{[]string{"job", "list", "--by-key", "no-such-key", "-o", "json"}, "[]\n"},
+		{[]string{"job", "list", "--by-key", userKeyID(t, s.user), "-o", "value", "-c", "type"}, "Deploy\n"},
 	} {
 		code, out, errs := s.run(t, s.user, tc.args...)
 		if code != exitOK || out != tc.want {
@@ -91,4 +94,13 @@ func TestOutputFormatsAndColumns(t *testing.T) {
 		!strings.Contains(out, `"host_status": null`) {
 		t.Errorf("-c of a field left out: exit %d %s", code, out)
 	}
+}
+
+func userKeyID(t *testing.T, key string) string {
+	t.Helper()
+	id, ok := gateway.ParseAPIKey(key)
+	if !ok {
+		t.Fatalf("%q is no API key", key)
+	}
+	return id
 }

@@ -137,7 +137,7 @@ func templateCreate(a *cli, fs *pflag.FlagSet) runner {
 }
 
 func poolList(a *cli, fs *pflag.FlagSet) runner {
-	q := filterFlags(fs, filter{"zone", "only this zone's pools"})
+	q := filterFlags(fs, filter{name: "zone", usage: "only this zone's pools"})
 	return func(ctx context.Context, _ []string) error {
 		return listAll(ctx, a, "/v1/pools?"+q.Encode(), func(w io.Writer, rows []api.Pool) error {
 			printPools(w, rows)
@@ -235,7 +235,7 @@ func poolUpdate(a *cli, fs *pflag.FlagSet) runner {
 var poolDelete = one(http.MethodDelete, "/v1/pools/", printPoolAccepted("asked to delete"))
 
 func networkList(a *cli, fs *pflag.FlagSet) runner {
-	q := filterFlags(fs, filter{"zone", "only this zone's networks"})
+	q := filterFlags(fs, filter{name: "zone", usage: "only this zone's networks"})
 	return func(ctx context.Context, _ []string) error {
 		return listAll(ctx, a, "/v1/networks?"+q.Encode(), func(w io.Writer, rows []api.Network) error {
 			fmt.Fprintln(w, "ID\tZONE\tNAME\tCIDR\tGATEWAY\tDEFAULT\tIPS USED/SIZE\tFREE\tLAST ERROR")

@@ -85,7 +85,7 @@ func vmGet(a *cli, fs *pflag.FlagSet) runner {
 }
 
 func vmList(a *cli, fs *pflag.FlagSet) runner {
-	q := filterFlags(fs, filter{"state", "only VMs in this state (Active, Stopped, ...)"}, filter{"host", "only VMs on this host"})
+	q := filterFlags(fs, filter{name: "state", usage: "only VMs in this state (Active, Stopped, ...)"}, filter{name: "host", usage: "only VMs on this host"})
 	return func(ctx context.Context, _ []string) error {
 		return listAll(ctx, a, "/v1/vms?"+q.Encode(), func(w io.Writer, vms []json.RawMessage) error {
 			fmt.Fprintln(w, "ID\tNAME\tSTATE\tPOWER\tHOST\tOFFERING\tACCOUNT")
