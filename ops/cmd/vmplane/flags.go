@@ -50,12 +50,35 @@ func (f flags) num(name, env string, def int, help string) *int {
 // secret is a flag of a secret whose default comes from env or from the
 // file env_FILE names (secret.FromEnv), so that the secret need not stand in
 // an environment file; what is wrong with them is in *errp.
+// -h and a usage error never print its value.
 func (f flags) secret(name, env, help string, errp *error) *string {
 	def, err := secret.FromEnv(os.Getenv, env)
 	if err != nil && *errp == nil {
 		*errp = err
 	}
-	return f.String(name, def, fmt.Sprintf("%s (env %s, or %s_FILE naming a file that holds it)", help, env, env))
+	v := &def
+	f.Var(hidden{v}, name, fmt.Sprintf("%s (env %s, or %s_FILE naming a file that holds it)", help, env, env))
+	return v
+}
+
+// hiddenStr is str for a secret: -h never shows its value.
+func (f flags) hiddenStr(name, env, help string) *string {
+	v := new(string)
+	*v = os.Getenv(env)
+	f.Var(hidden{v}, name, fmt.Sprintf("%s (env %s)", help, env))
+	return v
+}
+
+// hidden is a string flag whose value String never shows: the flag
+// package prints a flag's default in -h and in every usage error, which
+// would put a password from the environment in a terminal or a journal.
+type hidden struct{ v *string }
+
+func (h hidden) String() string { return "" }
+
+func (h hidden) Set(s string) error {
+	*h.v = s
+	return nil
 }
 
 // kafkaFlags are the flags of every role that talks to Kafka.
@@ -77,7 +100,9 @@ func (f flags) kafka() *kafkaFlags {
 	k.mechanism = f.str("kafka-sasl-mechanism", "VMPLANE_KAFKA_SASL_MECHANISM", "", "SASL mechanism: SCRAM-SHA-512, SCRAM-SHA-256, PLAIN or OAUTHBEARER (default SCRAM-SHA-512 with a user, OAUTHBEARER with an OAuth token source)")
 	k.user = f.str("kafka-user", "VMPLANE_KAFKA_USER", "", "SASL user (SCRAM or PLAIN)")
 	k.password = f.secret("kafka-password", "VMPLANE_KAFKA_PASSWORD", "SASL password (SCRAM or PLAIN)", &k.err)
-	k.oauthToken = f.str("kafka-oauth-token", "VMPLANE_KAFKA_OAUTH_TOKEN", "", "OAUTHBEARER: a static token")
+	// Not f.secret: VMPLANE_KAFKA_OAUTH_TOKEN_FILE is a file read again at
+	// every authentication (--kafka-oauth-token-file), not read once here.
+	k.oauthToken = f.hiddenStr("kafka-oauth-token", "VMPLANE_KAFKA_OAUTH_TOKEN", "OAUTHBEARER: a static token")
 	k.oauthFile = f.str("kafka-oauth-token-file", "VMPLANE_KAFKA_OAUTH_TOKEN_FILE", "", "OAUTHBEARER: a file holding the token, read again at every authentication")
 	k.oauthURL = f.str("kafka-oauth-token-url", "VMPLANE_KAFKA_OAUTH_TOKEN_URL", "", "OAUTHBEARER: an OAuth 2 / OIDC token endpoint, asked with the client-credentials grant")
 	k.oauthID = f.str("kafka-oauth-client-id", "VMPLANE_KAFKA_OAUTH_CLIENT_ID", "", "OAUTHBEARER: client id at the token endpoint")

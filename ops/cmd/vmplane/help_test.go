@@ -41,3 +41,27 @@ func TestUsageNamesEveryProcessorKind(t *testing.T) {
 		}
 	}
 }
+
+// A secret from the environment never shows in -h: the flag package
+// prints defaults, and usage errors print -h.
+func TestHelpHidesSecrets(t *testing.T) {
+	for _, env := range []string{"VMPLANE_KAFKA_PASSWORD", "VMPLANE_KAFKA_OAUTH_TOKEN", "VMPLANE_KAFKA_OAUTH_CLIENT_SECRET",
+		"VMPLANE_CH_PASSWORD", "VMPLANE_CH_ANALYST_PASSWORD"} {
+		t.Setenv(env, "s3cret-"+env)
+	}
+	f := newFlags("gateway")
+	k := f.kafka()
+	c := f.clickhouse()
+	var out strings.Builder
+	f.SetOutput(&out)
+	f.PrintDefaults()
+	if strings.Contains(out.String(), "s3cret") {
+		t.Fatalf("-h shows a secret:\n%s", out.String())
+	}
+	if err := f.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if *k.password != "s3cret-VMPLANE_KAFKA_PASSWORD" || *k.oauthToken != "s3cret-VMPLANE_KAFKA_OAUTH_TOKEN" || *c.password != "s3cret-VMPLANE_CH_PASSWORD" {
+		t.Fatalf("the secrets did not reach the flags: %q %q %q", *k.password, *k.oauthToken, *c.password)
+	}
+}
