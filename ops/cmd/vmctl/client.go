@@ -59,12 +59,18 @@ func (e *apiError) Error() string {
 // or a 503 that says when (Retry-After) or says to retry, as the gateway
 // does of a command it could not write to the log; a 503 such as "the
 // event history is not configured" is no passing state.
-func (e *apiError) passing() bool {
+//
+// A change (safe false) is asked again after a 429 only: the rate limit
+// refuses before anything is done, but a 503 of a command the log did not
+// take may come after the broker wrote it (a timeout), and the gateway
+// frees the Idempotency-Key of any answer that is no success, so asking
+// again would do the change twice (two VMs for one deploy).
+func (e *apiError) passing(safe bool) bool {
 	switch e.Status {
 	case http.StatusTooManyRequests:
 		return true
 	case http.StatusServiceUnavailable:
-		return e.retryAfter > 0 || strings.Contains(e.Body.Message, "retry")
+		return safe && (e.retryAfter > 0 || strings.Contains(e.Body.Message, "retry"))
 	}
 	return false
 }
@@ -127,7 +133,7 @@ func (c *client) send(ctx context.Context, method, path string, query url.Values
 	for attempt := 0; ; attempt++ {
 		err := c.once(ctx, method, path, u, payload, idemKey, out)
 		var ae *apiError
-		if attempt >= retries || !errors.As(err, &ae) || !ae.passing() {
+		if attempt >= retries || !errors.As(err, &ae) || !ae.passing(idemKey == "") {
 			return err
 		}
 		wait := pause

@@ -41,16 +41,19 @@ func (r *attempts) add(req *http.Request) int {
 	return len(r.keys)
 }
 
-// TestRetriesHonourRetryAfter: a deploy refused with 503 and Retry-After
+// TestRetriesHonourRetryAfter: a deploy refused with 429 and Retry-After
 // is sent again after that long with the same Idempotency-Key, so that the
 // gateway answers a repeat with the first answer rather than deploy twice.
+// A deploy refused with a 503 that says to retry is not sent again: the
+// log may have taken the command all the same (a timeout), and the
+// gateway frees the key of an answer that is no success.
 func TestRetriesHonourRetryAfter(t *testing.T) {
 	var got attempts
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if got.add(r) == 1 {
 			w.Header().Set("Retry-After", "1")
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte(`{"error":{"code":"unavailable","message":"the command could not be written to the log; retry (request r1)"}}`))
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = w.Write([]byte(`{"error":{"code":"rate_limited","message":"too many requests for this key"}}`))
 			return
 		}
 		w.WriteHeader(http.StatusAccepted)
@@ -67,8 +70,21 @@ func TestRetriesHonourRetryAfter(t *testing.T) {
 	if waited := got.at[1].Sub(got.at[0]); waited < 900*time.Millisecond {
 		t.Fatalf("asked again after %v, before the Retry-After of 1 s", waited)
 	}
-	if !strings.Contains(errs, "POST /v1/vms: HTTP 503, asking again in 1s (1 of 3)") {
+	if !strings.Contains(errs, "POST /v1/vms: HTTP 429, asking again in 1s (1 of 3)") {
 		t.Fatalf("no notice of the retry: %q", errs)
+	}
+
+	var once attempts
+	srv503 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		once.add(r)
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"error":{"code":"unavailable","message":"the command could not be written to the log; retry (request r1)"}}`))
+	}))
+	t.Cleanup(srv503.Close)
+	code, _, errs = vmctl(t, map[string]string{"VMPLANE_API": srv503.URL, "VMPLANE_API_KEY": "k"}, "vm", "deploy", "--name", "w", "--offering", "small")
+	if code != exitFail || len(once.keys) != 1 || !strings.Contains(errs, "could not be written to the log") {
+		t.Fatalf("a deploy refused with 503: exit %d after %d requests: %s", code, len(once.keys), errs)
 	}
 }
 
