@@ -150,6 +150,9 @@ func (p *Processor[S]) applySettings(tx *txn, recs []*kgo.Record) {
 		return
 	}
 	for _, kr := range recs {
+		if kafka.RedriveSkips(kr, p.Group()) {
+			continue // a redrive for the consumers that refused it; this one applied it
+		}
 		if err := p.configure(tx.ctx, c, kr); err != nil {
 			p.deadLetter(tx, kr, err)
 			continue

@@ -323,6 +323,9 @@ func (r *logReader) fold(ctx context.Context, fs kgo.Fetches) int {
 		if r.refused[tp][kr.Offset] {
 			continue // the database refused it; it is a dead letter
 		}
+		if kafka.RedriveSkips(kr, DefaultGroup) {
+			continue // a redrive for other consumers: the live projector passed it by
+		}
 		rec, err := kafka.FromKafka(ctx, r.codec, kr)
 		if err != nil {
 			continue // the live projector dead-lettered it already

@@ -282,16 +282,26 @@ func siblings(e dlqEntry, entries []dlqEntry) []dlqEntry {
 // logical name of the topic (whatever the prefix of the install that
 // dead-lettered it): the record goes back to that topic under cfg's prefix.
 func redriveDLQ(ctx context.Context, cfg kafka.Config, e dlqEntry, entries []dlqEntry) (string, error) {
-	sibs := siblings(e, entries)
+	if e.Redriven != nil {
+		return "", fmt.Errorf("%s (%s) was redriven at %s to %s; refusing a second redrive", e.At, e.origin(),
+			kafka.Header(e.Redriven, redriveAt), kafka.Header(e.Redriven, redriveTo))
+	}
+	// A dead letter of the origin written after an earlier redrive (a
+	// consumer that refused it later) is redriven for its own consumer
+	// alone: the others have theirs.
+	var sibs []dlqEntry
 	var refused []string
-	for _, s := range sibs {
+	for _, s := range siblings(e, entries) {
 		if s.Redriven != nil {
-			return "", fmt.Errorf("%s (%s) was redriven at %s to %s (dead letter %s); refusing a second redrive", e.At, e.origin(),
-				kafka.Header(s.Redriven, redriveAt), kafka.Header(s.Redriven, redriveTo), s.At)
+			continue
 		}
+		sibs = append(sibs, s)
 		if c := s.header(kafka.DLQConsumer); c != "" && !slices.Contains(refused, c) {
 			refused = append(refused, c)
 		}
+	}
+	if len(refused) == 0 {
+		return "", fmt.Errorf("%s (%s) names no consumer that refused it: a redrive would be for nobody", e.At, e.origin())
 	}
 	sort.Strings(refused)
 	topic := e.header(kafka.DLQTopic)

@@ -335,4 +335,39 @@ func TestDLQRedriveOncePerOrigin(t *testing.T) {
 	if _, err := redriveDLQ(ctx, cfg, after[1], after); err == nil || !strings.Contains(err.Error(), "refusing a second redrive") {
 		t.Fatalf("redrive of the other dead letter of the origin: %v", err)
 	}
+
+	// A consumer that refuses the origin after the redrive has a dead
+	// letter of its own, redriven for it alone; one naming no consumer
+	// cannot be redriven for anybody.
+	for _, c := range []struct {
+		offset int64
+		group  string
+	}{{5, "group-late"}, {7, ""}} {
+		orig.Partition, orig.Offset = 3, c.offset
+		if err := cl.ProduceSync(ctx, kafka.DeadLetter(orig, errors.New("refused later"), c.group)).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	late, err := readDLQ(ctx, cfg)
+	if err != nil || len(late) != 5 {
+		t.Fatalf("%d entries, %v", len(late), err)
+	}
+	if _, err := redriveDLQ(ctx, cfg, late[4], late); err == nil || !strings.Contains(err.Error(), "names no consumer") {
+		t.Fatalf("redrive of a dead letter naming no consumer: %v", err)
+	}
+	if _, err := redriveDLQ(ctx, cfg, late[3], late); err != nil {
+		t.Fatal(err)
+	}
+	redriven = redriven[:0]
+	if err := kafka.ReadToEnd(ctx, cfg, []string{schemas.TopicVmCommands}, func(kr *kgo.Record) error {
+		if !kr.Attrs.IsControl() {
+			redriven = append(redriven, kr)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(redriven) != 2 || kafka.Header(redriven[1], kafka.DLQRedriveFor) != "group-late" {
+		t.Fatalf("after the late redrive: %d records, the last for %q", len(redriven), kafka.Header(redriven[len(redriven)-1], kafka.DLQRedriveFor))
+	}
 }
