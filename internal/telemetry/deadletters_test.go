@@ -29,7 +29,7 @@ func TestDeadLettersFromOffsets(t *testing.T) {
 	}
 	t.Cleanup(cl.Close)
 	adm := kadm.NewClient(cl)
-	if _, ok := CountDeadLetters(ctx, adm); ok {
+	if _, ok := CountDeadLetters(ctx, adm, schemas.TopicDLQ); ok {
 		t.Fatal("a count without dlq.v1")
 	}
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, schemas.TopicDLQ); err != nil {
@@ -46,10 +46,10 @@ func TestDeadLettersFromOffsets(t *testing.T) {
 	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatal(err)
 	}
-	if n, ok := CountDeadLetters(ctx, adm); !ok || n != 3 {
+	if n, ok := CountDeadLetters(ctx, adm, schemas.TopicDLQ); !ok || n != 3 {
 		t.Fatalf("count %d %v, want 3 (two dead letters and a commit marker)", n, ok)
 	}
-	RegisterDeadLetters(cl)
+	RegisterDeadLetters(cl, schemas.TopicDLQ)
 	var got float64
 	collectDeadLetters(func(v float64, _ ...string) { got = v })
 	if got != 3 {

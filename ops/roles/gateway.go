@@ -13,6 +13,7 @@ import (
 	"github.com/vmplane/vmplane/processors/host"
 	"github.com/vmplane/vmplane/processors/vm"
 	"github.com/vmplane/vmplane/readmodel"
+	"github.com/vmplane/vmplane/schemas"
 )
 
 // The gateway finds the reads it may do without (accounts, leases,
@@ -149,7 +150,7 @@ func (g *gatewayRole) run(ctx context.Context) error {
 	go func() { defer close(jobsDone); _ = jobs.Run(ctx) }()
 	// The inventory gauges and the dead letters of /metrics: what exists,
 	// read from the read model and dlq.v1's offsets.
-	telemetry.RegisterDeadLetters(ping)
+	telemetry.RegisterDeadLetters(ping, g.kafka.Topic(schemas.TopicDLQ))
 	inventoryDone := make(chan struct{})
 	go func() {
 		defer close(inventoryDone)
