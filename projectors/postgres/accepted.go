@@ -11,7 +11,8 @@ DELETE FROM accepted_resources a USING unnest($1::text[], $2::text[]) AS u(kind,
 WHERE a.kind = u.kind AND a.id = u.id`
 
 // projected lists, as kinds and ids of accepted_resources, the VMs, jobs
-// and leases whose rows the batch writes or removes. A power update alone
+// and leases whose rows the batch writes or removes, and the VMs of
+// rejected Deploys, which will never have a row. A power update alone
 // writes no row (the VM may have none yet); a lease notification without
 // a status neither.
 func (c *changes) projected() (kinds, ids []string) {
@@ -19,6 +20,9 @@ func (c *changes) projected() (kinds, ids []string) {
 		if op := c.vms[id].op; op == vmUpsert || op == vmDelete {
 			kinds, ids = append(kinds, "vm"), append(ids, id)
 		}
+	}
+	for _, id := range c.refusedVMs {
+		kinds, ids = append(kinds, "vm"), append(ids, id)
 	}
 	for _, id := range c.jobIDs {
 		kinds, ids = append(kinds, "job"), append(ids, id)

@@ -37,7 +37,8 @@ func TestProjectorSupersedesAccepted(t *testing.T) {
 		row("vm", "vm2"),                       // only its power is observed: no row
 		row("vm", "vm3"),                       // made and expunged in one batch
 		row("lease", "l1"), row("lease", "l9"), // l9 only has an answer about it
-		row("job", "x9"), // never seen
+		row("job", "x9"),                   // never seen
+		row("vm", "vm4"), row("job", "d4"), // a deploy the VM processor rejected: no VM row comes
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -60,6 +61,8 @@ func TestProjectorSupersedesAccepted(t *testing.T) {
 		Status: "PENDING", Event: "created", Start: at, End: at + 3_600_000, At: at})
 	p.send(schemas.TopicLeaseEvents, "z1", &schemas.LeaseStatusChanged{LeaseID: "l9", ZoneID: "z1", Project: "acme",
 		Event: "delete_failed", Detail: "no lease l9", At: at})
+	p.send(schemas.TopicVmEvents, "vm4", &schemas.JobRejected{JobRef: schemas.JobRef{JobID: "d4", VmID: "vm4", Account: "acme",
+		JobType: "Deploy", Origin: schemas.OriginAPI, At: at}, Reason: "AlreadyExists", Detail: "test"})
 	startProjector(t, Config{Kafka: kcfg, DSN: dsn}, nil)
 	waitApplied(t, dsn, DefaultGroup, p)
 

@@ -24,6 +24,9 @@ type changes struct {
 	// stmts are the low-volume topics' writes, one statement per record in
 	// log order (hosts, placement, catalog, accounts, alerts).
 	stmts []stmt
+	// refusedVMs are the VMs of rejected Deploys: no row will come for
+	// them, so their accepted rows go (accepted.go).
+	refusedVMs []string
 }
 
 type stmt struct {
@@ -176,6 +179,9 @@ func (c *changes) add(r schemas.Record) bool {
 		c.finish(j, "rejected", v.Reason, v.Detail, v, ts, v.At)
 		j.setCaller(v.Caller)
 		j.AllowedActions = nonNil(v.AllowedActions)
+		if v.JobType == "Deploy" {
+			c.refusedVMs = append(c.refusedVMs, v.VmID)
+		}
 	case *schemas.AlertRaised:
 		c.stmts = append(c.stmts, stmt{sqlAlert, []any{v.AlertID, v.Kind, v.VmID, v.HostID, v.Account, v.JobID, v.Message, ms(v.At, ts), r.Offset, v.ZoneID}})
 	case *schemas.AlertAcknowledged:
