@@ -144,7 +144,16 @@ func newTokenSource(o OAuth) (*tokenSource, error) {
 	if u.Scheme != "https" && (u.Scheme != "http" || !isLoopbackHost(u.Hostname())) {
 		return nil, fmt.Errorf("oauth token url %s: want https (http only to a loopback address)", o.TokenURL)
 	}
-	return &tokenSource{o: o, cl: &http.Client{Timeout: 15 * time.Second}, now: time.Now}, nil
+	return &tokenSource{o: o, cl: &http.Client{Timeout: 15 * time.Second, CheckRedirect: sameRule}, now: time.Now}, nil
+}
+
+// sameRule refuses a redirect the token URL itself would be refused for:
+// the client follows a 307 with the request's body, the client secret.
+func sameRule(req *http.Request, _ []*http.Request) error {
+	if u := req.URL; u.Scheme != "https" && (u.Scheme != "http" || !isLoopbackHost(u.Hostname())) {
+		return fmt.Errorf("oauth token endpoint redirects to %s: want https (http only to a loopback address)", u.Redacted())
+	}
+	return nil
 }
 
 func isLoopbackHost(h string) bool {
