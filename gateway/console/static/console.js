@@ -105,6 +105,9 @@ function debouncer(ms, fn) {
   return id => { clearTimeout(t.get(id)); t.set(id, setTimeout(() => { t.delete(id); if (!page.signal.aborted) fn(id); }, ms)); };
 }
 
+// show puts a page's parts in main; parts may be arrays or null.
+function show(...parts) { main.replaceChildren(...parts.flat(Infinity).filter(p => p !== null && p !== undefined && p !== false)); }
+
 function say(msg) { document.getElementById('status').textContent = msg || ''; }
 function fail(e) { if (e?.name === 'AbortError' || page.signal.aborted) return; say(e.message || String(e)); }
 
@@ -163,7 +166,7 @@ function signinPage() {
   h('label', { for: 'key' }, 'API key'), input,
   h('p', { id: 'key-help', class: 'muted', text: 'A key looks like vmp_<id>_<secret>. It is kept in this tab only (sessionStorage) and sent to the API as a Bearer token; closing the tab or signing out forgets it. Under `make run` the admin key is in var/dev/admin-key.' }),
   h('button', { class: 'primary', type: 'submit', id: 'signin' }, 'Sign in'));
-  main.replaceChildren(h('h1', { id: 'signin-h', text: 'Sign in' }), form);
+  show(h('h1', { id: 'signin-h', text: 'Sign in' }), form);
   input.focus();
 }
 
@@ -193,14 +196,14 @@ function route() {
   for (const [re, fn] of routes) {
     const m = path.match(re);
     if (!m) continue;
-    main.replaceChildren(h('p', { class: 'muted', text: 'Loading…' }));
+    show(h('p', { class: 'muted', text: 'Loading…' }));
     fn(decodeURIComponent(m[1] || ''), new URLSearchParams(query || '')).then(() => {
       const h1 = main.querySelector('h1');
       if (h1) { h1.tabIndex = -1; h1.focus(); document.title = h1.textContent + ' — vmplane'; }
-    }).catch(e => { fail(e); if (e.status === 404) main.replaceChildren(h('h1', { text: 'Not found' }), h('p', { text: 'No such resource for this key.' })); });
+    }).catch(e => { fail(e); if (e.status === 404) show(h('h1', { text: 'Not found' }), h('p', { text: 'No such resource for this key.' })); });
     return;
   }
-  main.replaceChildren(h('h1', { text: 'Not found' }));
+  show(h('h1', { text: 'Not found' }));
 }
 window.addEventListener('hashchange', route);
 
@@ -226,7 +229,7 @@ async function vmsPage(_, q) {
     h('option', { value: '', text: 'any' }), VM_STATES.map(v => h('option', { value: v, selected: v === state, text: v })));
   const tbody = h('tbody', {}, list.map(vmRow));
   const head = ['Name', 'State', 'Power', 'Host', 'Offering'].concat(isAdmin() ? ['Account'] : []);
-  main.replaceChildren(
+  show(
     h('h1', { text: 'VMs' }),
     h('div', { class: 'filters' }, h('label', { for: 'state-filter' }, 'State '), select, h('a', { href: '#/deploy' }, 'Deploy a VM'), live),
     h('table', { class: 'responsive', 'aria-label': 'VMs' }, h('thead', {}, h('tr', {}, head.map(t => h('th', { scope: 'col', text: t })))), tbody),
@@ -325,7 +328,7 @@ async function vmPage(id) {
     nics.replaceChildren(table(['Network', 'IP', 'MAC'], (vm.nics || []).map(n => [n.network_id, n.ip, n.mac])));
   };
   const vols = h('div'), nics = h('div');
-  main.replaceChildren(h('h1', {}), facts, h('h2', { text: 'Actions' }), acts,
+  show(h('h1', {}), facts, h('h2', { text: 'Actions' }), acts,
     h('div', { class: 'grid2' }, h('section', { 'aria-labelledby': 'vol-h' }, h('h2', { id: 'vol-h', text: 'Volumes' }), vols),
       h('section', { 'aria-labelledby': 'nic-h' }, h('h2', { id: 'nic-h', text: 'NICs' }), nics)),
     h('h2', { text: 'Jobs' }), jobList,
@@ -356,7 +359,7 @@ async function deployPage() {
   const template = h('select', { name: 'template', id: 'deploy-template' }, h('option', { value: '', text: 'none' }), templates.map(t => h('option', { value: t.id, text: t.name || t.id })));
   const ha = h('input', { type: 'checkbox', name: 'ha', id: 'deploy-ha' });
   const affinity = h('input', { name: 'affinity_group', id: 'deploy-affinity', autocomplete: 'off' });
-  main.replaceChildren(h('h1', { text: 'Deploy a VM' }), h('form', { class: 'stack', id: 'deploy-form', onsubmit: async ev => {
+  show(h('h1', { text: 'Deploy a VM' }), h('form', { class: 'stack', id: 'deploy-form', onsubmit: async ev => {
     ev.preventDefault();
     const body = { name: name.value.trim(), offering: offering.value };
     if (template.value) body.template = template.value;
@@ -387,7 +390,7 @@ async function jobsPage(_, q) {
   const list = await items('/jobs?limit=100' + (state ? '&state=' + state : ''));
   const tbody = h('tbody', {}, list.map(jobRow));
   const live = h('span', { class: 'muted', id: 'live', text: 'connecting…' });
-  main.replaceChildren(h('h1', { text: 'Jobs' }),
+  show(h('h1', { text: 'Jobs' }),
     h('div', { class: 'filters' }, h('label', { for: 'job-state' }, 'State '),
       h('select', { id: 'job-state', onchange: e => { location.hash = '#/jobs' + (e.target.value ? '?state=' + e.target.value : ''); } },
         h('option', { value: '', text: 'any' }), JOB_STATES.map(v => h('option', { value: v, selected: v === state, text: v }))), live),
@@ -429,7 +432,7 @@ async function jobPage(id) {
   const orig = item; // jobItem follows the stream; facts follow it too
   new MutationObserver(() => drawFacts(Object.assign({}, job, { state: orig.dataset.state }))).observe(orig, { attributes: true, attributeFilter: ['data-state'] });
   box.append(item);
-  main.replaceChildren(h('h1', { text: 'Job ' + short(job.id) + ' — ' + job.type }), facts, h('p', {}, cancel), h('h2', { text: 'Steps' }), box, h('h2', { text: 'Journal' }), journal);
+  show(h('h1', { text: 'Job ' + short(job.id) + ' — ' + job.type }), facts, h('p', {}, cancel), h('h2', { text: 'Steps' }), box, h('h2', { text: 'Journal' }), journal);
   drawFacts(job);
   if (!ENDED.has(job.state)) loadJournal();
 }
@@ -473,7 +476,7 @@ async function hostsPage() {
       h('td', { 'data-label': 'Memory' }, hostBars(x)[1]),
       h('td', { 'data-label': 'VMs', text: x.vm_count }),
       h('td', { 'data-label': 'Actions' }, hostButtons(x, draw))));
-    main.replaceChildren(h('h1', { text: 'Hosts' }), ...cap,
+    show(h('h1', { text: 'Hosts' }), ...cap,
       h('h2', { text: 'Hosts' }), h('p', { class: 'muted', text: 'Bars show what is used against the overcommitted capacity; refreshed every 2 s.' }),
       h('table', { class: 'responsive', 'aria-label': 'Hosts' }, h('thead', {}, h('tr', {}, ['Host', 'Status', 'CPU', 'Memory', 'VMs', 'Actions'].map(t => h('th', { scope: 'col', text: t })))), h('tbody', {}, rows)));
   };
@@ -497,7 +500,7 @@ async function hostPage(id) {
   const draw = async () => {
     const [x, vms] = await Promise.all([api('GET', '/hosts/' + encodeURIComponent(id)), items('/vms?limit=500&host=' + encodeURIComponent(id))]);
     if (page.signal.aborted) return;
-    main.replaceChildren(h('h1', { text: 'Host ' + (x.name || x.id) }),
+    show(h('h1', { text: 'Host ' + (x.name || x.id) }),
       h('dl', { class: 'facts' }, [['Status', tag(x.status)], ['Resource state', tag(x.resource_state)], ['Zone / cluster', `${x.zone_id} / ${x.cluster_id}`],
         ['Hypervisor', x.hypervisor], ['Reservable', x.reservable ? 'yes' : 'no'], ['Overcommit', `CPU ×${x.cpu_overcommit}, memory ×${x.mem_overcommit}`],
         ['Tags', (x.tags || []).join(', ') || '—'], ['Last ping', when(x.last_ping_at)]].flatMap(([k, v]) => [h('dt', { text: k }), h('dd', {}, v)])),
@@ -518,7 +521,7 @@ async function leasesPage() {
   const max = h('input', { id: 'lease-max', type: 'number', min: 1, value: 1 });
   const start = h('input', { id: 'lease-start', type: 'datetime-local' });
   const end = h('input', { id: 'lease-end', type: 'datetime-local', required: true });
-  main.replaceChildren(h('h1', { text: 'Leases' }),
+  show(h('h1', { text: 'Leases' }),
     table(['Lease', 'Status', 'Hosts', 'Start', 'End'], list.map(l => [h('a', { href: '#/leases/' + l.id, text: l.name || l.id }), tag(l.status),
       (l.hosts || []).length, when(l.start), when(l.end)]), 'Leases'),
     h('h2', { text: 'Reserve hosts' }),
@@ -536,7 +539,7 @@ async function leasePage(id) {
     const l = await api('GET', '/leases/' + encodeURIComponent(id));
     if (page.signal.aborted) return;
     const hosts = l.hosts || [];
-    main.replaceChildren(h('h1', { text: 'Lease ' + (l.name || l.id) }),
+    show(h('h1', { text: 'Lease ' + (l.name || l.id) }),
       h('dl', { class: 'facts' }, [['Status', tag(l.status)], ['Account', l.account], ['Start', when(l.start)], ['End', when(l.end)],
         ['Degraded', l.degraded ? 'yes' : 'no']].flatMap(([k, v]) => [h('dt', { text: k }), h('dd', {}, v)])),
       h('h2', { text: 'Hosts' }),
@@ -549,20 +552,20 @@ async function leasePage(id) {
 
 async function alertsPage() {
   const list = await items('/alerts?limit=200');
-  main.replaceChildren(h('h1', { text: 'Alerts' }), table(['Kind', 'VM / host', 'Message', 'Raised', ''], list.map(a => [a.kind, a.vm_id || a.host_id,
+  show(h('h1', { text: 'Alerts' }), table(['Kind', 'VM / host', 'Message', 'Raised', ''], list.map(a => [a.kind, a.vm_id || a.host_id,
     a.message || a.text, when(a.raised_at || a.created_at), a.acked ? 'acked' : h('button', { type: 'button', onclick: async () => { try { await api('POST', `/alerts/${a.id}/ack`); route(); } catch (e) { fail(e); } } }, 'Acknowledge')]), 'Alerts'));
 }
 
 async function offeringsPage() {
   const [offs, planners] = await Promise.all([items('/offerings'), items('/planners').catch(() => [])]);
-  main.replaceChildren(h('h1', { text: 'Offerings' }),
+  show(h('h1', { text: 'Offerings' }),
     table(['Name', 'CPU', 'Memory MB', 'HA', 'Planner'], offs.map(o => [o.name, o.cpu, o.memory_mb, o.ha ? 'yes' : 'no', o.planner || '—']), 'Offerings'),
     h('h2', { text: 'Planners' }), table(['Planner', 'Description'], planners.map(p => [p.name || p.id, p.description || p.doc || '']), 'Planners'));
 }
 
 async function accountsPage() {
   const accounts = await items('/accounts');
-  main.replaceChildren(h('h1', { text: 'Accounts' }), table(['Account', 'Name', 'Created', 'Keys'], accounts.map(a => [a.id, a.name, when(a.created_at),
+  show(h('h1', { text: 'Accounts' }), table(['Account', 'Name', 'Created', 'Keys'], accounts.map(a => [a.id, a.name, when(a.created_at),
     h('button', { type: 'button', onclick: async ev => {
       const keys = await items(`/accounts/${encodeURIComponent(a.id)}/keys`);
       ev.target.replaceWith(h('span', { text: keys.map(k => `${k.id} (${k.role}${k.revoked ? ', revoked' : ''})`).join(', ') || 'none' }));
@@ -572,7 +575,7 @@ async function accountsPage() {
 async function chartsPage() {
   const hosts = await items('/hosts?limit=500');
   const zones = [...new Set(hosts.map(x => x.zone_id))].sort();
-  main.replaceChildren(h('h1', { text: 'Charts' }), ...(await zoneCapacity(zones)),
+  show(h('h1', { text: 'Charts' }), ...(await zoneCapacity(zones)),
     h('h2', { text: 'Hosts by CPU used' }),
     s('svg', { class: 'chart', viewBox: `0 0 400 ${hosts.length * 18 + 4}`, role: 'img', 'aria-label': 'CPU used per host' },
       hosts.flatMap((x, i) => {
