@@ -149,6 +149,17 @@ func TestConsoleInBrowser(t *testing.T) {
 	shots.take(t, ctx, "hosts-after-deploy")
 	t.Logf("hosts' used CPU %d, then %d after a deploy of 4", before, jsInt(t, ctx, used))
 
+	// A host's buttons: disable it, see it disabled, enable it again.
+	const firstHost = `document.querySelector('tr[data-host]')`
+	if !jsBool(t, ctx, firstHost+`.querySelector('[data-host-action="enable"]').disabled`) {
+		t.Error("an enabled host's enable button is not disabled")
+	}
+	run("disable host", chromedp.Click(chromedp.CSS(`tr[data-host] [data-host-action="disable"]`)))
+	waitJS(t, ctx, 10*time.Second, "the host disabled", firstHost+`.textContent.includes('Disabled') && !`+firstHost+`.querySelector('[data-host-action="enable"]').disabled`)
+	shots.take(t, ctx, "hosts-one-disabled")
+	run("enable host", chromedp.Click(chromedp.CSS(`tr[data-host] [data-host-action="enable"]`)))
+	waitJS(t, ctx, 10*time.Second, "the host enabled again", firstHost+`.textContent.includes('Enabled')`)
+
 	run("host", chromedp.Click(chromedp.CSS(`tr[data-host] a`)))
 	waitJS(t, ctx, 5*time.Second, "a host's page", `location.hash.startsWith('#/hosts/') && !!document.querySelector('svg.bar')`)
 	shots.take(t, ctx, "host-page")
@@ -282,6 +293,11 @@ func newShooter(t *testing.T) *shooter {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
+		// The pictures of an earlier run would mix with this one's.
+		old, _ := filepath.Glob(filepath.Join(dir, "*.png"))
+		for _, f := range old {
+			_ = os.Remove(f)
+		}
 	}
 	return &shooter{dir: dir}
 }
@@ -290,6 +306,10 @@ func (s *shooter) take(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	// Let a redraw that the last step started land before the picture.
 	time.Sleep(150 * time.Millisecond)
+	// A value drawn as text where an element or nothing was meant.
+	if bad := jsString(t, ctx, `(document.querySelector('main').innerText.match(/\bnull\b|\bundefined\b|\[object \w+\]|NaN/) || [''])[0]`); bad != "" {
+		t.Errorf("%s: the page shows %q", name, bad)
+	}
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)

@@ -108,7 +108,7 @@ function debouncer(ms, fn) {
 // show puts a page's parts in main; parts may be arrays or null.
 function show(...parts) { main.replaceChildren(...parts.flat(Infinity).filter(p => p !== null && p !== undefined && p !== false)); }
 
-function say(msg) { document.getElementById('status').textContent = msg || ''; }
+function say(msg, ok) { const el = document.getElementById('status'); el.textContent = msg || ''; el.classList.toggle('ok', !!ok); }
 function fail(e) { if (e?.name === 'AbortError' || page.signal.aborted) return; say(e.message || String(e)); }
 
 function tag(state) {
@@ -128,7 +128,7 @@ function bar(label, used, cap, unit) {
     s('svg', { class: 'bar', viewBox: '0 0 100 10', preserveAspectRatio: 'none', role: 'img', 'aria-label': text, 'data-used': used, 'data-cap': cap },
       s('title', { text }), s('rect', { class: 'cap', x: 0, y: 0, width: 100, height: 10 }),
       s('rect', { class: used > cap ? 'over' : 'used', x: 0, y: 0, width: pct.toFixed(2), height: 10 })),
-    h('span', { class: 'muted', text: `${used} / ${cap}${unit ? ' ' + unit : ''}` }));
+    h('span', { class: 'muted', text: `${label} ${used} / ${cap}${unit ? ' ' + unit : ''}` }));
 }
 
 function progress(job) {
@@ -146,7 +146,7 @@ function signOut(msg) {
   route();
   say(msg || '');
 }
-document.getElementById('signout').addEventListener('click', () => signOut('Signed out.'));
+document.getElementById('signout').addEventListener('click', () => { signOut(); say('Signed out.', true); });
 
 function signinPage() {
   const input = h('input', { id: 'key', name: 'key', type: 'password', autocomplete: 'off', required: true, 'aria-describedby': 'key-help', spellcheck: 'false' });
@@ -283,11 +283,12 @@ function jobItem(job) {
     job = Object.assign(job, j);
     const steps = job.steps || [];
     li.dataset.state = job.state;
-    li.replaceChildren(
+    li.replaceChildren();
+    build(li, {}, [
       h('a', { href: '#/jobs/' + job.id, text: job.type }), ' ', tag(job.state), ' ', progress(job),
       job.reason ? h('span', { class: 'muted', text: ' ' + job.reason }) : null,
       steps.length ? h('ol', { class: 'steps', 'aria-label': 'steps' }, steps.map((st, i) =>
-        h('li', { class: i === steps.length - 1 && !ENDED.has(job.state) ? 'current' : '', text: `${st.step || st.task_state}${st.text ? ' — ' + st.text : ''}` }))) : null);
+        h('li', { class: i === steps.length - 1 && !ENDED.has(job.state) ? 'current' : '', text: `${st.step || st.task_state}${st.text ? ' — ' + st.text : ''}` }))) : null]);
   };
   draw({});
   if (!ENDED.has(job.state)) followJob(job.id, draw);
@@ -425,7 +426,7 @@ async function jobPage(id) {
   const loadJournal = async () => {
     try {
       const lines = await items(`/jobs/${encodeURIComponent(id)}/journal`);
-      journal.replaceChildren(table(['Seq', 'Kind', 'Step', 'Text', 'At'], lines.map(l => [l.seq, l.kind, l.step || l.task_state, l.text, when(l.at)]), 'Journal'));
+      journal.replaceChildren(table(['Seq', 'Kind', 'Step', 'Text', 'At'], lines.map(l => [l.seq, l.kind || l.type, l.step || l.task_state, l.text, when(l.at)]), 'Journal'));
     } catch (e) { journal.replaceChildren(h('p', { class: 'muted', text: 'Journal: ' + e.message })); }
   };
   const item = jobItem(job);
@@ -444,9 +445,14 @@ function hostBars(host) {
 }
 
 function hostButtons(host, after) {
+  const rs = host.resource_state || '', maint = /Maintenance/i.test(rs);
+  // What the host's resource state makes pointless; the host processor
+  // remains the judge of the rest.
+  const why = { enable: rs === 'Enabled' && 'Already enabled.', disable: rs === 'Disabled' && 'Already disabled.',
+    prepare_for_maintenance: maint && 'Already in maintenance.', cancel_maintenance: !maint && 'Not in maintenance.' };
   return h('div', { class: 'actions', role: 'group', 'aria-label': 'host actions for ' + host.name }, HOST_ACTIONS.map(a =>
-    h('button', { type: 'button', 'data-host-action': a, onclick: async () => {
-      try { const r = await api('POST', `/hosts/${encodeURIComponent(host.id)}/actions`, { action: a }); say(`${a} accepted for ${host.name} (${r.command})`); after(); } catch (e) { fail(e); }
+    h('button', { type: 'button', 'data-host-action': a, disabled: !!why[a], title: why[a] || null, 'aria-label': why[a] ? `${a.replace(/_/g, ' ')} (${why[a]})` : null, onclick: async () => {
+      try { const r = await api('POST', `/hosts/${encodeURIComponent(host.id)}/actions`, { action: a }); say(`${a} accepted for ${host.name} (${r.command})`, true); after(); } catch (e) { fail(e); }
     } }, a.replace(/_/g, ' '))));
 }
 
