@@ -168,6 +168,11 @@ func TestConsoleInBrowser(t *testing.T) {
 		waitJS(t, ctx, 5*time.Second, p, `!!document.querySelector('h1') && document.querySelector('h1').textContent !== 'Not found' && !document.querySelector('main > p.muted:only-child')`)
 		shots.take(t, ctx, p)
 	}
+	// A lease through its form; its page lists the host it holds.
+	run("lease form", goTo("#/leases"), chromedp.WaitVisible(chromedp.CSS("#lease-name")),
+		chromedp.SendKeys(chromedp.CSS("#lease-name"), "batch"), chromedp.Click(chromedp.CSS("#lease-submit")))
+	waitJS(t, ctx, 20*time.Second, "the lease's page with its host", `location.hash.startsWith('#/leases/') && !!document.querySelector('a.lease-host')`)
+	shots.take(t, ctx, "lease-page")
 	if msg := jsString(t, ctx, `document.getElementById('status').textContent`); msg != "" {
 		t.Errorf("status line at the end: %q", msg)
 	}

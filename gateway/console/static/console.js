@@ -113,8 +113,8 @@ function fail(e) { if (e?.name === 'AbortError' || page.signal.aborted) return; 
 
 function tag(state) {
   const st = String(state || '');
-  const cls = /^(Active|succeeded|Up|Enabled|ACTIVE|PowerOn)$/.test(st) ? 's-ok'
-    : /^(Error|failed|rejected|Down|Alert|ERROR|Disconnected)$/.test(st) ? 's-bad' : /ing$|pending|running|PENDING|Maintenance/.test(st) ? 's-busy' : '';
+  const cls = /^(active|succeeded|up|enabled|poweron)$/i.test(st) ? 's-ok'
+    : /^(error|failed|rejected|down|alert|disconnected)$/i.test(st) ? 's-bad' : /ing$|pending|running|maintenance/i.test(st) ? 's-busy' : '';
   return h('span', { class: 'tag ' + cls, text: st || '—' });
 }
 const when = t => t ? new Date(t).toLocaleString() : '—';
@@ -520,40 +520,56 @@ async function hostPage(id) {
 
 // ---- leases, alerts, offerings, accounts, charts ----
 
+const leaseHosts = l => (l.reservations || []).flatMap(r => r.hosts || []);
+
 async function leasesPage() {
   const list = await items('/leases?limit=200');
   const name = h('input', { id: 'lease-name', required: true, autocomplete: 'off' });
   const min = h('input', { id: 'lease-min', type: 'number', min: 1, value: 1, required: true });
   const max = h('input', { id: 'lease-max', type: 'number', min: 1, value: 1 });
+  const props = h('input', { id: 'lease-props', autocomplete: 'off', placeholder: 'gpu=yes rack=42' });
   const start = h('input', { id: 'lease-start', type: 'datetime-local' });
-  const end = h('input', { id: 'lease-end', type: 'datetime-local', required: true });
+  const end = h('input', { id: 'lease-end', type: 'datetime-local', required: true,
+    value: new Date(Date.now() + 86400e3 - new Date().getTimezoneOffset() * 60e3).toISOString().slice(0, 16) });
   show(h('h1', { text: 'Leases' }),
-    table(['Lease', 'Status', 'Hosts', 'Start', 'End'], list.map(l => [h('a', { href: '#/leases/' + l.id, text: l.name || l.id }), tag(l.status),
-      (l.hosts || []).length, when(l.start), when(l.end)]), 'Leases'),
+    table(['Lease', 'Status', 'Hosts', 'Start', 'End'], list.map(l => [h('a', { href: '#/leases/' + encodeURIComponent(l.id), text: l.name || l.id }),
+      [tag(l.status), l.degraded ? ' degraded' : ''], leaseHosts(l).length, when(l.start), when(l.end)]), 'Leases'),
     h('h2', { text: 'Reserve hosts' }),
-    h('form', { class: 'stack', onsubmit: async ev => {
+    h('form', { class: 'stack', id: 'lease-form', onsubmit: async ev => {
       ev.preventDefault();
-      const body = { name: name.value.trim(), reservations: [{ min_hosts: Number(min.value), max_hosts: Number(max.value || min.value) }], end: new Date(end.value).toISOString() };
+      const host_properties = Object.fromEntries(props.value.split(/\s+/).filter(Boolean).map(kv => kv.split('=', 2)));
+      const body = { name: name.value.trim(), end: new Date(end.value).toISOString(),
+        reservations: [{ min_hosts: Number(min.value), max_hosts: Number(max.value || min.value), host_properties }] };
       if (start.value) body.start = new Date(start.value).toISOString();
-      try { const l = await api('POST', '/leases', body); location.hash = '#/leases/' + l.id; } catch (e) { fail(e); }
+      try { const l = await api('POST', '/leases', body); location.hash = '#/leases/' + encodeURIComponent(l.id); } catch (e) { fail(e); }
     } }, h('label', {}, 'Name', name), h('label', {}, 'Minimum hosts', min), h('label', {}, 'Maximum hosts', max),
-    h('label', {}, 'Start (empty: now)', start), h('label', {}, 'End', end), h('button', { class: 'primary', type: 'submit' }, 'Create lease')));
+    h('label', {}, 'Host properties (key=value, space separated)', props),
+    h('label', {}, 'Start (empty: now)', start), h('label', {}, 'End', end), h('button', { class: 'primary', type: 'submit', id: 'lease-submit' }, 'Create lease')));
 }
 
 async function leasePage(id) {
+  const path = '/leases/' + encodeURIComponent(id);
   const draw = async () => {
-    const l = await api('GET', '/leases/' + encodeURIComponent(id));
+    const [l, events] = await Promise.all([api('GET', path), items(path + '/events').catch(() => [])]);
     if (page.signal.aborted) return;
-    const hosts = l.hosts || [];
+    const flags = r => [r.missing_resources && 'missing hosts (healing)', r.resources_changed && 'hosts replaced'].filter(Boolean).join(', ') || '—';
     show(h('h1', { text: 'Lease ' + (l.name || l.id) }),
-      h('dl', { class: 'facts' }, [['Status', tag(l.status)], ['Account', l.account], ['Start', when(l.start)], ['End', when(l.end)],
-        ['Degraded', l.degraded ? 'yes' : 'no']].flatMap(([k, v]) => [h('dt', { text: k }), h('dd', {}, v)])),
-      h('h2', { text: 'Hosts' }),
-      table(['Host', 'Status', 'Healing'], hosts.map(x => typeof x === 'string' ? [x, '', ''] : [x.host_id || x.id, tag(x.status), x.healing || x.unhealthy ? 'healing' : '']), 'Lease hosts'),
-      h('h2', { text: 'Raw' }), h('pre', { class: 'mono', text: JSON.stringify(l, null, 2) }));
+      h('dl', { class: 'facts' }, [['Status', tag(l.status)], ['Degraded', l.degraded ? 'yes' : 'no'], ['Zone', l.zone_id], ['Project', l.project || '—'],
+        ['Start', when(l.start)], ['End', when(l.end)], ['Reason', l.reason || '—']].flatMap(([k, v]) => [h('dt', { text: k }), h('dd', { 'data-field': k.toLowerCase() }, v)])),
+      h('h2', { text: 'Reservations' }),
+      table(['Status', 'Hosts wanted', 'Properties', 'Hosts', 'Healing'], (l.reservations || []).map(r => [tag(r.status), `${r.min_hosts}–${r.max_hosts}`,
+        Object.entries(r.host_properties || {}).map(([k, v]) => `${k}=${v}`).join(' ') || '—',
+        (r.hosts || []).length ? (r.hosts || []).map((x, i) => [i ? ', ' : '', isAdmin() ? h('a', { href: '#/hosts/' + encodeURIComponent(x), class: 'lease-host', text: x }) : h('span', { class: 'lease-host', text: x })]) : '—',
+        flags(r)]), 'Reservations'),
+      h('h2', { text: 'Events' }),
+      table(['At', 'Event', 'Status', 'Host', 'Detail'], events.slice(-50).reverse().map(e => [when(e.at), e.event, e.status, e.host_id, e.detail]), 'Lease events'),
+      h('p', {}, h('button', { type: 'button', id: 'lease-delete', onclick: async () => {
+        if (!confirm('End and delete this lease?')) return;
+        try { await api('DELETE', path); say('Lease deleted.', true); } catch (e) { fail(e); }
+      } }, 'Delete lease')));
   };
   await draw();
-  poll(3000, draw);
+  poll(2000, draw);
 }
 
 async function alertsPage() {
