@@ -163,11 +163,16 @@ func TestConsoleInBrowser(t *testing.T) {
 	run("host", chromedp.Click(chromedp.CSS(`tr[data-host] a`)))
 	waitJS(t, ctx, 5*time.Second, "a host's page", `location.hash.startsWith('#/hosts/') && !!document.querySelector('svg.bar')`)
 	shots.take(t, ctx, "host-page")
-	for _, p := range []string{"leases", "alerts", "offerings", "accounts", "charts"} {
+	for _, p := range []string{"leases", "alerts", "offerings", "accounts"} {
 		run(p, goTo("#/"+p))
 		waitJS(t, ctx, 5*time.Second, p, `!!document.querySelector('h1') && document.querySelector('h1').textContent !== 'Not found' && !document.querySelector('main > p.muted:only-child')`)
 		shots.take(t, ctx, p)
 	}
+	// The charts read the jobs that ended today from the history.
+	run("charts", goTo("#/charts"))
+	waitJS(t, ctx, 30*time.Second, "today's jobs in the chart", `!!document.querySelector('svg[data-chart="jobs"] rect.ok') && !!document.querySelector('svg[data-chart="durations"] rect.avg')`)
+	shots.take(t, ctx, "charts-with-history")
+
 	// A lease through its form; its page lists the host it holds.
 	run("lease form", goTo("#/leases"), chromedp.WaitVisible(chromedp.CSS("#lease-name")),
 		chromedp.SendKeys(chromedp.CSS("#lease-name"), "batch"), chromedp.Click(chromedp.CSS("#lease-submit")))

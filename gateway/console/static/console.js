@@ -594,17 +594,65 @@ async function accountsPage() {
     } }, 'Show keys')]), 'Accounts'));
 }
 
+// jobsByDay asks the history (ClickHouse, docs/analytics.md) for the jobs
+// that ended each of the last 14 days: how many succeeded and failed, and
+// how long they ran.
+const JOBS_BY_DAY = `SELECT toString(day) AS date, countIf(outcome = 'succeeded') AS succeeded,
+  countIf(outcome = 'failed') AS failed, round(avg(duration_ms)) AS avg_ms, round(quantile(0.95)(duration_ms)) AS p95_ms
+FROM job_ends FINAL WHERE day >= today() - 13 GROUP BY day ORDER BY day`;
+
+function dayChart(rows) {
+  const W = 560, H = 160, left = 40, bottom = 20, bw = (W - left) / 14;
+  const max = Math.max(1, ...rows.map(r => r.succeeded + r.failed));
+  const y = v => (H - bottom) * (1 - v / max);
+  return s('svg', { class: 'chart', 'data-chart': 'jobs', viewBox: `0 0 ${W} ${H}`, role: 'img',
+    'aria-label': 'Jobs ended per day: ' + rows.map(r => `${r.day} ${r.succeeded} succeeded, ${r.failed} failed`).join('; ') },
+    s('text', { x: 0, y: 10, text: String(max) }), s('text', { x: 0, y: H - bottom, text: '0' }),
+    s('line', { x1: left - 4, y1: H - bottom, x2: W, y2: H - bottom, stroke: '#d0d7de' }),
+    rows.map((r, i) => {
+      const x = left + i * bw;
+      return [s('rect', { class: 'ok', x, y: y(r.succeeded), width: bw - 4, height: (H - bottom) - y(r.succeeded) }, s('title', { text: `${r.day}: ${r.succeeded} succeeded` })),
+        s('rect', { class: 'bad', x, y: y(r.succeeded + r.failed), width: bw - 4, height: y(r.succeeded) - y(r.succeeded + r.failed) }, s('title', { text: `${r.day}: ${r.failed} failed` })),
+        s('text', { x, y: H - 5, text: r.day.slice(5) })];
+    }));
+}
+
+function durationChart(rows) {
+  const W = 560, H = 20 * rows.length + 10, left = 80;
+  const max = Math.max(1, ...rows.map(r => r.p95_ms));
+  return s('svg', { class: 'chart', 'data-chart': 'durations', viewBox: `0 0 ${W} ${H}`, role: 'img',
+    'aria-label': 'Job durations per day: ' + rows.map(r => `${r.day} average ${r.avg_ms} ms, p95 ${r.p95_ms} ms`).join('; ') },
+    rows.map((r, i) => [s('text', { x: 0, y: i * 20 + 15, text: r.day }),
+      s('rect', { x: left, y: i * 20 + 4, width: ((W - left - 190) * r.p95_ms / max).toFixed(1), height: 12, fill: '#c8d7ea' }),
+      s('rect', { class: 'avg', x: left, y: i * 20 + 4, width: ((W - left - 190) * r.avg_ms / max).toFixed(1), height: 12, fill: '#0550ae' }),
+      s('text', { x: W - 180, y: i * 20 + 15, text: `avg ${r.avg_ms} ms, p95 ${r.p95_ms} ms` })]));
+}
+
 async function chartsPage() {
-  const hosts = await items('/hosts?limit=500');
-  const zones = [...new Set(hosts.map(x => x.zone_id))].sort();
-  show(h('h1', { text: 'Charts' }), ...(await zoneCapacity(zones)),
-    h('h2', { text: 'Hosts by CPU used' }),
-    s('svg', { class: 'chart', viewBox: `0 0 400 ${hosts.length * 18 + 4}`, role: 'img', 'aria-label': 'CPU used per host' },
-      hosts.flatMap((x, i) => {
-        const cap = x.cpu_capacity || x.cpu || 1, w = Math.min(x.used_cpu / cap, 1) * 280;
-        return [s('text', { x: 0, y: i * 18 + 13, text: x.name || x.id }), s('rect', { x: 110, y: i * 18 + 3, width: 280, height: 12, fill: '#eaeef2' }),
-          s('rect', { class: 'ok', x: 110, y: i * 18 + 3, width: w.toFixed(1), height: 12 })];
-      })));
+  const draw = async () => {
+    const hosts = await items('/hosts?limit=500');
+    const zones = [...new Set(hosts.map(x => x.zone_id))].sort();
+    const cap = await zoneCapacity(zones);
+    let history;
+    try {
+      const res = await api('POST', '/journal/query', { sql: JOBS_BY_DAY });
+      const rows = res.rows.map(r => Object.fromEntries(res.columns.map((c, i) => c === 'date' ? ['day', r[i]] : [c, Number(r[i])])));
+      history = rows.length ? [h('h2', { text: 'Jobs ended per day (green succeeded, red failed)' }), dayChart(rows),
+        h('h2', { text: 'How long jobs ran (average, and 95th percentile in light)' }), durationChart(rows)]
+        : h('p', { class: 'muted', text: 'No job has ended in the last 14 days.' });
+    } catch (e) { history = h('p', { class: 'muted', text: 'Job history: ' + e.message }); }
+    if (page.signal.aborted) return;
+    show(h('h1', { text: 'Charts' }), cap, history,
+      h('h2', { text: 'Hosts by CPU used' }),
+      s('svg', { class: 'chart', viewBox: `0 0 400 ${hosts.length * 18 + 4}`, role: 'img', 'aria-label': 'CPU used per host' },
+        hosts.flatMap((x, i) => {
+          const c = x.cpu_capacity || x.cpu || 1, w = Math.min(x.used_cpu / c, 1) * 280;
+          return [s('text', { x: 0, y: i * 18 + 13, text: x.name || x.id }), s('rect', { x: 110, y: i * 18 + 3, width: 280, height: 12, fill: '#eaeef2' }),
+            s('rect', { class: 'ok', x: 110, y: i * 18 + 3, width: w.toFixed(1), height: 12 })];
+        })));
+  };
+  await draw();
+  poll(5000, draw);
 }
 
 route();
