@@ -168,6 +168,14 @@ func TestConsoleInBrowser(t *testing.T) {
 		waitJS(t, ctx, 5*time.Second, p, `!!document.querySelector('h1') && document.querySelector('h1').textContent !== 'Not found' && !document.querySelector('main > p.muted:only-child')`)
 		shots.take(t, ctx, p)
 	}
+	// An admin makes an account and a key for it; the key is shown once.
+	run("account", goTo("#/accounts"), chromedp.WaitVisible(chromedp.CSS("#account-id")),
+		chromedp.SendKeys(chromedp.CSS("#account-id"), "carol"), chromedp.Click(chromedp.CSS("#account-submit")))
+	waitJS(t, ctx, 10*time.Second, "carol's account listed", `[...document.querySelectorAll('td')].some(td => td.textContent === 'carol')`)
+	run("key", chromedp.WaitReady(chromedp.CSS(`#key-account option[value="carol"]`)), chromedp.SetValue(chromedp.CSS("#key-account"), "carol"), chromedp.Click(chromedp.CSS("#key-submit")))
+	waitJS(t, ctx, 10*time.Second, "carol's new key shown", `document.getElementById('new-key').textContent.startsWith('vmp_')`)
+	shots.take(t, ctx, "accounts-new-key")
+
 	// The charts read the jobs that ended today from the history.
 	run("charts", goTo("#/charts"))
 	waitJS(t, ctx, 30*time.Second, "today's jobs in the chart", `!!document.querySelector('svg[data-chart="jobs"] rect.ok') && !!document.querySelector('svg[data-chart="durations"] rect.avg')`)

@@ -587,11 +587,43 @@ async function offeringsPage() {
 
 async function accountsPage() {
   const accounts = await items('/accounts');
-  show(h('h1', { text: 'Accounts' }), table(['Account', 'Name', 'Created', 'Keys'], accounts.map(a => [a.id, a.name, when(a.created_at),
-    h('button', { type: 'button', onclick: async ev => {
-      const keys = await items(`/accounts/${encodeURIComponent(a.id)}/keys`);
-      ev.target.replaceWith(h('span', { text: keys.map(k => `${k.id} (${k.role}${k.revoked ? ', revoked' : ''})`).join(', ') || 'none' }));
-    } }, 'Show keys')]), 'Accounts'));
+  const id = h('input', { id: 'account-id', required: true, autocomplete: 'off', pattern: '[a-z0-9][a-z0-9-]{0,62}' });
+  const name = h('input', { id: 'account-name', autocomplete: 'off' });
+  const keyAccount = h('select', { id: 'key-account', required: true }, accounts.map(a => h('option', { value: a.id, text: a.id })));
+  const role = h('select', { id: 'key-role' }, h('option', { value: 'user', text: 'user' }), h('option', { value: 'admin', text: 'admin' }));
+  const expires = h('input', { id: 'key-expires', placeholder: '720h', autocomplete: 'off' });
+  const shown = h('output', { id: 'new-key', class: 'mono', 'aria-live': 'polite' });
+  show(h('h1', { text: 'Accounts' }),
+    table(['Account', 'Name', 'Created', 'Keys'], accounts.map(a => [a.id, a.name, when(a.created_at),
+      h('button', { type: 'button', onclick: async ev => {
+        try {
+          const keys = await items(`/accounts/${encodeURIComponent(a.id)}/keys`);
+          ev.target.replaceWith(h('span', { text: keys.map(k => `${k.id} (${k.role}${k.revoked ? ', revoked' : ''})`).join(', ') || 'none' }));
+        } catch (e) { fail(e); }
+      } }, 'Show keys')]), 'Accounts'),
+    h('div', { class: 'grid2' },
+      h('form', { class: 'stack', 'aria-labelledby': 'acc-h', onsubmit: async ev => {
+        ev.preventDefault();
+        try {
+          const want = id.value.trim();
+          await api('POST', '/accounts', { id: want, name: name.value.trim() || undefined });
+          // The list is the read model's: wait (briefly) for the projector.
+          for (let i = 0; i < 20 && !(await items('/accounts')).some(a => a.id === want); i++) await sleep(250, page.signal);
+          route(); say(`Account ${want} created.`, true);
+        } catch (e) { fail(e); }
+      } }, h('h2', { id: 'acc-h', text: 'New account' }), h('label', {}, 'Id', id), h('label', {}, 'Name', name),
+      h('button', { type: 'submit', class: 'primary', id: 'account-submit' }, 'Create account')),
+      h('form', { class: 'stack', 'aria-labelledby': 'key-h', onsubmit: async ev => {
+        ev.preventDefault();
+        const body = { role: role.value };
+        if (expires.value.trim()) body.expires_in = expires.value.trim();
+        try {
+          const k = await api('POST', `/accounts/${encodeURIComponent(keyAccount.value)}/keys`, body);
+          shown.textContent = k.key;
+          say('Key created: copy it now, it is shown only once.', true);
+        } catch (e) { fail(e); }
+      } }, h('h2', { id: 'key-h', text: 'New API key' }), h('label', {}, 'Account', keyAccount), h('label', {}, 'Role', role),
+      h('label', {}, 'Expires in (empty: never)', expires), h('button', { type: 'submit', class: 'primary', id: 'key-submit' }, 'Create key'), shown)));
 }
 
 // jobsByDay asks the history (ClickHouse, docs/analytics.md) for the jobs
