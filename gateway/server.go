@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
+
+	"github.com/vmplane/vmplane/gateway/console"
 )
 
 // Config configures a Server. Zero fields take the defaults below.
@@ -231,6 +233,11 @@ func (s *Server) router() *mux.Router {
 	r.Handle("/healthz", s.handle(s.healthz)).Methods(http.MethodGet, http.MethodHead)
 	r.Handle("/readyz", s.handle(s.readyz)).Methods(http.MethodGet, http.MethodHead)
 	r.Handle("/v1/openapi.json", s.handle(s.openAPIDoc)).Methods(http.MethodGet, http.MethodHead)
+	// The web console is a page of the API's own origin that calls /v1 with
+	// the user's key (gateway/console, docs/console.md).
+	con := console.Handler()
+	r.Handle("/", con).Methods(http.MethodGet, http.MethodHead)
+	r.PathPrefix("/console/").Handler(con).Methods(http.MethodGet, http.MethodHead)
 
 	// Routes are registered on the root router: a gorilla/mux subrouter
 	// answers a method mismatch with 404 instead of 405. The order of the

@@ -84,6 +84,8 @@ have clickhouse-client || missing+=(clickhouse-client)
 have qemu-system-x86_64 || missing+=(qemu-system-x86)
 have qemu-img || missing+=(qemu-utils)
 have kcat || missing+=(kcat)
+# The web console's browser test (ops/dev TestConsoleInBrowser) drives Debian's headless chromium.
+have chromium || missing+=(chromium)
 # The deploy kit's test (ops/deploy) checks the units with systemd-analyze, systemd-sysusers and
 # systemd-tmpfiles, which a container without systemd lacks.
 have systemd-analyze || missing+=(systemd)

@@ -28,6 +28,7 @@ import (
 	"github.com/vmplane/vmplane/ops/roles"
 	"github.com/vmplane/vmplane/processors/engine"
 	"github.com/vmplane/vmplane/producers/agent/driver/qemu/linux"
+	"github.com/vmplane/vmplane/producers/agent/driver/sim"
 	"github.com/vmplane/vmplane/projectors/postgres"
 	"github.com/vmplane/vmplane/schemas"
 )
@@ -57,7 +58,10 @@ type Config struct {
 	// as its own principal (kafka.Principal*) with the least rights; the
 	// passwords are in var/dev/kafka-passwords.json.
 	Secure bool
-	Logger *slog.Logger
+	// SimLatency is how long each operation of the sim hosts takes (zero:
+	// at once); a test that watches a job in flight slows them down.
+	SimLatency sim.Durations
+	Logger     *slog.Logger
 }
 
 // Stack is a running dev stack.
@@ -290,7 +294,7 @@ func (s *Stack) startAgents(runCtx context.Context, o roles.Options, settings ro
 			return fmt.Errorf("drop the sim hosts of an earlier log: %w", err)
 		}
 	}
-	ag, err := roles.NewSimAgent(s.as(o, kafka.PrincipalAgent), roles.SimLayout{Prefix: "host", Zone: "zone-1", Pods: 1, Clusters: 2, Hosts: s.cfg.Hosts, StateDir: simDir}, settings)
+	ag, err := roles.NewSimAgent(s.as(o, kafka.PrincipalAgent), roles.SimLayout{Prefix: "host", Zone: "zone-1", Pods: 1, Clusters: 2, Hosts: s.cfg.Hosts, StateDir: simDir, Latency: s.cfg.SimLatency}, settings)
 	if err != nil {
 		return err
 	}

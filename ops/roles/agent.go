@@ -24,6 +24,8 @@ type SimLayout struct {
 	// StateDir keeps the simulated hosts (sim-<agent id>.json) and the
 	// agent's answers across restarts; empty: memory only.
 	StateDir string
+	// Latency is how long each simulated operation takes (zero: at once).
+	Latency sim.Durations
 }
 
 // SimAgent is an agent serving simulated hosts, with its simulator at hand
@@ -51,7 +53,7 @@ func NewSimAgent(o Options, l SimLayout, s Settings) (*SimAgent, error) {
 	d, err := sim.New(sim.Config{Layout: sim.Layout{
 		Prefix: l.Prefix, Zone: l.Zone, Pods: max(l.Pods, 1), ClustersPerPod: max(l.Clusters, 1),
 		HostsPerCluster: perCluster, CPU: l.CPU, MemoryMB: l.MemoryMB,
-	}, StateFile: stateFile})
+	}, StateFile: stateFile, Latency: l.Latency})
 	if err != nil {
 		return nil, err
 	}
