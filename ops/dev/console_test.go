@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/vmplane/vmplane/producers/agent/driver/sim"
 )
@@ -107,6 +108,21 @@ func TestConsoleInBrowser(t *testing.T) {
 	checkDisabled(t, ctx, "stop")
 	shots.take(t, ctx, "vm-page-stopped")
 
+	// The VM's history: once ClickHouse has the stop, the slider's first
+	// position (Home) shows the VM as it was built, its last (End) stopped.
+	waitHistory(t, base, alice, vmID, "Stopped")
+	run("history first", chromedp.Focus(chromedp.CSS("#history-at")))
+	waitJS(t, ctx, 10*time.Second, "the history's events", `Number(document.getElementById('history-at').max) >= 3`)
+	run("history home", chromedp.KeyEvent(kb.Home))
+	waitJS(t, ctx, 10*time.Second, "the VM as it was first", `document.getElementById('history-vm').dataset.pos === '0' && ['Building', 'Active'].includes(document.getElementById('history-vm').dataset.state)`)
+	if when := jsString(t, ctx, `document.getElementById('history-when').textContent`); when == "now" || when == "" {
+		t.Errorf("the history's first position reads %q; want an event's time", when)
+	}
+	shots.take(t, ctx, "vm-history-first")
+	run("history end", chromedp.KeyEvent(kb.End))
+	waitJS(t, ctx, 10*time.Second, "the VM as it is now", `document.getElementById('history-vm').dataset.pos === document.getElementById('history-at').max && document.getElementById('history-when').textContent === 'now' && document.getElementById('history-vm').dataset.state === 'Stopped'`)
+	shots.take(t, ctx, "vm-history-now")
+
 	// The list shows alice's VM and not bob's, nor does bob's page open.
 	run("vms", goTo("#/vms"), chromedp.WaitVisible(chromedp.CSS("#vm-"+vmID)))
 	waitJS(t, ctx, 5*time.Second, "the list live", `document.getElementById('live').textContent === 'live'`)
@@ -188,6 +204,28 @@ func TestConsoleInBrowser(t *testing.T) {
 	shots.take(t, ctx, "lease-page")
 	if msg := jsString(t, ctx, `document.getElementById('status').textContent`); msg != "" {
 		t.Errorf("status line at the end: %q", msg)
+	}
+}
+
+// waitHistory waits until the VM's history (ClickHouse) has an event with
+// the state.
+func waitHistory(t *testing.T, base, key, vmID, state string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		code, out := call(t, "GET", base+"/v1/vms/"+vmID+"/history", key, nil)
+		if code == http.StatusOK {
+			items, _ := out["items"].([]any)
+			for _, it := range items {
+				if e, _ := it.(map[string]any); e["vm_state"] == state {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the history of %s has no %s event: %d %v", vmID, state, code, out)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 

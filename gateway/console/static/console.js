@@ -329,20 +329,77 @@ async function vmPage(id) {
     nics.replaceChildren(table(['Network', 'IP', 'MAC'], (vm.nics || []).map(n => [n.network_id, n.ip, n.mac])));
   };
   const vols = h('div'), nics = h('div');
+  const hist = vmHistory(id);
   show(h('h1', {}), facts, h('h2', { text: 'Actions' }), acts,
     h('div', { class: 'grid2' }, h('section', { 'aria-labelledby': 'vol-h' }, h('h2', { id: 'vol-h', text: 'Volumes' }), vols),
       h('section', { 'aria-labelledby': 'nic-h' }, h('h2', { id: 'nic-h', text: 'NICs' }), nics)),
-    h('h2', { text: 'Jobs' }), jobList,
+    h('h2', { text: 'Jobs' }), jobList, hist.box,
     h('h2', { text: 'Alerts' }), alerts.length ? table(['Kind', 'Message', 'Raised', 'Acked'], alerts.map(a => [a.kind, a.message || a.text, when(a.raised_at || a.created_at), a.acked ? 'yes' : 'no'])) : h('p', { class: 'muted', text: 'No alerts.' }));
   draw();
   jobs.slice().reverse().forEach(addJob);
   const reread = debouncer(150, async () => {
     try { vm = await api('GET', path); draw(); } catch (e) { fail(e); }
+    hist.reload();
   });
+  hist.reload();
   stream('/events?vm=' + encodeURIComponent(id), (ev, d) => {
     if (d?.job_id && !seen.has(d.job_id)) api('GET', `/jobs/${encodeURIComponent(d.job_id)}?steps=true`).then(addJob, () => {});
     if (ev !== 'open' && ev !== 'closed') reread(id);
   });
+}
+
+// vmHistory is the VM's past from the history (ClickHouse): a slider over
+// its events, from its creation to now, showing the VM as it was at the
+// instant chosen. reload rereads the events, keeping the slider at now if
+// it was there.
+function vmHistory(id) {
+  const path = `/vms/${encodeURIComponent(id)}/history`;
+  let events = [], asked = '';
+  const slider = h('input', { type: 'range', id: 'history-at', min: 0, max: 0, step: 1, value: 0, 'aria-describedby': 'history-when' });
+  const at = h('output', { id: 'history-when', for: 'history-at' });
+  const facts = h('dl', { class: 'facts', id: 'history-vm', 'aria-live': 'polite' });
+  const body = h('div', {}, h('p', { class: 'muted', text: 'Loading the history…' }));
+  const box = h('section', { 'aria-labelledby': 'history-h' }, h('h2', { id: 'history-h', text: 'History' }), body);
+  const instant = i => i < events.length ? events[i].at : new Date().toISOString();
+  const label = i => i < events.length ? `${when(events[i].at)} — ${events[i].type}` : 'now';
+  const showAt = debouncer(120, async () => {
+    const i = Number(slider.value), t = instant(i);
+    at.textContent = label(i);
+    slider.setAttribute('aria-valuetext', label(i));
+    asked = t;
+    try {
+      const v = await api('GET', `${path}?at=${encodeURIComponent(t)}`);
+      if (asked !== t) return;
+      const x = v.vm;
+      facts.dataset.state = x.vm_state;
+      facts.dataset.pos = String(i);
+      facts.replaceChildren(...[['State', [tag(x.vm_state), x.task_state ? ' ' + x.task_state : '']], ['Power', tag(x.power_state)],
+        ['Host', x.host_id || '—'], ['Since', when(v.since)], ['Job in flight', v.pending_job ? h('a', { href: '#/jobs/' + encodeURIComponent(v.pending_job), text: short(v.pending_job) }) : '—']]
+        .flatMap(([k, val]) => [h('dt', { text: k }), h('dd', { 'data-field': 'as-of-' + k.toLowerCase() }, val)]));
+    } catch (e) {
+      if (e.status === 404) { facts.dataset.state = ''; facts.dataset.pos = String(i); facts.replaceChildren(h('dt', { text: 'State' }), h('dd', { text: 'not yet created' })); } else fail(e);
+    }
+  });
+  slider.addEventListener('input', () => showAt('at'));
+  slider.addEventListener('focus', () => reload('list'));
+  const reload = debouncer(500, async () => {
+    let list;
+    try { list = await items(path); } catch (e) {
+      if (e.status === 503) body.replaceChildren(h('p', { class: 'muted', id: 'history-off', text: 'No history here: the event history (ClickHouse) is not configured on this gateway.' }));
+      else fail(e);
+      return;
+    }
+    const atEnd = Number(slider.value) >= events.length;
+    events = list.slice().sort((a, b) => new Date(a.at) - new Date(b.at));
+    slider.max = events.length;
+    if (atEnd) slider.value = events.length;
+    if (!body.contains(slider)) {
+      body.replaceChildren(h('div', { class: 'history' }, h('label', { for: 'history-at' }, 'As of'), slider, at),
+        h('p', { class: 'muted', text: 'Move the slider (or use the arrow keys, Home and End) from the VM’s creation to now, one event at a time.' }), facts);
+    }
+    showAt('at');
+  });
+  return { box, reload: () => reload('list') };
 }
 
 function table(head, rows, label) {
