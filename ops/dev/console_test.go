@@ -202,6 +202,15 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS("#lease-name"), "batch"), chromedp.Click(chromedp.CSS("#lease-submit")))
 	waitJS(t, ctx, 20*time.Second, "the lease's page with its host", `location.hash.startsWith('#/leases/') && !!document.querySelector('a.lease-host')`)
 	shots.take(t, ctx, "lease-page")
+	// The leases page's timeline has a row for that host with the lease's bar.
+	host := jsString(t, ctx, `document.querySelector('a.lease-host').textContent`)
+	run("leases timeline", goTo("#/leases"))
+	bar := fmt.Sprintf(`document.querySelector('#lease-timeline tr[data-timeline-host=%q] rect.lease-bar[data-lease="batch"]')`, host)
+	waitJS(t, ctx, 5*time.Second, "the lease's bar on its host's row", bar+` && document.querySelector('#lease-timeline line.now')`)
+	if label := jsString(t, ctx, bar+`.getAttribute('aria-label')`); !strings.HasPrefix(label, "batch: ") {
+		t.Errorf("the lease's bar is labelled %q", label)
+	}
+	shots.take(t, ctx, "leases-timeline")
 	if msg := jsString(t, ctx, `document.getElementById('status').textContent`); msg != "" {
 		t.Errorf("status line at the end: %q", msg)
 	}

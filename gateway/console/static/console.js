@@ -579,6 +579,34 @@ async function hostPage(id) {
 
 const leaseHosts = l => (l.reservations || []).flatMap(r => r.hosts || []);
 
+// leaseTimeline draws, for every host a lease holds, a row of bars from
+// each lease's start to its end, with now marked. Each bar is labelled with
+// its lease and times for a screen reader; the row with its host.
+function leaseTimeline(list) {
+  const byHost = new Map();
+  for (const l of list) for (const x of new Set(leaseHosts(l))) (byHost.get(x) || byHost.set(x, []).get(x)).push(l);
+  if (!byHost.size) return h('p', { class: 'muted', id: 'lease-timeline-empty', text: 'No lease holds a host yet.' });
+  const now = Date.now(), leases = [...byHost.values()].flat();
+  const from = Math.min(now, ...leases.map(l => new Date(l.start).getTime()));
+  const to = Math.max(now, ...leases.map(l => new Date(l.end).getTime()));
+  const W = 600, x = t => ((t - from) / Math.max(to - from, 1) * W).toFixed(1);
+  const rows = [...byHost.keys()].sort().map(host => h('tr', { 'data-timeline-host': host },
+    h('th', { scope: 'row', class: 'mono' }, isAdmin() ? h('a', { href: '#/hosts/' + encodeURIComponent(host), text: host }) : host),
+    h('td', {}, s('svg', { class: 'timeline', viewBox: `0 0 ${W} 16`, preserveAspectRatio: 'none', role: 'group', 'aria-label': 'Leases of host ' + host },
+      s('rect', { class: 'track', x: 0, y: 0, width: W, height: 16 }),
+      byHost.get(host).map(l => {
+        const text = `${l.name || l.id}: ${when(l.start)} to ${when(l.end)} (${l.status})`;
+        const a = new Date(l.start).getTime(), b = new Date(l.end).getTime();
+        return s('rect', { class: 'lease-bar', 'data-lease': l.name || l.id, role: 'img', 'aria-label': text,
+          x: x(a), y: 2, width: Math.max(Number(x(b)) - Number(x(a)), 2).toFixed(1), height: 12 }, s('title', { text }));
+      }),
+      s('line', { class: 'now', x1: x(now), x2: x(now), y1: 0, y2: 16 }, s('title', { text: 'now' }))))));
+  return h('table', { class: 'timeline-table', id: 'lease-timeline', 'aria-label': 'Leases per host over time' },
+    h('thead', {}, h('tr', {}, h('th', { scope: 'col', text: 'Host' }),
+      h('th', { scope: 'col' }, h('span', { class: 'axis' }, h('span', { text: when(from) }), h('span', { text: 'red line: now' }), h('span', { text: when(to) }))))),
+    h('tbody', {}, rows));
+}
+
 async function leasesPage() {
   const list = await items('/leases?limit=200');
   const name = h('input', { id: 'lease-name', required: true, autocomplete: 'off' });
@@ -591,6 +619,7 @@ async function leasesPage() {
   show(h('h1', { text: 'Leases' }),
     table(['Lease', 'Status', 'Hosts', 'Start', 'End'], list.map(l => [h('a', { href: '#/leases/' + encodeURIComponent(l.id), text: l.name || l.id }),
       [tag(l.status), l.degraded ? ' degraded' : ''], leaseHosts(l).length, when(l.start), when(l.end)]), 'Leases'),
+    h('h2', { text: 'Hosts over time' }), leaseTimeline(list),
     h('h2', { text: 'Reserve hosts' }),
     h('form', { class: 'stack', id: 'lease-form', onsubmit: async ev => {
       ev.preventDefault();
