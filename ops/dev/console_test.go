@@ -123,6 +123,21 @@ func TestConsoleInBrowser(t *testing.T) {
 	waitJS(t, ctx, 10*time.Second, "the VM as it is now", `document.getElementById('history-vm').dataset.pos === document.getElementById('history-at').max && document.getElementById('history-when').textContent === 'now' && document.getElementById('history-vm').dataset.state === 'Stopped'`)
 	shots.take(t, ctx, "vm-history-now")
 
+	// An action with a required parameter asks for it in a form beside the
+	// buttons: it takes the focus, shows the API's refusal, and Escape
+	// gives the focus back to the button.
+	run("resize form", chromedp.Click(chromedp.CSS(`button[data-action="resize"]:not([disabled])`)))
+	waitJS(t, ctx, 5*time.Second, "the resize form focused", `document.activeElement.id === 'param-offering' && document.activeElement.closest('label').textContent.startsWith('New offering') && document.querySelector('button[data-action="resize"]').getAttribute('aria-expanded') === 'true'`)
+	run("resize submit", chromedp.SendKeys(chromedp.CSS("#param-offering"), "no-such-offering"), chromedp.Click(chromedp.CSS("#action-params-submit")))
+	waitJS(t, ctx, 5*time.Second, "the refusal shown, the form kept", `document.getElementById('status').textContent !== '' && document.activeElement.id === 'param-offering'`)
+	t.Logf("resizing to an unknown offering: %s", jsString(t, ctx, `document.getElementById('status').textContent`))
+	shots.take(t, ctx, "vm-action-form")
+	run("resize cancel", chromedp.KeyEvent(kb.Escape))
+	waitJS(t, ctx, 5*time.Second, "the form closed, the focus back", `!document.getElementById('action-params') && document.activeElement.dataset.action === 'resize' && document.activeElement.getAttribute('aria-expanded') === 'false'`)
+	if !jsBool(t, ctx, `document.querySelector('[data-field="state"]').textContent.includes('Stopped')`) {
+		t.Error("the VM changed with a refused resize")
+	}
+
 	// The list shows alice's VM and not bob's, nor does bob's page open.
 	run("vms", goTo("#/vms"), chromedp.WaitVisible(chromedp.CSS("#vm-"+vmID)))
 	waitJS(t, ctx, 5*time.Second, "the list live", `document.getElementById('live').textContent === 'live'`)

@@ -255,22 +255,50 @@ function reasonFor(vm, name) {
   return `Not allowed while the VM is ${st}.`;
 }
 
-function actionButtons(vm, onJob) {
+const PARAM_LABELS = { snapshot_name: 'Snapshot name', offering: 'New offering (name or id)', volume_id: 'Volume id', size_gb: 'Size (GiB)' };
+
+// actionForm opens, in box, a small form for an action's required
+// parameters: a labelled input each, run and cancel. It takes the focus,
+// and gives it back to the action's button when it closes (Escape
+// cancels). The box sits outside the buttons, which are redrawn live.
+function actionForm(box, vm, a, run) {
+  const expand = on => { for (const b of document.querySelectorAll('#vm-actions button[aria-expanded]')) b.setAttribute('aria-expanded', String(on && b.dataset.action === a.name)); };
+  const back = () => { box.replaceChildren(); expand(false); document.querySelector(`#vm-actions button[data-action="${a.name}"]`)?.focus(); };
+  const inputs = a.required.map(p => h('input', { id: 'param-' + p, name: p, required: true, autocomplete: 'off',
+    type: p === 'size_gb' ? 'number' : 'text', min: p === 'size_gb' ? 1 : null }));
+  const title = a.name.replace(/_/g, ' ');
+  const form = h('form', { class: 'stack inline-form', id: 'action-params', 'data-action': a.name, 'aria-labelledby': 'action-params-h',
+    onkeydown: ev => { if (ev.key === 'Escape') { ev.preventDefault(); back(); } },
+    onsubmit: async ev => {
+      ev.preventDefault();
+      const body = { action: a.name };
+      a.required.forEach((p, i) => { body[p] = p === 'size_gb' ? Number(inputs[i].value) : inputs[i].value.trim(); });
+      if (await run(body)) back(); else inputs[0].focus();
+    } },
+    h('h3', { id: 'action-params-h', text: `${title} ${vm.name || vm.id}` }),
+    a.required.map((p, i) => h('label', {}, PARAM_LABELS[p] || p.replace(/_/g, ' '), inputs[i])),
+    h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary', id: 'action-params-submit' }, title),
+      h('button', { type: 'button', id: 'action-params-cancel', onclick: back }, 'Cancel')));
+  box.replaceChildren(form);
+  expand(true);
+  inputs[0].focus();
+}
+
+function actionButtons(vm, onJob, box) {
   const allowed = new Set(vm.allowed_actions || []);
   return h('div', { class: 'actions', role: 'group', 'aria-label': 'VM actions' }, ACTIONS.map(a => {
     const ok = allowed.has(a.name);
     const why = 'why-' + a.name;
     return [h('button', {
       type: 'button', 'data-action': a.name, disabled: !ok, title: ok ? a.doc : reasonFor(vm, a.name), 'aria-describedby': ok ? null : why,
+      'aria-expanded': a.required?.length ? String(!!box.firstChild && box.firstChild?.dataset.action === a.name) : null,
       onclick: async () => {
-        const body = { action: a.name };
-        for (const p of a.required || []) {
-          const v = prompt(`${a.name}: ${p}`);
-          if (v === null || v === '') return;
-          body[p] = p === 'size_gb' ? Number(v) : v;
-        }
+        const run = async body => {
+          try { onJob(await api('POST', `/vms/${encodeURIComponent(vm.id)}/actions`, body)); say(''); return true; } catch (e) { fail(e); return false; }
+        };
+        if (a.required?.length) { actionForm(box, vm, a, run); return; }
         if (a.name === 'terminate' && !confirm(`Terminate ${vm.name}?`)) return;
-        try { onJob(await api('POST', `/vms/${encodeURIComponent(vm.id)}/actions`, body)); say(''); } catch (e) { fail(e); }
+        await run({ action: a.name });
       } }, a.name.replace(/_/g, ' ')),
     ok ? null : h('span', { id: why, hidden: true, text: reasonFor(vm, a.name) })];
   }));
@@ -311,7 +339,7 @@ async function vmPage(id) {
   let vm = await api('GET', path);
   const [jobs, alerts] = await Promise.all([items(`/jobs?vm=${encodeURIComponent(id)}&limit=20`), items(`/alerts?vm=${encodeURIComponent(id)}`).catch(() => [])]);
   const facts = h('dl', { class: 'facts', id: 'vm-facts' });
-  const acts = h('div', { id: 'vm-actions' });
+  const acts = h('div', { id: 'vm-actions' }), actBox = h('div', { id: 'action-form' });
   const jobList = h('ol', { id: 'vm-jobs', reversed: true });
   const seen = new Set();
   const addJob = j => { if (seen.has(j.id)) return; seen.add(j.id); jobList.prepend(jobItem(j)); };
@@ -323,14 +351,14 @@ async function vmPage(id) {
       ['Offering', `${vm.offering} (${vm.cpu} CPU, ${vm.memory_mb} MB)`], ['HA', vm.ha ? 'yes' : 'no'], ['Zone', vm.zone_id],
       ['Account', vm.account], ['Id', h('span', { class: 'mono', text: vm.id })], ['Updated', when(vm.updated_at)],
     ].flatMap(([k, v]) => [h('dt', { text: k }), h('dd', { 'data-field': k.toLowerCase() }, v)]));
-    acts.replaceChildren(actionButtons(vm, j => { addJob(j); }));
+    acts.replaceChildren(actionButtons(vm, j => { addJob(j); }, actBox));
     vols.replaceChildren(table(['Volume', 'Kind', 'Size', 'Device', 'State'], (vm.volumes || []).map(v =>
       [v.name || v.id, v.kind || v.type, (v.size_gb ?? '') + ' GiB', v.device, v.state || v.status])));
     nics.replaceChildren(table(['Network', 'IP', 'MAC'], (vm.nics || []).map(n => [n.network_id, n.ip, n.mac])));
   };
   const vols = h('div'), nics = h('div');
   const hist = vmHistory(id);
-  show(h('h1', {}), facts, h('h2', { text: 'Actions' }), acts,
+  show(h('h1', {}), facts, h('h2', { text: 'Actions' }), acts, actBox,
     h('div', { class: 'grid2' }, h('section', { 'aria-labelledby': 'vol-h' }, h('h2', { id: 'vol-h', text: 'Volumes' }), vols),
       h('section', { 'aria-labelledby': 'nic-h' }, h('h2', { id: 'nic-h', text: 'NICs' }), nics)),
     h('h2', { text: 'Jobs' }), jobList, hist.box,
