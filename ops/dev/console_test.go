@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/vmplane/vmplane/producers/agent/driver/sim"
 )
@@ -107,6 +108,36 @@ func TestConsoleInBrowser(t *testing.T) {
 	checkDisabled(t, ctx, "stop")
 	shots.take(t, ctx, "vm-page-stopped")
 
+	// The VM's history: once ClickHouse has the stop, the slider's first
+	// position (Home) shows the VM as it was built, its last (End) stopped.
+	waitHistory(t, base, alice, vmID, "Stopped")
+	run("history first", chromedp.Focus(chromedp.CSS("#history-at")))
+	waitJS(t, ctx, 10*time.Second, "the history's events", `Number(document.getElementById('history-at').max) >= 3`)
+	run("history home", chromedp.KeyEvent(kb.Home))
+	waitJS(t, ctx, 10*time.Second, "the VM as it was first", `document.getElementById('history-vm').dataset.pos === '0' && ['Building', 'Active'].includes(document.getElementById('history-vm').dataset.state)`)
+	if when := jsString(t, ctx, `document.getElementById('history-when').textContent`); when == "now" || when == "" {
+		t.Errorf("the history's first position reads %q; want an event's time", when)
+	}
+	shots.take(t, ctx, "vm-history-first")
+	run("history end", chromedp.KeyEvent(kb.End))
+	waitJS(t, ctx, 10*time.Second, "the VM as it is now", `document.getElementById('history-vm').dataset.pos === document.getElementById('history-at').max && document.getElementById('history-when').textContent === 'now' && document.getElementById('history-vm').dataset.state === 'Stopped'`)
+	shots.take(t, ctx, "vm-history-now")
+
+	// An action with a required parameter asks for it in a form beside the
+	// buttons: it takes the focus, shows the API's refusal, and Escape
+	// gives the focus back to the button.
+	run("resize form", chromedp.Click(chromedp.CSS(`button[data-action="resize"]:not([disabled])`)))
+	waitJS(t, ctx, 5*time.Second, "the resize form focused", `document.activeElement.id === 'param-offering' && document.activeElement.closest('label').textContent.startsWith('New offering') && document.querySelector('button[data-action="resize"]').getAttribute('aria-expanded') === 'true'`)
+	run("resize submit", chromedp.SendKeys(chromedp.CSS("#param-offering"), "no-such-offering"), chromedp.Click(chromedp.CSS("#action-params-submit")))
+	waitJS(t, ctx, 5*time.Second, "the refusal shown, the form kept", `document.getElementById('status').textContent !== '' && document.activeElement.id === 'param-offering'`)
+	t.Logf("resizing to an unknown offering: %s", jsString(t, ctx, `document.getElementById('status').textContent`))
+	shots.take(t, ctx, "vm-action-form")
+	run("resize cancel", chromedp.KeyEvent(kb.Escape))
+	waitJS(t, ctx, 5*time.Second, "the form closed, the focus back", `!document.getElementById('action-params') && document.activeElement.dataset.action === 'resize' && document.activeElement.getAttribute('aria-expanded') === 'false'`)
+	if !jsBool(t, ctx, `document.querySelector('[data-field="state"]').textContent.includes('Stopped')`) {
+		t.Error("the VM changed with a refused resize")
+	}
+
 	// The list shows alice's VM and not bob's, nor does bob's page open.
 	run("vms", goTo("#/vms"), chromedp.WaitVisible(chromedp.CSS("#vm-"+vmID)))
 	waitJS(t, ctx, 5*time.Second, "the list live", `document.getElementById('live').textContent === 'live'`)
@@ -186,8 +217,39 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS("#lease-name"), "batch"), chromedp.Click(chromedp.CSS("#lease-submit")))
 	waitJS(t, ctx, 20*time.Second, "the lease's page with its host", `location.hash.startsWith('#/leases/') && !!document.querySelector('a.lease-host')`)
 	shots.take(t, ctx, "lease-page")
+	// The leases page's timeline has a row for that host with the lease's bar.
+	host := jsString(t, ctx, `document.querySelector('a.lease-host').textContent`)
+	run("leases timeline", goTo("#/leases"))
+	bar := fmt.Sprintf(`document.querySelector('#lease-timeline tr[data-timeline-host=%q] rect.lease-bar[data-lease="batch"]')`, host)
+	waitJS(t, ctx, 5*time.Second, "the lease's bar on its host's row", bar+` && document.querySelector('#lease-timeline line.now')`)
+	if label := jsString(t, ctx, bar+`.getAttribute('aria-label')`); !strings.HasPrefix(label, "batch: ") {
+		t.Errorf("the lease's bar is labelled %q", label)
+	}
+	shots.take(t, ctx, "leases-timeline")
 	if msg := jsString(t, ctx, `document.getElementById('status').textContent`); msg != "" {
 		t.Errorf("status line at the end: %q", msg)
+	}
+}
+
+// waitHistory waits until the VM's history (ClickHouse) has an event with
+// the state.
+func waitHistory(t *testing.T, base, key, vmID, state string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		code, out := call(t, "GET", base+"/v1/vms/"+vmID+"/history", key, nil)
+		if code == http.StatusOK {
+			items, _ := out["items"].([]any)
+			for _, it := range items {
+				if e, _ := it.(map[string]any); e["vm_state"] == state {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the history of %s has no %s event: %d %v", vmID, state, code, out)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 

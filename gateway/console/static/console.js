@@ -255,22 +255,50 @@ function reasonFor(vm, name) {
   return `Not allowed while the VM is ${st}.`;
 }
 
-function actionButtons(vm, onJob) {
+const PARAM_LABELS = { snapshot_name: 'Snapshot name', offering: 'New offering (name or id)', volume_id: 'Volume id', size_gb: 'Size (GiB)' };
+
+// actionForm opens, in box, a small form for an action's required
+// parameters: a labelled input each, run and cancel. It takes the focus,
+// and gives it back to the action's button when it closes (Escape
+// cancels). The box sits outside the buttons, which are redrawn live.
+function actionForm(box, vm, a, run) {
+  const expand = on => { for (const b of document.querySelectorAll('#vm-actions button[aria-expanded]')) b.setAttribute('aria-expanded', String(on && b.dataset.action === a.name)); };
+  const back = () => { box.replaceChildren(); expand(false); document.querySelector(`#vm-actions button[data-action="${a.name}"]`)?.focus(); };
+  const inputs = a.required.map(p => h('input', { id: 'param-' + p, name: p, required: true, autocomplete: 'off',
+    type: p === 'size_gb' ? 'number' : 'text', min: p === 'size_gb' ? 1 : null }));
+  const title = a.name.replace(/_/g, ' ');
+  const form = h('form', { class: 'stack inline-form', id: 'action-params', 'data-action': a.name, 'aria-labelledby': 'action-params-h',
+    onkeydown: ev => { if (ev.key === 'Escape') { ev.preventDefault(); back(); } },
+    onsubmit: async ev => {
+      ev.preventDefault();
+      const body = { action: a.name };
+      a.required.forEach((p, i) => { body[p] = p === 'size_gb' ? Number(inputs[i].value) : inputs[i].value.trim(); });
+      if (await run(body)) back(); else inputs[0].focus();
+    } },
+    h('h3', { id: 'action-params-h', text: `${title} ${vm.name || vm.id}` }),
+    a.required.map((p, i) => h('label', {}, PARAM_LABELS[p] || p.replace(/_/g, ' '), inputs[i])),
+    h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary', id: 'action-params-submit' }, title),
+      h('button', { type: 'button', id: 'action-params-cancel', onclick: back }, 'Cancel')));
+  box.replaceChildren(form);
+  expand(true);
+  inputs[0].focus();
+}
+
+function actionButtons(vm, onJob, box) {
   const allowed = new Set(vm.allowed_actions || []);
   return h('div', { class: 'actions', role: 'group', 'aria-label': 'VM actions' }, ACTIONS.map(a => {
     const ok = allowed.has(a.name);
     const why = 'why-' + a.name;
     return [h('button', {
       type: 'button', 'data-action': a.name, disabled: !ok, title: ok ? a.doc : reasonFor(vm, a.name), 'aria-describedby': ok ? null : why,
+      'aria-expanded': a.required?.length ? String(!!box.firstChild && box.firstChild?.dataset.action === a.name) : null,
       onclick: async () => {
-        const body = { action: a.name };
-        for (const p of a.required || []) {
-          const v = prompt(`${a.name}: ${p}`);
-          if (v === null || v === '') return;
-          body[p] = p === 'size_gb' ? Number(v) : v;
-        }
+        const run = async body => {
+          try { onJob(await api('POST', `/vms/${encodeURIComponent(vm.id)}/actions`, body)); say(''); return true; } catch (e) { fail(e); return false; }
+        };
+        if (a.required?.length) { actionForm(box, vm, a, run); return; }
         if (a.name === 'terminate' && !confirm(`Terminate ${vm.name}?`)) return;
-        try { onJob(await api('POST', `/vms/${encodeURIComponent(vm.id)}/actions`, body)); say(''); } catch (e) { fail(e); }
+        await run({ action: a.name });
       } }, a.name.replace(/_/g, ' ')),
     ok ? null : h('span', { id: why, hidden: true, text: reasonFor(vm, a.name) })];
   }));
@@ -311,7 +339,7 @@ async function vmPage(id) {
   let vm = await api('GET', path);
   const [jobs, alerts] = await Promise.all([items(`/jobs?vm=${encodeURIComponent(id)}&limit=20`), items(`/alerts?vm=${encodeURIComponent(id)}`).catch(() => [])]);
   const facts = h('dl', { class: 'facts', id: 'vm-facts' });
-  const acts = h('div', { id: 'vm-actions' });
+  const acts = h('div', { id: 'vm-actions' }), actBox = h('div', { id: 'action-form' });
   const jobList = h('ol', { id: 'vm-jobs', reversed: true });
   const seen = new Set();
   const addJob = j => { if (seen.has(j.id)) return; seen.add(j.id); jobList.prepend(jobItem(j)); };
@@ -323,26 +351,83 @@ async function vmPage(id) {
       ['Offering', `${vm.offering} (${vm.cpu} CPU, ${vm.memory_mb} MB)`], ['HA', vm.ha ? 'yes' : 'no'], ['Zone', vm.zone_id],
       ['Account', vm.account], ['Id', h('span', { class: 'mono', text: vm.id })], ['Updated', when(vm.updated_at)],
     ].flatMap(([k, v]) => [h('dt', { text: k }), h('dd', { 'data-field': k.toLowerCase() }, v)]));
-    acts.replaceChildren(actionButtons(vm, j => { addJob(j); }));
+    acts.replaceChildren(actionButtons(vm, j => { addJob(j); }, actBox));
     vols.replaceChildren(table(['Volume', 'Kind', 'Size', 'Device', 'State'], (vm.volumes || []).map(v =>
       [v.name || v.id, v.kind || v.type, (v.size_gb ?? '') + ' GiB', v.device, v.state || v.status])));
     nics.replaceChildren(table(['Network', 'IP', 'MAC'], (vm.nics || []).map(n => [n.network_id, n.ip, n.mac])));
   };
   const vols = h('div'), nics = h('div');
-  show(h('h1', {}), facts, h('h2', { text: 'Actions' }), acts,
+  const hist = vmHistory(id);
+  show(h('h1', {}), facts, h('h2', { text: 'Actions' }), acts, actBox,
     h('div', { class: 'grid2' }, h('section', { 'aria-labelledby': 'vol-h' }, h('h2', { id: 'vol-h', text: 'Volumes' }), vols),
       h('section', { 'aria-labelledby': 'nic-h' }, h('h2', { id: 'nic-h', text: 'NICs' }), nics)),
-    h('h2', { text: 'Jobs' }), jobList,
+    h('h2', { text: 'Jobs' }), jobList, hist.box,
     h('h2', { text: 'Alerts' }), alerts.length ? table(['Kind', 'Message', 'Raised', 'Acked'], alerts.map(a => [a.kind, a.message || a.text, when(a.raised_at || a.created_at), a.acked ? 'yes' : 'no'])) : h('p', { class: 'muted', text: 'No alerts.' }));
   draw();
   jobs.slice().reverse().forEach(addJob);
   const reread = debouncer(150, async () => {
     try { vm = await api('GET', path); draw(); } catch (e) { fail(e); }
+    hist.reload();
   });
+  hist.reload();
   stream('/events?vm=' + encodeURIComponent(id), (ev, d) => {
     if (d?.job_id && !seen.has(d.job_id)) api('GET', `/jobs/${encodeURIComponent(d.job_id)}?steps=true`).then(addJob, () => {});
     if (ev !== 'open' && ev !== 'closed') reread(id);
   });
+}
+
+// vmHistory is the VM's past from the history (ClickHouse): a slider over
+// its events, from its creation to now, showing the VM as it was at the
+// instant chosen. reload rereads the events, keeping the slider at now if
+// it was there.
+function vmHistory(id) {
+  const path = `/vms/${encodeURIComponent(id)}/history`;
+  let events = [], asked = '';
+  const slider = h('input', { type: 'range', id: 'history-at', min: 0, max: 0, step: 1, value: 0, 'aria-describedby': 'history-when' });
+  const at = h('output', { id: 'history-when', for: 'history-at' });
+  const facts = h('dl', { class: 'facts', id: 'history-vm', 'aria-live': 'polite' });
+  const body = h('div', {}, h('p', { class: 'muted', text: 'Loading the history…' }));
+  const box = h('section', { 'aria-labelledby': 'history-h' }, h('h2', { id: 'history-h', text: 'History' }), body);
+  const instant = i => i < events.length ? events[i].at : new Date().toISOString();
+  const label = i => i < events.length ? `${when(events[i].at)} — ${events[i].type}` : 'now';
+  const showAt = debouncer(120, async () => {
+    const i = Number(slider.value), t = instant(i);
+    at.textContent = label(i);
+    slider.setAttribute('aria-valuetext', label(i));
+    asked = t;
+    try {
+      const v = await api('GET', `${path}?at=${encodeURIComponent(t)}`);
+      if (asked !== t) return;
+      const x = v.vm;
+      facts.dataset.state = x.vm_state;
+      facts.dataset.pos = String(i);
+      facts.replaceChildren(...[['State', [tag(x.vm_state), x.task_state ? ' ' + x.task_state : '']], ['Power', tag(x.power_state)],
+        ['Host', x.host_id || '—'], ['Since', when(v.since)], ['Job in flight', v.pending_job ? h('a', { href: '#/jobs/' + encodeURIComponent(v.pending_job), text: short(v.pending_job) }) : '—']]
+        .flatMap(([k, val]) => [h('dt', { text: k }), h('dd', { 'data-field': 'as-of-' + k.toLowerCase() }, val)]));
+    } catch (e) {
+      if (e.status === 404) { facts.dataset.state = ''; facts.dataset.pos = String(i); facts.replaceChildren(h('dt', { text: 'State' }), h('dd', { text: 'not yet created' })); } else fail(e);
+    }
+  });
+  slider.addEventListener('input', () => showAt('at'));
+  slider.addEventListener('focus', () => reload('list'));
+  const reload = debouncer(500, async () => {
+    let list;
+    try { list = await items(path); } catch (e) {
+      if (e.status === 503) body.replaceChildren(h('p', { class: 'muted', id: 'history-off', text: 'No history here: the event history (ClickHouse) is not configured on this gateway.' }));
+      else fail(e);
+      return;
+    }
+    const atEnd = Number(slider.value) >= events.length;
+    events = list.slice().sort((a, b) => new Date(a.at) - new Date(b.at));
+    slider.max = events.length;
+    if (atEnd) slider.value = events.length;
+    if (!body.contains(slider)) {
+      body.replaceChildren(h('div', { class: 'history' }, h('label', { for: 'history-at' }, 'As of'), slider, at),
+        h('p', { class: 'muted', text: 'Move the slider (or use the arrow keys, Home and End) from the VM’s creation to now, one event at a time.' }), facts);
+    }
+    showAt('at');
+  });
+  return { box, reload: () => reload('list') };
 }
 
 function table(head, rows, label) {
@@ -522,6 +607,34 @@ async function hostPage(id) {
 
 const leaseHosts = l => (l.reservations || []).flatMap(r => r.hosts || []);
 
+// leaseTimeline draws, for every host a lease holds, a row of bars from
+// each lease's start to its end, with now marked. Each bar is labelled with
+// its lease and times for a screen reader; the row with its host.
+function leaseTimeline(list) {
+  const byHost = new Map();
+  for (const l of list) for (const x of new Set(leaseHosts(l))) (byHost.get(x) || byHost.set(x, []).get(x)).push(l);
+  if (!byHost.size) return h('p', { class: 'muted', id: 'lease-timeline-empty', text: 'No lease holds a host yet.' });
+  const now = Date.now(), leases = [...byHost.values()].flat();
+  const from = Math.min(now, ...leases.map(l => new Date(l.start).getTime()));
+  const to = Math.max(now, ...leases.map(l => new Date(l.end).getTime()));
+  const W = 600, x = t => ((t - from) / Math.max(to - from, 1) * W).toFixed(1);
+  const rows = [...byHost.keys()].sort().map(host => h('tr', { 'data-timeline-host': host },
+    h('th', { scope: 'row', class: 'mono' }, isAdmin() ? h('a', { href: '#/hosts/' + encodeURIComponent(host), text: host }) : host),
+    h('td', {}, s('svg', { class: 'timeline', viewBox: `0 0 ${W} 16`, preserveAspectRatio: 'none', role: 'group', 'aria-label': 'Leases of host ' + host },
+      s('rect', { class: 'track', x: 0, y: 0, width: W, height: 16 }),
+      byHost.get(host).map(l => {
+        const text = `${l.name || l.id}: ${when(l.start)} to ${when(l.end)} (${l.status})`;
+        const a = new Date(l.start).getTime(), b = new Date(l.end).getTime();
+        return s('rect', { class: 'lease-bar', 'data-lease': l.name || l.id, role: 'img', 'aria-label': text,
+          x: x(a), y: 2, width: Math.max(Number(x(b)) - Number(x(a)), 2).toFixed(1), height: 12 }, s('title', { text }));
+      }),
+      s('line', { class: 'now', x1: x(now), x2: x(now), y1: 0, y2: 16 }, s('title', { text: 'now' }))))));
+  return h('table', { class: 'timeline-table', id: 'lease-timeline', 'aria-label': 'Leases per host over time' },
+    h('thead', {}, h('tr', {}, h('th', { scope: 'col', text: 'Host' }),
+      h('th', { scope: 'col' }, h('span', { class: 'axis' }, h('span', { text: when(from) }), h('span', { text: 'red line: now' }), h('span', { text: when(to) }))))),
+    h('tbody', {}, rows));
+}
+
 async function leasesPage() {
   const list = await items('/leases?limit=200');
   const name = h('input', { id: 'lease-name', required: true, autocomplete: 'off' });
@@ -534,6 +647,7 @@ async function leasesPage() {
   show(h('h1', { text: 'Leases' }),
     table(['Lease', 'Status', 'Hosts', 'Start', 'End'], list.map(l => [h('a', { href: '#/leases/' + encodeURIComponent(l.id), text: l.name || l.id }),
       [tag(l.status), l.degraded ? ' degraded' : ''], leaseHosts(l).length, when(l.start), when(l.end)]), 'Leases'),
+    h('h2', { text: 'Hosts over time' }), leaseTimeline(list),
     h('h2', { text: 'Reserve hosts' }),
     h('form', { class: 'stack', id: 'lease-form', onsubmit: async ev => {
       ev.preventDefault();
