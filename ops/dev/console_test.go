@@ -229,6 +229,19 @@ func TestConsoleInBrowser(t *testing.T) {
 	if msg := jsString(t, ctx, `document.getElementById('status').textContent`); msg != "" {
 		t.Errorf("status line at the end: %q", msg)
 	}
+
+	// A maintenance is a job: the host's row follows it, steps and all,
+	// until it ends (its VMs may have nowhere to go: the other host is
+	// the lease's, and then it fails with ErrorInMaintenance).
+	run("hosts again", goTo("#/hosts"))
+	waitJS(t, ctx, 5*time.Second, "host rows", `document.querySelectorAll('tr[data-host]').length === 2`)
+	other := jsString(t, ctx, fmt.Sprintf(`[...document.querySelectorAll('tr[data-host]')].find(r => r.dataset.host !== %q).dataset.host`, host))
+	row := fmt.Sprintf(`document.querySelector('tr[data-host=%q]')`, other)
+	run("maintenance", chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-host=%q] [data-host-action="prepare_for_maintenance"]`, other))))
+	waitJS(t, ctx, 10*time.Second, "the maintenance job on the host's row", row+`.querySelector('[data-maintenance] li[data-job]')`)
+	waitJS(t, ctx, 60*time.Second, "the maintenance job ended, live", `['succeeded', 'failed'].includes(`+row+`.querySelector('[data-maintenance] li[data-job]').dataset.state)`)
+	shots.take(t, ctx, "host-maintenance")
+	t.Logf("maintenance of %s: %s", other, jsString(t, ctx, row+`.querySelector('[data-maintenance]').textContent`))
 }
 
 // waitHistory waits until the VM's history (ClickHouse) has an event with

@@ -537,8 +537,38 @@ function hostButtons(host, after) {
     prepare_for_maintenance: maint && 'Already in maintenance.', cancel_maintenance: !maint && 'Not in maintenance.' };
   return h('div', { class: 'actions', role: 'group', 'aria-label': 'host actions for ' + host.name }, HOST_ACTIONS.map(a =>
     h('button', { type: 'button', 'data-host-action': a, disabled: !!why[a], title: why[a] || null, 'aria-label': why[a] ? `${a.replace(/_/g, ' ')} (${why[a]})` : null, onclick: async () => {
-      try { const r = await api('POST', `/hosts/${encodeURIComponent(host.id)}/actions`, { action: a }); say(`${a} accepted for ${host.name} (${r.command})`, true); after(); } catch (e) { fail(e); }
+      try {
+        const r = await api('POST', `/hosts/${encodeURIComponent(host.id)}/actions`, { action: a });
+        say(`${a} accepted for ${host.name} (${r.command})`, true);
+        if (a === 'prepare_for_maintenance') followMaintenance(host, r.command_id);
+        after();
+      } catch (e) { fail(e); }
     } }, a.replace(/_/g, ' '))));
+}
+
+// A maintenance is a job whose id is its command's (design.md §7): the
+// host's row and page follow it live, steps and progress, once the read
+// model has it. Its element is made once per host and page, so that the
+// redraws every 2 s move it rather than open another stream.
+const maintenance = new Map();
+
+async function followMaintenance(host, id) {
+  const signal = page.signal;
+  const box = h('div', { class: 'maintenance', 'data-maintenance': host.id, 'aria-live': 'polite' },
+    h('p', { class: 'muted', text: 'Maintenance job ' + id + ': waiting for it to be recorded…' }));
+  maintenance.set(host.id, box);
+  signal.addEventListener('abort', () => maintenance.delete(host.id));
+  for (let i = 0; i < 60 && !signal.aborted; i++) {
+    try {
+      const job = await api('GET', `/jobs/${encodeURIComponent(id)}?steps=true`);
+      box.replaceChildren(h('p', { text: 'Maintenance of ' + (host.name || host.id) }),
+        h('ol', { class: 'jobs', 'aria-label': 'maintenance job of ' + (host.name || host.id) }, jobItem(job)));
+      return;
+    } catch (e) {
+      if (e.status !== 404) { fail(e); return; }
+    }
+    await sleep(500, signal);
+  }
 }
 
 async function zoneCapacity(zones) {
@@ -566,7 +596,7 @@ async function hostsPage() {
       h('td', { 'data-label': 'CPU', class: 'cpu' }, hostBars(x)[0]),
       h('td', { 'data-label': 'Memory' }, hostBars(x)[1]),
       h('td', { 'data-label': 'VMs', text: x.vm_count }),
-      h('td', { 'data-label': 'Actions' }, hostButtons(x, draw))));
+      h('td', { 'data-label': 'Actions' }, hostButtons(x, draw), maintenance.get(x.id))));
     show(h('h1', { text: 'Hosts' }), ...cap,
       h('h2', { text: 'Hosts' }), h('p', { class: 'muted', text: 'Bars show what is used against the overcommitted capacity; refreshed every 2 s.' }),
       h('table', { class: 'responsive', 'aria-label': 'Hosts' }, h('thead', {}, h('tr', {}, ['Host', 'Status', 'CPU', 'Memory', 'VMs', 'Actions'].map(t => h('th', { scope: 'col', text: t })))), h('tbody', {}, rows)));
@@ -595,7 +625,7 @@ async function hostPage(id) {
       h('dl', { class: 'facts' }, [['Status', tag(x.status)], ['Resource state', tag(x.resource_state)], ['Zone / cluster', `${x.zone_id} / ${x.cluster_id}`],
         ['Hypervisor', x.hypervisor], ['Reservable', x.reservable ? 'yes' : 'no'], ['Overcommit', `CPU ×${x.cpu_overcommit}, memory ×${x.mem_overcommit}`],
         ['Tags', (x.tags || []).join(', ') || '—'], ['Last ping', when(x.last_ping_at)]].flatMap(([k, v]) => [h('dt', { text: k }), h('dd', {}, v)])),
-      h('h2', { text: 'Capacity' }), hostBars(x), h('h2', { text: 'Actions' }), hostButtons(x, draw),
+      h('h2', { text: 'Capacity' }), hostBars(x), h('h2', { text: 'Actions' }), hostButtons(x, draw), maintenance.get(x.id),
       x.reservation ? [h('h2', { text: 'Reservation' }), h('p', { text: `${x.reservation.planner} ${x.reservation.resource_usage} ${x.reservation.account || ''}` })] : null,
       h('h2', { text: 'VMs' }), table(['VM', 'State', 'Account'], vms.map(v => [h('a', { href: '#/vms/' + v.id, text: v.name }), tag(v.vm_state), v.account])));
   };
