@@ -228,16 +228,21 @@ const (
 	adminRole
 )
 
-func (s *Server) router() *mux.Router {
-	r := mux.NewRouter()
+// publicRoutes are what answers without a key: the probes, the OpenAPI
+// document and the web console, a page of the API's own origin that calls
+// /v1 with the user's key (gateway/console, docs/console.md).
+func (s *Server) publicRoutes(r *mux.Router) {
 	r.Handle("/healthz", s.handle(s.healthz)).Methods(http.MethodGet, http.MethodHead)
 	r.Handle("/readyz", s.handle(s.readyz)).Methods(http.MethodGet, http.MethodHead)
 	r.Handle("/v1/openapi.json", s.handle(s.openAPIDoc)).Methods(http.MethodGet, http.MethodHead)
-	// The web console is a page of the API's own origin that calls /v1 with
-	// the user's key (gateway/console, docs/console.md).
 	con := console.Handler()
 	r.Handle("/", con).Methods(http.MethodGet, http.MethodHead)
 	r.PathPrefix("/console/").Handler(con).Methods(http.MethodGet, http.MethodHead)
+}
+
+func (s *Server) router() *mux.Router {
+	r := mux.NewRouter()
+	s.publicRoutes(r)
 
 	// Routes are registered on the root router: a gorilla/mux subrouter
 	// answers a method mismatch with 404 instead of 405. The order of the

@@ -91,6 +91,17 @@ type stepRow struct {
 	version                                 int64
 }
 
+// rejected ends a rejected job; a rejected Deploy's VM will have no row.
+func (c *changes) rejected(v *schemas.JobRejected, offset int64, ts time.Time) {
+	j := c.job(v.JobRef, offset, ts)
+	c.finish(j, "rejected", v.Reason, v.Detail, v, ts, v.At)
+	j.setCaller(v.Caller)
+	j.AllowedActions = nonNil(v.AllowedActions)
+	if v.JobType == "Deploy" {
+		c.refusedVMs = append(c.refusedVMs, v.VmID)
+	}
+}
+
 func newChanges() *changes {
 	return &changes{vms: map[string]*vmChange{}, jobs: map[string]*jobChange{}, newJobs: map[string]*jobChange{}}
 }
@@ -175,13 +186,7 @@ func (c *changes) add(r schemas.Record) bool {
 	case *schemas.JobCancelled:
 		c.finish(c.job(v.JobRef, r.Offset, ts), "cancelled", v.Reason, v.Detail, v, ts, v.At)
 	case *schemas.JobRejected:
-		j := c.job(v.JobRef, r.Offset, ts)
-		c.finish(j, "rejected", v.Reason, v.Detail, v, ts, v.At)
-		j.setCaller(v.Caller)
-		j.AllowedActions = nonNil(v.AllowedActions)
-		if v.JobType == "Deploy" {
-			c.refusedVMs = append(c.refusedVMs, v.VmID)
-		}
+		c.rejected(v, r.Offset, ts)
 	case *schemas.AlertRaised:
 		c.stmts = append(c.stmts, stmt{sqlAlert, []any{v.AlertID, v.Kind, v.VmID, v.HostID, v.Account, v.JobID, v.Message, ms(v.At, ts), r.Offset, v.ZoneID}})
 	case *schemas.AlertAcknowledged:
