@@ -57,6 +57,7 @@ type Config struct {
 // Processor drives one Machine exactly once.
 type Processor[S any] struct {
 	cfg   Config
+	group string // the consumer group, made once: the poll loop asks per record
 	m     Machine[S]
 	codec *schemas.Codec
 	log   *slog.Logger
@@ -139,6 +140,7 @@ func New[S any](cfg Config, m Machine[S]) (*Processor[S], error) {
 	}
 	p := &Processor[S]{
 		cfg: cfg, m: m, codec: codec, hooks: cfg.Hooks,
+		group:    cfg.Kafka.Group("vmplane-" + cfg.Name),
 		log:      cfg.Logger.With("processor", cfg.Name),
 		assigned: map[int32]bool{},
 		pending:  map[int32]bool{},
@@ -186,7 +188,7 @@ func (p *Processor[S]) Assigned() int {
 }
 
 // Group is the consumer group of the processor.
-func (p *Processor[S]) Group() string { return p.cfg.Kafka.Group("vmplane-" + p.cfg.Name) }
+func (p *Processor[S]) Group() string { return p.group }
 
 // Inputs are the topics the processor consumes.
 func (p *Processor[S]) Inputs() []string { return slices.Clone(p.cfg.Inputs) }
