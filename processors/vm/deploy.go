@@ -9,7 +9,7 @@ import (
 // there (Spawning). It succeeds, Active, when the agent answered ok and the
 // host reported PowerOn, in either order.
 func deployFlow() flow {
-	return flow{start: deployStart, advance: deployAdvance, holds: holdsPlacement}
+	return flow{start: deployStart, placed: deployPlaced, advance: deployAdvance, holds: holdsPlacement}
 }
 
 // holdsPlacement: once PlaceVm is sent, placement may have claimed capacity
@@ -53,16 +53,36 @@ func deployAdvance(t *tx) {
 	s := t.s
 	switch s.Job.Phase {
 	case phasePlacing:
-		deployNetwork(t)
-		deployBlockDevices(t)
-		t.step(TaskSpawning, "spawn", "starting the VM on host "+s.HostID,
-			map[string]any{"host_id": s.HostID, "command_id": t.nextID(), "epoch": s.Epoch})
-		t.callAgent(phaseSpawning, s.HostID, schemas.PowerOn)
+		deploySpawn(t, "")
 	case phaseSpawning:
 		s.VmState = StateActive
 		t.haEnded()
 		t.succeed("the VM runs on host " + s.HostID)
 	}
+}
+
+// deployPlaced takes placement's answer: the VM's host, and the planner
+// that chose it, which the spawn step names so that an operator sees which
+// planner (the offering's, or the vm.deployment.planner setting's) placed
+// the VM.
+func deployPlaced(t *tx, d *schemas.PlacementDecided) {
+	t.s.HostID, t.s.PodID, t.s.ClusterID = d.HostID, d.PodID, d.ClusterID
+	deploySpawn(t, d.Planner)
+}
+
+// deploySpawn maps the VM's NICs and disks on its host and starts it there.
+func deploySpawn(t *tx, planner string) {
+	s := t.s
+	deployNetwork(t)
+	deployBlockDevices(t)
+	text := "starting the VM on host " + s.HostID
+	obj := map[string]any{"host_id": s.HostID, "command_id": t.nextID(), "epoch": s.Epoch}
+	if planner != "" {
+		text += ", chosen by " + planner
+		obj["planner"] = planner
+	}
+	t.step(TaskSpawning, "spawn", text, obj)
+	t.callAgent(phaseSpawning, s.HostID, schemas.PowerOn)
 }
 
 // deployNetwork is the Networking step: the NICs take the addresses
