@@ -62,6 +62,7 @@ func TestOutputFormatsAndColumns(t *testing.T) {
 		{[]string{"vm", "list", "--state", "Stopped", "-o", "yaml", "-c", "name", "-c", "cpu", "-c", "created_at"},
 			"- name: db-1\n  cpu: 2\n  created_at: \"2026-05-01T10:00:00Z\"\n"},
 		{[]string{"vm", "list", "-c", "id", "--column", "name"}, "ID    NAME\nvm-1  web-1\nvm-2  db-1\n"},
+		{[]string{"vm", "list", "-c", "id,name", "-c", "vm_state"}, "ID    NAME   VM_STATE\nvm-1  web-1  Active\nvm-2  db-1   Stopped\n"},
 		{[]string{"vm", "get", "vm-2", "-c", "id", "-c", "host_id"}, "id:       vm-2\nhost_id:  -\n"},
 		{[]string{"vm", "get", "vm-2", "-o", "value", "-c", "name", "-c", "memory_mb"}, "db-1\n2048\n"},
 		{[]string{"offering", "get", "small", "-o", "value", "-c", "id"}, "off-small\n"},

@@ -84,7 +84,7 @@ func (a *cli) globalFlags(root *cobra.Command) {
 	f.StringVar(&a.flags.api, "api", "", "API address, host:port or URL (env VMPLANE_API; default "+defaultAPI+")")
 	f.StringVar(&a.flags.key, "key", "", "API key (env VMPLANE_API_KEY; else the profile's; else the dev stack's admin key)")
 	f.StringVarP(&a.flags.output, "output", "o", "", "output format: table, json, yaml or value (env VMCTL_OUTPUT; default table)")
-	f.StringArrayVarP(&a.flags.columns, "column", "c", nil, "show only this field, by its API name; repeat for more")
+	f.StringSliceVarP(&a.flags.columns, "column", "c", nil, "show only these fields, by their API names: -c id,name or -c id -c name")
 	f.StringVar(&a.flags.profile, "profile", "", "profile of the config file (env VMCTL_PROFILE; default: the file's default)")
 	f.StringVar(&a.flags.varDir, "var", "", "data directory of the dev stack (vmplane dev --var), whose dev/admin-key is the key (env VMPLANE_VAR)")
 	f.StringVar(&a.flags.config, "config", "", "config file of profiles (env VMCTL_CONFIG; default "+configHint+")")
