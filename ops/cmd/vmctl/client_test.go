@@ -130,3 +130,23 @@ func TestRetriesAreBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestUnknownColumnSendsNothing: a change with a column its answer cannot
+// have is refused before it is sent, so that vmctl never prints a usage
+// error for a change it made.
+func TestUnknownColumnSendsNothing(t *testing.T) {
+	var got attempts
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.add(r)
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = w.Write([]byte(`{"command_id":"c1","host_id":"h1","action":"maintenance"}`))
+	}))
+	t.Cleanup(srv.Close)
+	code, _, errs := vmctl(t, map[string]string{"VMPLANE_API": srv.URL, "VMPLANE_API_KEY": "k"}, "host", "maintenance", "h1", "-c", "id")
+	if code != exitUsage || !strings.Contains(errs, `unknown column "id"; columns: command_id`) || len(got.keys) != 0 {
+		t.Fatalf("exit %d after %d requests: %s", code, len(got.keys), errs)
+	}
+	if code, out, errs := vmctl(t, map[string]string{"VMPLANE_API": srv.URL, "VMPLANE_API_KEY": "k"}, "host", "maintenance", "h1", "-c", "command_id", "-o", "value"); code != exitOK || out != "c1\n" || len(got.keys) != 1 {
+		t.Fatalf("exit %d after %d requests: %q %s", code, len(got.keys), out, errs)
+	}
+}

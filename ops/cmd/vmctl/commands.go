@@ -138,6 +138,11 @@ func (a *cli) leaf(s spec, name string) *cobra.Command {
 		if !s.bare {
 			err = a.setup(!s.offline)
 		}
+		if err == nil && s.shows != nil {
+			// Before anything is sent: a change whose answer could not be
+			// printed would look failed though it was made.
+			err = answer{}.check(a.columns, fieldsOf(s.shows))
+		}
 		if err == nil {
 			err = run(c.Context(), pos)
 		}
