@@ -18,6 +18,7 @@ import (
 	"github.com/vmplane/vmplane/ops/dev"
 	"github.com/vmplane/vmplane/ops/roles"
 	"github.com/vmplane/vmplane/processors/engine"
+	"github.com/vmplane/vmplane/producers/agent/driver/sim"
 	"github.com/vmplane/vmplane/projectors/postgres"
 	"github.com/vmplane/vmplane/schemas"
 )
@@ -35,6 +36,7 @@ func runDev(ctx context.Context, args []string, log *slog.Logger) error {
 	ping := f.dur("ping-interval", "VMPLANE_PING_INTERVAL", 5*time.Second, "agent ping and report interval")
 	qemuHosts := f.num("qemu-hosts", "VMPLANE_QEMU_HOSTS", 0, "hosts whose VMs are real QEMU guests, served by a second agent (offering qemu-small)")
 	simControl := f.str("sim-control", "VMPLANE_SIM_CONTROL", "127.0.0.1:8081", "loopback address of the sim driver's control API (empty: off)")
+	simLatency := f.dur("sim-latency", "VMPLANE_SIM_LATENCY", 0, "how long each operation of the sim hosts takes (start, stop, migrate…), e.g. 5s to watch or cancel a job while its agent works; 0: at once")
 	secure := f.Bool("secure", os.Getenv("VMPLANE_DEV_SECURE") == "true", "run the broker with SASL/SCRAM and ACLs, one principal per role (env VMPLANE_DEV_SECURE)")
 	if err := f.Parse(args); err != nil {
 		return err
@@ -48,7 +50,7 @@ func runDev(ctx context.Context, args []string, log *slog.Logger) error {
 		return err
 	}
 	st, err := dev.Start(ctx, dev.Config{VarDir: abs, KafkaAddr: *kafkaAddr, HTTPAddr: *httpAddr, PostgresDSN: *dsn, Database: *database,
-		ClickHouse: *ch, ClickHouseAccess: access, Hosts: *hosts, PingInterval: *ping, QemuHosts: *qemuHosts, SimControl: *simControl, Secure: *secure, Logger: log})
+		ClickHouse: *ch, ClickHouseAccess: access, Hosts: *hosts, PingInterval: *ping, QemuHosts: *qemuHosts, SimControl: *simControl, SimLatency: sim.Every(*simLatency), Secure: *secure, Logger: log})
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,13 @@ type Durations struct {
 	Volume time.Duration
 }
 
+// Every is d for each operation: hosts as slow at everything, so that an
+// operator can watch (and cancel) a job while its agent works.
+func Every(d time.Duration) Durations {
+	return Durations{Start: d, Stop: d, Destroy: d, Reboot: d, Pause: d, Unpause: d, Suspend: d, Resume: d,
+		Rescue: d, Unrescue: d, Rebuild: d, Snapshot: d, Migrate: d, Volume: d}
+}
+
 // Rates holds one probability (0..1) per driver operation.
 type Rates struct {
 	Start, Stop, Destroy                    float64
