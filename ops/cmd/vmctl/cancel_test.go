@@ -42,7 +42,7 @@ func TestJobCancelWaitsForTheEnd(t *testing.T) {
 	// job get shows the end and who cancelled.
 	code, out, _ = s.run(t, s.user, "job", "get", "job-m1")
 	if code != 0 || !regexp.MustCompile(`(?m)^state:\s+cancelled$`).MatchString(out) ||
-		!regexp.MustCompile(`(?m)^reason:\s+Cancelled by key \S+ of account acct-a stopped`).MatchString(out) {
+		!regexp.MustCompile(`(?m)^reason:\s+Cancelled by key \S+ of account acct-a \(stopped before it sent`).MatchString(out) {
 		t.Fatalf("exit %d, job get:\n%s", code, out)
 	}
 

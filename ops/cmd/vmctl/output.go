@@ -147,7 +147,11 @@ func printJob(w io.Writer, j api.Job) {
 		fmt.Fprintf(w, "task state:\t%s\n", j.TaskState)
 	}
 	if j.Reason != "" {
-		fmt.Fprintf(w, "reason:\t%s\n", strings.TrimSpace(j.Reason+" "+j.Detail))
+		reason := j.Reason
+		if j.Detail != "" {
+			reason += " (" + j.Detail + ")" // as --wait prints it
+		}
+		fmt.Fprintf(w, "reason:\t%s\n", reason)
 	}
 	if j.ErrorCode != "" {
 		fmt.Fprintf(w, "error code:\t%s\n", j.ErrorCode)
