@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -226,18 +225,7 @@ func (e *env) startRoles(ctx context.Context, o roles.Options, sa *roles.SimAgen
 // connections a burst needs; one at a time, they warmed a single
 // connection of each.
 func (c *apiClient) warmUp(ctx context.Context, pool int) error {
-	for w := 0; w < warmups; w += warmupWave {
-		var wg sync.WaitGroup
-		errs := make([]error, warmupWave)
-		for i := range min(warmupWave, warmups-w) {
-			wg.Go(func() { _, errs[i] = c.action(ctx, vmID(pool+w+i)) })
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			return fmt.Errorf("warm-up: %w", err)
-		}
-	}
-	return nil
+	return c.warm(ctx, func(ctx context.Context, i int) (done, error) { return c.reboot(ctx, vmID(pool+i)) })
 }
 
 // measure sends reboots of the pool's VMs at each rate of ls in turn, and
@@ -247,7 +235,11 @@ func (c *apiClient) measure(ctx context.Context, ls LatencySize, pool int, s *La
 	next := 0
 	dones := map[int][]done{}
 	for _, rate := range ls.Rates {
-		done, failed, err := c.openLoop(ctx, rate, ls.Duration, func() string { next++; return vmID(next % pool) })
+		base := next
+		done, failed, err := c.openLoop(ctx, rate, ls.Duration, func(ctx context.Context, i int) (done, error) {
+			return c.reboot(ctx, vmID((base+i+1)%pool))
+		})
+		next += int(float64(rate) * ls.Duration.Seconds())
 		for _, a := range done {
 			s.Actions[rate] = append(s.Actions[rate], a.took)
 		}
@@ -403,12 +395,12 @@ type done struct {
 	took    time.Duration
 }
 
-// openLoop sends a reboot every 1/rate s for d, whatever has completed,
-// and measures each from the send to the answer of the long-poll
+// openLoop carries out act(i) for i = 0, 1, … every 1/rate s for d,
+// whatever has completed, each on a goroutine of its own, and measures each from its send to the answer of the long-poll
 // GET /v1/jobs/{id}?wait=60s, which the gateway answers when the
 // projector's commit of the final job row wakes it: the figure is the read
 // model's, at one GET per action.
-func (c *apiClient) openLoop(ctx context.Context, rate int, d time.Duration, vm func() string) (out []done, failed int, err error) {
+func (c *apiClient) openLoop(ctx context.Context, rate int, d time.Duration, act func(ctx context.Context, i int) (done, error)) (out []done, failed int, err error) {
 	n := int(float64(rate) * d.Seconds())
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -418,11 +410,8 @@ func (c *apiClient) openLoop(ctx context.Context, rate int, d time.Duration, vm 
 		if err := sleep(ctx, time.Until(t0.Add(time.Duration(i)*time.Second/time.Duration(rate)))); err != nil {
 			return nil, 0, err
 		}
-		id := vm()
 		wg.Go(func() {
-			sent := time.Now()
-			job, err := c.action(ctx, id)
-			took := time.Since(sent)
+			a, err := act(ctx, i)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -432,7 +421,7 @@ func (c *apiClient) openLoop(ctx context.Context, rate int, d time.Duration, vm 
 				}
 				return
 			}
-			out = append(out, done{job: job, vm: id, sent: sent, took: took})
+			out = append(out, a)
 		})
 	}
 	wg.Wait()
@@ -442,25 +431,34 @@ func (c *apiClient) openLoop(ctx context.Context, rate int, d time.Duration, vm 
 	return out, failed, nil
 }
 
-// action reboots vm and waits until the read model has the job succeeded;
-// it returns the job's id.
-func (c *apiClient) action(ctx context.Context, vm string) (string, error) {
+// reboot reboots vm and waits until the read model has the job succeeded.
+func (c *apiClient) reboot(ctx context.Context, vm string) (done, error) {
+	sent := time.Now()
 	var job api.Job
 	code, err := c.do(ctx, http.MethodPost, "/v1/vms/"+vm+"/actions", map[string]any{"action": "reboot"}, &job)
 	if err != nil || code != http.StatusAccepted {
-		return "", fmt.Errorf("reboot %s: status %d: %v", vm, code, err)
+		return done{}, fmt.Errorf("reboot %s: status %d: %v", vm, code, err)
 	}
+	if err := c.succeeded(ctx, job.ID, vm); err != nil {
+		return done{}, err
+	}
+	return done{job: job.ID, vm: vm, sent: sent, took: time.Since(sent)}, nil
+}
+
+// succeeded waits (one long-poll) until the read model has job ended, and
+// wants it succeeded; what names its VM in errors.
+func (c *apiClient) succeeded(ctx context.Context, job, what string) error {
 	var j api.Job
-	code, err = c.do(ctx, http.MethodGet, "/v1/jobs/"+job.ID+"?wait=60s", nil, &j)
+	code, err := c.do(ctx, http.MethodGet, "/v1/jobs/"+job+"?wait=60s", nil, &j)
 	switch {
 	case err != nil:
-		return "", fmt.Errorf("job %s: %w", job.ID, err)
+		return fmt.Errorf("job %s: %w", job, err)
 	case code != http.StatusOK || !api.Finished(j.State):
-		return "", fmt.Errorf("job %s of %s: status %d, state %q after a minute", job.ID, vm, code, j.State)
+		return fmt.Errorf("job %s of %s: status %d, state %q after a minute", job, what, code, j.State)
 	case j.State != api.JobSucceeded:
-		return "", fmt.Errorf("job %s of %s: %s (%s)", job.ID, vm, j.State, j.Reason)
+		return fmt.Errorf("job %s of %s: %s (%s)", job, what, j.State, j.Reason)
 	}
-	return job.ID, nil
+	return nil
 }
 
 func freeAddr() (string, error) {

@@ -28,6 +28,9 @@ import (
 type LatencyChildArgs struct {
 	Size   LatencySize `json:"size"`
 	PGBase string      `json:"pg_base"`
+	// Deploys, when set, makes the child run the deploy open loop
+	// (RunDeploys) instead of the reboots.
+	Deploys *DeploySize `json:"deploys,omitempty"`
 }
 
 // RunLatencyChild is the child: it runs one repetition (RunLatency) and
@@ -44,7 +47,12 @@ func RunLatencyChild(ctx context.Context, arg string) error {
 	if err != nil {
 		return err
 	}
-	s, err := RunLatency(ctx, a.Size, a.PGBase, log)
+	var s any
+	if a.Deploys != nil {
+		s, err = RunDeploys(ctx, *a.Deploys, a.PGBase, log)
+	} else {
+		s, err = RunLatency(ctx, a.Size, a.PGBase, log)
+	}
 	stop()
 	harness.HeapProfile(os.Getenv("VMPLANE_BENCH_MEMPROFILE"), log)
 	if err != nil {
@@ -57,13 +65,26 @@ func RunLatencyChild(ctx context.Context, arg string) error {
 // its sample; the child's log goes to this process's stderr.
 func RunLatencyIsolated(ctx context.Context, ls LatencySize, pgBase string) (LatencySample, error) {
 	var s LatencySample
+	return s, runChild(ctx, LatencyChildArgs{Size: ls, PGBase: pgBase}, &s)
+}
+
+// RunDeploysIsolated runs one repetition of the deploy open loop in a new
+// child process and returns its sample.
+func RunDeploysIsolated(ctx context.Context, ds DeploySize, pgBase string) (DeploySample, error) {
+	var s DeploySample
+	return s, runChild(ctx, LatencyChildArgs{Deploys: &ds, PGBase: pgBase}, &s)
+}
+
+// runChild runs the bench binary as a child with args and decodes the
+// sample it prints into sample.
+func runChild(ctx context.Context, args LatencyChildArgs, sample any) error {
 	exe, err := os.Executable()
 	if err != nil {
-		return s, err
+		return err
 	}
-	arg, err := json.Marshal(LatencyChildArgs{Size: ls, PGBase: pgBase})
+	arg, err := json.Marshal(args)
 	if err != nil {
-		return s, err
+		return err
 	}
 	var out bytes.Buffer
 	cmd := exec.CommandContext(ctx, exe, "-latency-child", string(arg))
@@ -73,10 +94,10 @@ func RunLatencyIsolated(ctx context.Context, ls LatencySize, pgBase string) (Lat
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 30 * time.Second
 	if err := cmd.Run(); err != nil {
-		return s, fmt.Errorf("latency child: %w", err)
+		return fmt.Errorf("latency child: %w", err)
 	}
-	if err := json.Unmarshal(out.Bytes(), &s); err != nil {
-		return s, fmt.Errorf("latency child's sample: %w", err)
+	if err := json.Unmarshal(out.Bytes(), sample); err != nil {
+		return fmt.Errorf("latency child's sample: %w", err)
 	}
-	return s, nil
+	return nil
 }

@@ -21,10 +21,21 @@ const (
 	errRunsElsewhere = "not started twice"
 )
 
+// VMFinder is a driver that tells at once which of its hosts hold a VM
+// (the sim driver, serving thousands of hosts in one process); another is
+// asked host by host.
+type VMFinder interface {
+	HostsOf(vmID string) []string
+}
+
 // runsElsewhere returns a host among peers, other than host, where the VM
 // runs or is paused; "" when none (a peer that cannot be read, or has no
-// such VM, is passed). One lookup per peer, not a listing of its VMs.
+// such VM, is passed). One lookup per peer, not a listing of its VMs; a
+// VMFinder narrows the peers to the hosts that hold the VM.
 func runsElsewhere(d Driver, vm, host string, peers []string) string {
+	if f, ok := d.(VMFinder); ok {
+		peers = f.HostsOf(vm)
+	}
 	for _, p := range peers {
 		if p == host {
 			continue

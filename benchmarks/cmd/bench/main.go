@@ -32,7 +32,7 @@ func main() {
 	quick := flag.Bool("quick", false, "tiny sizes (seconds), as `make test` runs it")
 	record := flag.Bool("record", true, "write results/<date>-<commit>.json (and, for full runs, a README history row)")
 	runs := flag.Int("runs", 0, "repetitions per scenario (default 3)")
-	only := flag.String("only", "", "run these scenario groups, comma-separated: storm, latency, placement, journal, rebuild, durability (for profiling; never recorded)")
+	only := flag.String("only", "", "run these scenario groups, comma-separated: storm, latency, deploy, placement, journal, rebuild, durability (for profiling; never recorded)")
 	childRole := flag.String("child", "", "internal: run a processor as a child process")
 	brokers := flag.String("brokers", "", "internal: broker list of -child")
 	latencyChild := flag.String("latency-child", "", "internal: run one action-latency repetition as a child process (JSON arguments)")
@@ -103,6 +103,13 @@ func run(ctx context.Context, quick, record bool, runs int, g groups) error {
 			return err
 		}
 		rows = append(rows, latencyRows(ctx, ls, pg.DSN())...)
+	}
+	if g.has("deploy") {
+		ds, err := deploySize(quick, runs, g)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, deployRows(ctx, ds, pg.DSN())...)
 	}
 	if g.has("placement") {
 		fmt.Fprintln(os.Stderr, "bench: placement")
@@ -183,16 +190,25 @@ func latencySize(quick bool, runs int, g groups) (storm.LatencySize, error) {
 	// VMPLANE_BENCH_RATES=100,500 picks the rates of a profiling run
 	// (-only latency, never recorded).
 	if v := os.Getenv("VMPLANE_BENCH_RATES"); v != "" && g.alone("latency") {
-		ls.Rates = nil
-		for _, f := range strings.Split(v, ",") {
-			r, err := strconv.Atoi(f)
-			if err != nil || r <= 0 {
-				return ls, fmt.Errorf("VMPLANE_BENCH_RATES: %q is not a rate", f)
-			}
-			ls.Rates = append(ls.Rates, r)
-		}
+		r, err := benchRates(v)
+		ls.Rates = r
+		return ls, err
 	}
 	return ls, nil
+}
+
+// benchRates reads VMPLANE_BENCH_RATES (100,500), the rates of a profiling
+// run of -only latency or -only deploy (never recorded).
+func benchRates(v string) ([]int, error) {
+	var rates []int
+	for _, f := range strings.Split(v, ",") {
+		r, err := strconv.Atoi(f)
+		if err != nil || r <= 0 {
+			return nil, fmt.Errorf("VMPLANE_BENCH_RATES: %q is not a rate", f)
+		}
+		rates = append(rates, r)
+	}
+	return rates, nil
 }
 
 // latencyRows runs the action-latency scenario ls.Runs times, up to the
@@ -210,6 +226,40 @@ func latencyRows(ctx context.Context, ls storm.LatencySize, dsn string) []harnes
 		samples = append(samples, s)
 	}
 	return storm.LatencyRows(ls, samples, lerr)
+}
+
+// deploySize is the deploy open loop's size for this run.
+func deploySize(quick bool, runs int, g groups) (storm.DeploySize, error) {
+	ds := storm.DeployFull
+	if quick {
+		ds = storm.DeployQuick
+	}
+	if runs > 0 {
+		ds.Runs = runs
+	}
+	if v := os.Getenv("VMPLANE_BENCH_RATES"); v != "" && g.alone("deploy") {
+		r, err := benchRates(v)
+		ds.Rates = r
+		return ds, err
+	}
+	return ds, nil
+}
+
+// deployRows runs the deploy open loop ds.Runs times, up to the first
+// failure, each repetition in a child process, and returns its rows.
+func deployRows(ctx context.Context, ds storm.DeploySize, dsn string) []harness.Row {
+	var samples []storm.DeploySample
+	var derr error
+	for i := range ds.Runs {
+		fmt.Fprintf(os.Stderr, "bench: deploy latency, run %d/%d (%d hosts; %v deploys/s, %s each)\n", i+1, ds.Runs, ds.Hosts, ds.Rates, ds.Duration)
+		s, err := storm.RunDeploysIsolated(ctx, ds, dsn)
+		if err != nil {
+			derr = err
+			break
+		}
+		samples = append(samples, s)
+	}
+	return storm.DeployRows(ds, samples, derr)
 }
 
 // printRun prints the table of figures and the machine they were taken on.

@@ -265,6 +265,7 @@ func (h *host) add(v vm) {
 	}
 	h.index[v.id] = int32(len(h.vms))
 	h.vms = append(h.vms, v)
+	h.where.add(v.id, h.info.ID)
 }
 
 // remove swap-removes the VM at i, keeping the slice dense (the caller
@@ -279,6 +280,7 @@ func (h *host) remove(i int32) {
 	h.vms[last] = vm{}
 	h.vms = h.vms[:last]
 	delete(h.index, id)
+	h.where.remove(id, h.info.ID)
 }
 
 // signal tells the agent a VM changed on a host; dropping it when the agent

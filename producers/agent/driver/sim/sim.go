@@ -57,6 +57,7 @@ type host struct {
 	partitioned bool
 	vms         []vm
 	index       map[string]int32 // vm id -> position in vms
+	where       *where           // the driver's, kept by add and remove
 	// ledgers are the VMs' command ledgers (agent.Ledger); they outlive
 	// the VMs, as a hypervisor's disk does.
 	ledgers map[string]agent.Ledger
@@ -78,6 +79,7 @@ type Driver struct {
 	order   []string // host ids in configuration order
 	changes chan agent.Change
 	state   *stateFile // nil without Config.StateFile
+	where   *where
 
 	rmu sync.Mutex
 	rnd *rand.Rand
@@ -111,10 +113,11 @@ func New(cfg Config) (*Driver, error) {
 		hosts:   make(map[string]*host, len(infos)),
 		order:   make([]string, len(infos)),
 		changes: make(chan agent.Change, cfg.ChangeBuffer),
+		where:   &where{},
 		rnd:     rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 	}
 	for i, info := range infos {
-		d.hosts[info.ID] = &host{info: info}
+		d.hosts[info.ID] = &host{info: info, where: d.where}
 		d.order[i] = info.ID
 	}
 	if cfg.StateFile != "" {
@@ -154,12 +157,8 @@ func (d *Driver) Start(ctx context.Context, hostID string, spec agent.VMSpec) (e
 	}
 	i, ok := h.index[spec.ID]
 	if !ok {
-		if h.index == nil {
-			h.index = make(map[string]int32)
-		}
-		i = int32(len(h.vms))
-		h.vms = append(h.vms, vm{id: spec.ID})
-		h.index[spec.ID] = i
+		h.add(vm{id: spec.ID})
+		i = h.index[spec.ID]
 	}
 	v := &h.vms[i]
 	v.cpu, v.memoryMB, v.power = uint16(spec.CPU), uint32(spec.MemoryMB), powerOn
