@@ -239,6 +239,11 @@ func (p *Processor[S]) forgetAll() {
 	p.ready.Store(false)
 }
 
+// transactionTimeout bounds how long a dead instance's open transaction
+// holds back its partitions' readers (as Kafka Streams' exactly-once
+// default, 10 s).
+const transactionTimeout = 10 * time.Second
+
 // session runs one group transact session until ctx ends or it fails.
 func (p *Processor[S]) session(ctx context.Context) error {
 	// A static member named like the transactional id: an instance
@@ -250,7 +255,13 @@ func (p *Processor[S]) session(ctx context.Context) error {
 		kgo.ConsumerGroup(p.Group()),
 		kgo.ConsumeTopics(p.cfg.Kafka.Topics(p.cfg.Inputs...)...),
 		kgo.TransactionalID(p.Group()+"-"+p.cfg.InstanceID),
-		kgo.TransactionTimeout(60*time.Second),
+		// The transaction of an instance killed mid-batch and not
+		// restarted (its successor has another transactional id, so it
+		// cannot fence it) stays open until this runs out, and every
+		// read_committed reader of its partitions, its successor's
+		// restore among them, waits that long: 60 s made a hand-over take
+		// a minute. A batch's transaction lasts milliseconds.
+		kgo.TransactionTimeout(transactionTimeout),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.SessionTimeout(p.cfg.SessionTimeout),
 		kgo.HeartbeatInterval(p.cfg.SessionTimeout/5),
