@@ -86,7 +86,7 @@ func RunChild(ctx context.Context, role string, brokers []string) error {
 	case ChildVM:
 		// The wiring of ops/roles (KindVM), repeated so that the benchmark
 		// builds while the roles' other dependencies are being edited.
-		vp, err := engine.New(engine.Config{Name: "processor-vm", Kafka: kcfg, InstanceID: "bench", Logger: log,
+		vp, err := engine.New(engine.Config{Name: "processor-vm", Kafka: kcfg, InstanceID: childInstance(), Logger: log,
 			Inputs:    []string{schemas.TopicVmCommands, schemas.TopicVmPower, schemas.TopicVmAnswers, schemas.TopicVmSignals},
 			Changelog: schemas.TopicVmState}, engine.Machine[*schemas.VmRecord](vm.New(vm.DefaultConfig())))
 		if err != nil {
@@ -156,20 +156,34 @@ type child struct {
 	wg        sync.WaitGroup
 }
 
-// startChild starts a child role and waits for its ready line.
-func startChild(ctx context.Context, role string, brokers []string) (*child, error) {
+// childInstance is the instance id of a child VM processor: "bench", or
+// VMPLANE_BENCH_INSTANCE for a second process of the same group.
+func childInstance() string {
+	if v := os.Getenv("VMPLANE_BENCH_INSTANCE"); v != "" {
+		return v
+	}
+	return "bench"
+}
+
+// launchChild starts a child role, its instance id instance (empty: the
+// default), and returns it with the channel its ready line comes on
+// (closed if it exits first).
+func launchChild(role, instance string, brokers []string) (*child, <-chan string, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cmd := exec.Command(exe, "-child", role, "-brokers", strings.Join(brokers, ","))
 	cmd.Stderr = os.Stderr
+	if instance != "" {
+		cmd.Env = append(os.Environ(), "VMPLANE_BENCH_INSTANCE="+instance)
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start child %s: %w", role, err)
+		return nil, nil, fmt.Errorf("start child %s: %w", role, err)
 	}
 	c := &child{cmd: cmd}
 	ready := make(chan string, 1)
@@ -184,6 +198,15 @@ func startChild(ctx context.Context, role string, brokers []string) (*child, err
 		}
 		close(ready)
 	}()
+	return c, ready, nil
+}
+
+// startChild starts a child role and waits for its ready line.
+func startChild(ctx context.Context, role string, brokers []string) (*child, error) {
+	c, ready, err := launchChild(role, "", brokers)
+	if err != nil {
+		return nil, err
+	}
 	select {
 	case line, ok := <-ready:
 		if !ok {

@@ -32,7 +32,7 @@ func main() {
 	quick := flag.Bool("quick", false, "tiny sizes (seconds), as `make test` runs it")
 	record := flag.Bool("record", true, "write results/<date>-<commit>.json (and, for full runs, a README history row)")
 	runs := flag.Int("runs", 0, "repetitions per scenario (default 3)")
-	only := flag.String("only", "", "run these scenario groups, comma-separated: storm, latency, deploy, placement, journal, rebuild, durability (for profiling; never recorded)")
+	only := flag.String("only", "", "run these scenario groups, comma-separated: storm, handover, latency, deploy, placement, journal, rebuild, durability (for profiling; never recorded)")
 	childRole := flag.String("child", "", "internal: run a processor as a child process")
 	brokers := flag.String("brokers", "", "internal: broker list of -child")
 	latencyChild := flag.String("latency-child", "", "internal: run one action-latency repetition as a child process (JSON arguments)")
@@ -96,6 +96,9 @@ func run(ctx context.Context, quick, record bool, runs int, g groups) error {
 	var rows []harness.Row
 	if g.has("storm") {
 		rows = append(rows, stormRows(ctx, sz, pg.DSN(), log)...)
+	}
+	if g.has("handover") {
+		rows = append(rows, handoverRows(ctx, sz, quick, rows, pg.DSN(), log)...)
 	}
 	if g.has("latency") {
 		ls, err := latencySize(quick, runs, g)
@@ -176,6 +179,34 @@ func stormRows(ctx context.Context, sz storm.Size, dsn string, log *slog.Logger)
 		samples = append(samples, s)
 	}
 	return storm.Rows(sz, samples, stormErr)
+}
+
+// handoverRows runs two VM processors sharing a storm (sz; once in quick
+// mode, where each run waits out a killed member's session) up to the
+// first failure, and returns its rows; the limit is the one-process
+// storm's time to caught up among rows, when the storm ran.
+func handoverRows(ctx context.Context, sz storm.Size, quick bool, rows []harness.Row, dsn string, log *slog.Logger) []harness.Row {
+	if quick {
+		sz.Runs = 1
+	}
+	var limit harness.Stat
+	for _, r := range rows {
+		if r.Scenario == "reconnect storm" && r.Figure == "time to caught up" {
+			limit = r.Value
+		}
+	}
+	var samples []storm.HandoverSample
+	var herr error
+	for i := range sz.Runs {
+		fmt.Fprintf(os.Stderr, "bench: two VM processors sharing a storm, run %d/%d (%d VMs)\n", i+1, sz.Runs, sz.VMs)
+		s, err := storm.RunHandover(ctx, sz, dsn, log)
+		if err != nil {
+			herr = err
+			break
+		}
+		samples = append(samples, s)
+	}
+	return storm.HandoverRows(sz, samples, limit, herr)
 }
 
 // latencySize is the action-latency scenario's size for this run.
