@@ -12,7 +12,7 @@ func TestPoolCoversAPhase(t *testing.T) {
 		ls   LatencySize
 		want int
 	}{
-		{LatencyFull, 5000},
+		{LatencyFull, 10000},
 		{LatencyQuick, 100},
 		{LatencySize{Rates: []int{1000, 300}, Duration: 1500 * time.Millisecond}, 2000},
 		{LatencySize{Rates: []int{30}, Duration: 2 * time.Second}, 100},
