@@ -15,6 +15,9 @@ type Machine struct {
 	base     Config
 	cfg      Config
 	settings settings.Values
+	// current says whether the last input stepped was read within
+	// TickSlack of being written; false until one is (lag.go).
+	current bool
 }
 
 // New returns a host machine; zero settings take their defaults.
@@ -37,6 +40,7 @@ func (m *Machine) Configure(c *schemas.SettingChanged) error {
 // in.Key. Values are the pointers schemas.Unmarshal returns; records of other
 // types leave the state as it is.
 func (m *Machine) Step(s *schemas.HostRecord, in schemas.Record, now time.Time) (*schemas.HostRecord, []schemas.Record) {
+	m.observe(in, now)
 	hdr := carried(in)
 	switch v := in.Value.(type) {
 	case *schemas.AgentConnected:

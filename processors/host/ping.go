@@ -90,8 +90,11 @@ func (m *Machine) observeVms(r *schemas.HostRecord, vmIDs []string, seq int64, n
 // storm of false alarms. So a Tick that comes later than TickSlack after its
 // wake time is taken for what it is — proof the processor was not running —
 // and opens a restart grace instead: every host gets RestartGrace to ping
-// again before its missed ping counts. A timely Tick is an ordinary timeout,
-// so ping.timeout keeps its meaning while the processor runs.
+// again before its missed ping counts. A timely Tick of a machine that is not
+// current (lag.go: it has read nothing yet, or is reading a backlog) opens
+// the same grace, once: a host silent through it times out at its end. A
+// timely Tick of a current machine is an ordinary timeout, so ping.timeout
+// keeps its meaning while the processor keeps up.
 func (m *Machine) pingTimeout(s *schemas.HostRecord, now time.Time) (*schemas.HostRecord, []schemas.Record) {
 	wake := pingWake(s)
 	if wake.IsZero() || now.Before(wake) {
@@ -103,7 +106,7 @@ func (m *Machine) pingTimeout(s *schemas.HostRecord, now time.Time) (*schemas.Ho
 		// Nothing to investigate; the deadline is spent.
 		r.PingDeadline, r.GraceUntil = 0, 0
 		return r, nil
-	case now.Sub(wake) > m.cfg.TickSlack:
+	case now.Sub(wake) > m.cfg.TickSlack, !m.current && s.GraceUntil == 0:
 		r.GraceUntil = now.Add(m.cfg.RestartGrace).UnixMilli()
 		return r, nil
 	case s.Status.ResourceState == ResourceUnmanaged:

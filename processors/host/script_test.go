@@ -16,7 +16,7 @@ import (
 //
 //	config ping=60s step=30s alert=30m investigators=neighbour,fence autoregister=off
 //	hello <t> [vm...]            AgentConnected listing the VMs
-//	ping <t> <seq> [vm...]       AgentPing
+//	ping <t> <seq> [vm...] [sent=<t>]   AgentPing, written at sent (default: unknown)
 //	bye <t>                      AgentDisconnected
 //	answer <t> <round> <investigator> <Up|Down|Unknown>   CheckHostAnswer
 //	admin <t> enable|disable|remove|prepare|cancel|add|unmanage|manage [command-id]
@@ -24,6 +24,9 @@ import (
 //	advance <t>                  fire every due Tick up to t, second by second
 //	offline <t>                  the processor is down until t: no Tick fires
 //	                             before, then a late Tick if one is due
+//	restart <t>                  as offline, and the processor comes back as a
+//	                             new machine of the config (no settings) that
+//	                             has read nothing yet
 //	set <t> <name> <value>       SettingChanged at the global scope
 //
 // Times are offsets from t0 and never go back. Outputs of advance carry the
@@ -79,6 +82,9 @@ func (s *script) run(d scenario.Case) []string {
 		}
 	case "offline":
 		tick(at)
+	case "restart":
+		s.m = New(s.cfg)
+		tick(at)
 	case "set":
 		if len(d.Args) != 3 {
 			t.Fatalf("%s: want set <t> <name> <value>", d.Pos)
@@ -93,13 +99,35 @@ func (s *script) run(d scenario.Case) []string {
 		for c := s.clock + time.Second; c < at; c += time.Second {
 			tick(c)
 		}
+		args, sent := sentAt(t, d.Args[1:])
+		in := rec(scriptInput(t, d.Cmd, args, s.r))
+		in.TimestampMs = sent
 		var outs []schemas.Record
-		s.r, outs = s.m.Step(s.r, rec(scriptInput(t, d.Cmd, d.Args[1:], s.r)), t0.Add(at))
+		s.r, outs = s.m.Step(s.r, in, t0.Add(at))
 		roundTrip(t, s.r)
 		res = append(res, describe(t, outs)...)
 	}
 	s.clock = at
 	return res
+}
+
+// sentAt takes a sent=<t> argument out of args: the input's Kafka
+// timestamp, 0 (none) without it.
+func sentAt(t *testing.T, args []string) (rest []string, ms int64) {
+	t.Helper()
+	for _, a := range args {
+		v, ok := strings.CutPrefix(a, "sent=")
+		if !ok {
+			rest = append(rest, a)
+			continue
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("sent=%s: %v", v, err)
+		}
+		ms = t0.Add(d).UnixMilli()
+	}
+	return rest, ms
 }
 
 func parseConfig(t *testing.T, kvs []string) Config {

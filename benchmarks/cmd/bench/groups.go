@@ -9,7 +9,7 @@ import (
 // groups is the -only selection; empty runs every group.
 type groups map[string]bool
 
-var groupNames = []string{"storm", "handover", "latency", "deploy", "placement", "journal", "rebuild", "durability"}
+var groupNames = []string{"storm", "handover", "latency", "deploy", "placement", "journal", "rebuild", "durability", "hosts"}
 
 func parseGroups(s string) (groups, error) {
 	g := groups{}

@@ -14,7 +14,8 @@ func TestParseGroups(t *testing.T) {
 	}{
 		{only: "", has: groupNames},
 		{only: "latency", has: []string{"latency"}, hasNot: []string{"storm", "placement", "journal", "rebuild"}, alone: "latency"},
-		{only: "storm,latency", has: []string{"storm", "latency"}, hasNot: []string{"placement", "journal", "rebuild"}},
+		{only: "storm,latency", has: []string{"storm", "latency"}, hasNot: []string{"placement", "journal", "rebuild", "hosts"}},
+		{only: "hosts", has: []string{"hosts"}, hasNot: []string{"storm", "latency", "placement", "journal", "rebuild", "durability"}, alone: "hosts"},
 		{only: "storm,", err: `"" is not a scenario group`},
 		{only: "Storm", err: `"Storm" is not a scenario group`},
 		{only: "storm latency", err: `"storm latency" is not a scenario group`},

@@ -20,6 +20,7 @@ import (
 
 	"github.com/vmplane/vmplane/benchmarks/durability"
 	"github.com/vmplane/vmplane/benchmarks/harness"
+	"github.com/vmplane/vmplane/benchmarks/hoststorm"
 	"github.com/vmplane/vmplane/benchmarks/journal"
 	"github.com/vmplane/vmplane/benchmarks/placement"
 	"github.com/vmplane/vmplane/benchmarks/rebuild"
@@ -32,10 +33,11 @@ func main() {
 	quick := flag.Bool("quick", false, "tiny sizes (seconds), as `make test` runs it")
 	record := flag.Bool("record", true, "write results/<date>-<commit>.json (and, for full runs, a README history row)")
 	runs := flag.Int("runs", 0, "repetitions per scenario (default 3)")
-	only := flag.String("only", "", "run these scenario groups, comma-separated: storm, handover, latency, deploy, placement, journal, rebuild, durability (for profiling; never recorded)")
+	only := flag.String("only", "", "run these scenario groups, comma-separated: storm, handover, latency, deploy, placement, journal, rebuild, durability, hosts (for profiling; never recorded)")
 	childRole := flag.String("child", "", "internal: run a processor as a child process")
 	brokers := flag.String("brokers", "", "internal: broker list of -child")
 	latencyChild := flag.String("latency-child", "", "internal: run one action-latency repetition as a child process (JSON arguments)")
+	hostsChild := flag.String("hosts-child", "", "internal: run every processor as a child process of the host storms (JSON arguments)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -49,6 +51,13 @@ func main() {
 	if *latencyChild != "" {
 		if err := storm.RunLatencyChild(ctx, *latencyChild); err != nil {
 			fmt.Fprintln(os.Stderr, "bench latency child:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *hostsChild != "" {
+		if err := hoststorm.RunChild(ctx, *hostsChild); err != nil {
+			fmt.Fprintln(os.Stderr, "bench hosts child:", err)
 			os.Exit(1)
 		}
 		return
@@ -135,6 +144,9 @@ func run(ctx context.Context, quick, record bool, runs int, g groups) error {
 	if g.has("durability") {
 		fmt.Fprintln(os.Stderr, "bench: durability")
 		rows = append(rows, durability.Rows(ctx, quick, sz.Runs, varDir, log)...)
+	}
+	if g.has("hosts") {
+		rows = append(rows, hoststorm.Rows(ctx, quick, runs, log)...)
 	}
 
 	r := harness.Run{Started: started, Duration: time.Since(started), Quick: quick, Machine: harness.Describe(pgVersion, journal.ServerVersion(ctx)), Rows: rows}
