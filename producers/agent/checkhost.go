@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"github.com/vmplane/vmplane/schemas"
 )
@@ -36,8 +35,9 @@ type Fencer interface {
 // investigate serves CheckHost and FenceHost, which are addressed by
 // cluster rather than by host: the command is keyed by the target, whose
 // own agent may be gone, and whichever agent serves another live host of
-// the cluster answers for it. It reports whether rec was one of them.
-func (a *Agent) investigate(ctx context.Context, p *pool, rec schemas.Record, wg *sync.WaitGroup) bool {
+// the cluster answers for it. It reports whether rec was one of them, and
+// then calls finish once it is answered or skipped.
+func (a *Agent) investigate(ctx context.Context, p *pool, rec schemas.Record, finish func()) bool {
 	var (
 		cmd     *schemas.AgentCommand
 		target  string
@@ -55,19 +55,18 @@ func (a *Agent) investigate(ctx context.Context, p *pool, rec schemas.Record, wg
 		// The investigation has moved on; a fencing now could power off
 		// a host that came back since.
 		a.log.Info("expired investigation skipped", "target", target, "command", cmd.CommandID)
+		finish()
 		return true
 	}
 	from := a.neighbour(target, cluster)
 	if from == nil {
+		finish()
 		return true // no live host of ours in the cluster: not ours to answer
 	}
-	wg.Add(1)
-	if !p.submit(ctx, job{key: cmd.CommandID, run: func(ctx context.Context, done func()) {
+	p.submit(ctx, job{key: cmd.CommandID, run: func(ctx context.Context, done func()) {
 		a.answerInvestigation(ctx, from, rec, cmd, target)
 		done()
-	}, done: wg.Done}) {
-		wg.Done()
-	}
+	}, done: finish})
 	return true
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -13,12 +12,14 @@ import (
 	"github.com/vmplane/vmplane/schemas"
 )
 
-// commandLoop consumes agent.commands.v1 batch by batch: every command of
-// the batch for one of the agent's hosts is executed on the pool, and the
-// batch's offsets are marked for the client's next commit once all of them
-// are answered. Polling uses ctx; execution and answers use hard, which
-// outlives ctx by the shutdown grace.
+// commandLoop consumes agent.commands.v1: every command for one of the
+// agent's hosts is executed on the pool, and each record is marked for the
+// client's next commit once it and every record before it in its
+// partition are answered (marks). The loop polls on while commands run.
+// Polling uses ctx; execution and answers use hard, which outlives ctx by
+// the shutdown grace.
 func (a *Agent) commandLoop(ctx, hard context.Context, p *pool) {
+	m := newMarks(a.cl.MarkCommitRecords)
 	failures := 0
 	for {
 		fs := a.cl.PollFetches(ctx)
@@ -31,16 +32,13 @@ func (a *Agent) commandLoop(ctx, hard context.Context, p *pool) {
 				fetchErr = fmt.Errorf("fetch %s/%d: %w", t, part, err)
 			}
 		})
-		var wg sync.WaitGroup
-		var recs []*kgo.Record
+		n := 0
 		fs.EachRecord(func(kr *kgo.Record) {
-			recs = append(recs, kr)
-			a.dispatch(ctx, hard, p, kr, &wg)
+			n++
+			a.dispatch(ctx, hard, p, kr, m.add(kr))
 		})
-		wg.Wait()
-		a.cl.MarkCommitRecords(recs...)
 		a.cl.AllowRebalance()
-		if fetchErr != nil && len(recs) == 0 {
+		if fetchErr != nil && n == 0 {
 			a.log.Warn("polling agent commands", "err", fetchErr)
 			if !sleep(ctx, backoff(failures)) {
 				return
@@ -53,15 +51,16 @@ func (a *Agent) commandLoop(ctx, hard context.Context, p *pool) {
 }
 
 // dispatch decodes one record and hands a command for one of our hosts to
-// the pool. An undecodable record is logged, counted and skipped; commands
-// for other hosts are skipped.
+// the pool, which calls finish once it is answered. An undecodable record
+// is logged, counted and skipped; commands for other hosts are skipped;
+// a skipped record is finished at once.
 //
 // An agent writes no dead letters: dlq.v1 is for processors and projectors
 // (internal/kafka's ACLs), since a redrive trusts what a dead letter says
 // of its origin. Nothing is lost by skipping: the processors wrote the
 // record, and the VM processor sends an unanswered command again or ends
 // its job at the job timeout.
-func (a *Agent) dispatch(ctx, hard context.Context, p *pool, kr *kgo.Record, wg *sync.WaitGroup) {
+func (a *Agent) dispatch(ctx, hard context.Context, p *pool, kr *kgo.Record, finish func()) {
 	// Decoded under its logical topic; the record itself keeps the
 	// physical one, which MarkCommitRecords commits by.
 	logical := *kr
@@ -77,29 +76,29 @@ func (a *Agent) dispatch(ctx, hard context.Context, p *pool, kr *kgo.Record, wg 
 	if err != nil {
 		a.log.Error("skipping an undecodable agent command", "partition", kr.Partition, "offset", kr.Offset, "err", err)
 		telemetry.AgentCommands.With("undecodable", "skipped").Inc() // telemetry:
+		finish()
 		return
 	}
-	if a.investigate(ctx, p, rec, wg) {
+	if a.investigate(ctx, p, rec, finish) {
 		return // checkhost.go: addressed by cluster, not by host
 	}
 	h, ok := a.hosts[cmd.HostID]
 	if !ok {
+		finish()
 		return
 	}
 	if r, ok := rec.Value.(*schemas.AgentRejected); ok {
 		if !h.rejected.Swap(true) {
 			a.log.Error("host rejected by the control plane; no more reports for it", "host", cmd.HostID, "reason", r.Reason)
 		}
+		finish()
 		return
 	}
 	key := cmd.VmID
 	if key == "" {
 		key = cmd.CommandID
 	}
-	wg.Add(1)
-	if !p.submit(ctx, job{key: key, run: func(ctx context.Context, done func()) { a.execute(ctx, h, rec, cmd, done) }, done: wg.Done}) {
-		wg.Done()
-	}
+	p.submit(ctx, job{key: key, run: func(ctx context.Context, done func()) { a.execute(ctx, h, rec, cmd, done) }, done: finish})
 }
 
 // execute carries out one command and answers it, unless the command id was
