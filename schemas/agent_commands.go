@@ -113,6 +113,17 @@ type MigrateVm struct {
 	Nics       []Nic    `avro:"nics" doc:"The VM's network interfaces."`
 }
 
+// AbortMigrateVm asks the source's agent to abort the live migration that
+// MigrateCommandID started, when its job is cancelled while the migration
+// runs: the migration stops, the VM runs on at the source, and the
+// MigrateVm is answered as failed. A migration that has ended (or not
+// begun: the MigrateVm read after the abort fails at once) is not undone;
+// the abort's own answer says which.
+type AbortMigrateVm struct {
+	AgentCommand
+	MigrateCommandID string `avro:"migrate_command_id" doc:"The MigrateVm whose migration to abort."`
+}
+
 // CheckVm asks an agent for one VM's power on the host, changing nothing:
 // the answer's power_state is the VM's state there, PowerOff when the host
 // has no such VM. The VM processor sends it to the hosts that keep a claim

@@ -78,6 +78,7 @@ var recordDocs = []struct {
 	{SnapshotVolumeVm{}, "Agent command: snapshot a volume inside its file."},
 	{DeleteVolumeVm{}, "Agent command: remove a detached volume's file."},
 	{MigrateVm{}, "Agent command: live-migrate a VM."},
+	{AbortMigrateVm{}, "Agent command: abort a live migration in flight, its job cancelled."},
 	{CheckVm{}, "Agent command: read one VM's power, changing nothing."},
 	{CheckHost{}, "Agent command: check a neighbour host."},
 	{FenceHost{}, "Agent command: power a neighbour host off."},

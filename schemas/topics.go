@@ -68,7 +68,7 @@ var vmCommandTypes = []string{"Deploy", "Start", "Stop", "Reboot", "Pause", "Unp
 	"RevertSnapshot", "DeleteSnapshot", "Recover", "AttachVolume", "DetachVolume", "ResizeVolume", "SnapshotVolume", "DeleteVolume"}
 
 var agentCommandTypes = []string{"StartVm", "StopVm", "DestroyVm", "RebootVm", "PauseVm", "UnpauseVm",
-	"SuspendVm", "ResumeVm", "RescueVm", "UnrescueVm", "RebuildVm", "SnapshotVm", "RevertSnapshotVm", "DeleteSnapshotVm", "MigrateVm", "CheckVm", "CheckHost", "FenceHost", "AgentRejected",
+	"SuspendVm", "ResumeVm", "RescueVm", "UnrescueVm", "RebuildVm", "SnapshotVm", "RevertSnapshotVm", "DeleteSnapshotVm", "MigrateVm", "AbortMigrateVm", "CheckVm", "CheckHost", "FenceHost", "AgentRejected",
 	"AttachVolumeVm", "DetachVolumeVm", "ResizeVolumeVm", "SnapshotVolumeVm", "DeleteVolumeVm"}
 
 // Topics is the topic table of docs/design.md §3 plus the processors' changelogs.
