@@ -76,8 +76,27 @@ func (t *tx) cancelJob(c *schemas.CancelJob) {
 	if cmd == "" {
 		cmd = j.Params[paramCommand] // a migration that settles
 	}
+	if j.Phase == phaseMigrating && j.Wait.Kind == waitAnswer {
+		t.step(s.TaskState, "cancel", fmt.Sprintf("cancel requested by %s: live migration %s is out, so its agent is asked to abort it, and the job stops after its answer", by, cmd),
+			map[string]any{"by": by, "command_id": cmd, "step": j.Seq})
+		t.abortMigration(cmd)
+		return
+	}
 	t.step(s.TaskState, "cancel", fmt.Sprintf("cancel requested by %s: agent command %s is out, so the job waits for its answer and stops after it", by, cmd),
 		map[string]any{"by": by, "command_id": cmd, "step": j.Seq})
+}
+
+// abortMigration asks the source's agent to abort the live migration of
+// the MigrateVm cmd (the cancel step's id is the abort's): aborted, the
+// MigrateVm is answered failed and the VM stays on its source, as a
+// migration that fails; ended before the abort, it has moved the VM, and
+// the job says so when the answer comes.
+func (t *tx) abortMigration(cmd string) {
+	s, j := t.s, t.s.Job
+	src := j.Params[paramSource]
+	t.emit(schemas.TopicAgentCommands, src, &schemas.AbortMigrateVm{AgentCommand: schemas.AgentCommand{
+		CommandID: t.currentID(), HostID: src, VmID: s.VmID, Epoch: s.Epoch, JobID: j.JobID, IssuedAt: t.ms,
+		ExpiresAt: j.Deadline}, MigrateCommandID: cmd})
 }
 
 // cancelRequested reports whether the running job waits to stop.
