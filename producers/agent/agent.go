@@ -104,6 +104,8 @@ type Agent struct {
 
 	codec *schemas.Codec
 	cl    *kgo.Client
+	// aborts are the live migrations in flight, for AbortMigrateVm.
+	aborts aborts
 	// brokerLost is set when a broker dial fails; the next successful dial
 	// sends AgentConnected again for every host.
 	brokerLost atomic.Bool

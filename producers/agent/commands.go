@@ -94,6 +94,10 @@ func (a *Agent) dispatch(ctx, hard context.Context, p *pool, kr *kgo.Record, fin
 		finish()
 		return
 	}
+	if ab, ok := rec.Value.(*schemas.AbortMigrateVm); ok {
+		a.abortMigration(hard, h, rec, cmd, ab, finish) // abort.go: not behind the migration
+		return
+	}
 	key := cmd.VmID
 	if key == "" {
 		key = cmd.CommandID
@@ -122,7 +126,7 @@ func (a *Agent) execute(ctx context.Context, h *hostState, rec schemas.Record, c
 	var err error
 	ctx, span := a.commandSpan(ctx, &rec, cmd)       // telemetry:
 	defer func() { a.commandDone(span, rec, err) }() // telemetry:
-	where, report, err := a.carryOut(ctx, h, rec)
+	where, report, err := a.carryOutAbortable(ctx, h, rec, cmd)
 	if Unanswered(err) {
 		// The agent of a crashed or partitioned host cannot answer, and a
 		// command issued before its host came back is void there; the
@@ -151,6 +155,25 @@ func (a *Agent) answerAgain(ctx context.Context, prev schemas.Record, cmd *schem
 			done()
 		})
 	})
+}
+
+// carryOutAbortable is carryOut, with a MigrateVm run so that an
+// AbortMigrateVm can stop it (abort.go): stopped, or aborted before it
+// began, it fails with errAborted and the VM stays at its source.
+func (a *Agent) carryOutAbortable(ctx context.Context, h *hostState, rec schemas.Record, cmd *schemas.AgentCommand) (*hostState, bool, error) {
+	if _, ok := rec.Value.(*schemas.MigrateVm); !ok {
+		return a.carryOut(ctx, h, rec)
+	}
+	run, end, aborted := a.aborts.start(ctx, cmd.CommandID)
+	if aborted {
+		return h, false, errAborted
+	}
+	defer end()
+	where, report, err := a.carryOut(run, h, rec)
+	if err != nil && run.Err() != nil && ctx.Err() == nil {
+		err = fmt.Errorf("%w (%v)", errAborted, err)
+	}
+	return where, report, err
 }
 
 // carryOut runs the command on the driver (Execute). where is the host the

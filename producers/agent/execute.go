@@ -71,6 +71,12 @@ func Execute(ctx context.Context, d Driver, v any, now int64, peers []string) (w
 	if cmd.Expired(now) {
 		return cmd.HostID, false, ErrExpired
 	}
+	if _, ok := v.(*schemas.AbortMigrateVm); ok {
+		// An agent aborts a migration in flight on its poll loop
+		// (abort.go); run here, after the commands before it have
+		// ended, it finds none.
+		return cmd.HostID, false, errors.New(errMigrationEnded)
+	}
 	hosts := ledgerHosts(v, cmd, peers)
 	repeat, err := admit(d, hosts, cmd)
 	switch {
