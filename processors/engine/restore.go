@@ -48,40 +48,45 @@ func (p *Processor[S]) restore(ctx context.Context, cl *kgo.Client, parts []int3
 	for _, part := range parts {
 		p.st.drop(part)
 	}
-	rd := kafka.NewPositionReader(cl, changelog, from, to)
+	rctx, cancel := context.WithCancel(ctx)
+	fetches := prefetch(rctx, kafka.NewPositionReader(cl, changelog, from, to))
+	defer func() {
+		cancel()
+		for range fetches { // the reader is done with cl when it closes them
+		}
+	}()
 	progress := time.Now()
 	warned := time.Time{}
 	defer p.restoring.Store(nil)
-	for !rd.Done() {
-		recs, moved, err := rd.Fetch(ctx)
-		if ctx.Err() != nil {
-			return 0, ctx.Err()
+	for f := range fetches {
+		if f.err != nil {
+			return 0, f.err
 		}
-		if err != nil {
-			return 0, err
-		}
-		for _, r := range p.cfg.Kafka.In(recs) {
+		for _, r := range p.cfg.Kafka.In(f.recs) {
 			if err := p.load(ctx, r); err != nil {
 				return 0, err
 			}
 		}
-		if moved {
+		if f.moved {
 			progress = time.Now()
 			if !warned.IsZero() {
-				p.log.Info("restore moves again", "changelog", p.cfg.Changelog, "left", rd.Left())
+				p.log.Info("restore moves again", "changelog", p.cfg.Changelog, "left", f.left)
 				warned = time.Time{}
 			}
 			p.restoring.Store(nil)
 			continue
 		}
 		if stalled := time.Since(progress); stalled >= RestoreStallAfter {
-			msg := fmt.Sprintf("restore of %s has made no progress for %s: %s", p.cfg.Changelog, stalled.Round(time.Second), rd.Left())
+			msg := fmt.Sprintf("restore of %s has made no progress for %s: %s", p.cfg.Changelog, stalled.Round(time.Second), f.left)
 			p.restoring.Store(&msg)
 			if time.Since(warned) >= RestoreStallAfter {
-				p.log.Warn("restore stalled", "changelog", p.cfg.Changelog, "for", stalled.Round(time.Second), "left", rd.Left())
+				p.log.Warn("restore stalled", "changelog", p.cfg.Changelog, "for", stalled.Round(time.Second), "left", f.left)
 				warned = time.Now()
 			}
 		}
+	}
+	if ctx.Err() != nil {
+		return 0, ctx.Err()
 	}
 	n := 0
 	for _, part := range parts {
@@ -90,6 +95,46 @@ func (p *Processor[S]) restore(ctx context.Context, cl *kgo.Client, parts []int3
 		}
 	}
 	return n, nil
+}
+
+// fetched is one answer of the changelog reader: its records, whether any
+// position moved, and where the reader stands.
+type fetched struct {
+	recs  []*kgo.Record
+	moved bool
+	left  string
+	err   error
+}
+
+// prefetch reads rd to its end in a goroutine of its own, one answer ahead
+// of the restore loop: while the loop decodes and stores the states of one
+// answer, the broker assembles the next and the client takes its batches
+// apart. The channel closes when every partition is read, after an error
+// (the last answer sent) or when ctx ends.
+func prefetch(ctx context.Context, rd *kafka.PositionReader) <-chan fetched {
+	ch := make(chan fetched, 1)
+	go func() {
+		defer close(ch)
+		for !rd.Done() {
+			recs, moved, err := rd.Fetch(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			f := fetched{recs: recs, moved: moved, err: err}
+			if !moved {
+				f.left = rd.Left()
+			}
+			select {
+			case ch <- f:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return ch
 }
 
 // load applies one changelog record: a key's latest value replaces its

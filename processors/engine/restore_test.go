@@ -192,3 +192,39 @@ func TestRestoreTakesStateWrittenBeforeTheRules(t *testing.T) {
 		t.Fatalf("restored %d keys, want 1", n)
 	}
 }
+
+// Partitions assigned while the loop polls quiet inputs are restored at
+// once: the assignment ends the poll, which would otherwise wait out its
+// TickInterval first (as long as a minute here).
+func TestAssignmentEndsTheQuietPoll(t *testing.T) {
+	_, cfg := startBroker(t)
+	p, err := New(Config{Name: "quiet", Inputs: []string{schemas.TopicVmPower}, Changelog: schemas.TopicVmState,
+		Kafka: cfg, InstanceID: "a", TickInterval: time.Minute, SessionTimeout: 2 * time.Second}, Machine[*schemas.VmRecord](counter{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	var assigned time.Time
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if assigned.IsZero() && p.Assigned() > 0 {
+			assigned = time.Now()
+		}
+		if !assigned.IsZero() && p.ReadyErr() == nil {
+			if took := time.Since(assigned); took > 10*time.Second {
+				t.Fatalf("ready %s after the assignment", took)
+			}
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("not ready within 30 s: %v", p.ReadyErr())
+}
