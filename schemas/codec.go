@@ -29,7 +29,11 @@ type entry struct {
 var (
 	byName        = map[string]*entry{}
 	byFingerprint = map[uint64]*entry{}
-	fieldCache    sync.Map // reflect.Type -> []field
+	// byType finds a record type's entry from its Go type or the type's
+	// pointer, for every record encoded and named: a reflect.Type's Name
+	// resolves and scans the type's string each time.
+	byType     = map[reflect.Type]*entry{}
+	fieldCache sync.Map // reflect.Type -> []field
 )
 
 func cachedFields(t reflect.Type) []field {
@@ -57,6 +61,7 @@ func init() {
 		e := &entry{name: t.Name(), typ: t, schema: string(text), codec: c, plan: planOf(t)}
 		byName[e.name] = e
 		byFingerprint[c.Rabin] = e
+		byType[t], byType[reflect.PointerTo(t)] = e, e
 	}
 	// Records written with an earlier version of a schema are decoded with
 	// that version's codec and read into today's Go type.
@@ -100,6 +105,9 @@ var ErrUnknownType = errors.New("unknown record type")
 
 func lookup(v any) (*entry, reflect.Value, error) {
 	rv := reflect.ValueOf(v)
+	if e, ok := byType[reflect.TypeOf(v)]; ok && (rv.Kind() != reflect.Pointer || !rv.IsNil()) {
+		return e, reflect.Indirect(rv), nil
+	}
 	for rv.Kind() == reflect.Pointer {
 		if rv.IsNil() {
 			return nil, rv, fmt.Errorf("encode nil %T", v)

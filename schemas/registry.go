@@ -136,6 +136,9 @@ func Names() []string {
 // TypeName returns the record name of v (a value or pointer of a schemas type).
 func TypeName(v any) string {
 	t := reflect.TypeOf(v)
+	if e, ok := byType[t]; ok {
+		return e.name
+	}
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}

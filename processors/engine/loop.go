@@ -69,7 +69,9 @@ func (p *Processor[S]) poll(ctx context.Context, sess *kgo.GroupTransactSession,
 		}
 	}
 	pctx, cancel := context.WithTimeout(ctx, wait)
+	p.pollingUntil(cancel)
 	fetches := sess.PollRecords(pctx, p.cfg.MaxPollRecords)
+	p.pollingUntil(nil)
 	cancel()
 	if ctx.Err() != nil {
 		return nil, false, nil
@@ -81,6 +83,21 @@ func (p *Processor[S]) poll(ctx context.Context, sess *kgo.GroupTransactSession,
 		return nil, false, err
 	}
 	return p.cfg.Kafka.In(fetches.Records()), true, nil
+}
+
+// pollingUntil sets what ends the poll in flight early (nil: none in
+// flight). Partitions assigned during a poll end it, so that their restore
+// starts at once rather than when the poll times out: an assignment comes
+// while the poll waits, and before a storm the inputs are quiet, so it
+// waited the whole TickInterval. Partitions assigned before the poll
+// began end it at once.
+func (p *Processor[S]) pollingUntil(cancel context.CancelFunc) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.endPoll = cancel
+	if cancel != nil && len(p.pending) > 0 {
+		cancel()
+	}
 }
 
 // fetchErr logs the poll's fetch errors, which the client retries itself,
@@ -132,8 +149,8 @@ func (p *Processor[S]) begin(ctx context.Context, sess *kgo.GroupTransactSession
 	// touched lists each key stepped in this batch with whether it had
 	// state before: a key that had none and has none after needs no
 	// changelog record (a stateless machine, like the host relay, costs no
-	// writes).
-	p.batch++
+	// writes). The last batch's entries go, states and all.
+	clear(p.touched)
 	p.touched = p.touched[:0]
 	return &txn{ctx: ctx, sess: sess, names: &p.cfg.Kafka, produced: kgo.AbortingFirstErrPromise(sess.Client())}, nil
 }
@@ -240,8 +257,7 @@ func (p *Processor[S]) emit(tx *txn, outs []schemas.Record, from map[string]stri
 func (p *Processor[S]) changelog(tx *txn) error {
 	slab, recs := p.changelogBuffers(len(p.touched))
 	for i, tk := range p.touched {
-		sl, _ := p.st.get(tk.part, tk.key)
-		if !sl.has() {
+		if !tk.has {
 			// Stepped to no state: the slot goes now.
 			p.st.remove(tk.part, tk.key)
 			if !tk.had {
@@ -253,14 +269,14 @@ func (p *Processor[S]) changelog(tx *txn) error {
 		start := len(slab)
 		slab = append(slab, tk.key...)
 		kr.Key = slab[start:len(slab):len(slab)]
-		if sl.has() {
+		if tk.has {
 			start = len(slab)
 			var err error
-			if slab, err = p.codec.AppendEncode(tx.ctx, slab, sl.s); err != nil {
+			if slab, err = p.codec.AppendEncode(tx.ctx, slab, tk.s); err != nil {
 				return fmt.Errorf("%s: encode state of %s: %w", p.cfg.Name, tk.key, err)
 			}
 			kr.Value = slab[start:len(slab):len(slab)]
-			kr.Headers = p.typeHeader(sl.s)
+			kr.Headers = p.typeHeader(tk.s)
 		}
 		tx.produce(kr)
 	}

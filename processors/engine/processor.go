@@ -66,10 +66,9 @@ type Processor[S any] struct {
 	// Owned by the poll loop.
 	st     store[S]
 	timers timerHeap
-	// batch numbers the loop's transactions; a slot whose batch is the
-	// current one is in touched, the keys needing a changelog record.
-	batch   uint64
-	touched []touchedKey
+	// touched lists the keys the current batch stepped or ticked, with
+	// their latest state: the changelog records it needs.
+	touched []touchedKey[S]
 	due     []timerEntry // reused between batches
 	// feed brings the session's new settings (nil when the machine takes
 	// none).
@@ -82,6 +81,8 @@ type Processor[S any] struct {
 	// changes counts the callbacks' changes per partition: a restore whose
 	// partition changed while it read (lost and assigned again) is stale.
 	changes map[int32]uint64
+	// endPoll ends the poll in flight, if any (pollingUntil).
+	endPoll context.CancelFunc
 
 	ready atomic.Bool
 	// restoring describes a restore that has stalled, for ReadyErr.
@@ -355,6 +356,9 @@ func (p *Processor[S]) onAssigned(m map[string][]int32) {
 		}
 	}
 	p.ready.Store(false)
+	if p.endPoll != nil && len(p.pending) > 0 {
+		p.endPoll()
+	}
 }
 
 func (p *Processor[S]) onDropped(m map[string][]int32) {
@@ -390,20 +394,37 @@ func (p *Processor[S]) owns(part int32) bool {
 	return p.assigned[part] && !p.pending[part]
 }
 
-// touchedKey is a key stepped or ticked in the current batch.
-type touchedKey struct {
+// touchedKey is a key stepped or ticked in the current batch. It carries
+// the key's latest state, so that the changelog phase writes the batch's
+// records without looking every key up again (at 500,000 keys a lookup
+// is a cache miss or two).
+type touchedKey[S any] struct {
 	key  string
+	s    S
 	part int32
 	had  bool // it had state before the batch
+	has  bool // it has state now
+}
+
+// entry returns the index of a key's entry in touched, if the current
+// batch has listed it: its slot's index names an entry of this key.
+func (p *Processor[S]) entry(part int32, key string, sl slot[S]) (int, bool) {
+	i := sl.entry()
+	if i < 0 || i >= len(p.touched) || p.touched[i].part != part || p.touched[i].key != key {
+		return 0, false
+	}
+	return i, true
 }
 
 // setState stores s as the new state of a key whose slot was old, lists
 // the key for the batch's changelog records and schedules its timer.
 func (p *Processor[S]) setState(part int32, key string, old slot[S], s S) {
 	sl := old
-	if sl.batch() != p.batch {
-		sl.setBatch(p.batch)
-		p.touched = append(p.touched, touchedKey{key: key, part: part, had: old.has()})
+	i, listed := p.entry(part, key, sl)
+	if !listed {
+		i = len(p.touched)
+		p.touched = append(p.touched, touchedKey[S]{key: key, part: part, had: old.has()})
+		sl.setEntry(i)
 	}
 	if NoState(s) {
 		var zero S
@@ -414,6 +435,7 @@ func (p *Processor[S]) setState(part int32, key string, old slot[S], s S) {
 		sl.setHas(true)
 		sl.wake = p.wakeOf(part, key, s, sl.wake)
 	}
+	p.touched[i].s, p.touched[i].has = sl.s, sl.has()
 	p.st.put(part, key, old, sl)
 }
 

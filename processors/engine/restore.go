@@ -3,6 +3,9 @@ package engine
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -48,40 +51,44 @@ func (p *Processor[S]) restore(ctx context.Context, cl *kgo.Client, parts []int3
 	for _, part := range parts {
 		p.st.drop(part)
 	}
-	rd := kafka.NewPositionReader(cl, changelog, from, to)
+	rctx, cancel := context.WithCancel(ctx)
+	fetches := prefetch(rctx, kafka.NewPositionReader(cl, changelog, from, to))
+	defer func() {
+		cancel()
+		for range fetches { // the reader is done with cl when it closes them
+		}
+	}()
 	progress := time.Now()
 	warned := time.Time{}
 	defer p.restoring.Store(nil)
-	for !rd.Done() {
-		recs, moved, err := rd.Fetch(ctx)
-		if ctx.Err() != nil {
-			return 0, ctx.Err()
+	var states []S
+	for f := range fetches {
+		if f.err != nil {
+			return 0, f.err
 		}
-		if err != nil {
+		if states, err = p.loadAll(ctx, p.cfg.Kafka.In(f.recs), states); err != nil {
 			return 0, err
 		}
-		for _, r := range p.cfg.Kafka.In(recs) {
-			if err := p.load(ctx, r); err != nil {
-				return 0, err
-			}
-		}
-		if moved {
+		if f.moved {
 			progress = time.Now()
 			if !warned.IsZero() {
-				p.log.Info("restore moves again", "changelog", p.cfg.Changelog, "left", rd.Left())
+				p.log.Info("restore moves again", "changelog", p.cfg.Changelog, "left", f.left)
 				warned = time.Time{}
 			}
 			p.restoring.Store(nil)
 			continue
 		}
 		if stalled := time.Since(progress); stalled >= RestoreStallAfter {
-			msg := fmt.Sprintf("restore of %s has made no progress for %s: %s", p.cfg.Changelog, stalled.Round(time.Second), rd.Left())
+			msg := fmt.Sprintf("restore of %s has made no progress for %s: %s", p.cfg.Changelog, stalled.Round(time.Second), f.left)
 			p.restoring.Store(&msg)
 			if time.Since(warned) >= RestoreStallAfter {
-				p.log.Warn("restore stalled", "changelog", p.cfg.Changelog, "for", stalled.Round(time.Second), "left", rd.Left())
+				p.log.Warn("restore stalled", "changelog", p.cfg.Changelog, "for", stalled.Round(time.Second), "left", f.left)
 				warned = time.Now()
 			}
 		}
+	}
+	if ctx.Err() != nil {
+		return 0, ctx.Err()
 	}
 	n := 0
 	for _, part := range parts {
@@ -92,21 +99,105 @@ func (p *Processor[S]) restore(ctx context.Context, cl *kgo.Client, parts []int3
 	return n, nil
 }
 
-// load applies one changelog record: a key's latest value replaces its
-// slot, a tombstone removes it.
-func (p *Processor[S]) load(ctx context.Context, r *kgo.Record) error {
+// fetched is one answer of the changelog reader: its records, whether any
+// position moved, and where the reader stands.
+type fetched struct {
+	recs  []*kgo.Record
+	moved bool
+	left  string
+	err   error
+}
+
+// prefetch reads rd to its end in a goroutine of its own, one answer ahead
+// of the restore loop: while the loop decodes and stores the states of one
+// answer, the broker assembles the next and the client takes its batches
+// apart. The channel closes when every partition is read, after an error
+// (the last answer sent) or when ctx ends.
+func prefetch(ctx context.Context, rd *kafka.PositionReader) <-chan fetched {
+	ch := make(chan fetched, 1)
+	go func() {
+		defer close(ch)
+		for !rd.Done() {
+			recs, moved, err := rd.Fetch(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			f := fetched{recs: recs, moved: moved, err: err}
+			if !moved {
+				f.left = rd.Left()
+			}
+			select {
+			case ch <- f:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return ch
+}
+
+// loadAll applies one answer's changelog records in order, decoding their
+// values first in as many goroutines as the process may run at once: at
+// 500,000 keys decoding is most of a restore's CPU, and the loop has
+// nothing else to do meanwhile. states is a buffer for the decoded values,
+// returned for the next answer.
+func (p *Processor[S]) loadAll(ctx context.Context, recs []*kgo.Record, states []S) ([]S, error) {
+	states = slices.Grow(states[:0], len(recs))[:len(recs)]
+	clear(states)
+	workers := max(min(runtime.GOMAXPROCS(0), len(recs)/minDecodeShare), 1)
+	per := (len(recs) + workers - 1) / workers
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*per, min((w+1)*per, len(recs))
+		wg.Go(func() { errs[w] = p.decodeStates(ctx, recs[lo:hi], states[lo:hi]) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return states, err // the earliest record's
+		}
+	}
+	for i, r := range recs {
+		p.load(r, states[i])
+	}
+	return states, nil
+}
+
+// minDecodeShare is the fewest records worth a goroutine of their own.
+const minDecodeShare = 512
+
+// decodeStates decodes the value of each record into states; a
+// tombstone's state stays the zero S. It stops at the first value that
+// is not a state.
+func (p *Processor[S]) decodeStates(ctx context.Context, recs []*kgo.Record, states []S) error {
+	for i, r := range recs {
+		if r.Value == nil || p.cfg.SkipDecode {
+			continue
+		}
+		v, err := p.codec.DecodeStateAt(ctx, r.Topic, r.Partition, r.Offset, r.Value)
+		if err != nil {
+			return err
+		}
+		s, ok := v.(S)
+		if !ok {
+			return fmt.Errorf("%s/%d@%d: state is a %s", r.Topic, r.Partition, r.Offset, schemas.TypeName(v))
+		}
+		states[i] = s
+	}
+	return nil
+}
+
+// load applies one changelog record, its value decoded into s: a key's
+// latest value replaces its slot, a tombstone removes it.
+func (p *Processor[S]) load(r *kgo.Record, s S) {
 	key := string(r.Key)
 	if r.Value == nil || p.cfg.SkipDecode {
 		p.st.remove(r.Partition, key)
-		return nil
-	}
-	v, err := p.codec.DecodeStateAt(ctx, r.Topic, r.Partition, r.Offset, r.Value)
-	if err != nil {
-		return err
-	}
-	s, ok := v.(S)
-	if !ok {
-		return fmt.Errorf("%s/%d@%d: state is a %s", r.Topic, r.Partition, r.Offset, schemas.TypeName(v))
+		return
 	}
 	// The earlier record's timer entry goes stale.
 	old, _ := p.st.get(r.Partition, key)
@@ -114,5 +205,4 @@ func (p *Processor[S]) load(ctx context.Context, r *kgo.Record) error {
 	sl.setHas(true)
 	sl.wake = p.wakeOf(r.Partition, key, s, old.wake)
 	p.st.put(r.Partition, key, old, sl)
-	return nil
 }

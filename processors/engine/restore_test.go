@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -190,5 +191,106 @@ func TestRestoreTakesStateWrittenBeforeTheRules(t *testing.T) {
 	}
 	if n := p.Stats().Restored.Load(); n != 1 {
 		t.Fatalf("restored %d keys, want 1", n)
+	}
+}
+
+// Partitions assigned while the loop polls quiet inputs are restored at
+// once: the assignment ends the poll, which would otherwise wait out its
+// TickInterval first (as long as a minute here).
+func TestAssignmentEndsTheQuietPoll(t *testing.T) {
+	_, cfg := startBroker(t)
+	p, err := New(Config{Name: "quiet", Inputs: []string{schemas.TopicVmPower}, Changelog: schemas.TopicVmState,
+		Kafka: cfg, InstanceID: "a", TickInterval: time.Minute, SessionTimeout: 2 * time.Second}, Machine[*schemas.VmRecord](counter{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	var assigned time.Time
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if assigned.IsZero() && p.Assigned() > 0 {
+			assigned = time.Now()
+		}
+		if !assigned.IsZero() && p.ReadyErr() == nil {
+			if took := time.Since(assigned); took > 10*time.Second {
+				t.Fatalf("ready %s after the assignment", took)
+			}
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("not ready within 30 s: %v", p.ReadyErr())
+}
+
+// A restore decodes an answer's values in several goroutines and applies
+// them in offset order: a key's last version wins, a tombstone after it
+// removes it, however the records fall between the decoders.
+func TestRestoreAppliesDecodedValuesInOrder(t *testing.T) {
+	_, cfg := startBroker(t)
+	cl, err := kgo.NewClient(cfg.Opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	const keys = 3000
+	codec := schemas.NewCodec(nil)
+	var recs []*kgo.Record
+	state := func(i int, epoch int64) *kgo.Record {
+		r, err := kafka.ToKafka(t.Context(), codec, schemas.Record{Topic: schemas.TopicVmState, Key: fmt.Sprintf("vm-%d", i),
+			Value: &schemas.VmRecord{VmID: fmt.Sprintf("vm-%d", i), Epoch: epoch}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for i := range keys {
+		recs = append(recs, state(i, int64(i)))
+	}
+	for i := 0; i < keys; i += 3 {
+		recs = append(recs, state(i, int64(i)+keys))
+	}
+	for i := 0; i < keys; i += 5 {
+		recs = append(recs, &kgo.Record{Topic: schemas.TopicVmState, Key: []byte(fmt.Sprintf("vm-%d", i))})
+	}
+	if err := cl.ProduceSync(t.Context(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, stop := context.WithCancel(t.Context())
+	p, done := runProcessor(t, ctx, cfg, "a", &fakeClock{t: time.Unix(1_700_000_000, 0)})
+	deadline := time.Now().Add(30 * time.Second)
+	for p.ReadyErr() != nil && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, m := range p.st.parts {
+		for k, sl := range m {
+			got[k] = sl.s.Epoch
+		}
+	}
+	for i := range keys {
+		k := fmt.Sprintf("vm-%d", i)
+		want, kept := int64(i), i%5 != 0
+		if i%3 == 0 {
+			want += keys
+		}
+		if e, ok := got[k]; ok != kept || (kept && e != want) {
+			t.Fatalf("%s restored %v with epoch %d, want %v with %d", k, ok, e, kept, want)
+		}
+	}
+	if len(got) != keys-keys/5 {
+		t.Fatalf("restored %d keys, want %d", len(got), keys-keys/5)
 	}
 }

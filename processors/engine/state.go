@@ -2,7 +2,7 @@ package engine
 
 // store holds the state of every key the processor owns, one map per input
 // partition. A key lives in one map only, with everything the loop needs
-// about it (state, scheduled wake, the batch that last touched it): at
+// about it (state, scheduled wake, its entry in the batch's list): at
 // 500,000 keys one map entry per key for the collector to scan and the
 // loop to hash, rather than three (state, partition, timer schedule).
 // Dropping a revoked partition forgets its map without visiting the other
@@ -14,24 +14,29 @@ type store[S any] struct {
 }
 
 // slot is one key's entry: 24 bytes beside its 16-byte key header for a
-// pointer state. The "has state" flag rides in the low bit of the batch
-// number rather than in a field of its own, which alignment would pad to
+// pointer state. The "has state" flag rides in the low bit of the entry
+// index rather than in a field of its own, which alignment would pad to
 // 8 bytes: one map slot in six, ≈13 B per key at the map's usual load.
 type slot[S any] struct {
 	s S
-	// mark is batch<<1 | has. batch is the loop's batch that last listed
-	// the key for a changelog record (Processor.touched); has says s is a
-	// state: a key stepped to "no state" keeps its slot until the batch's
-	// changelog records are written.
+	// mark is (i+1)<<1 | has. i is the key's index in the list of keys
+	// the loop's batch touched (Processor.touched), 0 for never: an index
+	// left by an earlier batch names another key there, or none, so the
+	// list itself says whether it is this batch's (Processor.entry). has
+	// says s is a state: a key stepped to "no state" keeps its slot until
+	// the batch's changelog records are written.
 	mark uint64
 	// wake is the scheduled Tick time in Unix nanoseconds, 0 for none; a
 	// timer heap entry with another time is stale.
 	wake int64
 }
 
-func (sl slot[S]) has() bool          { return sl.mark&1 != 0 }
-func (sl slot[S]) batch() uint64      { return sl.mark >> 1 }
-func (sl *slot[S]) setBatch(b uint64) { sl.mark = b<<1 | sl.mark&1 }
+func (sl slot[S]) has() bool { return sl.mark&1 != 0 }
+
+// entry is the index the slot last took in a batch's list; -1 for none.
+func (sl slot[S]) entry() int { return int(sl.mark>>1) - 1 }
+
+func (sl *slot[S]) setEntry(i int) { sl.mark = uint64(i+1)<<1 | sl.mark&1 }
 
 func (sl *slot[S]) setHas(has bool) {
 	sl.mark &^= 1

@@ -3,6 +3,7 @@ package engine
 import (
 	"slices"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -87,23 +88,73 @@ func TestStorePartitions(t *testing.T) {
 	}
 }
 
-// A slot's batch and "has state" flag share one word and never disturb
-// each other, and a pointer state's slot stays three words.
+// A slot's entry index and "has state" flag share one word and never
+// disturb each other, and a pointer state's slot stays three words.
 func TestSlotMark(t *testing.T) {
 	if n := unsafe.Sizeof(slot[*int]{}); n != 24 {
 		t.Fatalf("slot[*int] is %d bytes, want 24", n)
 	}
+	if e := (slot[*int]{}).entry(); e != -1 {
+		t.Fatalf("a new slot's entry is %d, want -1", e)
+	}
 	for _, tc := range []struct {
-		batch uint64
+		entry int
 		has   bool
-	}{{0, false}, {0, true}, {1, true}, {7, false}, {1<<63 - 1, true}} {
+	}{{0, false}, {0, true}, {1, true}, {7, false}, {1<<62 - 2, true}} {
 		var sl slot[*int]
 		sl.setHas(!tc.has)
-		sl.setBatch(tc.batch + 1)
+		sl.setEntry(tc.entry + 1)
 		sl.setHas(tc.has)
-		sl.setBatch(tc.batch)
-		if sl.batch() != tc.batch || sl.has() != tc.has {
-			t.Errorf("set (%d, %v), got (%d, %v)", tc.batch, tc.has, sl.batch(), sl.has())
+		sl.setEntry(tc.entry)
+		if sl.entry() != tc.entry || sl.has() != tc.has {
+			t.Errorf("set (%d, %v), got (%d, %v)", tc.entry, tc.has, sl.entry(), sl.has())
 		}
+	}
+}
+
+// noWake is a machine whose states never need a Tick; only Wake is called.
+type noWake struct{ Machine[*int] }
+
+func (noWake) Wake(*int) time.Time { return time.Time{} }
+
+// A batch lists each key it steps once, with its latest state, whether
+// the key was stepped again, stepped to no state, or holds an index a
+// previous batch left in its slot that now names another key.
+func TestBatchListsEachKeyOnceWithItsLatestState(t *testing.T) {
+	p := &Processor[*int]{m: noWake{}}
+	one, two, three := new(int), new(int), new(int)
+	step := func(part int32, key string, s *int) {
+		sl, _ := p.st.get(part, key)
+		p.setState(part, key, sl, s)
+	}
+	list := func() map[string]touchedKey[*int] {
+		out := map[string]touchedKey[*int]{}
+		for _, tk := range p.touched {
+			if _, dup := out[tk.key]; dup {
+				t.Fatalf("key %s listed twice: %+v", tk.key, p.touched)
+			}
+			out[tk.key] = tk
+		}
+		return out
+	}
+	step(0, "a", one)
+	step(0, "b", one)
+	step(0, "a", two)
+	step(1, "c", one)
+	step(1, "c", nil)
+	got := list()
+	if len(got) != 3 || got["a"].s != two || !got["a"].has || got["a"].had || !got["b"].has || got["c"].has || got["c"].had {
+		t.Fatalf("first batch lists %+v", p.touched)
+	}
+
+	// The next batch: "b" first, so that entry 0, which "a" still names
+	// in its slot, is now b's.
+	p.touched = p.touched[:0]
+	step(0, "b", three)
+	step(0, "a", three)
+	step(0, "b", two)
+	got = list()
+	if len(got) != 2 || got["a"].s != three || !got["a"].had || got["b"].s != two || !got["b"].had {
+		t.Fatalf("second batch lists %+v", p.touched)
 	}
 }
