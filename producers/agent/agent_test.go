@@ -36,6 +36,18 @@ type stack struct {
 	stopOnce sync.Once
 }
 
+// testHosts are the sim hosts of every stack.
+var testHosts = []agent.HostInfo{
+	{ID: "h1", Name: "host one", Zone: "z1", Pod: "p1", Cluster: "c1", Hypervisor: "sim", CPU: 16, MemoryMB: 32768,
+		Tags: []string{"ssd"}, Properties: map[string]string{"rack": "r1"}},
+	{ID: "h2", Name: "host two", Zone: "z1", Pod: "p1", Cluster: "c1", Hypervisor: "sim", CPU: 8, MemoryMB: 16384},
+}
+
+// simLatency is how long the sim driver's operations take in the stacks
+// newStack makes (zero: at once); a test that needs slow hosts sets it
+// and does not run in parallel.
+var simLatency sim.Durations
+
 func newStack(t *testing.T, ping time.Duration, prepare func(*sim.Driver), tweak ...func(*agent.Config)) *stack {
 	t.Helper()
 	if testing.Short() {
@@ -63,11 +75,7 @@ func newStackOn(t *testing.T, addrs []string, ping time.Duration, prepare func(*
 	if err := (kafka.Config{}).EnsureTopics(t.Context(), cl, schemas.Topics, kafka.TopicOptions{Replication: 1}); err != nil {
 		t.Fatal(err)
 	}
-	drv, err := sim.New(sim.Config{Hosts: []agent.HostInfo{
-		{ID: "h1", Name: "host one", Zone: "z1", Pod: "p1", Cluster: "c1", Hypervisor: "sim", CPU: 16, MemoryMB: 32768,
-			Tags: []string{"ssd"}, Properties: map[string]string{"rack": "r1"}},
-		{ID: "h2", Name: "host two", Zone: "z1", Pod: "p1", Cluster: "c1", Hypervisor: "sim", CPU: 8, MemoryMB: 16384},
-	}})
+	drv, err := sim.New(sim.Config{Hosts: testHosts, Latency: simLatency})
 	if err != nil {
 		t.Fatal(err)
 	}

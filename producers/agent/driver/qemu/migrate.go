@@ -46,15 +46,18 @@ func (d *Driver) Migrate(ctx context.Context, srcHostID, vmID, dstHostID string,
 		return fmt.Errorf("migrate vm %s: destination: %w", vmID, err)
 	}
 	in := d.procOf(dst)
+	// A migration stopped by its context (an AbortMigrateVm, a shutdown)
+	// still quits its destination and lets the source run on.
+	cleanup := context.WithoutCancel(ctx)
 	if err := migrateTo(ctx, src, uri); err != nil {
-		d.quitLeftover(ctx, in)
+		d.quitLeftover(cleanup, in)
 		return fmt.Errorf("migrate vm %s to %s: %w", vmID, dstHostID, err)
 	}
 	if err := waitIncoming(ctx, in); err != nil {
-		d.quitLeftover(ctx, in)
+		d.quitLeftover(cleanup, in)
 		// Best effort: a source that does not run on is for the next
 		// report to show.
-		_, _ = src.execute(ctx, "cont", nil)
+		_, _ = src.execute(cleanup, "cont", nil)
 		return fmt.Errorf("migrate vm %s to %s: %w", vmID, dstHostID, err)
 	}
 	in.refresh(ctx, "")
