@@ -43,7 +43,7 @@ POWER_ON, POWER_OFF, PAUSED, SUSPENDED = "PowerOn", "PowerOff", "Paused", "Suspe
 VM_COMMANDS = {
     "StartVm", "StopVm", "DestroyVm", "RebootVm", "PauseVm", "UnpauseVm", "SuspendVm", "ResumeVm",
     "RescueVm", "UnrescueVm", "RebuildVm", "SnapshotVm", "RevertSnapshotVm", "DeleteSnapshotVm",
-    "MigrateVm", "CheckVm", "AttachVolumeVm", "DetachVolumeVm", "ResizeVolumeVm",
+    "MigrateVm", "AbortMigrateVm", "CheckVm", "AttachVolumeVm", "DetachVolumeVm", "ResizeVolumeVm",
     "SnapshotVolumeVm", "DeleteVolumeVm",
 }
 # Addressed by cluster, keyed by the host to look at: an agent serving another live host of
