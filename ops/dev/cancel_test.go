@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vmplane/vmplane/producers/agent/driver/sim"
 )
 
 // TestCancelMigrate cancels a live migration on the whole stack as an
@@ -70,6 +72,64 @@ func TestCancelMigrate(t *testing.T) {
 		t.Fatalf("job detail %q, VM %v", end["detail"], vm)
 	case strings.HasPrefix(end["detail"].(string), "stopped before it sent an agent command") != (vm["host_id"] == source):
 		t.Fatalf("job detail %q, but the VM is on %v (source %v)", end["detail"], vm["host_id"], source)
+	}
+}
+
+// TestCancelMigrateInFlight cancels a live migration while its agent
+// carries it out (the sim hosts take 4 s to migrate): the cancel aborts
+// the migration on the source's agent, and the VM stays Active on its
+// source, long before the migration would have ended.
+func TestCancelMigrateInFlight(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the whole stack")
+	}
+	pgDSN := envOr("VMPLANE_PG_DSN", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable")
+	chAddr := envOr("VMPLANE_CH_ADDR", "127.0.0.1:9000")
+	db := "vmplane_abort_" + randHex(4)
+	t.Cleanup(func() { dropDatabases(pgDSN, chAddr, db) })
+	cfg := Config{VarDir: t.TempDir(), KafkaAddr: freeAddr(t), HTTPAddr: freeAddr(t), PostgresDSN: pgDSN,
+		ClickHouse: chAddr, Database: db, Hosts: 4, PingInterval: time.Second, SimLatency: sim.Durations{Migrate: 4 * time.Second}}
+	st, err := Start(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Stop()
+	api, key := "http://"+cfg.HTTPAddr, st.AdminKey
+
+	code, job := call(t, "POST", api+"/v1/vms", key, map[string]any{"name": "web-1", "offering": "small"})
+	if code != http.StatusAccepted {
+		t.Fatalf("deploy: %d %v", code, job)
+	}
+	vmID := job["vm_id"].(string)
+	waitJob(t, api, key, job["id"].(string))
+	source := getVM(t, api, key, vmID)["host_id"]
+	code, mig := call(t, "POST", api+"/v1/vms/"+vmID+"/actions", key, map[string]any{"action": "migrate"})
+	if code != http.StatusAccepted {
+		t.Fatalf("migrate: %d %v", code, mig)
+	}
+	id := mig["id"].(string)
+	deadline := time.Now().Add(10 * time.Second)
+	for getVM(t, api, key, vmID)["task_state"] != "Migrating" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the migration did not start: %v", getVM(t, api, key, vmID))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	asked := time.Now()
+	if code, _ = call(t, "POST", api+"/v1/jobs/"+id+"/cancel", key, map[string]any{"reason": "e2e"}); code != http.StatusAccepted {
+		t.Fatalf("cancel: %d", code)
+	}
+	end := endOf(t, api, key, id)
+	took := time.Since(asked)
+	vm := getVM(t, api, key, vmID)
+	t.Logf("cancelled in %s: job %v (%v); VM %v on %v (source %v)", took.Round(time.Millisecond), end["state"], end["detail"], vm["vm_state"], vm["host_id"], source)
+	switch {
+	case end["state"] != "cancelled" || !strings.Contains(end["detail"].(string), "migration aborted"):
+		t.Fatalf("job %v", end)
+	case vm["vm_state"] != "Active" || vm["host_id"] != source:
+		t.Fatalf("VM %v; want it Active on its source %v", vm, source)
+	case took > 3500*time.Millisecond:
+		t.Fatalf("the cancel took %v: the migration ran to its end", took)
 	}
 }
 

@@ -171,7 +171,8 @@ func (a *Agent) carryOutAbortable(ctx context.Context, h *hostState, rec schemas
 	defer end()
 	where, report, err := a.carryOut(run, h, rec)
 	if err != nil && run.Err() != nil && ctx.Err() == nil {
-		err = fmt.Errorf("%w (%v)", errAborted, err)
+		a.log.InfoContext(ctx, "live migration stopped", "host", cmd.HostID, "vm", cmd.VmID, "err", err)
+		err = errAborted // the driver's error is only its context's end
 	}
 	return where, report, err
 }
