@@ -53,6 +53,20 @@ func runsElsewhere(d Driver, vm, host string, peers []string) string {
 // job started it elsewhere.
 var ErrExpired = errors.New("expired: the job that sent it has timed out")
 
+// refused says why a command is answered without running, if it is: it
+// expired; or it is an AbortMigrateVm, which an agent carries out on its
+// poll loop (abort.go) and which, run here after the commands before it
+// ended, finds no migration in flight.
+func refused(v any, cmd *schemas.AgentCommand, now int64) error {
+	if cmd.Expired(now) {
+		return ErrExpired
+	}
+	if _, ok := v.(*schemas.AbortMigrateVm); ok {
+		return errors.New(errMigrationEnded)
+	}
+	return nil
+}
+
 // Execute carries out one agent command on a driver, as every agent does
 // with a command id it has not answered before; now is the agent's clock
 // (Unix milliseconds). where is the host the VM is on afterwards: the
@@ -68,14 +82,8 @@ func Execute(ctx context.Context, d Driver, v any, now int64, peers []string) (w
 		return "", false, errors.New(errUnsupported)
 	}
 	cmd := c.Command()
-	if cmd.Expired(now) {
-		return cmd.HostID, false, ErrExpired
-	}
-	if _, ok := v.(*schemas.AbortMigrateVm); ok {
-		// An agent aborts a migration in flight on its poll loop
-		// (abort.go); run here, after the commands before it have
-		// ended, it finds none.
-		return cmd.HostID, false, errors.New(errMigrationEnded)
+	if err := refused(v, cmd, now); err != nil {
+		return cmd.HostID, false, err
 	}
 	hosts := ledgerHosts(v, cmd, peers)
 	repeat, err := admit(d, hosts, cmd)
