@@ -40,7 +40,7 @@ func rows(ctx context.Context, n, runs int, pgDSN string, log *slog.Logger) []ha
 	row := harness.Row{Scenario: "rebuild", Figure: "events/s into an empty read model", Unit: "events/s",
 		LimitName: "COPY of the same rows", Target: &harness.Target{AtLeast: true, Value: target}}
 	row.How = fmt.Sprintf("%d events (hosts registering and going through maintenance, VM deploys with their steps and capacity claims, power reports, reboots, stops and starts, rejected commands, VMs found off with alerts, terminations; benchmarks/rebuild/history.go) "+
-		"produced once into an embedded kfake broker before the first run (not timed); each run migrates a fresh, empty database and calls projectors/postgres.Rebuild: "+
+		"produced once into an embedded kfake broker before the first run (not timed); each run migrates a fresh, empty database and calls projectors/postgres.Rebuild (the collector at `vmplane projector rebuild`'s default of 400 %% for this process, which also hosts the broker): "+
 		"events / wall clock of that call (connect, fresh schema, replay of every partition from offset 0 and fold, bulk load with COPY and index builds, schema swap). "+
 		"Limit: the tables Rebuild left behind, read out with COPY TO (binary, not timed) and loaded with COPY FROM STDIN (binary) into the empty tables (same indexes) of a second fresh database in one transaction: "+
 		"the same events / wall clock from BEGIN to COMMIT, so the ratio is Rebuild's time over the time Postgres needs just to take its rows.", n)

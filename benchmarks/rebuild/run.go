@@ -5,10 +5,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/vmplane/vmplane/internal/memory"
 	"github.com/vmplane/vmplane/internal/pgserver"
 	"github.com/vmplane/vmplane/projectors/postgres"
 )
@@ -34,9 +36,13 @@ func runOnce(ctx context.Context, l *eventLog, pgBase string, log *slog.Logger) 
 	if err := postgres.Migrate(ctx, rebuilt); err != nil {
 		return s, err
 	}
+	// The collector as `vmplane projector rebuild` sets it by default
+	// (--gc-percent); the embedded broker in this process gets it too.
+	gc := debug.SetGCPercent(memory.RecommendedGCPercent)
 	start := time.Now()
 	s.Stats, err = postgres.Rebuild(ctx, l.kcfg, rebuilt)
 	s.Rebuild = time.Since(start)
+	debug.SetGCPercent(gc)
 	if err != nil {
 		return s, err
 	}

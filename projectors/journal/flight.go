@@ -43,6 +43,7 @@ func (p *Projector) takeOff(ctx context.Context, cl *kgo.Client, ins insertFunc)
 		return nil
 	}
 	f := &flight{b: p.pending, traces: p.traces, done: make(chan error, 1)}
+	p.afterFull = f.b.len() >= p.cfg.BatchRows
 	if p.spare.next == nil { // the last flight was put off, or none landed yet
 		p.spare = newBatch()
 	}

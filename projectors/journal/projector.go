@@ -37,12 +37,14 @@ type Config struct {
 	// dynamic member.
 	InstanceID string
 	// BatchRows flushes a batch once it holds this many rows; default
-	// 50,000. ClickHouse writes a part per insert and table, so large
-	// batches are what makes a catch-up fast; FlushInterval still bounds
-	// how long a row waits.
+	// 100,000. ClickHouse writes a part per insert and table, so large
+	// batches are what makes a catch-up fast (and cheap for the server,
+	// which merges the parts after); FlushInterval still bounds how long
+	// a row waits.
 	BatchRows int
 	// FlushInterval flushes a batch this long after its first record at the
-	// latest; default 1s.
+	// latest; default 1s. A batch that follows a full one flushes sooner,
+	// once a poll finds nothing more to read (catchUpEnd).
 	FlushInterval time.Duration
 	Logger        *slog.Logger
 }
@@ -59,6 +61,15 @@ const fetchMaxBytes = 32 << 20
 
 // attemptTimeout bounds one insert, DLQ produce or migration attempt.
 const attemptTimeout = 30 * time.Second
+
+// catchUpEnd is how long a poll waits for more records when the batch
+// follows a full one, as in a catch-up: a poll that finds none has reached
+// the end of the log, and the batch flushes then instead of waiting for
+// FlushInterval. A catch-up ends with an insert rather than an idle second,
+// and a live log, whose batches are not full, keeps one insert per
+// interval. At most one such early flush follows a full batch, so a
+// false end (a slow fetch) costs one small insert.
+const catchUpEnd = 50 * time.Millisecond
 
 // Projector consumes Topics and writes job_journal, vm_events, host_events
 // and lease_events.
@@ -87,6 +98,9 @@ type Projector struct {
 	// next pending batch reuses. Only Run's goroutine touches them.
 	inflight *flight
 	spare    batch
+	// afterFull says the last batch that took off was full: the pending
+	// one flushes when a poll finds nothing more (catchUpEnd).
+	afterFull bool
 
 	// A rebalance waiting on a flight that retries cancels it: its rows go
 	// back to pending, the revoked partitions' rows are dropped, and the
@@ -111,7 +125,7 @@ func New(cfg Config) (*Projector, error) {
 		cfg.Group = "vmplane-projector-journal"
 	}
 	if cfg.BatchRows <= 0 {
-		cfg.BatchRows = 50_000
+		cfg.BatchRows = 100_000
 	}
 	if cfg.FlushInterval <= 0 {
 		cfg.FlushInterval = time.Second
@@ -267,7 +281,7 @@ func (p *Projector) handle(ctx context.Context, cl *kgo.Client, fs kgo.Fetches, 
 			return err
 		}
 	}
-	if p.due() {
+	if p.due() || (len(krs) == 0 && p.atEnd()) {
 		return p.takeOff(ctx, cl, ins)
 	}
 	return nil
@@ -427,6 +441,14 @@ func (p *Projector) due() bool {
 	return b.records > 0 && (b.len() >= p.cfg.BatchRows || time.Since(b.started) >= p.cfg.FlushInterval)
 }
 
+// atEnd reports whether a batch that follows a full one has records: an
+// empty poll then means the catch-up has read the end of the log.
+func (p *Projector) atEnd() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.afterFull && p.pending.records > 0
+}
+
 // untilDue is how long a poll may wait before the batch must be flushed.
 func (p *Projector) untilDue() time.Duration {
 	p.mu.Lock()
@@ -434,7 +456,11 @@ func (p *Projector) untilDue() time.Duration {
 	if p.pending.records == 0 {
 		return p.cfg.FlushInterval
 	}
-	return max(time.Until(p.pending.started.Add(p.cfg.FlushInterval)), time.Millisecond)
+	wait := time.Until(p.pending.started.Add(p.cfg.FlushInterval))
+	if p.afterFull {
+		wait = min(wait, catchUpEnd)
+	}
+	return max(wait, time.Millisecond)
 }
 
 // doneOr returns nil when ctx ended (a normal stop), else err.

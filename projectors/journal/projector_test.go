@@ -329,3 +329,30 @@ func TestInsertRetriedBeforeCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCatchUpEndsWithAnInsert holds a batch smaller than BatchRows for its
+// flush interval, but flushes the last batch of a catch-up, the one after a
+// full batch, as soon as a poll finds nothing more.
+func TestCatchUpEndsWithAnInsert(t *testing.T) {
+	_, addr, db := testClickHouse(t)
+	kcfg, cl := broker(t)
+	p := newProjector(t, kcfg, addr, db)
+	p.cfg.FlushInterval, p.cfg.BatchRows = time.Minute, 20
+	produce(t, cl, "vm-1", jobEvents("vm-1", "job-1", 1_760_000_000_000)...)
+	run(t, p)
+	time.Sleep(time.Second)
+	if n := committed(t, cl, "journal-test"); n != 0 {
+		t.Fatalf("a batch of %d rows, below BatchRows and its interval, committed %d offsets", stepsPerJob+1, n)
+	}
+	var want int64
+	for i := range 5 {
+		vm, job := fmt.Sprintf("vm-%d", i+2), fmt.Sprintf("job-%d", i+2)
+		evs := jobEvents(vm, job, 1_760_000_000_000)
+		produce(t, cl, vm, evs...)
+		want += int64(len(evs))
+	}
+	want += int64(len(jobEvents("", "", 0)))
+	eventually(t, 10*time.Second, "every offset committed well before the interval", func() bool {
+		return committed(t, cl, "journal-test") == want
+	})
+}

@@ -125,16 +125,19 @@ func fill(ctx context.Context, kcfg kafka.Config, codec *schemas.Codec, conn *pg
 	if err != nil {
 		return RebuildStats{}, err
 	}
+	// The three loads run side by side, each on its own connection: the
+	// jobs (their rows and four indexes, the longest), the other tables,
+	// and the end of job_steps with its index.
 	loadStart := time.Now()
-	stepRows, err := steps.finish(ctx)
-	if err != nil {
-		return RebuildStats{}, err
-	}
 	if err := jobs.send(ctx, jobRows(ch)); err != nil {
 		return RebuildStats{}, err
 	}
 	jobs.end()
 	rows, err := load(ctx, conn, ch, ends)
+	if err != nil {
+		return RebuildStats{}, err
+	}
+	stepRows, err := steps.finish(ctx)
 	if err != nil {
 		return RebuildStats{}, err
 	}
@@ -243,7 +246,8 @@ type stepKey struct {
 }
 
 // logReader is a replay's read of the log: it folds the records into ch
-// and streams the first row of each job step to steps.
+// and streams the first row of each job step to steps. ends, seen and
+// refused belong to the poller, the rest to the fold.
 type logReader struct {
 	names   kafka.Config // the records' topics made logical
 	codec   *schemas.Codec
@@ -255,9 +259,41 @@ type logReader struct {
 	steps   *stream
 }
 
-// read polls cl until every partition is read to its end, and returns how
-// many records it folded.
+// read polls cl until every partition is read to its end, folds what it
+// read, and returns how many records it read. Polling and decoding run in
+// a goroutine of their own, a poll ahead of the fold: decoding is half of
+// the replay's CPU, and only the fold must take the records one by one in
+// log order.
 func (r *logReader) read(ctx context.Context, cl *kgo.Client) (int64, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	polls := make(chan []schemas.Record, 2)
+	var records int64
+	var err error
+	go func() {
+		defer close(polls)
+		records, err = r.poll(ctx, cl, polls)
+	}()
+	for recs := range polls {
+		for _, rec := range recs {
+			r.ch.add(rec)
+		}
+		if serr := r.sendSteps(ctx); serr != nil {
+			cancel()
+			for range polls { // until the poller has stopped
+			}
+			return 0, serr
+		}
+	}
+	if err != nil {
+		return 0, err
+	}
+	return records, nil
+}
+
+// poll reads every partition to its end and sends each poll's records,
+// decoded, to out; it returns how many records it read.
+func (r *logReader) poll(ctx context.Context, cl *kgo.Client, out chan<- []schemas.Record) (int64, error) {
 	var records int64
 	idle := 0
 	for !r.done() {
@@ -273,11 +309,15 @@ func (r *logReader) read(ctx context.Context, cl *kgo.Client) (int64, error) {
 		if err := fetchErrors(fs); err != nil {
 			return 0, fmt.Errorf("rebuild: %w", err)
 		}
-		n := r.fold(ctx, fs)
-		if err := r.sendSteps(ctx); err != nil {
-			return 0, err
-		}
+		recs, n := r.decode(ctx, fs)
 		records += int64(n)
+		if len(recs) > 0 {
+			select {
+			case out <- recs:
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			}
+		}
 		if fs.NumRecords() > 0 {
 			idle = 0
 		} else if idle++; idle == 3 {
@@ -308,11 +348,13 @@ func fetchErrors(fs kgo.Fetches) error {
 	return ferr
 }
 
-// fold adds the records of fs below their partition's end to the changes,
-// and returns how many it read.
-func (r *logReader) fold(ctx context.Context, fs kgo.Fetches) int {
+// decode returns the records of fs below their partition's end that the
+// fold takes, decoded, and how many it read.
+func (r *logReader) decode(ctx context.Context, fs kgo.Fetches) ([]schemas.Record, int) {
 	n := 0
-	for _, kr := range r.names.In(fs.Records()) {
+	krs := r.names.In(fs.Records())
+	recs := make([]schemas.Record, 0, len(krs))
+	for _, kr := range krs {
 		tp := topicPartition{kr.Topic, kr.Partition}
 		if kr.Offset >= r.ends[tp] {
 			r.seen[tp] = r.ends[tp] // written after the rebuild started
@@ -330,9 +372,9 @@ func (r *logReader) fold(ctx context.Context, fs kgo.Fetches) int {
 		if err != nil {
 			continue // the live projector dead-lettered it already
 		}
-		r.ch.add(rec)
+		recs = append(recs, rec)
 	}
-	return n
+	return recs, n
 }
 
 // sendSteps streams the first row of each step the fold has seen since

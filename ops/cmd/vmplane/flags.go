@@ -164,7 +164,8 @@ func (f flags) settings() *time.Duration {
 
 // gcFlags tune the Go collector of a processor or projector process
 // (memory.GC): a processor's heap is mostly long-lived states, which a
-// collection re-marks every time, a projector's the batch in hand;
+// collection re-marks every time, as is a rebuild's fold of the whole log,
+// a projector's the batch in hand;
 // benchmarks/README.md has the measurements behind the default.
 type gcFlags struct {
 	percent *int

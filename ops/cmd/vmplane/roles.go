@@ -304,11 +304,15 @@ func runRebuild(ctx context.Context, args []string, log *slog.Logger) error {
 	target := f.str("target", "VMPLANE_REBUILD_TARGET", "postgres", "what to rebuild: postgres")
 	k := f.kafka()
 	dsn := f.str("pg-dsn", "VMPLANE_PG_DSN", "postgres://postgres@127.0.0.1:5432/vmplane?sslmode=disable", "Postgres database of the read models")
+	gc := f.gc()
 	if err := f.Parse(args); err != nil {
 		return err
 	}
 	if *target != "postgres" {
 		return fmt.Errorf("rebuild --target %q: only postgres is supported (the journal absorbs a replay: reset its group instead)", *target)
+	}
+	if err := gc.apply(); err != nil {
+		return err
 	}
 	kcfg, err := k.config()
 	if err != nil {
