@@ -16,8 +16,9 @@ import (
 const (
 	fullEvents  = 5_000_000
 	quickEvents = 20_000
-	// target is the rebuild target, events/s.
-	target = 100_000
+	// target is the rebuild target: at least 0.9 of COPY's rate on the
+	// same rows (issue 31).
+	target = 0.9
 )
 
 // Rows writes the history once into an embedded broker, rebuilds a fresh
@@ -38,7 +39,7 @@ func Rows(ctx context.Context, quick bool, runs int, pgDSN string, log *slog.Log
 // rows is Rows for a log of n events.
 func rows(ctx context.Context, n, runs int, pgDSN string, log *slog.Logger) []harness.Row {
 	row := harness.Row{Scenario: "rebuild", Figure: "events/s into an empty read model", Unit: "events/s",
-		LimitName: "COPY of the same rows", Target: &harness.Target{AtLeast: true, Value: target}}
+		LimitName: "COPY of the same rows", Target: &harness.Target{AtLeast: true, Value: target, OfLimit: true}}
 	row.How = fmt.Sprintf("%d events (hosts registering and going through maintenance, VM deploys with their steps and capacity claims, power reports, reboots, stops and starts, rejected commands, VMs found off with alerts, terminations; benchmarks/rebuild/history.go) "+
 		"produced once into an embedded kfake broker before the first run (not timed); each run migrates a fresh, empty database and calls projectors/postgres.Rebuild (the collector at `vmplane projector rebuild`'s default of 400 %% for this process, which also hosts the broker): "+
 		"events / wall clock of that call (connect, fresh schema, replay of every partition from offset 0 and fold, bulk load with COPY and index builds, schema swap). "+
