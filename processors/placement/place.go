@@ -76,13 +76,12 @@ func (m *Machine) decide(ix *zoneIndex, req *schemas.PlaceVm, group string, anti
 		}
 		return fail(ReasonHostRefused, why)
 	}
-	v := ix.view()
-	clusters := p.OrderClusters(v, req)
-	i := ix.choose(v, a, clusters)
+	v := ix.view(req.Account)
+	i := ix.choose(v, a)
 	if i < 0 {
 		if fb, ok := p.(fallbackPlanner); ok && a.usage == Dedicated && fb.FallBackToShared(req) {
 			a.usage = Shared
-			i = ix.choose(v, a, clusters)
+			i = ix.choose(v, a)
 		}
 	}
 	if i < 0 {
@@ -93,7 +92,7 @@ func (m *Machine) decide(ix *zoneIndex, req *schemas.PlaceVm, group string, anti
 		// whyNot looks at every host, so the storage reasons are all in
 		// when it returns.
 		a.storage = storageWhy{}
-		detail := ix.whyNot(a, clusters)
+		detail := ix.whyNot(a)
 		if len(a.storage.whys) > 0 {
 			// Hosts that passed every other filter lack storage: the
 			// pools are what an operator must fix, so they come first.
@@ -118,37 +117,76 @@ func (m *Machine) decide(ix *zoneIndex, req *schemas.PlaceVm, group string, anti
 
 // choose returns the position of the host to claim: the asked-for host when
 // it is acceptable, else the first acceptable host (or, for a HostScorer,
-// the best scored) of the first cluster that has one; -1 for none.
-func (ix *zoneIndex) choose(v View, a *ask, clusters []string) int {
+// the best scored) of the first cluster in the planner's order that has
+// one; -1 for none.
+//
+// Most decisions end in the first cluster, so the order is found lazily:
+// one pass picks the planner's best of the clusters whose free capacity
+// could hold the request (the others have no host that fits), and only
+// when that cluster has no acceptable host are the rest sorted.
+func (ix *zoneIndex) choose(v View, a *ask) int {
 	if id := a.req.HostID; id != "" {
-		if i, ok := ix.host[id]; ok && ix.refuse(&ix.z.Hosts[i], a) == "" {
+		if i, ok := ix.host[id]; ok && ix.refuse(i, a) == "" {
 			return i
 		}
 	}
-	scorer, scored := a.planner.(HostScorer)
-	for _, id := range clusters {
-		c, ok := ix.clusters[id]
-		if !ok {
-			continue
+	cpu, mem := int64(a.req.Offering.CPU), a.req.Offering.MemoryMB
+	cs := ix.candidates[:0]
+	for _, c := range ix.byID {
+		if c.FreeCPU >= cpu && c.FreeMemoryMB >= mem {
+			cs = append(cs, c)
 		}
-		best, bestScore := -1, 0.0
-		for _, i := range c.hosts {
-			h := &ix.z.Hosts[i]
-			if ix.refuse(h, a) != "" {
-				continue
-			}
-			if !scored {
-				return i
-			}
-			if s := scorer.ScoreHost(v, h, a.req); best < 0 || s > bestScore {
-				best, bestScore = i, s
-			}
+	}
+	ix.candidates = cs[:0]
+	if len(cs) == 0 {
+		return -1
+	}
+	order := func(x, y *clusterIndex) int {
+		if c := a.planner.CompareClusters(v, a.req, &x.Cluster, &y.Cluster); c != 0 {
+			return c
 		}
-		if best >= 0 {
-			return best
+		return compare(x.ID, y.ID)
+	}
+	best := 0
+	for k := 1; k < len(cs); k++ {
+		if order(cs[k], cs[best]) < 0 {
+			best = k
+		}
+	}
+	if i := ix.chooseIn(v, a, cs[best]); i >= 0 {
+		return i
+	}
+	cs[best] = cs[len(cs)-1]
+	cs = cs[:len(cs)-1]
+	slices.SortFunc(cs, order)
+	for _, c := range cs {
+		if i := ix.chooseIn(v, a, c); i >= 0 {
+			return i
 		}
 	}
 	return -1
+}
+
+// chooseIn returns the first acceptable host of cluster c or, for a
+// HostScorer, the best scored; -1 for none. Capacity is checked first:
+// it is the cheapest filter and, in a busy zone, the one that refuses most
+// hosts.
+func (ix *zoneIndex) chooseIn(v View, a *ask, c *clusterIndex) int {
+	scorer, scored := a.planner.(HostScorer)
+	cpu, mem := a.req.Offering.CPU, a.req.Offering.MemoryMB
+	best, bestScore := -1, 0.0
+	for _, i := range c.hosts {
+		if !ix.fits(i, cpu, mem) || ix.refuse(i, a) != "" {
+			continue
+		}
+		if !scored {
+			return i
+		}
+		if s := scorer.ScoreHost(v, Host{&ix.z.Hosts[i], i}, a.req); best < 0 || s > bestScore {
+			best, bestScore = i, s
+		}
+	}
+	return best
 }
 
 // refuseRequired says why the host a request requires cannot be claimed;
@@ -162,7 +200,7 @@ func (ix *zoneIndex) refuseRequired(a *ask) string {
 	if !ok {
 		return "no host " + id + " in zone " + ix.z.ZoneID
 	}
-	if why := ix.refuse(&ix.z.Hosts[i], a); why != "" {
+	if why := ix.refuse(i, a); why != "" {
 		return "host " + id + ": " + why
 	}
 	return ""
