@@ -35,9 +35,9 @@ type ask struct {
 	usage   string // the planner's usage, or Shared when falling back
 	group   string // affinity group key, "" for none
 	anti    bool
-	// members counts the group's VMs per host position, looked up once
-	// per request.
-	members map[int]int
+	// members is the group's use, looked up once per request; nil for a
+	// request without a group or of a group that never had a VM.
+	members *groupUse
 	// storage holds why hosts were refused for storage, naming the pools
 	// they reach and their free space: the first few distinct reasons,
 	// each with the hosts it was given for.
@@ -101,11 +101,12 @@ func (ix *zoneIndex) refuse(i int, a *ask) string {
 	if why := reservationRefuses(h, a.planner.Name(), a.usage, req.Account); why != "" {
 		return why
 	}
-	if hosts := a.members; len(hosts) > 0 {
-		if a.anti && hosts[i] > 0 {
+	if g := a.members; g != nil && g.vms > 0 {
+		n := tallyOf(ix.groupsOn[i], g.id)
+		if a.anti && n > 0 {
 			return filterAntiAffinity
 		}
-		if !a.anti && hosts[i] == 0 {
+		if !a.anti && n == 0 {
 			return filterAffinity
 		}
 	}

@@ -134,8 +134,16 @@ func checkIndex(t *testing.T, m *Machine, z *schemas.ZoneRecord) {
 			}
 			cl[id] = fmt.Sprintf("%s %v free=%d/%d hosts=%d", c.PodID, hs, c.FreeCPU, c.FreeMemoryMB, c.Hosts)
 		}
-		// Per-account counts are kept by cluster and pod number, which
-		// depend on the order clusters were seen: compare them by id.
+		// Per-account counts are kept by cluster and pod number, and the
+		// hosts' tallies by account and group id, which depend on the
+		// order things were seen: compare them by name.
+		onHosts := func(on [][]tally, id int32) map[string]int {
+			hs := map[string]int{}
+			for i, ts := range on {
+				hs[z.Hosts[i].HostID] = tallyOf(ts, id)
+			}
+			return nonZero(hs)
+		}
 		acc, ded := map[string]string{}, map[string]string{}
 		for a, u := range ix.accounts {
 			clusters, pods, dedicated := map[string]int{}, map[string]int{}, map[string]int{}
@@ -145,17 +153,17 @@ func checkIndex(t *testing.T, m *Machine, z *schemas.ZoneRecord) {
 			for id, p := range ix.pods {
 				pods[id] = countAt(u.pods, p)
 			}
-			if len(nonZero(u.hosts)) > 0 {
-				acc[a] = fmt.Sprint(nonZero(u.hosts), nonZero(clusters), nonZero(pods))
+			if hs := onHosts(ix.accountsOn, u.id); len(hs) > 0 {
+				acc[a] = fmt.Sprint(hs, nonZero(clusters), nonZero(pods))
 			}
 			if nz := nonZero(dedicated); len(nz) > 0 {
 				ded[a] = fmt.Sprint(nz)
 			}
 		}
 		grp := map[string]string{}
-		for g, hs := range ix.groups {
-			if len(hs) > 0 {
-				grp[g] = fmt.Sprint(hs)
+		for name, g := range ix.groups {
+			if hs := onHosts(ix.groupsOn, g.id); len(hs) > 0 || g.vms != 0 {
+				grp[name] = fmt.Sprint(g.vms, hs)
 			}
 		}
 		allocs := map[string]string{}

@@ -27,12 +27,14 @@ type zoneIndex struct {
 	allocs map[string][]int
 	// hostVMs counts the allocations on each host.
 	hostVMs map[string]int
-	// accounts counts each account's allocations per host, cluster and pod,
-	// and the hosts reserved Dedicated for it: what the account-aware
-	// planners order by.
+	// accounts counts each account's allocations per cluster and pod, and
+	// the hosts reserved Dedicated for it: what the account-aware planners
+	// order by. groups counts each affinity group's allocations.
 	accounts map[string]*accountUse
-	// groups counts each affinity group's allocations per host position.
-	groups map[string]map[int]int
+	groups   map[string]*groupUse
+	// accountsOn and groupsOn hold, by host position, the tallies of the
+	// accounts and groups with VMs on the host (tally.go).
+	accountsOn, groupsOn [][]tally
 	// free is what each host (by position) may still take: capacity ×
 	// over-commit minus what is allocated, negative on a host an adopted
 	// VM over-commits. The filters read it instead of recomputing it.
@@ -56,12 +58,17 @@ type clusterIndex struct {
 // capacity is an amount of CPUs and memory (MiB).
 type capacity struct{ cpu, mem int64 }
 
-// accountUse is one account's allocations per host (by position), and per
-// cluster and pod (by Cluster.n and Cluster.pod), and its Dedicated hosts
-// per cluster.
+// accountUse is one account's allocations per cluster and pod (by
+// Cluster.n and Cluster.pod) and its Dedicated hosts per cluster.
 type accountUse struct {
-	hosts                     map[int]int
+	id                        int32 // in the hosts' account tallies
 	clusters, pods, dedicated []int
+}
+
+// groupUse is one affinity group.
+type groupUse struct {
+	id  int32 // in the hosts' group tallies
+	vms int   // its allocations in the zone
 }
 
 // addAt adds d to s[k], growing s as needed.
@@ -84,7 +91,7 @@ func countAt(s []int, k int) int {
 func (ix *zoneIndex) account(name string) *accountUse {
 	u := ix.accounts[name]
 	if u == nil {
-		u = &accountUse{hosts: map[int]int{}}
+		u = &accountUse{id: int32(len(ix.accounts))}
 		ix.accounts[name] = u
 	}
 	return u
@@ -105,8 +112,8 @@ func buildIndex(z *schemas.ZoneRecord) *zoneIndex {
 	ix := &zoneIndex{
 		z: z, host: make(map[string]int, len(z.Hosts)), clusters: map[string]*clusterIndex{}, pods: map[string]int{},
 		allocs: make(map[string][]int, len(z.Allocations)), hostVMs: map[string]int{},
-		accounts: map[string]*accountUse{}, groups: map[string]map[int]int{}, releasable: map[string]bool{},
-		free:    make([]capacity, len(z.Hosts)),
+		accounts: map[string]*accountUse{}, groups: map[string]*groupUse{}, releasable: map[string]bool{},
+		free: make([]capacity, len(z.Hosts)), accountsOn: make([][]tally, len(z.Hosts)), groupsOn: make([][]tally, len(z.Hosts)),
 		decided: make(map[string]bool, len(z.Decided)),
 	}
 	// Hosts are indexed in id order so each cluster's list comes sorted.
@@ -187,19 +194,17 @@ func (ix *zoneIndex) use(a schemas.Allocation, sign int) {
 	h := &ix.z.Hosts[i]
 	c := ix.clusters[h.ClusterID]
 	u := ix.account(a.Account)
-	u.hosts[i] += sign
+	ix.accountsOn[i] = tallyAdd(ix.accountsOn[i], u.id, sign)
 	addAt(&u.clusters, c.n, sign)
 	addAt(&u.pods, c.pod, sign)
 	if a.AffinityGroup != "" {
 		g := ix.groups[a.AffinityGroup]
 		if g == nil {
-			g = map[int]int{}
+			g = &groupUse{id: int32(len(ix.groups))}
 			ix.groups[a.AffinityGroup] = g
 		}
-		g[i] += sign
-		if g[i] == 0 {
-			delete(g, i)
-		}
+		g.vms += sign
+		ix.groupsOn[i] = tallyAdd(ix.groupsOn[i], g.id, sign)
 	}
 }
 
@@ -217,6 +222,7 @@ func (ix *zoneIndex) track(hostID string) {
 func (ix *zoneIndex) addHost(h schemas.HostCapacity) int {
 	ix.z.Hosts = append(ix.z.Hosts, h)
 	ix.free = append(ix.free, capacity{})
+	ix.accountsOn, ix.groupsOn = append(ix.accountsOn, nil), append(ix.groupsOn, nil)
 	i := len(ix.z.Hosts) - 1
 	ix.host[h.HostID] = i
 	ix.insertInCluster(i)

@@ -56,12 +56,13 @@ type fallbackPlanner interface {
 // request's account. It is backed by the machine's index and valid only
 // during the call.
 type View struct {
+	ix *zoneIndex
 	// use is the request's account's counts, nil when it has none.
 	use *accountUse
 }
 
 // view is the planners' view of a zone for a request of account.
-func (ix *zoneIndex) view(account string) View { return View{use: ix.accounts[account]} }
+func (ix *zoneIndex) view(account string) View { return View{ix: ix, use: ix.accounts[account]} }
 
 // Cluster is one cluster of a zone as a planner sees it.
 type Cluster struct {
@@ -99,7 +100,7 @@ func (v View) AccountHostVMs(h Host) int {
 	if v.use == nil {
 		return 0
 	}
-	return v.use.hosts[h.i]
+	return tallyOf(v.ix.accountsOn[h.i], v.use.id)
 }
 
 // DedicatedHosts is how many hosts of the cluster are reserved Dedicated
