@@ -141,11 +141,11 @@ func (ix *zoneIndex) choose(v View, a *ask) int {
 	if len(cs) == 0 {
 		return -1
 	}
+	// The candidates are in id order, so keeping that order among clusters
+	// the planner holds equal (a strict less, a stable sort) makes the
+	// lower id go first without comparing ids.
 	order := func(x, y *clusterIndex) int {
-		if c := a.planner.CompareClusters(v, a.req, &x.Cluster, &y.Cluster); c != 0 {
-			return c
-		}
-		return compare(x.ID, y.ID)
+		return a.planner.CompareClusters(v, a.req, &x.Cluster, &y.Cluster)
 	}
 	best := 0
 	for k := 1; k < len(cs); k++ {
@@ -156,9 +156,8 @@ func (ix *zoneIndex) choose(v View, a *ask) int {
 	if i := ix.chooseIn(v, a, cs[best]); i >= 0 {
 		return i
 	}
-	cs[best] = cs[len(cs)-1]
-	cs = cs[:len(cs)-1]
-	slices.SortFunc(cs, order)
+	cs = slices.Delete(cs, best, best+1)
+	slices.SortStableFunc(cs, order)
 	for _, c := range cs {
 		if i := ix.chooseIn(v, a, c); i >= 0 {
 			return i
