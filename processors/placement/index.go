@@ -35,16 +35,17 @@ type zoneIndex struct {
 	// accountsOn and groupsOn hold, by host position, the tallies of the
 	// accounts and groups with VMs on the host (tally.go).
 	accountsOn, groupsOn [][]tally
-	// free is what each host (by position) may still take: capacity ×
-	// over-commit minus what is allocated, negative on a host an adopted
-	// VM over-commits. The filters read it instead of recomputing it.
-	free []capacity
+	// limit is what each host (by position) may hand out, capacity ×
+	// over-commit; free is what it may still take, limit minus what is
+	// allocated, negative on a host an adopted VM over-commits. The filters
+	// and the scores read them instead of recomputing them.
+	limit, free []capacity
 	// releasable holds the hosts whose reservation waits for the release
 	// period: reserved and empty.
 	releasable map[string]bool
 	decided    map[string]bool
-	// candidates is choose's list of clusters, kept between decisions.
-	candidates []*clusterIndex
+	// candidates is the clusters of a queue, kept between decisions.
+	candidates []rankedCluster
 	storeIndex
 }
 
@@ -113,7 +114,7 @@ func buildIndex(z *schemas.ZoneRecord) *zoneIndex {
 		z: z, host: make(map[string]int, len(z.Hosts)), clusters: map[string]*clusterIndex{}, pods: map[string]int{},
 		allocs: make(map[string][]int, len(z.Allocations)), hostVMs: map[string]int{},
 		accounts: map[string]*accountUse{}, groups: map[string]*groupUse{}, releasable: map[string]bool{},
-		free: make([]capacity, len(z.Hosts)), accountsOn: make([][]tally, len(z.Hosts)), groupsOn: make([][]tally, len(z.Hosts)),
+		limit: make([]capacity, len(z.Hosts)), free: make([]capacity, len(z.Hosts)), accountsOn: make([][]tally, len(z.Hosts)), groupsOn: make([][]tally, len(z.Hosts)),
 		decided: make(map[string]bool, len(z.Decided)),
 	}
 	// Hosts are indexed in id order so each cluster's list comes sorted.
@@ -167,9 +168,10 @@ func (ix *zoneIndex) cluster(id, pod string) *clusterIndex {
 func (ix *zoneIndex) count(i int, sign int64) {
 	h := &ix.z.Hosts[i]
 	c := ix.clusters[h.ClusterID]
-	free := capacity{cpuLimit(*h) - int64(h.UsedCPU), memLimit(*h) - h.UsedMemoryMB}
+	limit := capacity{cpuLimit(*h), memLimit(*h)}
+	free := capacity{limit.cpu - int64(h.UsedCPU), limit.mem - h.UsedMemoryMB}
 	if sign > 0 {
-		ix.free[i] = free
+		ix.limit[i], ix.free[i] = limit, free
 	}
 	if h.Reservable {
 		c.FreeCPU += sign * max(free.cpu, 0)
@@ -221,7 +223,7 @@ func (ix *zoneIndex) track(hostID string) {
 // addHost appends a new host to the ledger and the index.
 func (ix *zoneIndex) addHost(h schemas.HostCapacity) int {
 	ix.z.Hosts = append(ix.z.Hosts, h)
-	ix.free = append(ix.free, capacity{})
+	ix.limit, ix.free = append(ix.limit, capacity{}), append(ix.free, capacity{})
 	ix.accountsOn, ix.groupsOn = append(ix.accountsOn, nil), append(ix.groupsOn, nil)
 	i := len(ix.z.Hosts) - 1
 	ix.host[h.HostID] = i

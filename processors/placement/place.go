@@ -119,46 +119,14 @@ func (m *Machine) decide(ix *zoneIndex, req *schemas.PlaceVm, group string, anti
 // it is acceptable, else the first acceptable host (or, for a HostScorer,
 // the best scored) of the first cluster in the planner's order that has
 // one; -1 for none.
-//
-// Most decisions end in the first cluster, so the order is found lazily:
-// one pass picks the planner's best of the clusters whose free capacity
-// could hold the request (the others have no host that fits), and only
-// when that cluster has no acceptable host are the rest sorted.
 func (ix *zoneIndex) choose(v View, a *ask) int {
 	if id := a.req.HostID; id != "" {
 		if i, ok := ix.host[id]; ok && ix.refuse(i, a) == "" {
 			return i
 		}
 	}
-	cpu, mem := int64(a.req.Offering.CPU), a.req.Offering.MemoryMB
-	cs := ix.candidates[:0]
-	for _, c := range ix.byID {
-		if c.FreeCPU >= cpu && c.FreeMemoryMB >= mem {
-			cs = append(cs, c)
-		}
-	}
-	ix.candidates = cs[:0]
-	if len(cs) == 0 {
-		return -1
-	}
-	// The candidates are in id order, so keeping that order among clusters
-	// the planner holds equal (a strict less, a stable sort) makes the
-	// lower id go first without comparing ids.
-	order := func(x, y *clusterIndex) int {
-		return a.planner.CompareClusters(v, a.req, &x.Cluster, &y.Cluster)
-	}
-	best := 0
-	for k := 1; k < len(cs); k++ {
-		if order(cs[k], cs[best]) < 0 {
-			best = k
-		}
-	}
-	if i := ix.chooseIn(v, a, cs[best]); i >= 0 {
-		return i
-	}
-	cs = slices.Delete(cs, best, best+1)
-	slices.SortStableFunc(cs, order)
-	for _, c := range cs {
+	q := ix.queue(v, a)
+	for c := q.pop(); c != nil; c = q.pop() {
 		if i := ix.chooseIn(v, a, c); i >= 0 {
 			return i
 		}

@@ -103,6 +103,20 @@ func (v View) AccountHostVMs(h Host) int {
 	return tallyOf(v.ix.accountsOn[h.i], v.use.id)
 }
 
+// UtilizationAfter is the mean of the CPU and memory fractions of the
+// host's over-committed capacity that would be in use after placing req.
+func (v View) UtilizationAfter(h Host, req *schemas.PlaceVm) float64 {
+	limit, free := v.ix.limit[h.i], v.ix.free[h.i]
+	var u float64
+	if limit.cpu > 0 {
+		u += float64(limit.cpu-free.cpu+int64(req.Offering.CPU)) / float64(limit.cpu)
+	}
+	if limit.mem > 0 {
+		u += float64(limit.mem-free.mem+req.Offering.MemoryMB) / float64(limit.mem)
+	}
+	return u / 2
+}
+
 // DedicatedHosts is how many hosts of the cluster are reserved Dedicated
 // for the request's account.
 func (v View) DedicatedHosts(c *Cluster) int {

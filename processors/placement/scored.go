@@ -26,8 +26,8 @@ func (Binpack) CompareClusters(_ View, _ *schemas.PlaceVm, a, b *Cluster) int {
 }
 
 // ScoreHost implements HostScorer.
-func (Binpack) ScoreHost(_ View, h Host, req *schemas.PlaceVm) float64 {
-	return utilizationAfter(h.HostCapacity, req)
+func (Binpack) ScoreHost(zone View, h Host, req *schemas.PlaceVm) float64 {
+	return zone.UtilizationAfter(h, req)
 }
 
 // Spread spreads load evenly (Nomad's spread): the clusters with most room
@@ -46,20 +46,6 @@ func (Spread) CompareClusters(_ View, _ *schemas.PlaceVm, a, b *Cluster) int {
 }
 
 // ScoreHost implements HostScorer.
-func (Spread) ScoreHost(_ View, h Host, req *schemas.PlaceVm) float64 {
-	return -utilizationAfter(h.HostCapacity, req)
-}
-
-// utilizationAfter is the mean of the CPU and memory fractions of the
-// host's over-committed capacity that would be in use after the placement.
-func utilizationAfter(h *schemas.HostCapacity, req *schemas.PlaceVm) float64 {
-	cpu, mem := float64(cpuLimit(*h)), float64(memLimit(*h))
-	var u float64
-	if cpu > 0 {
-		u += float64(int64(h.UsedCPU)+int64(req.Offering.CPU)) / cpu
-	}
-	if mem > 0 {
-		u += float64(h.UsedMemoryMB+req.Offering.MemoryMB) / mem
-	}
-	return u / 2
+func (Spread) ScoreHost(zone View, h Host, req *schemas.PlaceVm) float64 {
+	return -zone.UtilizationAfter(h, req)
 }
