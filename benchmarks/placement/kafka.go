@@ -33,7 +33,7 @@ func kafkaRows(ctx context.Context, count int, quick bool) []harness.Row {
 	if quick {
 		sz = kafkaQuick
 	}
-	var real, null []float64
+	var proc, null []float64
 	var runErr error
 	for range count {
 		r, n, err := runKafka(ctx, sz)
@@ -41,18 +41,19 @@ func kafkaRows(ctx context.Context, count int, quick bool) []harness.Row {
 			runErr = err
 			break
 		}
-		real, null = append(real, r), append(null, n)
+		proc, null = append(proc, r), append(null, n)
 	}
 	r := harness.Row{Scenario: "placement", Unit: "decisions/s",
 		Figure:    fmt.Sprintf("decisions/s through Kafka at %d hosts, %s", sz.hosts, pl.FirstFitName),
-		Value:     harness.Summarize(real),
+		Value:     harness.Summarize(proc),
 		LimitName: "null Step, same runtime", Limit: harness.Summarize(null),
 		Target: &harness.Target{AtLeast: true, Value: kafkaTarget},
 		How: fmt.Sprintf("a fresh kfake broker; a zone of %d hosts filled by the placement machine in the harness to %d live VMs per host, "+
 			"written as one ZoneRecord onto placement.state.v1 (not timed); the placement processor (processors/engine, transactions, wired as ops/roles wires it) "+
-			"in a child process restores it; one PlaceVm and its commit warm it up; then %d FirstFit PlaceVm, encoded before, are produced at once onto "+
-			"placement.requests.v1: decisions / wall clock from the first produce until the processor's group has committed the last one (kadm, every 5 ms), "+
-			"which commits its PlacementDecided in the same transaction. Limit: the same records produced into a bench topic consumed by the same runtime "+
+			"in a child process restores it; one PlaceVm and its commit warm it up; then %d FirstFit PlaceVm, each followed by the ReleaseVm of the VM placed "+
+			"a zone's worth earlier, encoded before, are produced at once onto placement.requests.v1: decisions / wall clock from the first produce until the "+
+			"processor's group has committed the last record (kadm, every 5 ms), which commits its PlacementDecided in the same transaction; every answer "+
+			"is then checked to be a PlacementDecided. Limit: the same records produced into a bench topic consumed by the same runtime "+
 			"with engine.Config.SkipDecode and a machine that decides nothing (one tiny changelog record per zone and transaction), timed alike.",
 			sz.hosts, sz.fill, sz.decisions),
 	}
@@ -65,7 +66,7 @@ func kafkaRows(ctx context.Context, count int, quick bool) []harness.Row {
 
 // runKafka runs one repetition and returns the processor's and the null
 // Step's decisions/s.
-func runKafka(ctx context.Context, sz kafkaSize) (real, null float64, err error) {
+func runKafka(ctx context.Context, sz kafkaSize) (proc, null float64, err error) {
 	broker, err := kafka.StartBroker("127.0.0.1:0", "")
 	if err != nil {
 		return 0, 0, err
@@ -94,13 +95,13 @@ func runKafka(ctx context.Context, sz kafkaSize) (real, null float64, err error)
 	if null, err = timeChild(ctx, cl, adm, kcfg.Brokers, ChildNull, kcfg.Group("vmplane-"+nullName), nullRecs, sz.decisions); err != nil {
 		return 0, 0, fmt.Errorf("null step: %w", err)
 	}
-	if real, err = timeChild(ctx, cl, adm, kcfg.Brokers, ChildPlacement, kcfg.Group("vmplane-"+placementName), recs, sz.decisions); err != nil {
+	if proc, err = timeChild(ctx, cl, adm, kcfg.Brokers, ChildPlacement, kcfg.Group("vmplane-"+placementName), recs, sz.decisions); err != nil {
 		return 0, 0, fmt.Errorf("placement processor: %w", err)
 	}
 	if err := checkDecided(ctx, kcfg, sz.decisions+1); err != nil {
 		return 0, 0, err
 	}
-	return real, null, nil
+	return proc, null, nil
 }
 
 // checkDecided reads vm.signals.v1 (read_committed) until it has seen n
