@@ -25,7 +25,8 @@ out=$(./var/bench -quick -record=false -runs 1)
 echo "$out"
 for row in "end-to-end reports/s" "time to caught up" "VM processor reports/s" "Postgres row writes (vms)" \
            "VM processor restore" "VM processor heap per VM" "VM processor CPU" "Postgres writes after 3rd same-state report" \
-           "reboot p99 at 20 actions/s" "decisions/s at 10000 hosts" "ingest rows/s" "analyst query p50/p95" \
+           "reboot p99 at 20 actions/s" "decisions/s at 10000 hosts" "decisions/s at 100000 hosts" \
+           "decisions/s through Kafka" "ingest rows/s" "analyst query p50/p95" \
            "events/s into an empty read model" \
            "synced data dir: one produce p50" "synced data dir: one produce p99" "synced data dir: pipelined produce" \
            "synced data dir: transaction p50" "synced data dir: transaction p99" \

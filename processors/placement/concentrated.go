@@ -21,15 +21,13 @@ func (UserConcentratedPod) Name() string { return UserConcentratedPodName }
 // ResourceUsage implements Planner.
 func (UserConcentratedPod) ResourceUsage() string { return Shared }
 
-// OrderClusters implements Planner.
-func (UserConcentratedPod) OrderClusters(zone View, req *schemas.PlaceVm) []string {
-	return orderBy(zone.Clusters, func(a, b Cluster) int {
-		if c := cmp.Compare(zone.AccountPodVMs(req.Account, b.PodID), zone.AccountPodVMs(req.Account, a.PodID)); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.PodID, b.PodID); c != 0 {
-			return c
-		}
-		return byFreeCapacity(a, b)
-	})
+// CompareClusters implements Planner.
+func (UserConcentratedPod) CompareClusters(zone View, _ *schemas.PlaceVm, a, b *Cluster) int {
+	if c := cmp.Compare(zone.AccountPodVMs(b), zone.AccountPodVMs(a)); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.PodID, b.PodID); c != 0 {
+		return c
+	}
+	return byFreeCapacity(a, b)
 }

@@ -25,19 +25,17 @@ func (ImplicitDedication) Name() string { return ImplicitDedicationName }
 // ResourceUsage implements Planner.
 func (ImplicitDedication) ResourceUsage() string { return Dedicated }
 
-// OrderClusters implements Planner.
-func (ImplicitDedication) OrderClusters(zone View, req *schemas.PlaceVm) []string {
-	return orderBy(zone.Clusters, func(a, b Cluster) int {
-		if c := cmp.Compare(zone.DedicatedHosts(req.Account, b.ID), zone.DedicatedHosts(req.Account, a.ID)); c != 0 {
-			return c
-		}
-		return byFreeCapacity(a, b)
-	})
+// CompareClusters implements Planner.
+func (ImplicitDedication) CompareClusters(zone View, _ *schemas.PlaceVm, a, b *Cluster) int {
+	if c := cmp.Compare(zone.DedicatedHosts(b), zone.DedicatedHosts(a)); c != 0 {
+		return c
+	}
+	return byFreeCapacity(a, b)
 }
 
 // ScoreHost implements HostScorer: a host already dedicated to the account
 // beats a fresh one.
-func (ImplicitDedication) ScoreHost(_ View, h *schemas.HostCapacity, req *schemas.PlaceVm) float64 {
+func (ImplicitDedication) ScoreHost(_ View, h Host, req *schemas.PlaceVm) float64 {
 	if h.ResourceUsage == Dedicated && h.ReservedFor == req.Account {
 		return 1
 	}

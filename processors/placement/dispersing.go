@@ -21,17 +21,15 @@ func (UserDispersing) Name() string { return UserDispersingName }
 // ResourceUsage implements Planner.
 func (UserDispersing) ResourceUsage() string { return Shared }
 
-// OrderClusters implements Planner.
-func (UserDispersing) OrderClusters(zone View, req *schemas.PlaceVm) []string {
-	return orderBy(zone.Clusters, func(a, b Cluster) int {
-		if c := cmp.Compare(zone.AccountVMs(req.Account, a.ID), zone.AccountVMs(req.Account, b.ID)); c != 0 {
-			return c
-		}
-		return byFreeCapacity(a, b)
-	})
+// CompareClusters implements Planner.
+func (UserDispersing) CompareClusters(zone View, _ *schemas.PlaceVm, a, b *Cluster) int {
+	if c := cmp.Compare(zone.AccountVMs(a), zone.AccountVMs(b)); c != 0 {
+		return c
+	}
+	return byFreeCapacity(a, b)
 }
 
 // ScoreHost implements HostScorer: fewer of the account's VMs is better.
-func (UserDispersing) ScoreHost(zone View, h *schemas.HostCapacity, req *schemas.PlaceVm) float64 {
-	return -float64(zone.AccountHostVMs(req.Account, h.HostID))
+func (UserDispersing) ScoreHost(zone View, h Host, _ *schemas.PlaceVm) float64 {
+	return -float64(zone.AccountHostVMs(h))
 }

@@ -11,22 +11,21 @@ import (
 // The filters of the planning manager, in the order they are applied. The
 // first that refuses a host names why; a failed placement counts them.
 const (
-	filterNotReservable   = "not reservable"
-	filterAvoided         = "avoided"
-	filterTags            = "lack host tags"
-	filterLeased          = "leased to another project"
-	filterDedicated       = "dedicated to another account"
-	filterOtherPlanner    = "dedicated to another planner"
-	filterShared          = "shared, planner needs dedicated"
-	filterAntiAffinity    = "hold a VM of the anti-affinity group"
-	filterAffinity        = "not the affinity group's host"
-	filterCapacity        = "lack capacity"
-	filterStorage         = "lack storage"
-	filterOutsideClusters = "outside the planner's clusters"
+	filterNotReservable = "not reservable"
+	filterAvoided       = "avoided"
+	filterTags          = "lack host tags"
+	filterLeased        = "leased to another project"
+	filterDedicated     = "dedicated to another account"
+	filterOtherPlanner  = "dedicated to another planner"
+	filterShared        = "shared, planner needs dedicated"
+	filterAntiAffinity  = "hold a VM of the anti-affinity group"
+	filterAffinity      = "not the affinity group's host"
+	filterCapacity      = "lack capacity"
+	filterStorage       = "lack storage"
 )
 
 var filterOrder = []string{filterNotReservable, filterAvoided, filterTags, filterLeased, filterDedicated,
-	filterOtherPlanner, filterShared, filterAntiAffinity, filterAffinity, filterCapacity, filterStorage, filterOutsideClusters}
+	filterOtherPlanner, filterShared, filterAntiAffinity, filterAffinity, filterCapacity, filterStorage}
 
 // ask is one placement question: the request with what the manager derived
 // from it, so the filters do not derive it again per host.
@@ -36,8 +35,9 @@ type ask struct {
 	usage   string // the planner's usage, or Shared when falling back
 	group   string // affinity group key, "" for none
 	anti    bool
-	// members counts the group's VMs per host, looked up once per request.
-	members map[string]int
+	// members is the group's use, looked up once per request; nil for a
+	// request without a group or of a group that never had a VM.
+	members *groupUse
 	// storage holds why hosts were refused for storage, naming the pools
 	// they reach and their free space: the first few distinct reasons,
 	// each with the hosts it was given for.
@@ -85,9 +85,9 @@ func (w *storageWhy) String() string {
 	return strings.Join(parts, "; ")
 }
 
-// refuse returns why host h cannot take the request, or "" when it can.
-func (ix *zoneIndex) refuse(h *schemas.HostCapacity, a *ask) string {
-	req := a.req
+// refuse returns why host i cannot take the request, or "" when it can.
+func (ix *zoneIndex) refuse(i int, a *ask) string {
+	req, h := a.req, &ix.z.Hosts[i]
 	switch {
 	case !h.Reservable:
 		return filterNotReservable
@@ -101,15 +101,16 @@ func (ix *zoneIndex) refuse(h *schemas.HostCapacity, a *ask) string {
 	if why := reservationRefuses(h, a.planner.Name(), a.usage, req.Account); why != "" {
 		return why
 	}
-	if hosts := a.members; len(hosts) > 0 {
-		if a.anti && hosts[h.HostID] > 0 {
+	if g := a.members; g != nil && g.vms > 0 {
+		n := tallyOf(ix.groupsOn[i], g.id)
+		if a.anti && n > 0 {
 			return filterAntiAffinity
 		}
-		if !a.anti && hosts[h.HostID] == 0 {
+		if !a.anti && n == 0 {
 			return filterAffinity
 		}
 	}
-	if !fits(h, req.Offering.CPU, req.Offering.MemoryMB) {
+	if !ix.fits(i, req.Offering.CPU, req.Offering.MemoryMB) {
 		return filterCapacity
 	}
 	if len(req.Volumes) > 0 {
@@ -134,19 +135,10 @@ func hasTags(have, want []string) bool {
 // e.g. "no host: 4 hosts; 2 not reservable, 1 dedicated to another
 // account, 1 lack capacity". It runs only when placement fails, so it may
 // look at every host.
-func (ix *zoneIndex) whyNot(a *ask, clusters []string) string {
-	tried := map[string]bool{}
-	for _, id := range clusters {
-		tried[id] = true
-	}
+func (ix *zoneIndex) whyNot(a *ask) string {
 	counts := map[string]int{}
 	for i := range ix.z.Hosts {
-		h := &ix.z.Hosts[i]
-		why := ix.refuse(h, a)
-		if why == "" && !tried[h.ClusterID] {
-			why = filterOutsideClusters
-		}
-		counts[why]++
+		counts[ix.refuse(i, a)]++
 	}
 	var parts []string
 	for _, f := range filterOrder {

@@ -17,7 +17,7 @@ func (FirstFit) Name() string { return FirstFitName }
 // ResourceUsage implements Planner: first-fit hosts are shared.
 func (FirstFit) ResourceUsage() string { return Shared }
 
-// OrderClusters implements Planner.
-func (FirstFit) OrderClusters(zone View, _ *schemas.PlaceVm) []string {
-	return orderBy(zone.Clusters, byFreeCapacity)
+// CompareClusters implements Planner.
+func (FirstFit) CompareClusters(_ View, _ *schemas.PlaceVm, a, b *Cluster) int {
+	return byFreeCapacity(a, b)
 }

@@ -132,24 +132,38 @@ func checkIndex(t *testing.T, m *Machine, z *schemas.ZoneRecord) {
 			for _, i := range c.hosts {
 				hs = append(hs, z.Hosts[i].HostID)
 			}
-			cl[id] = fmt.Sprintf("%s %v free=%d/%d", c.pod, hs, c.freeCPU, c.freeMemoryMB)
+			cl[id] = fmt.Sprintf("%s %v free=%d/%d hosts=%d", c.PodID, hs, c.FreeCPU, c.FreeMemoryMB, c.Hosts)
 		}
-		acc := map[string]string{}
-		for a, u := range ix.accounts {
-			if len(nonZero(u.hosts)) > 0 {
-				acc[a] = fmt.Sprint(nonZero(u.hosts), nonZero(u.clusters), nonZero(u.pods))
+		// Per-account counts are kept by cluster and pod number, and the
+		// hosts' tallies by account and group id, which depend on the
+		// order things were seen: compare them by name.
+		onHosts := func(on [][]tally, id int32) map[string]int {
+			hs := map[string]int{}
+			for i, ts := range on {
+				hs[z.Hosts[i].HostID] = tallyOf(ts, id)
 			}
+			return nonZero(hs)
 		}
-		ded := map[string]string{}
-		for a, d := range ix.dedicated {
-			if nz := nonZero(d); len(nz) > 0 {
+		acc, ded := map[string]string{}, map[string]string{}
+		for a, u := range ix.accounts {
+			clusters, pods, dedicated := map[string]int{}, map[string]int{}, map[string]int{}
+			for id, c := range ix.clusters {
+				clusters[id], dedicated[id] = countAt(u.clusters, c.n), countAt(u.dedicated, c.n)
+			}
+			for id, p := range ix.pods {
+				pods[id] = countAt(u.pods, p)
+			}
+			if hs := onHosts(ix.accountsOn, u.id); len(hs) > 0 {
+				acc[a] = fmt.Sprint(hs, nonZero(clusters), nonZero(pods))
+			}
+			if nz := nonZero(dedicated); len(nz) > 0 {
 				ded[a] = fmt.Sprint(nz)
 			}
 		}
 		grp := map[string]string{}
-		for g, hs := range ix.groups {
-			if len(hs) > 0 {
-				grp[g] = fmt.Sprint(hs)
+		for name, g := range ix.groups {
+			if hs := onHosts(ix.groupsOn, g.id); len(hs) > 0 || g.vms != 0 {
+				grp[name] = fmt.Sprint(g.vms, hs)
 			}
 		}
 		allocs := map[string]string{}
@@ -161,7 +175,7 @@ func checkIndex(t *testing.T, m *Machine, z *schemas.ZoneRecord) {
 			slices.Sort(hs)
 			allocs[vm] = fmt.Sprint(hs)
 		}
-		return map[string]any{"host": fmt.Sprint(ix.host), "clusters": cl, "ids": fmt.Sprint(ix.clusterIDs),
+		return map[string]any{"host": fmt.Sprint(ix.host), "clusters": cl, "ids": fmt.Sprint(clusterIDs(ix)),
 			"allocs": allocs, "hostVMs": fmt.Sprint(ix.hostVMs), "accounts": acc, "dedicated": ded,
 			"groups": grp, "releasable": fmt.Sprint(ix.releasable), "decided": fmt.Sprint(ix.decided),
 			"storage": normStorage(ix)}
@@ -171,8 +185,16 @@ func checkIndex(t *testing.T, m *Machine, z *schemas.ZoneRecord) {
 	}
 }
 
-func nonZero(m map[string]int) map[string]int {
-	out := map[string]int{}
+func clusterIDs(ix *zoneIndex) []string {
+	var ids []string
+	for _, c := range ix.byID {
+		ids = append(ids, c.ID)
+	}
+	return ids
+}
+
+func nonZero[K comparable](m map[K]int) map[K]int {
+	out := map[K]int{}
 	for k, v := range m {
 		if v != 0 {
 			out[k] = v

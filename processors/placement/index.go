@@ -16,38 +16,86 @@ type zoneIndex struct {
 	z        *schemas.ZoneRecord
 	host     map[string]int // host id → position in z.Hosts
 	clusters map[string]*clusterIndex
-	// clusterIDs are the cluster ids, sorted, so every walk is deterministic.
-	clusterIDs []string
+	// byID holds the clusters sorted by id, so every walk is deterministic.
+	byID []*clusterIndex
+	// pods numbers the pods (Cluster.pod) and clusterCount the clusters
+	// ever indexed (Cluster.n): the per-account counts are slices by these
+	// numbers, so a planner's comparison reads no map.
+	pods         map[string]int
+	clusterCount int
 	// allocs maps a VM to the positions of its allocations in z.Allocations.
 	allocs map[string][]int
 	// hostVMs counts the allocations on each host.
 	hostVMs map[string]int
-	// accounts counts each account's allocations per host, cluster and pod:
-	// what the account-aware planners order by.
+	// accounts counts each account's allocations per cluster and pod, and
+	// the hosts reserved Dedicated for it: what the account-aware planners
+	// order by. groups counts each affinity group's allocations.
 	accounts map[string]*accountUse
-	// groups counts each affinity group's allocations per host.
-	groups map[string]map[string]int
-	// dedicated counts, per account, the hosts of each cluster reserved
-	// Dedicated for it.
-	dedicated map[string]map[string]int
+	groups   map[string]*groupUse
+	// accountsOn and groupsOn hold, by host position, the tallies of the
+	// accounts and groups with VMs on the host (tally.go).
+	accountsOn, groupsOn [][]tally
+	// limit is what each host (by position) may hand out, capacity ×
+	// over-commit; free is what it may still take, limit minus what is
+	// allocated, negative on a host an adopted VM over-commits. The filters
+	// and the scores read them instead of recomputing them.
+	limit, free []capacity
 	// releasable holds the hosts whose reservation waits for the release
 	// period: reserved and empty.
 	releasable map[string]bool
 	decided    map[string]bool
+	// candidates is the clusters of a queue, kept between decisions.
+	candidates []rankedCluster
 	storeIndex
 }
 
-// clusterIndex is one cluster: its hosts (positions, by host id) and the
-// free capacity of its reservable hosts, kept up to date on every change.
+// clusterIndex is one cluster: what a planner sees of it, kept up to date
+// on every change, and its hosts (positions, by host id).
 type clusterIndex struct {
-	id, pod      string
-	hosts        []int
-	freeCPU      int64
-	freeMemoryMB int64
+	Cluster
+	hosts []int
 }
 
+// capacity is an amount of CPUs and memory (MiB).
+type capacity struct{ cpu, mem int64 }
+
+// accountUse is one account's allocations per cluster and pod (by
+// Cluster.n and Cluster.pod) and its Dedicated hosts per cluster.
 type accountUse struct {
-	hosts, clusters, pods map[string]int
+	id                        int32 // in the hosts' account tallies
+	clusters, pods, dedicated []int
+}
+
+// groupUse is one affinity group.
+type groupUse struct {
+	id  int32 // in the hosts' group tallies
+	vms int   // its allocations in the zone
+}
+
+// addAt adds d to s[k], growing s as needed.
+func addAt(s *[]int, k, d int) {
+	if k >= len(*s) {
+		*s = append(*s, make([]int, k+1-len(*s))...)
+	}
+	(*s)[k] += d
+}
+
+// countAt is s[k], 0 beyond s.
+func countAt(s []int, k int) int {
+	if k < len(s) {
+		return s[k]
+	}
+	return 0
+}
+
+// account returns an account's counts, creating them.
+func (ix *zoneIndex) account(name string) *accountUse {
+	u := ix.accounts[name]
+	if u == nil {
+		u = &accountUse{id: int32(len(ix.accounts))}
+		ix.accounts[name] = u
+	}
+	return u
 }
 
 // index returns the index of z, building it when z is not the zone the
@@ -63,10 +111,10 @@ func (m *Machine) index(z *schemas.ZoneRecord) *zoneIndex {
 
 func buildIndex(z *schemas.ZoneRecord) *zoneIndex {
 	ix := &zoneIndex{
-		z: z, host: make(map[string]int, len(z.Hosts)), clusters: map[string]*clusterIndex{},
+		z: z, host: make(map[string]int, len(z.Hosts)), clusters: map[string]*clusterIndex{}, pods: map[string]int{},
 		allocs: make(map[string][]int, len(z.Allocations)), hostVMs: map[string]int{},
-		accounts: map[string]*accountUse{}, groups: map[string]map[string]int{},
-		dedicated: map[string]map[string]int{}, releasable: map[string]bool{},
+		accounts: map[string]*accountUse{}, groups: map[string]*groupUse{}, releasable: map[string]bool{},
+		limit: make([]capacity, len(z.Hosts)), free: make([]capacity, len(z.Hosts)), accountsOn: make([][]tally, len(z.Hosts)), groupsOn: make([][]tally, len(z.Hosts)),
 		decided: make(map[string]bool, len(z.Decided)),
 	}
 	// Hosts are indexed in id order so each cluster's list comes sorted.
@@ -80,6 +128,7 @@ func buildIndex(z *schemas.ZoneRecord) *zoneIndex {
 		ix.host[h.HostID] = i
 		c := ix.cluster(h.ClusterID, h.PodID)
 		c.hosts = append(c.hosts, i)
+		c.Hosts++
 		ix.count(i, +1)
 	}
 	for i, a := range z.Allocations {
@@ -100,10 +149,16 @@ func buildIndex(z *schemas.ZoneRecord) *zoneIndex {
 func (ix *zoneIndex) cluster(id, pod string) *clusterIndex {
 	c, ok := ix.clusters[id]
 	if !ok {
-		c = &clusterIndex{id: id, pod: pod}
+		p, ok := ix.pods[pod]
+		if !ok {
+			p = len(ix.pods)
+			ix.pods[pod] = p
+		}
+		c = &clusterIndex{Cluster: Cluster{ID: id, PodID: pod, n: ix.clusterCount, pod: p}}
+		ix.clusterCount++
 		ix.clusters[id] = c
-		at, _ := slices.BinarySearch(ix.clusterIDs, id)
-		ix.clusterIDs = slices.Insert(ix.clusterIDs, at, id)
+		k, _ := slices.BinarySearchFunc(ix.byID, id, func(c *clusterIndex, id string) int { return compare(c.ID, id) })
+		ix.byID = slices.Insert(ix.byID, k, c)
 	}
 	return c
 }
@@ -113,17 +168,17 @@ func (ix *zoneIndex) cluster(id, pod string) *clusterIndex {
 func (ix *zoneIndex) count(i int, sign int64) {
 	h := &ix.z.Hosts[i]
 	c := ix.clusters[h.ClusterID]
+	limit := capacity{cpuLimit(*h), memLimit(*h)}
+	free := capacity{limit.cpu - int64(h.UsedCPU), limit.mem - h.UsedMemoryMB}
+	if sign > 0 {
+		ix.limit[i], ix.free[i] = limit, free
+	}
 	if h.Reservable {
-		c.freeCPU += sign * max(cpuLimit(*h)-int64(h.UsedCPU), 0)
-		c.freeMemoryMB += sign * max(memLimit(*h)-h.UsedMemoryMB, 0)
+		c.FreeCPU += sign * max(free.cpu, 0)
+		c.FreeMemoryMB += sign * max(free.mem, 0)
 	}
 	if h.ResourceUsage == Dedicated && h.ReservedFor != "" {
-		d := ix.dedicated[h.ReservedFor]
-		if d == nil {
-			d = map[string]int{}
-			ix.dedicated[h.ReservedFor] = d
-		}
-		d[h.ClusterID] += int(sign)
+		addAt(&ix.account(h.ReservedFor).dedicated, c.n, int(sign))
 	}
 }
 
@@ -139,24 +194,19 @@ func (ix *zoneIndex) use(a schemas.Allocation, sign int) {
 		return
 	}
 	h := &ix.z.Hosts[i]
-	u := ix.accounts[a.Account]
-	if u == nil {
-		u = &accountUse{hosts: map[string]int{}, clusters: map[string]int{}, pods: map[string]int{}}
-		ix.accounts[a.Account] = u
-	}
-	u.hosts[h.HostID] += sign
-	u.clusters[h.ClusterID] += sign
-	u.pods[h.PodID] += sign
+	c := ix.clusters[h.ClusterID]
+	u := ix.account(a.Account)
+	ix.accountsOn[i] = tallyAdd(ix.accountsOn[i], u.id, sign)
+	addAt(&u.clusters, c.n, sign)
+	addAt(&u.pods, c.pod, sign)
 	if a.AffinityGroup != "" {
 		g := ix.groups[a.AffinityGroup]
 		if g == nil {
-			g = map[string]int{}
+			g = &groupUse{id: int32(len(ix.groups))}
 			ix.groups[a.AffinityGroup] = g
 		}
-		g[h.HostID] += sign
-		if g[h.HostID] == 0 {
-			delete(g, h.HostID)
-		}
+		g.vms += sign
+		ix.groupsOn[i] = tallyAdd(ix.groupsOn[i], g.id, sign)
 	}
 }
 
@@ -173,6 +223,8 @@ func (ix *zoneIndex) track(hostID string) {
 // addHost appends a new host to the ledger and the index.
 func (ix *zoneIndex) addHost(h schemas.HostCapacity) int {
 	ix.z.Hosts = append(ix.z.Hosts, h)
+	ix.limit, ix.free = append(ix.limit, capacity{}), append(ix.free, capacity{})
+	ix.accountsOn, ix.groupsOn = append(ix.accountsOn, nil), append(ix.groupsOn, nil)
 	i := len(ix.z.Hosts) - 1
 	ix.host[h.HostID] = i
 	ix.insertInCluster(i)
@@ -187,17 +239,7 @@ func (ix *zoneIndex) insertInCluster(i int) {
 		return compare(ix.z.Hosts[j].HostID, id)
 	})
 	c.hosts = slices.Insert(c.hosts, at, i)
-}
-
-func (ix *zoneIndex) removeFromCluster(i int) {
-	h := &ix.z.Hosts[i]
-	c := ix.clusters[h.ClusterID]
-	c.hosts = slices.DeleteFunc(c.hosts, func(j int) bool { return j == i })
-	if len(c.hosts) == 0 {
-		delete(ix.clusters, c.id)
-		at, _ := slices.BinarySearch(ix.clusterIDs, c.id)
-		ix.clusterIDs = slices.Delete(ix.clusterIDs, at, at+1)
-	}
+	c.Hosts++
 }
 
 func compare(a, b string) int {

@@ -75,6 +75,11 @@ func fits(h *schemas.HostCapacity, cpu int32, memoryMB int64) bool {
 	return int64(h.UsedCPU)+int64(cpu) <= cpuLimit(*h) && h.UsedMemoryMB+memoryMB <= memLimit(*h)
 }
 
+// fits is fits for host i, from the index's free capacity.
+func (ix *zoneIndex) fits(i int, cpu int32, memoryMB int64) bool {
+	return int64(cpu) <= ix.free[i].cpu && memoryMB <= ix.free[i].mem
+}
+
 // hostIndex returns the position of a host in the ledger, or -1.
 func hostIndex(z *schemas.ZoneRecord, hostID string) int {
 	for i := range z.Hosts {

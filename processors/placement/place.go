@@ -76,13 +76,12 @@ func (m *Machine) decide(ix *zoneIndex, req *schemas.PlaceVm, group string, anti
 		}
 		return fail(ReasonHostRefused, why)
 	}
-	v := ix.view()
-	clusters := p.OrderClusters(v, req)
-	i := ix.choose(v, a, clusters)
+	v := ix.view(req.Account)
+	i := ix.choose(v, a)
 	if i < 0 {
 		if fb, ok := p.(fallbackPlanner); ok && a.usage == Dedicated && fb.FallBackToShared(req) {
 			a.usage = Shared
-			i = ix.choose(v, a, clusters)
+			i = ix.choose(v, a)
 		}
 	}
 	if i < 0 {
@@ -93,7 +92,7 @@ func (m *Machine) decide(ix *zoneIndex, req *schemas.PlaceVm, group string, anti
 		// whyNot looks at every host, so the storage reasons are all in
 		// when it returns.
 		a.storage = storageWhy{}
-		detail := ix.whyNot(a, clusters)
+		detail := ix.whyNot(a)
 		if len(a.storage.whys) > 0 {
 			// Hosts that passed every other filter lack storage: the
 			// pools are what an operator must fix, so they come first.
@@ -118,37 +117,43 @@ func (m *Machine) decide(ix *zoneIndex, req *schemas.PlaceVm, group string, anti
 
 // choose returns the position of the host to claim: the asked-for host when
 // it is acceptable, else the first acceptable host (or, for a HostScorer,
-// the best scored) of the first cluster that has one; -1 for none.
-func (ix *zoneIndex) choose(v View, a *ask, clusters []string) int {
+// the best scored) of the first cluster in the planner's order that has
+// one; -1 for none.
+func (ix *zoneIndex) choose(v View, a *ask) int {
 	if id := a.req.HostID; id != "" {
-		if i, ok := ix.host[id]; ok && ix.refuse(&ix.z.Hosts[i], a) == "" {
+		if i, ok := ix.host[id]; ok && ix.refuse(i, a) == "" {
 			return i
 		}
 	}
-	scorer, scored := a.planner.(HostScorer)
-	for _, id := range clusters {
-		c, ok := ix.clusters[id]
-		if !ok {
-			continue
-		}
-		best, bestScore := -1, 0.0
-		for _, i := range c.hosts {
-			h := &ix.z.Hosts[i]
-			if ix.refuse(h, a) != "" {
-				continue
-			}
-			if !scored {
-				return i
-			}
-			if s := scorer.ScoreHost(v, h, a.req); best < 0 || s > bestScore {
-				best, bestScore = i, s
-			}
-		}
-		if best >= 0 {
-			return best
+	q := ix.queue(v, a)
+	for c := q.pop(); c != nil; c = q.pop() {
+		if i := ix.chooseIn(v, a, c); i >= 0 {
+			return i
 		}
 	}
 	return -1
+}
+
+// chooseIn returns the first acceptable host of cluster c or, for a
+// HostScorer, the best scored; -1 for none. Capacity is checked first:
+// it is the cheapest filter and, in a busy zone, the one that refuses most
+// hosts.
+func (ix *zoneIndex) chooseIn(v View, a *ask, c *clusterIndex) int {
+	scorer, scored := a.planner.(HostScorer)
+	cpu, mem := a.req.Offering.CPU, a.req.Offering.MemoryMB
+	best, bestScore := -1, 0.0
+	for _, i := range c.hosts {
+		if !ix.fits(i, cpu, mem) || ix.refuse(i, a) != "" {
+			continue
+		}
+		if !scored {
+			return i
+		}
+		if s := scorer.ScoreHost(v, Host{&ix.z.Hosts[i], i}, a.req); best < 0 || s > bestScore {
+			best, bestScore = i, s
+		}
+	}
+	return best
 }
 
 // refuseRequired says why the host a request requires cannot be claimed;
@@ -162,7 +167,7 @@ func (ix *zoneIndex) refuseRequired(a *ask) string {
 	if !ok {
 		return "no host " + id + " in zone " + ix.z.ZoneID
 	}
-	if why := ix.refuse(&ix.z.Hosts[i], a); why != "" {
+	if why := ix.refuse(i, a); why != "" {
 		return "host " + id + ": " + why
 	}
 	return ""
@@ -207,7 +212,9 @@ func (m *Machine) remember(ix *zoneIndex, requestID string) {
 		for _, id := range z.Decided[:n] {
 			delete(ix.decided, id)
 		}
-		z.Decided = slices.Delete(z.Decided, 0, n)
+		// Sliced off, not moved down: the next append that finds the
+		// array full copies the ids once, instead of every decision.
+		z.Decided = z.Decided[n:]
 	}
 }
 

@@ -98,8 +98,8 @@ type dedicatedPlanner struct{}
 
 func (dedicatedPlanner) Name() string          { return "ImplicitDedicationPlanner" }
 func (dedicatedPlanner) ResourceUsage() string { return Dedicated }
-func (dedicatedPlanner) OrderClusters(v View, r *schemas.PlaceVm) []string {
-	return FirstFit{}.OrderClusters(v, r)
+func (dedicatedPlanner) CompareClusters(v View, r *schemas.PlaceVm, a, b *Cluster) int {
+	return FirstFit{}.CompareClusters(v, r, a, b)
 }
 
 func TestReservationAllows(t *testing.T) {

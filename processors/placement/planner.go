@@ -2,7 +2,6 @@ package placement
 
 import (
 	"cmp"
-	"slices"
 
 	"github.com/vmplane/vmplane/schemas"
 )
@@ -24,9 +23,12 @@ type Planner interface {
 	Name() string
 	// ResourceUsage is Shared or Dedicated.
 	ResourceUsage() string
-	// OrderClusters returns the ids of the clusters to try, best first.
-	// Clusters it leaves out are not tried.
-	OrderClusters(zone View, req *schemas.PlaceVm) []string
+	// CompareClusters says which of two clusters to try first for req:
+	// negative for a, positive for b, 0 for no preference (the lower
+	// cluster id goes first). The manager asks it for as few pairs as it
+	// can, so it must be a consistent order and cheap: a comparison, not
+	// a walk of the zone.
+	CompareClusters(zone View, req *schemas.PlaceVm, a, b *Cluster) int
 }
 
 // HostScorer is a Planner that also ranks the hosts of a cluster: the
@@ -34,7 +36,13 @@ type Planner interface {
 // cluster that has one (ties go to the lower host id). Planners without it
 // take the first acceptable host in host id order.
 type HostScorer interface {
-	ScoreHost(zone View, h *schemas.HostCapacity, req *schemas.PlaceVm) float64
+	ScoreHost(zone View, h Host, req *schemas.PlaceVm) float64
+}
+
+// Host is one host of a zone as a planner sees it.
+type Host struct {
+	*schemas.HostCapacity
+	i int // position in the zone's ledger
 }
 
 // fallbackPlanner is a Dedicated planner that may, when no host can be had
@@ -44,14 +52,17 @@ type fallbackPlanner interface {
 	FallBackToShared(req *schemas.PlaceVm) bool
 }
 
-// View is what a planner sees of a zone: its clusters with their free
-// capacity, and the counts of an account's VMs and dedicated hosts. It is
-// backed by the machine's index and valid only during the call.
+// View is what a planner sees of a zone for one request: the counts of the
+// request's account. It is backed by the machine's index and valid only
+// during the call.
 type View struct {
-	ZoneID   string
-	Clusters []Cluster
-	ix       *zoneIndex
+	ix *zoneIndex
+	// use is the request's account's counts, nil when it has none.
+	use *accountUse
 }
+
+// view is the planners' view of a zone for a request of account.
+func (ix *zoneIndex) view(account string) View { return View{ix: ix, use: ix.accounts[account]} }
 
 // Cluster is one cluster of a zone as a planner sees it.
 type Cluster struct {
@@ -62,75 +73,65 @@ type Cluster struct {
 	FreeCPU      int64
 	FreeMemoryMB int64
 	Hosts        int
+	// n and pod number the cluster and its pod in the index's per-account
+	// counts.
+	n, pod int
 }
 
-// view builds the planner's view of a zone from the index; clusters come
-// ordered by id so that a planner which keeps the order is deterministic.
-func (ix *zoneIndex) view() View {
-	v := View{ZoneID: ix.z.ZoneID, Clusters: make([]Cluster, 0, len(ix.clusterIDs)), ix: ix}
-	for _, id := range ix.clusterIDs {
-		c := ix.clusters[id]
-		v.Clusters = append(v.Clusters, Cluster{ID: id, PodID: c.pod, FreeCPU: c.freeCPU, FreeMemoryMB: c.freeMemoryMB, Hosts: len(c.hosts)})
+// AccountVMs is how many VMs of the request's account the cluster holds.
+func (v View) AccountVMs(c *Cluster) int {
+	if v.use == nil {
+		return 0
 	}
-	return v
+	return countAt(v.use.clusters, c.n)
 }
 
-// AccountVMs is how many VMs of account the cluster holds.
-func (v View) AccountVMs(account, clusterID string) int {
-	if u := v.ix.accounts[account]; u != nil {
-		return u.clusters[clusterID]
+// AccountPodVMs is how many VMs of the request's account the cluster's pod
+// holds.
+func (v View) AccountPodVMs(c *Cluster) int {
+	if v.use == nil {
+		return 0
 	}
-	return 0
+	return countAt(v.use.pods, c.pod)
 }
 
-// AccountPodVMs is how many VMs of account the pod holds.
-func (v View) AccountPodVMs(account, podID string) int {
-	if u := v.ix.accounts[account]; u != nil {
-		return u.pods[podID]
+// AccountHostVMs is how many VMs of the request's account the host holds.
+func (v View) AccountHostVMs(h Host) int {
+	if v.use == nil {
+		return 0
 	}
-	return 0
+	return tallyOf(v.ix.accountsOn[h.i], v.use.id)
 }
 
-// AccountHostVMs is how many VMs of account the host holds.
-func (v View) AccountHostVMs(account, hostID string) int {
-	if u := v.ix.accounts[account]; u != nil {
-		return u.hosts[hostID]
+// UtilizationAfter is the mean of the CPU and memory fractions of the
+// host's over-committed capacity that would be in use after placing req.
+func (v View) UtilizationAfter(h Host, req *schemas.PlaceVm) float64 {
+	limit, free := v.ix.limit[h.i], v.ix.free[h.i]
+	var u float64
+	if limit.cpu > 0 {
+		u += float64(limit.cpu-free.cpu+int64(req.Offering.CPU)) / float64(limit.cpu)
 	}
-	return 0
+	if limit.mem > 0 {
+		u += float64(limit.mem-free.mem+req.Offering.MemoryMB) / float64(limit.mem)
+	}
+	return u / 2
 }
 
 // DedicatedHosts is how many hosts of the cluster are reserved Dedicated
-// for account.
-func (v View) DedicatedHosts(account, clusterID string) int {
-	return v.ix.dedicated[account][clusterID]
+// for the request's account.
+func (v View) DedicatedHosts(c *Cluster) int {
+	if v.use == nil {
+		return 0
+	}
+	return countAt(v.use.dedicated, c.n)
 }
 
-// byFreeCapacity is FirstFit's order: most free CPU, then memory, then id.
-func byFreeCapacity(a, b Cluster) int {
+// byFreeCapacity is FirstFit's order: most free CPU, then memory.
+func byFreeCapacity(a, b *Cluster) int {
 	if c := cmp.Compare(b.FreeCPU, a.FreeCPU); c != 0 {
 		return c
 	}
-	if c := cmp.Compare(b.FreeMemoryMB, a.FreeMemoryMB); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.ID, b.ID)
-}
-
-// orderBy sorts a copy of the clusters and returns their ids. Every order
-// ends on the cluster id, so an unstable sort is deterministic.
-func orderBy(cs []Cluster, less func(a, b Cluster) int) []string {
-	cs = slices.Clone(cs)
-	slices.SortFunc(cs, func(a, b Cluster) int {
-		if c := less(a, b); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ID, b.ID)
-	})
-	ids := make([]string, len(cs))
-	for i, c := range cs {
-		ids[i] = c.ID
-	}
-	return ids
+	return cmp.Compare(b.FreeMemoryMB, a.FreeMemoryMB)
 }
 
 // builtins are the planners of schemas.Planners, in that order.

@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -116,8 +117,7 @@ func TestPlanners(t *testing.T) {
 			req.Account, req.AffinityGroup = tt.account, tt.group
 			req.Offering.DeploymentPlanner, req.Offering.PlannerMode = tt.planner, tt.mode
 			if tt.order != nil {
-				ix := m.index(z)
-				if got := m.planners[tt.planner].OrderClusters(ix.view(), req); !slices.Equal(got, tt.order) {
+				if got := clusterOrder(m, z, req); !slices.Equal(got, tt.order) {
 					t.Fatalf("order %v, want %v", got, tt.order)
 				}
 			}
@@ -154,5 +154,55 @@ func TestPlannersMatchTheCatalog(t *testing.T) {
 	}
 	if DefaultConfig().DefaultPlanner != schemas.DefaultPlanner {
 		t.Fatalf("default planner %s, contract says %s", DefaultConfig().DefaultPlanner, schemas.DefaultPlanner)
+	}
+}
+
+// clusterOrder is every cluster of z in the order the request's planner
+// compares them.
+func clusterOrder(m *Machine, z *schemas.ZoneRecord, req *schemas.PlaceVm) []string {
+	ix, p := m.index(z), m.planners[req.Offering.DeploymentPlanner]
+	v := ix.view(req.Account)
+	cs := slices.Clone(ix.byID)
+	slices.SortStableFunc(cs, func(a, b *clusterIndex) int { return p.CompareClusters(v, req, &a.Cluster, &b.Cluster) })
+	return clusterIDs(&zoneIndex{byID: cs})
+}
+
+// TestQueueFollowsThePlannersOrder pops every cluster of a request's queue
+// and holds the result to a full stable sort by the planner's comparison:
+// the lazy first pick and the heap after it give the same order, ties to
+// the lower id, and leave out the clusters too full for the request.
+func TestQueueFollowsThePlannersOrder(t *testing.T) {
+	var zs zoneSpec
+	zs.cpu = 8
+	for k := range 12 {
+		h := fmt.Sprintf("h%02d", k)
+		zs.hosts = append(zs.hosts, fmt.Sprintf("p%d/c%02d/%s", k%3, k, h))
+		// Fills of 0 to 8 CPUs, several clusters alike, a few full.
+		for n := range (k * 5) % 9 {
+			zs.vms = append(zs.vms, vm{id: fmt.Sprintf("v%d-%d", k, n), account: []string{"acme", "bolt"}[n%2], host: h, cpu: 1})
+		}
+	}
+	m := New(DefaultConfig())
+	z := zs.build(t, m)
+	for _, p := range builtins() {
+		for _, account := range []string{"acme", "bolt", "new"} {
+			req := placeReq("r", "x", 1, 1024)
+			req.Account, req.Offering.DeploymentPlanner = account, p.Name()
+			ix := m.index(z)
+			var want []string
+			for _, id := range clusterOrder(m, z, req) {
+				if ix.clusters[id].FreeCPU >= 1 {
+					want = append(want, id)
+				}
+			}
+			var got []string
+			q := ix.queue(ix.view(account), &ask{req: req, planner: p})
+			for c := q.pop(); c != nil; c = q.pop() {
+				got = append(got, c.ID)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s for %s: queue %v, want %v", p.Name(), account, got, want)
+			}
+		}
 	}
 }

@@ -1,10 +1,6 @@
 package placement
 
-import (
-	"cmp"
-
-	"github.com/vmplane/vmplane/schemas"
-)
+import "github.com/vmplane/vmplane/schemas"
 
 // Names of the scored planners.
 const (
@@ -24,22 +20,14 @@ func (Binpack) Name() string { return BinpackName }
 // ResourceUsage implements Planner.
 func (Binpack) ResourceUsage() string { return Shared }
 
-// OrderClusters implements Planner: least free capacity first.
-func (Binpack) OrderClusters(zone View, _ *schemas.PlaceVm) []string {
-	return orderBy(zone.Clusters, func(a, b Cluster) int {
-		if c := cmp.Compare(a.FreeCPU, b.FreeCPU); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.FreeMemoryMB, b.FreeMemoryMB); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ID, b.ID)
-	})
+// CompareClusters implements Planner: least free capacity first.
+func (Binpack) CompareClusters(_ View, _ *schemas.PlaceVm, a, b *Cluster) int {
+	return byFreeCapacity(b, a)
 }
 
 // ScoreHost implements HostScorer.
-func (Binpack) ScoreHost(_ View, h *schemas.HostCapacity, req *schemas.PlaceVm) float64 {
-	return utilizationAfter(h, req)
+func (Binpack) ScoreHost(zone View, h Host, req *schemas.PlaceVm) float64 {
+	return zone.UtilizationAfter(h, req)
 }
 
 // Spread spreads load evenly (Nomad's spread): the clusters with most room
@@ -52,26 +40,12 @@ func (Spread) Name() string { return SpreadName }
 // ResourceUsage implements Planner.
 func (Spread) ResourceUsage() string { return Shared }
 
-// OrderClusters implements Planner.
-func (Spread) OrderClusters(zone View, _ *schemas.PlaceVm) []string {
-	return orderBy(zone.Clusters, byFreeCapacity)
+// CompareClusters implements Planner.
+func (Spread) CompareClusters(_ View, _ *schemas.PlaceVm, a, b *Cluster) int {
+	return byFreeCapacity(a, b)
 }
 
 // ScoreHost implements HostScorer.
-func (Spread) ScoreHost(_ View, h *schemas.HostCapacity, req *schemas.PlaceVm) float64 {
-	return -utilizationAfter(h, req)
-}
-
-// utilizationAfter is the mean of the CPU and memory fractions of the
-// host's over-committed capacity that would be in use after the placement.
-func utilizationAfter(h *schemas.HostCapacity, req *schemas.PlaceVm) float64 {
-	cpu, mem := float64(cpuLimit(*h)), float64(memLimit(*h))
-	var u float64
-	if cpu > 0 {
-		u += float64(int64(h.UsedCPU)+int64(req.Offering.CPU)) / cpu
-	}
-	if mem > 0 {
-		u += float64(h.UsedMemoryMB+req.Offering.MemoryMB) / mem
-	}
-	return u / 2
+func (Spread) ScoreHost(zone View, h Host, req *schemas.PlaceVm) float64 {
+	return -zone.UtilizationAfter(h, req)
 }

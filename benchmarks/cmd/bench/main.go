@@ -42,7 +42,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if *childRole != "" {
-		if err := storm.RunChild(ctx, *childRole, strings.Split(*brokers, ",")); err != nil {
+		runChild := storm.RunChild
+		if placement.IsChild(*childRole) {
+			runChild = placement.RunChild
+		}
+		if err := runChild(ctx, *childRole, strings.Split(*brokers, ",")); err != nil {
 			fmt.Fprintln(os.Stderr, "bench child:", err)
 			os.Exit(1)
 		}
@@ -81,7 +85,7 @@ func main() {
 func run(ctx context.Context, quick, record bool, runs int, g groups) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	started := time.Now()
-	sz, placementPattern := stormSize(quick, runs)
+	sz := stormSize(quick, runs)
 
 	varDir, err := testkit.VarDir()
 	if err != nil {
@@ -127,11 +131,10 @@ func run(ctx context.Context, quick, record bool, runs int, g groups) error {
 		fmt.Fprintln(os.Stderr, "bench: placement")
 		placementRuns := sz.Runs
 		if quick && runs == 0 {
-			// Quick mode keeps the target's case (10,000 hosts, FirstFit),
-			// at a small fill: once exercises it.
+			// Quick mode runs every case at a small size: once exercises it.
 			placementRuns = 1
 		}
-		rows = append(rows, placement.Rows(ctx, placementPattern, placementRuns, quick)...)
+		rows = append(rows, placement.Rows(ctx, placementRuns, quick)...)
 	}
 	if g.has("journal") {
 		fmt.Fprintln(os.Stderr, "bench: journal")
@@ -158,12 +161,11 @@ func run(ctx context.Context, quick, record bool, runs int, g groups) error {
 	return recordRun(r)
 }
 
-// stormSize is the storm's size for this run, and the placement cases it
-// runs ("": all of them).
-func stormSize(quick bool, runs int) (sz storm.Size, placementPattern string) {
+// stormSize is the storm's size for this run.
+func stormSize(quick bool, runs int) (sz storm.Size) {
 	sz = storm.Full
 	if quick {
-		sz, placementPattern = storm.Quick, "hosts=10000/FirstFit"
+		sz = storm.Quick
 	}
 	if runs > 0 {
 		sz.Runs = runs
@@ -173,7 +175,7 @@ func stormSize(quick bool, runs int) (sz storm.Size, placementPattern string) {
 	if v, err := strconv.Atoi(os.Getenv("VMPLANE_BENCH_VMS")); err == nil && v > 0 {
 		sz.VMs, sz.Hosts = v, max(v/50, 1)
 	}
-	return sz, placementPattern
+	return sz
 }
 
 // stormRows runs the storm and its steady state sz.Runs times, up to the

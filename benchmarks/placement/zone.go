@@ -6,9 +6,6 @@ import (
 	"github.com/vmplane/vmplane/schemas"
 )
 
-// target is the decisions per second FirstFit must reach at 10,000 hosts.
-const target = 5000
-
 // hostsPerCluster and clustersPerPod shape the zone: 10,000 hosts are 100
 // clusters in 10 pods.
 const (
@@ -43,6 +40,12 @@ func placeVm(zone, planner string, i int) *schemas.PlaceVm {
 		r.AffinityGroup = fmt.Sprintf("g%d", i%50)
 	}
 	return r
+}
+
+// releaseVm releases the i-th VM; with storage, its volumes and NICs too.
+func releaseVm(zone string, i int, storage bool) *schemas.ReleaseVm {
+	return &schemas.ReleaseVm{RequestID: fmt.Sprintf("x%d", i), VmID: fmt.Sprintf("vm%d", i), ZoneID: zone,
+		AllVolumes: storage, Nics: storage}
 }
 
 // storageSetUp is a zone's storage and network for the storage rows: a
