@@ -28,6 +28,10 @@ for row in "end-to-end reports/s" "time to caught up" "VM processor reports/s" "
            "reboot p99 at 20 actions/s" "decisions/s at 10000 hosts" "decisions/s at 100000 hosts" \
            "decisions/s through Kafka" "ingest rows/s" "analyst query p50/p95" \
            "events/s into an empty read model" \
+           "hand-over stall" "reports applied twice" "reports not applied" "jobs started" \
+           "deploy p99 at 20 deploys/s" "highest rate with p99 under 100ms" "100 hosts Up" \
+           "agents connecting at once: all Up" "restart: hosts Disconnected, Alert or Down" "restart: hosts investigated" \
+           "restart after an outage: hosts Disconnected, Alert or Down" \
            "synced data dir: one produce p50" "synced data dir: one produce p99" "synced data dir: pipelined produce" \
            "synced data dir: transaction p50" "synced data dir: transaction p99" \
            "data dir without fsync: one produce p50" "data dir without fsync: one produce p99" "data dir without fsync: pipelined produce" \
