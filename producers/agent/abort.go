@@ -18,18 +18,20 @@ const (
 )
 
 // aborts holds the agent's live migrations in flight, each with what stops
-// it, and the aborts read before their MigrateVm ran. An abort is carried
-// out on the poll loop, never queued behind the migration it stops (the
-// pool runs a VM's commands one after another).
+// it, those that ended and are not answered yet, and the aborts read
+// before their MigrateVm ran. An abort is carried out on the poll loop,
+// never queued behind the migration it stops (the pool runs a VM's
+// commands one after another).
 type aborts struct {
 	mu      sync.Mutex
 	running map[string]context.CancelFunc // MigrateVm command id → its cancel
-	early   map[string]bool               // MigrateVm command ids aborted before they ran
+	ended   map[string]bool               // ended, its answer not yet kept
+	early   map[string]bool               // aborted before they ran
 }
 
 // start begins the migration of MigrateVm id: it returns the context to run
-// it in and the function to call when it returns, or aborted when an abort
-// came first (it must not run).
+// it in and the function to call once its answer is kept, or aborted when
+// an abort came first (it must not run).
 func (x *aborts) start(ctx context.Context, id string) (run context.Context, end func(), aborted bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -39,25 +41,40 @@ func (x *aborts) start(ctx context.Context, id string) (run context.Context, end
 	}
 	run, cancel := context.WithCancel(ctx)
 	if x.running == nil {
-		x.running = map[string]context.CancelFunc{}
+		x.running, x.ended = map[string]context.CancelFunc{}, map[string]bool{}
 	}
 	x.running[id] = cancel
 	return run, func() {
 		x.mu.Lock()
 		delete(x.running, id)
+		delete(x.ended, id)
 		x.mu.Unlock()
 		cancel()
 	}, false
 }
 
-// abort stops the migration of MigrateVm id if it runs, and keeps it from
-// starting if it has not yet; it reports whether it was running.
-func (x *aborts) abort(id string) (running bool) {
+// over records that the migration of id has returned from the driver:
+// from now on an abort finds it ended, not stoppable.
+func (x *aborts) over(id string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if _, ok := x.running[id]; ok {
+		x.ended[id] = true
+	}
+}
+
+// abort stops the migration of MigrateVm id if it runs, and keeps it from
+// starting if it has not yet. It reports whether it had ended (nothing was
+// stopped or kept from starting).
+func (x *aborts) abort(id string) (ended bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.ended[id] {
+		return true
+	}
 	if cancel, ok := x.running[id]; ok {
 		cancel()
-		return true
+		return false
 	}
 	if x.early == nil {
 		x.early = map[string]bool{}
@@ -68,19 +85,24 @@ func (x *aborts) abort(id string) (running bool) {
 
 // abortMigration carries out an AbortMigrateVm for host h at once and
 // answers it: ok when it stopped a migration in flight or kept one from
-// starting; failed when the MigrateVm had been answered already.
+// starting; failed when the migration had ended (its MigrateVm answered,
+// or returned from the driver). An abort read again is answered as the
+// first time; if that answer was ok, its MigrateVm (read again after a
+// restart, not answered) is kept from starting again.
 func (a *Agent) abortMigration(ctx context.Context, h *hostState, rec schemas.Record, cmd *schemas.AgentCommand, ab *schemas.AbortMigrateVm, finish func()) {
+	_, answered := h.answers.get(ab.MigrateCommandID)
 	if prev, ok := h.answers.get(cmd.CommandID); ok {
+		if ans, _ := prev.Value.(*schemas.AgentAnswer); ans != nil && ans.OK && !answered {
+			a.aborts.abort(ab.MigrateCommandID)
+		}
 		a.answerAgain(ctx, prev, cmd, finish)
 		return
 	}
 	var err error
-	if _, answered := h.answers.get(ab.MigrateCommandID); answered {
+	if answered || a.aborts.abort(ab.MigrateCommandID) {
 		err = errors.New(errMigrationEnded)
-	} else {
-		running := a.aborts.abort(ab.MigrateCommandID)
-		a.log.InfoContext(ctx, "live migration aborted", "host", cmd.HostID, "vm", cmd.VmID, "migration", ab.MigrateCommandID, "running", running)
 	}
+	a.log.InfoContext(ctx, "live migration abort", "host", cmd.HostID, "vm", cmd.VmID, "migration", ab.MigrateCommandID, "stopped", err == nil)
 	answer, out := a.answer(h, h, rec, cmd, err, false)
 	a.keepAndSend(ctx, answer, out, finish)
 }

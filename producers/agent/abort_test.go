@@ -66,3 +66,31 @@ func TestAbortMigration(t *testing.T) {
 		t.Fatalf("abort of an answered migration: %+v", a3)
 	}
 }
+
+// TestAbortOutlivesARestart: an abort answered ok before its MigrateVm
+// ran is kept in the answers file; read again after a restart, with its
+// MigrateVm (whose offset could not be committed before), it keeps the
+// migration from running once more.
+func TestAbortOutlivesARestart(t *testing.T) {
+	dir := t.TempDir()
+	s := newStack(t, time.Hour, func(d *sim.Driver) {
+		if err := d.Start(t.Context(), "h1", agent.VMSpec{ID: "v1", CPU: 1, MemoryMB: 512}); err != nil {
+			t.Fatal(err)
+		}
+	}, func(c *agent.Config) { c.DataDir = dir })
+	waitFor(s, 2, func(*schemas.AgentConnected) bool { return true })
+	abort := &schemas.AbortMigrateVm{AgentCommand: cmd("a1", "h1", "v1", 1), MigrateCommandID: "m1"}
+	s.send(abort, "h1")
+	if a := waitFor(s, 1, answerTo("a1"))[0]; !a.OK {
+		t.Fatalf("abort before its migration: %+v", a)
+	}
+	s.restart(s.drv, nil)
+	s.send(abort, "h1")
+	s.send(&schemas.MigrateVm{AgentCommand: cmd("m1", "h1", "v1", 1), DestHostID: "h2", CPU: 1, MemoryMB: 512}, "h1")
+	if m := waitFor(s, 1, answerTo("m1"))[0]; m.OK || !strings.Contains(m.Error, "migration aborted") {
+		t.Fatalf("the aborted migration ran after a restart: %+v", m)
+	}
+	if got := s.drv.HostsOf("v1"); len(got) != 1 || got[0] != "h1" {
+		t.Fatalf("v1 is held by %v; want h1 only", got)
+	}
+}

@@ -126,7 +126,8 @@ func (a *Agent) execute(ctx context.Context, h *hostState, rec schemas.Record, c
 	var err error
 	ctx, span := a.commandSpan(ctx, &rec, cmd)       // telemetry:
 	defer func() { a.commandDone(span, rec, err) }() // telemetry:
-	where, report, err := a.carryOutAbortable(ctx, h, rec, cmd)
+	where, report, ended, err := a.carryOutAbortable(ctx, h, rec, cmd)
+	defer ended() // after the answer is kept: an abort then finds it answered
 	if Unanswered(err) {
 		// The agent of a crashed or partitioned host cannot answer, and a
 		// command issued before its host came back is void there; the
@@ -159,22 +160,24 @@ func (a *Agent) answerAgain(ctx context.Context, prev schemas.Record, cmd *schem
 
 // carryOutAbortable is carryOut, with a MigrateVm run so that an
 // AbortMigrateVm can stop it (abort.go): stopped, or aborted before it
-// began, it fails with errAborted and the VM stays at its source.
-func (a *Agent) carryOutAbortable(ctx context.Context, h *hostState, rec schemas.Record, cmd *schemas.AgentCommand) (*hostState, bool, error) {
+// began, it fails with errAborted and the VM stays at its source. ended is
+// to be called once the answer is kept.
+func (a *Agent) carryOutAbortable(ctx context.Context, h *hostState, rec schemas.Record, cmd *schemas.AgentCommand) (where *hostState, report bool, ended func(), err error) {
 	if _, ok := rec.Value.(*schemas.MigrateVm); !ok {
-		return a.carryOut(ctx, h, rec)
+		where, report, err = a.carryOut(ctx, h, rec)
+		return where, report, func() {}, err
 	}
 	run, end, aborted := a.aborts.start(ctx, cmd.CommandID)
 	if aborted {
-		return h, false, errAborted
+		return h, false, func() {}, errAborted
 	}
-	defer end()
-	where, report, err := a.carryOut(run, h, rec)
+	where, report, err = a.carryOut(run, h, rec)
+	a.aborts.over(cmd.CommandID)
 	if err != nil && run.Err() != nil && ctx.Err() == nil {
 		a.log.InfoContext(ctx, "live migration stopped", "host", cmd.HostID, "vm", cmd.VmID, "err", err)
 		err = errAborted // the driver's error is only its context's end
 	}
-	return where, report, err
+	return where, report, end, err
 }
 
 // carryOut runs the command on the driver (Execute). where is the host the

@@ -8,17 +8,20 @@ import (
 
 // marks lets the poll loop go on while commands run: a slow one (a live
 // migration of minutes) no longer holds back every other command of the
-// agent, nor the abort of itself. Each polled record is added in offset
-// order and finished once answered (or skipped); a record is marked for
-// the client's next commit once it and every earlier record of its
-// partition are finished, so that a restart never skips a command that
-// was not answered.
+// agent, nor the abort of itself. Each polled record is added in the
+// order it was polled and finished once answered (or skipped); a record
+// is marked for the client's next commit once it and every record polled
+// before it from its partition are finished, so that a restart never
+// skips a command that was not answered. A record polled twice (fetched
+// again after the group lost the member) is two entries, each finished on
+// its own; a mark never goes below one made before.
 type marks struct {
 	mark func(...*kgo.Record)
 	mu   sync.Mutex
-	// parts holds each partition's records polled and not yet marked, in
-	// offset order, with whether each is finished.
-	parts map[partition][]pending
+	// parts holds each partition's entries polled and not yet marked, in
+	// poll order, and the highest offset marked.
+	parts  map[partition][]*pending
+	marked map[partition]int64
 }
 
 type partition struct {
@@ -32,32 +35,31 @@ type pending struct {
 }
 
 func newMarks(mark func(...*kgo.Record)) *marks {
-	return &marks{mark: mark, parts: map[partition][]pending{}}
+	return &marks{mark: mark, parts: map[partition][]*pending{}, marked: map[partition]int64{}}
 }
 
-// add takes r in (from the poll loop, in offset order) and returns the
+// add takes r in (from the poll loop, in poll order) and returns the
 // function that finishes it, to be called once.
 func (m *marks) add(r *kgo.Record) (finish func()) {
 	p := partition{r.Topic, r.Partition}
+	e := &pending{rec: r}
 	m.mu.Lock()
-	m.parts[p] = append(m.parts[p], pending{rec: r})
+	m.parts[p] = append(m.parts[p], e)
 	m.mu.Unlock()
-	return func() { m.finish(p, r.Offset) }
+	return func() { m.finish(p, e) }
 }
 
-func (m *marks) finish(p partition, offset int64) {
+func (m *marks) finish(p partition, e *pending) {
 	m.mu.Lock()
+	e.done = true
 	q := m.parts[p]
 	var last *kgo.Record
-	for i := range q {
-		if q[i].rec.Offset == offset {
-			q[i].done = true
-			break
-		}
-	}
 	n := 0
 	for n < len(q) && q[n].done {
-		last = q[n].rec
+		if prev, ok := m.marked[p]; !ok || q[n].rec.Offset > prev {
+			last = q[n].rec
+			m.marked[p] = last.Offset
+		}
 		n++
 	}
 	if n == len(q) {

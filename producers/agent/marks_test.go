@@ -38,3 +38,28 @@ func TestMarksWaitForEarlierRecords(t *testing.T) {
 		t.Fatalf("marked %q, %d partitions left", marked, len(m.parts))
 	}
 }
+
+// TestMarksTakeRecordsPolledTwice: a record fetched again before its
+// first copy is answered (the member lost and rejoined) is an entry of its
+// own; the partition's marks go on once both are answered, and never go
+// back to a lower offset.
+func TestMarksTakeRecordsPolledTwice(t *testing.T) {
+	var marked []int64
+	m := newMarks(func(rs ...*kgo.Record) {
+		for _, r := range rs {
+			marked = append(marked, r.Offset)
+		}
+	})
+	rec := func(off int64) *kgo.Record { return &kgo.Record{Topic: "t", Offset: off} }
+	a9, a10 := m.add(rec(9)), m.add(rec(10))
+	b9, b10 := m.add(rec(9)), m.add(rec(10))
+	a10()
+	b10()
+	a9()
+	b9()
+	later := m.add(rec(11))
+	later()
+	if !slices.Equal(marked, []int64{10, 11}) || len(m.parts) != 0 {
+		t.Fatalf("marked %v, %d partitions pending; want 10 then 11 and nothing pending", marked, len(m.parts))
+	}
+}
