@@ -32,6 +32,8 @@ type spec struct {
 	// shows is the API's wire type the command prints (a zero value), for
 	// -c: its JSON names are the columns; nil when it varies.
 	shows any
+	// waitShows is the type it prints with --wait, when that differs.
+	waitShows any
 	// offline: the command needs no API key (config show, version).
 	offline bool
 	// bare: the command resolves no settings (config list, set, use):
@@ -117,6 +119,14 @@ waiting for a job (default: on a terminal only).`,
 	return root
 }
 
+// printed is the type s prints as c's flags ask: waitShows with --wait.
+func (s spec) printed(c *cobra.Command) any {
+	if f := c.Flags().Lookup("wait"); s.waitShows != nil && f != nil && f.Value.String() == "true" {
+		return s.waitShows
+	}
+	return s.shows
+}
+
 // leaf is the cobra command of s.
 func (a *cli) leaf(s spec, name string) *cobra.Command {
 	use := strings.Join(append([]string{name}, s.args...), " ")
@@ -138,10 +148,10 @@ func (a *cli) leaf(s spec, name string) *cobra.Command {
 		if !s.bare {
 			err = a.setup(!s.offline)
 		}
-		if err == nil && s.shows != nil {
+		if shows := s.printed(c); err == nil && shows != nil {
 			// Before anything is sent: a change whose answer could not be
 			// printed would look failed though it was made.
-			err = answer{}.check(a.columns, fieldsOf(s.shows))
+			err = answer{}.check(a.columns, fieldsOf(shows))
 		}
 		if err == nil {
 			err = run(c.Context(), pos)

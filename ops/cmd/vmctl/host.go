@@ -23,13 +23,13 @@ var hostCommands = []spec{
 	{path: "host list", short: "List hosts: status, capacity, last ping", cmd: hostList, shows: api.Host{}},
 	{path: "host get", args: []string{"ID"}, short: "Show a host, its reservation and allocations", cmd: hostGet, shows: api.HostDetail{}},
 	{path: "host add", args: []string{"ID"}, short: "Register a host before its agent connects", cmd: hostAdd, shows: api.HostCommandAccepted{}},
-	{path: "host enable", args: []string{"ID"}, short: "Let placement use a host again", cmd: hostActionCmd("enable"), shows: api.HostCommandAccepted{}},
-	{path: "host disable", args: []string{"ID"}, short: "Keep placement off a host; its VMs stay", cmd: hostActionCmd("disable"), shows: api.HostCommandAccepted{}},
-	{path: "host maintenance", args: []string{"ID"}, short: "Migrate a host's VMs away and put it in maintenance", cmd: hostActionCmd("prepare_for_maintenance"), shows: api.HostCommandAccepted{}},
-	{path: "host cancel-maintenance", args: []string{"ID"}, short: "Take a host out of maintenance", cmd: hostActionCmd("cancel_maintenance"), shows: api.HostCommandAccepted{}},
-	{path: "host remove", args: []string{"ID"}, short: "Remove a host", cmd: hostActionCmd("remove"), shows: api.HostCommandAccepted{}},
-	{path: "host unmanage", args: []string{"ID"}, short: "Take a host out of vmplane's hands: no placement, no investigation", cmd: hostActionCmd("unmanage"), shows: api.HostCommandAccepted{}},
-	{path: "host manage", args: []string{"ID"}, short: "Take an unmanaged host back", cmd: hostActionCmd("manage"), shows: api.HostCommandAccepted{}},
+	{path: "host enable", args: []string{"ID"}, short: "Let placement use a host again", cmd: hostActionCmd("enable"), shows: api.HostCommandAccepted{}, waitShows: api.HostDetail{}},
+	{path: "host disable", args: []string{"ID"}, short: "Keep placement off a host; its VMs stay", cmd: hostActionCmd("disable"), shows: api.HostCommandAccepted{}, waitShows: api.HostDetail{}},
+	{path: "host maintenance", args: []string{"ID"}, short: "Migrate a host's VMs away and put it in maintenance", cmd: hostActionCmd("prepare_for_maintenance"), shows: api.HostCommandAccepted{}, waitShows: api.HostDetail{}},
+	{path: "host cancel-maintenance", args: []string{"ID"}, short: "Take a host out of maintenance", cmd: hostActionCmd("cancel_maintenance"), shows: api.HostCommandAccepted{}, waitShows: api.HostDetail{}},
+	{path: "host remove", args: []string{"ID"}, short: "Remove a host", cmd: hostActionCmd("remove"), shows: api.HostCommandAccepted{}, waitShows: api.HostDetail{}},
+	{path: "host unmanage", args: []string{"ID"}, short: "Take a host out of vmplane's hands: no placement, no investigation", cmd: hostActionCmd("unmanage"), shows: api.HostCommandAccepted{}, waitShows: api.HostDetail{}},
+	{path: "host manage", args: []string{"ID"}, short: "Take an unmanaged host back", cmd: hostActionCmd("manage"), shows: api.HostCommandAccepted{}, waitShows: api.HostDetail{}},
 }
 
 // hostAdd is vmctl host add ID [--name N] [--zone Z] [--pod P] [--cluster C]
