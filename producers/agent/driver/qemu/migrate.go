@@ -53,13 +53,17 @@ func (d *Driver) Migrate(ctx context.Context, srcHostID, vmID, dstHostID string,
 		d.quitLeftover(cleanup, in)
 		return fmt.Errorf("migrate vm %s to %s: %w", vmID, dstHostID, err)
 	}
-	if err := waitIncoming(ctx, in); err != nil {
+	// Completed: the guest's state is the destination's now, and an abort
+	// can no longer take it back (resuming the source would run it from
+	// older memory than what the destination may have written to disk).
+	if err := waitIncoming(cleanup, in); err != nil {
 		d.quitLeftover(cleanup, in)
 		// Best effort: a source that does not run on is for the next
 		// report to show.
 		_, _ = src.execute(cleanup, "cont", nil)
 		return fmt.Errorf("migrate vm %s to %s: %w", vmID, dstHostID, err)
 	}
+	ctx = cleanup
 	in.refresh(ctx, "")
 	if err := d.save(dst); err != nil {
 		// The guest runs on dst all the same; whoever adopts it next
@@ -81,6 +85,9 @@ func migrateTo(ctx context.Context, p *process, uri string) error {
 	}
 	for {
 		ret, err := p.execute(ctx, "query-migrate", nil)
+		if err != nil && ctx.Err() != nil {
+			return stopMigration(p, ctx.Err())
+		}
 		if err != nil {
 			return err
 		}
@@ -100,11 +107,27 @@ func migrateTo(ctx context.Context, p *process, uri string) error {
 		}
 		select {
 		case <-ctx.Done():
-			cancelMigration(p)
-			return ctx.Err()
+			return stopMigration(p, ctx.Err())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// stopMigration cancels p's outgoing migration once its context ended,
+// and returns why unless the migration had completed all the same (then
+// nil: the guest is the destination's, and the caller finishes the move).
+func stopMigration(p *process, why error) error {
+	cancelMigration(p)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ret, err := p.execute(ctx, "query-migrate", nil)
+	var st struct {
+		Status string `json:"status"`
+	}
+	if err == nil && json.Unmarshal(ret, &st) == nil && st.Status == "completed" {
+		return nil
+	}
+	return why
 }
 
 // cancelMigration stops p's outgoing migration, at any time: the
