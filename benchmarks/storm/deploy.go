@@ -178,7 +178,7 @@ func (e *env) startDeployRoles(ctx context.Context, ds DeploySize, run func(stri
 		}
 	}
 	run("agent", sa)
-	return &apiClient{base: "http://" + addr, http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512}, Timeout: 30 * time.Second}}, nil
+	return &apiClient{base: "http://" + addr, http: newLoadClient()}, nil
 }
 
 // waitHostsUp waits until the read model has n hosts Up.

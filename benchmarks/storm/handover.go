@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vmplane/vmplane/internal/kafka"
@@ -81,12 +82,16 @@ func RunHandover(ctx context.Context, sz Size, pgBase string, log *slog.Logger) 
 	if _, err := e.waitCommitted(ctx, group, schemas.TopicVmPower, 2*n/3, 10*time.Minute); err != nil {
 		return s, err
 	}
+	held, err := e.memberPartitions(ctx, group, group+"-bench", schemas.TopicVmPower)
+	if err != nil {
+		return s, err
+	}
 	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		return s, err
 	}
 	killed := time.Now()
 	s.Killed = killed.Sub(t0)
-	if s.Stalled, err = e.stall(ctx, group, n); err != nil {
+	if s.Stalled, err = e.stall(ctx, group, held); err != nil {
 		return s, err
 	}
 	if _, err := e.waitCommitted(ctx, group, schemas.TopicVmPower, n, 10*time.Minute); err != nil {
@@ -101,34 +106,78 @@ func RunHandover(ctx context.Context, sz Size, pgBase string, log *slog.Logger) 
 	return s, err
 }
 
-// stall waits, from now, until the group's committed reports next grow
-// (or reach n), and returns how long they did not.
-func (e *env) stall(ctx context.Context, group string, n int64) (time.Duration, error) {
+// memberPartitions lists the partitions of topic the group's member with
+// instance id instance holds.
+func (e *env) memberPartitions(ctx context.Context, group, instance, topic string) (map[int32]bool, error) {
+	gs, err := e.adm.DescribeGroups(ctx, group)
+	if err != nil {
+		return nil, err
+	}
+	held := map[int32]bool{}
+	for _, m := range gs[group].Members {
+		c, ok := m.Assigned.AsConsumer()
+		if !ok || m.InstanceID == nil || *m.InstanceID != instance {
+			continue
+		}
+		for _, t := range c.Topics {
+			if t.Topic == topic {
+				for _, p := range t.Partitions {
+					held[p] = true
+				}
+			}
+		}
+	}
+	return held, nil
+}
+
+// stall waits, from now, until the group commits again on one of the
+// partitions held (those of the member killed), or until their reports
+// are all committed, and returns how long that took: the time the killed
+// member's partitions waited for someone to take them.
+func (e *env) stall(ctx context.Context, group string, held map[int32]bool) (time.Duration, error) {
 	t := time.Now()
-	last, err := e.committed(ctx, group, schemas.TopicVmPower)
+	at := func() (map[int32]int64, error) {
+		o, err := e.adm.FetchOffsets(ctx, group)
+		if err != nil {
+			return nil, err
+		}
+		out := map[int32]int64{}
+		o.Each(func(r kadm.OffsetResponse) {
+			if r.Topic == schemas.TopicVmPower && held[r.Partition] && r.Err == nil {
+				out[r.Partition] = r.At
+			}
+		})
+		return out, nil
+	}
+	start, err := at()
 	if err != nil {
 		return 0, err
 	}
-	moved := t
-	for last < n {
-		if err := sleep(ctx, 5*time.Millisecond); err != nil {
-			return 0, err
-		}
-		c, err := e.committed(ctx, group, schemas.TopicVmPower)
+	ends, err := e.endOffsets(ctx, schemas.TopicVmPower)
+	if err != nil {
+		return 0, err
+	}
+	for {
+		now, err := at()
 		if err != nil {
 			return 0, err
 		}
-		if c > last {
-			if time.Since(moved) > 500*time.Millisecond {
-				// The commits moved after a pause: the killed member's
-				// partitions are someone's again.
+		done := true
+		for p := range held {
+			if now[p] > start[p] {
 				return time.Since(t), nil
 			}
-			moved = time.Now()
+			if end, ok := ends.Lookup(schemas.TopicVmPower, p); ok && now[p] < end.Offset {
+				done = false
+			}
 		}
-		last = c
+		if done {
+			return 0, nil // nothing of theirs was left to commit
+		}
+		if err := sleep(ctx, 5*time.Millisecond); err != nil {
+			return 0, err
+		}
 	}
-	return 0, nil
 }
 
 // stormEvents reads vm.events.v1 to its end (read_committed) and counts the

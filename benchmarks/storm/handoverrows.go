@@ -28,7 +28,7 @@ func HandoverRows(sz Size, samples []HandoverSample, storm harness.Stat, err err
 			How:   size + ": one VM processor child restores and is ready; the sim agent reports one round; a second child of the same group (another instance id) starts when a third of the reports are committed, and the first is killed with SIGKILL at two thirds. Wall clock from the agent's start until the group has committed every report and the projector has stored the end of vm.events.v1.",
 			Notes: fmt.Sprintf("last run: second process started at %s, first killed at %s", last.Joined.Round(time.Millisecond), last.Killed.Round(time.Millisecond))},
 		{Scenario: scen, Figure: "hand-over stall", Unit: "s", Value: col(func(s HandoverSample) float64 { return s.Stalled.Seconds() }),
-			How: "from the kill until the group's committed reports grow again after a pause of at least 500 ms: the killed member's partitions wait for its session (engine default 10 s) to time out before the survivor takes them and restores their state; 0 when the commits never paused."},
+			How: "from the kill until the group commits again on a partition of vm.power.v1 the killed member held (read from the group's description just before the kill): those partitions wait for its session (engine default 10 s) to time out, and for its open transaction to be aborted (engine transaction timeout 10 s), before the survivor takes them and restores their state; 0 when nothing of theirs was left to commit."},
 	}
 	if len(storm.Samples) == 0 {
 		rows[0].LimitName, rows[0].Limit = "", harness.Stat{} // the storm did not run

@@ -135,7 +135,7 @@ func RunLatency(ctx context.Context, ls LatencySize, pgBase string, log *slog.Lo
 	if err != nil {
 		return s, err
 	}
-	c := &apiClient{base: "http://" + addr, key: key, http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512}, Timeout: 30 * time.Second}}
+	c := &apiClient{base: "http://" + addr, key: key, http: newLoadClient()}
 	if err := c.waitUp(ctx, 30*time.Second); err != nil {
 		return s, err
 	}
@@ -396,7 +396,8 @@ type done struct {
 }
 
 // openLoop carries out act(i) for i = 0, 1, … every 1/rate s for d,
-// whatever has completed, each on a goroutine of its own, and measures each from its send to the answer of the long-poll
+// whatever has completed, each on a goroutine of its own (a failed one
+// counts at the time it took to fail), and measures each from its send to the answer of the long-poll
 // GET /v1/jobs/{id}?wait=60s, which the gateway answers when the
 // projector's commit of the final job row wakes it: the figure is the read
 // model's, at one GET per action.
@@ -411,15 +412,18 @@ func (c *apiClient) openLoop(ctx context.Context, rate int, d time.Duration, act
 			return nil, 0, err
 		}
 		wg.Go(func() {
+			sent := time.Now()
 			a, err := act(ctx, i)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
+				// A failure counts in the figures at the time it took to
+				// fail, so that a p99 is never of the fastest 99 % alone.
 				failed++
 				if firstErr == nil {
 					firstErr = err
 				}
-				return
+				a = done{sent: sent, took: time.Since(sent)}
 			}
 			out = append(out, a)
 		})
@@ -459,6 +463,12 @@ func (c *apiClient) succeeded(ctx context.Context, job, what string) error {
 		return fmt.Errorf("job %s of %s: %s (%s)", job, what, j.State, j.Reason)
 	}
 	return nil
+}
+
+// newLoadClient is the load's HTTP client: a timeout beyond the
+// long-poll's wait (60 s), so that a slow job is timed, not cut off.
+func newLoadClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512}, Timeout: 90 * time.Second}
 }
 
 func freeAddr() (string, error) {
