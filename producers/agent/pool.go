@@ -18,8 +18,8 @@ type job struct {
 // key one after another in the order they were submitted: commands for
 // different VMs run side by side, commands for one VM in the order they
 // were consumed. A key's queue is its own, so a slow job (a live migration
-// of minutes) holds back its own key's jobs and one slot, never another
-// key's jobs.
+// of minutes) holds back its own key's jobs and one slot; other keys wait
+// only when every slot is taken (as many slow jobs as workers).
 type pool struct {
 	ctx context.Context
 	// slots holds a token per running job; queued bounds the jobs
