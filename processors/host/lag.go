@@ -17,13 +17,23 @@ import (
 // processor reading a backlog is as blind to the pings behind it.
 //
 // So the machine keeps, from its inputs, whether it is current: not before
-// it has stepped an input, and after each input, whether that input was
-// read within TickSlack of being written (its Kafka timestamp). A missed
-// ping found while it is not current opens the restart grace, once per
-// silence, like a late Tick (pingTimeout).
+// it has stepped an input, and after each input, whether the newest input
+// it has read (by Kafka timestamp) was written within TickSlack of now. A
+// missed ping found while it is not current opens the restart grace, once
+// per silence, like a late Tick (pingTimeout). The newest, not the last:
+// one agent whose clock runs behind (or that flushes pings it buffered
+// through an outage) makes its own records look late, and must not make a
+// dead host of another agent wait out the grace; a backlog makes every
+// record look late. It is judged at each input, never at a Tick: a
+// silence of every agent (a whole site down) is a silence, not a backlog.
 
-// observe records how late the input in was read at now.
+// observe records how late the newest input read by now is.
 func (m *Machine) observe(in schemas.Record, now time.Time) {
 	// An input without a timestamp says nothing of a backlog.
-	m.current = in.TimestampMs == 0 || now.Sub(time.UnixMilli(in.TimestampMs)) <= m.cfg.TickSlack
+	if in.TimestampMs == 0 {
+		m.current = true
+		return
+	}
+	m.newest = max(m.newest, in.TimestampMs)
+	m.current = now.Sub(time.UnixMilli(m.newest)) <= m.cfg.TickSlack
 }

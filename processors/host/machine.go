@@ -15,9 +15,11 @@ type Machine struct {
 	base     Config
 	cfg      Config
 	settings settings.Values
-	// current says whether the last input stepped was read within
-	// TickSlack of being written; false until one is (lag.go).
+	// current says whether, at the last input, the newest input read had
+	// been written within TickSlack; false until one is (lag.go).
 	current bool
+	// newest is the newest Kafka timestamp of an input read, Unix ms.
+	newest int64
 }
 
 // New returns a host machine; zero settings take their defaults.
