@@ -66,13 +66,7 @@ func RunDeploys(ctx context.Context, ds DeploySize, pgBase string, log *slog.Log
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	run := func(name string, r roles.Runner) {
-		wg.Go(func() {
-			if err := r.Run(ctx); err != nil && ctx.Err() == nil {
-				log.Error("bench role stopped", "role", name, "err", err)
-			}
-		})
-	}
+	run := roleRunner(ctx, &wg, log)
 	key, err := e.seedDeploys(ctx)
 	if err != nil {
 		return s, err

@@ -2,13 +2,10 @@ package storm
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/vmplane/vmplane/benchmarks/harness"
 	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/schemas"
 )
@@ -68,14 +65,4 @@ func deployStages(at map[string][4]time.Time, deploys []done) DeployStages {
 }
 
 // String gives each stage's p50/p99 in milliseconds.
-func (st DeployStages) String() string {
-	if len(st[0]) == 0 {
-		return "no stages (records not found)"
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "stages of %d deploys, p50/p99 ms from record timestamps (whole ms):", len(st[0]))
-	for i, name := range deployStageNames {
-		fmt.Fprintf(&b, " %s %.1f/%.1f;", name, harness.Millis(harness.Percentile(st[i], 50)), harness.Millis(harness.Percentile(st[i], 99)))
-	}
-	return strings.TrimSuffix(b.String(), ";")
-}
+func (st DeployStages) String() string { return stageSummary("deploys", deployStageNames[:], st[:]) }

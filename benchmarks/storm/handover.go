@@ -2,7 +2,6 @@ package storm
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"syscall"
 	"time"
@@ -37,22 +36,13 @@ type HandoverSample struct {
 // committed, and the first is killed at two thirds.
 func RunHandover(ctx context.Context, sz Size, pgBase string, log *slog.Logger) (HandoverSample, error) {
 	var s HandoverSample
-	e, err := newEnv(ctx, pgBase, log)
+	var seeded Sample
+	e, drv, _, err := seededStorm(ctx, sz, pgBase, log, &seeded)
 	if err != nil {
 		return s, err
 	}
 	defer e.close()
-	drv, hosts, perHost, err := startFleet(ctx, sz)
-	if err != nil {
-		return s, err
-	}
-	if s.Changed, err = e.seed(ctx, sz, hosts, perHost); err != nil {
-		return s, fmt.Errorf("seed: %w", err)
-	}
-	var seedOnly Sample
-	if _, err := e.projectSeed(ctx, &seedOnly, sz); err != nil {
-		return s, err
-	}
+	s.Changed = seeded.Changed
 	first, err := startChild(ctx, ChildVM, e.kcfg.Brokers)
 	if err != nil {
 		return s, err

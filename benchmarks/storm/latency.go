@@ -117,13 +117,7 @@ func RunLatency(ctx context.Context, ls LatencySize, pgBase string, log *slog.Lo
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	run := func(name string, r roles.Runner) {
-		wg.Go(func() {
-			if err := r.Run(ctx); err != nil && ctx.Err() == nil {
-				log.Error("bench role stopped", "role", name, "err", err)
-			}
-		})
-	}
+	run := roleRunner(ctx, &wg, log)
 
 	pool := ls.Pool()
 	o := roles.Options{Kafka: e.kcfg, InstanceID: "bench", Logger: log}

@@ -108,14 +108,18 @@ func (rt *recordTimes) stages(actions []done) stageTimes {
 }
 
 // String gives each stage's p50/p99 in milliseconds.
-func (st stageTimes) String() string {
-	if len(st[0]) == 0 {
+func (st stageTimes) String() string { return stageSummary("actions", stageNames[:], st[:]) }
+
+// stageSummary says, for the stages named names with their times, each
+// stage's p50/p99 in milliseconds; of is what was split (actions).
+func stageSummary(of string, names []string, times [][]time.Duration) string {
+	if len(times) == 0 || len(times[0]) == 0 {
 		return "no stages (records not found)"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "stages of %d actions, p50/p99 ms from record timestamps (whole ms):", len(st[0]))
-	for i, name := range stageNames {
-		fmt.Fprintf(&b, " %s %.1f/%.1f;", name, harness.Millis(harness.Percentile(st[i], 50)), harness.Millis(harness.Percentile(st[i], 99)))
+	fmt.Fprintf(&b, "stages of %d %s, p50/p99 ms from record timestamps (whole ms):", len(times[0]), of)
+	for i, name := range names {
+		fmt.Fprintf(&b, " %s %.1f/%.1f;", name, harness.Millis(harness.Percentile(times[i], 50)), harness.Millis(harness.Percentile(times[i], 99)))
 	}
 	return strings.TrimSuffix(b.String(), ";")
 }

@@ -53,23 +53,11 @@ func vmID(i int) string { return fmt.Sprintf("vm-%07d", i) }
 // Run runs one repetition at size sz against the Postgres server at pgBase.
 func Run(ctx context.Context, sz Size, pgBase string, log *slog.Logger) (Sample, error) {
 	var s Sample
-	e, err := newEnv(ctx, pgBase, log)
+	e, drv, w0, err := seededStorm(ctx, sz, pgBase, log, &s)
 	if err != nil {
 		return s, err
 	}
 	defer e.close()
-
-	drv, hosts, perHost, err := startFleet(ctx, sz)
-	if err != nil {
-		return s, err
-	}
-	if s.Changed, err = e.seed(ctx, sz, hosts, perHost); err != nil {
-		return s, fmt.Errorf("seed: %w", err)
-	}
-	w0, err := e.projectSeed(ctx, &s, sz)
-	if err != nil {
-		return s, err
-	}
 
 	if s.ChangelogRead, err = e.readChangelog(ctx, int64(sz.VMs)); err != nil {
 		return s, fmt.Errorf("changelog read: %w", err)
@@ -94,6 +82,32 @@ func Run(ctx context.Context, sz Size, pgBase string, log *slog.Logger) (Sample,
 	}
 	err = e.floors(ctx, &s, sz) // apart: s is read after floors fills it
 	return s, err
+}
+
+// seededStorm is a storm's start: a fresh env, the fleet of sz running
+// on its sim hosts, the VM processor's changelog and the read model
+// seeded (s takes the changed count and the seeding's writes); it returns
+// the tables' writes counted from there. The caller closes the env.
+func seededStorm(ctx context.Context, sz Size, pgBase string, log *slog.Logger, s *Sample) (*env, *sim.Driver, map[string]int64, error) {
+	e, err := newEnv(ctx, pgBase, log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	drv, hosts, perHost, err := startFleet(ctx, sz)
+	if err == nil {
+		if s.Changed, err = e.seed(ctx, sz, hosts, perHost); err != nil {
+			err = fmt.Errorf("seed: %w", err)
+		}
+	}
+	var w0 map[string]int64
+	if err == nil {
+		w0, err = e.projectSeed(ctx, s, sz)
+	}
+	if err != nil {
+		e.close()
+		return nil, nil, nil, err
+	}
+	return e, drv, w0, nil
 }
 
 // startFleet makes the simulated hosts of sz and starts its VMs on them,

@@ -17,29 +17,7 @@ import (
 // when the move had finished. (A job that ended before the cancel reached
 // the processor, or even the gateway, is the 409 case.)
 func TestCancelMigrate(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts the whole stack")
-	}
-	pgDSN := envOr("VMPLANE_PG_DSN", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable")
-	chAddr := envOr("VMPLANE_CH_ADDR", "127.0.0.1:9000")
-	db := "vmplane_cancel_" + randHex(4)
-	t.Cleanup(func() { dropDatabases(pgDSN, chAddr, db) })
-	cfg := Config{VarDir: t.TempDir(), KafkaAddr: freeAddr(t), HTTPAddr: freeAddr(t), PostgresDSN: pgDSN,
-		ClickHouse: chAddr, Database: db, Hosts: 4, PingInterval: time.Second}
-	st, err := Start(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Stop()
-	api, key := "http://"+cfg.HTTPAddr, st.AdminKey
-
-	code, job := call(t, "POST", api+"/v1/vms", key, map[string]any{"name": "web-1", "offering": "small"})
-	if code != http.StatusAccepted {
-		t.Fatalf("deploy: %d %v", code, job)
-	}
-	vmID := job["vm_id"].(string)
-	waitJob(t, api, key, job["id"].(string))
-	source := getVM(t, api, key, vmID)["host_id"]
+	api, key, vmID, source := deployedVM(t, sim.Durations{})
 
 	code, mig := call(t, "POST", api+"/v1/vms/"+vmID+"/actions", key, map[string]any{"action": "migrate"})
 	if code != http.StatusAccepted {
@@ -80,29 +58,7 @@ func TestCancelMigrate(t *testing.T) {
 // the migration on the source's agent, and the VM stays Active on its
 // source, long before the migration would have ended.
 func TestCancelMigrateInFlight(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts the whole stack")
-	}
-	pgDSN := envOr("VMPLANE_PG_DSN", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable")
-	chAddr := envOr("VMPLANE_CH_ADDR", "127.0.0.1:9000")
-	db := "vmplane_abort_" + randHex(4)
-	t.Cleanup(func() { dropDatabases(pgDSN, chAddr, db) })
-	cfg := Config{VarDir: t.TempDir(), KafkaAddr: freeAddr(t), HTTPAddr: freeAddr(t), PostgresDSN: pgDSN,
-		ClickHouse: chAddr, Database: db, Hosts: 4, PingInterval: time.Second, SimLatency: sim.Durations{Migrate: 4 * time.Second}}
-	st, err := Start(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Stop()
-	api, key := "http://"+cfg.HTTPAddr, st.AdminKey
-
-	code, job := call(t, "POST", api+"/v1/vms", key, map[string]any{"name": "web-1", "offering": "small"})
-	if code != http.StatusAccepted {
-		t.Fatalf("deploy: %d %v", code, job)
-	}
-	vmID := job["vm_id"].(string)
-	waitJob(t, api, key, job["id"].(string))
-	source := getVM(t, api, key, vmID)["host_id"]
+	api, key, vmID, source := deployedVM(t, sim.Durations{Migrate: 4 * time.Second})
 	code, mig := call(t, "POST", api+"/v1/vms/"+vmID+"/actions", key, map[string]any{"action": "migrate"})
 	if code != http.StatusAccepted {
 		t.Fatalf("migrate: %d %v", code, mig)
@@ -131,6 +87,34 @@ func TestCancelMigrateInFlight(t *testing.T) {
 	case took > 3500*time.Millisecond:
 		t.Fatalf("the cancel took %v: the migration ran to its end", took)
 	}
+}
+
+// deployedVM starts the whole stack, its sim hosts as slow as lat, and
+// deploys a VM; it returns the API, the admin key, the VM and its host.
+func deployedVM(t *testing.T, lat sim.Durations) (api, key, vmID string, host any) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts the whole stack")
+	}
+	pgDSN := envOr("VMPLANE_PG_DSN", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable")
+	chAddr := envOr("VMPLANE_CH_ADDR", "127.0.0.1:9000")
+	db := "vmplane_cancel_" + randHex(4)
+	t.Cleanup(func() { dropDatabases(pgDSN, chAddr, db) })
+	cfg := Config{VarDir: t.TempDir(), KafkaAddr: freeAddr(t), HTTPAddr: freeAddr(t), PostgresDSN: pgDSN,
+		ClickHouse: chAddr, Database: db, Hosts: 4, PingInterval: time.Second, SimLatency: lat}
+	st, err := Start(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Stop)
+	api, key = "http://"+cfg.HTTPAddr, st.AdminKey
+	code, job := call(t, "POST", api+"/v1/vms", key, map[string]any{"name": "web-1", "offering": "small"})
+	if code != http.StatusAccepted {
+		t.Fatalf("deploy: %d %v", code, job)
+	}
+	vmID = job["vm_id"].(string)
+	waitJob(t, api, key, job["id"].(string))
+	return api, key, vmID, getVM(t, api, key, vmID)["host_id"]
 }
 
 // endOf waits for a job to end, however it ends.

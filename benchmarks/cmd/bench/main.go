@@ -181,18 +181,9 @@ func stormSize(quick bool, runs int) (sz storm.Size) {
 // stormRows runs the storm and its steady state sz.Runs times, up to the
 // first failure, and returns their rows.
 func stormRows(ctx context.Context, sz storm.Size, dsn string, log *slog.Logger) []harness.Row {
-	var samples []storm.Sample
-	var stormErr error
-	for i := range sz.Runs {
-		fmt.Fprintf(os.Stderr, "bench: storm + steady state, run %d/%d (%d VMs on %d hosts)\n", i+1, sz.Runs, sz.VMs, sz.Hosts)
-		s, err := storm.Run(ctx, sz, dsn, log)
-		if err != nil {
-			stormErr = err
-			break
-		}
-		samples = append(samples, s)
-	}
-	return storm.Rows(sz, samples, stormErr)
+	samples, err := repeat(sz.Runs, fmt.Sprintf("storm + steady state (%d VMs on %d hosts)", sz.VMs, sz.Hosts),
+		func() (storm.Sample, error) { return storm.Run(ctx, sz, dsn, log) })
+	return storm.Rows(sz, samples, err)
 }
 
 // handoverRows runs two VM processors sharing a storm (sz; once in quick
@@ -209,18 +200,9 @@ func handoverRows(ctx context.Context, sz storm.Size, quick bool, rows []harness
 			limit = r.Value
 		}
 	}
-	var samples []storm.HandoverSample
-	var herr error
-	for i := range sz.Runs {
-		fmt.Fprintf(os.Stderr, "bench: two VM processors sharing a storm, run %d/%d (%d VMs)\n", i+1, sz.Runs, sz.VMs)
-		s, err := storm.RunHandover(ctx, sz, dsn, log)
-		if err != nil {
-			herr = err
-			break
-		}
-		samples = append(samples, s)
-	}
-	return storm.HandoverRows(sz, samples, limit, herr)
+	samples, err := repeat(sz.Runs, fmt.Sprintf("two VM processors sharing a storm (%d VMs)", sz.VMs),
+		func() (storm.HandoverSample, error) { return storm.RunHandover(ctx, sz, dsn, log) })
+	return storm.HandoverRows(sz, samples, limit, err)
 }
 
 // latencySize is the action-latency scenario's size for this run.
@@ -259,18 +241,9 @@ func benchRates(v string) ([]int, error) {
 // latencyRows runs the action-latency scenario ls.Runs times, up to the
 // first failure, and returns its rows.
 func latencyRows(ctx context.Context, ls storm.LatencySize, dsn string) []harness.Row {
-	var samples []storm.LatencySample
-	var lerr error
-	for i := range ls.Runs {
-		fmt.Fprintf(os.Stderr, "bench: action latency, run %d/%d (%v actions/s, %s each)\n", i+1, ls.Runs, ls.Rates, ls.Duration)
-		s, err := storm.RunLatencyIsolated(ctx, ls, dsn)
-		if err != nil {
-			lerr = err
-			break
-		}
-		samples = append(samples, s)
-	}
-	return storm.LatencyRows(ls, samples, lerr)
+	samples, err := repeat(ls.Runs, fmt.Sprintf("action latency (%v actions/s, %s each)", ls.Rates, ls.Duration),
+		func() (storm.LatencySample, error) { return storm.RunLatencyIsolated(ctx, ls, dsn) })
+	return storm.LatencyRows(ls, samples, err)
 }
 
 // deploySize is the deploy open loop's size for this run.
@@ -293,18 +266,24 @@ func deploySize(quick bool, runs int, g groups) (storm.DeploySize, error) {
 // deployRows runs the deploy open loop ds.Runs times, up to the first
 // failure, each repetition in a child process, and returns its rows.
 func deployRows(ctx context.Context, ds storm.DeploySize, dsn string) []harness.Row {
-	var samples []storm.DeploySample
-	var derr error
-	for i := range ds.Runs {
-		fmt.Fprintf(os.Stderr, "bench: deploy latency, run %d/%d (%d hosts; %v deploys/s, %s each)\n", i+1, ds.Runs, ds.Hosts, ds.Rates, ds.Duration)
-		s, err := storm.RunDeploysIsolated(ctx, ds, dsn)
+	samples, err := repeat(ds.Runs, fmt.Sprintf("deploy latency (%d hosts; %v deploys/s, %s each)", ds.Hosts, ds.Rates, ds.Duration),
+		func() (storm.DeploySample, error) { return storm.RunDeploysIsolated(ctx, ds, dsn) })
+	return storm.DeployRows(ds, samples, err)
+}
+
+// repeat runs one repetition runs times, up to the first failure, saying
+// which on stderr, and returns the samples with that failure.
+func repeat[S any](runs int, what string, one func() (S, error)) ([]S, error) {
+	var samples []S
+	for i := range runs {
+		fmt.Fprintf(os.Stderr, "bench: %s, run %d/%d\n", what, i+1, runs)
+		s, err := one()
 		if err != nil {
-			derr = err
-			break
+			return samples, err
 		}
 		samples = append(samples, s)
 	}
-	return storm.DeployRows(ds, samples, derr)
+	return samples, nil
 }
 
 // printRun prints the table of figures and the machine they were taken on.
