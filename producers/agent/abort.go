@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/vmplane/vmplane/schemas"
 )
@@ -26,8 +27,13 @@ type aborts struct {
 	mu      sync.Mutex
 	running map[string]context.CancelFunc // MigrateVm command id → its cancel
 	ended   map[string]bool               // ended, its answer not yet kept
-	early   map[string]bool               // aborted before they ran
+	early   map[string]time.Time          // aborted before they ran, when
 }
+
+// earlyKept is how long an abort read before its MigrateVm waits for it:
+// a MigrateVm comes right after its abort or not at all (its job has
+// ended by its deadline, and a later one has another command id).
+const earlyKept = time.Hour
 
 // start begins the migration of MigrateVm id: it returns the context to run
 // it in and the function to call once its answer is kept, or aborted when
@@ -35,7 +41,7 @@ type aborts struct {
 func (x *aborts) start(ctx context.Context, id string) (run context.Context, end func(), aborted bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.early[id] {
+	if _, ok := x.early[id]; ok {
 		delete(x.early, id)
 		return nil, nil, true
 	}
@@ -76,10 +82,16 @@ func (x *aborts) abort(id string) (ended bool) {
 		cancel()
 		return false
 	}
+	now := time.Now()
 	if x.early == nil {
-		x.early = map[string]bool{}
+		x.early = map[string]time.Time{}
 	}
-	x.early[id] = true
+	for k, at := range x.early {
+		if now.Sub(at) > earlyKept {
+			delete(x.early, k)
+		}
+	}
+	x.early[id] = now
 	return false
 }
 
