@@ -1,18 +1,15 @@
 package hoststorm
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/vmplane/vmplane/benchmarks/harness"
 	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/ops/roles"
 	"github.com/vmplane/vmplane/processors/engine"
@@ -79,65 +76,20 @@ func RunChild(ctx context.Context, arg string) error {
 	}
 }
 
-// child is a running child process.
-type child struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-}
-
 // startChild starts a child and waits for its ready line; it returns how
 // long that took from the exec.
-func startChild(ctx context.Context, a ChildArgs) (*child, time.Duration, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, 0, err
-	}
+func startChild(ctx context.Context, a ChildArgs) (*harness.Child, time.Duration, error) {
 	arg, err := json.Marshal(a)
 	if err != nil {
 		return nil, 0, err
 	}
-	cmd := exec.Command(exe, "-hosts-child", string(arg))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
+	t0 := time.Now()
+	c, err := harness.StartChild([]string{"-hosts-child", string(arg)})
 	if err != nil {
 		return nil, 0, err
 	}
-	t0 := time.Now()
-	if err := cmd.Start(); err != nil {
-		return nil, 0, fmt.Errorf("start hosts child: %w", err)
+	if _, err := c.WaitReady(ctx, 5*time.Minute); err != nil {
+		return nil, 0, fmt.Errorf("hosts child: %w", err)
 	}
-	c := &child{cmd: cmd, done: make(chan struct{})}
-	ready := make(chan struct{}, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if strings.TrimSpace(sc.Text()) == "ready" {
-				ready <- struct{}{}
-			}
-		}
-		_ = cmd.Wait()
-		close(c.done)
-	}()
-	select {
-	case <-ready:
-		return c, time.Since(t0), nil
-	case <-c.done:
-		err = errors.New("hosts child exited before it was ready")
-	case <-time.After(5 * time.Minute):
-		err = errors.New("hosts child not ready in 5 minutes")
-	case <-ctx.Done():
-		err = ctx.Err()
-	}
-	c.kill()
-	return nil, 0, err
-}
-
-// kill ends the child with SIGKILL, as a crash would, and waits for it;
-// a child already ended (or none) is left as it is.
-func (c *child) kill() {
-	if c == nil {
-		return
-	}
-	_ = c.cmd.Process.Kill()
-	<-c.done
+	return c, time.Since(t0), nil
 }

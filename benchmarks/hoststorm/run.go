@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/vmplane/vmplane/benchmarks/harness"
 	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/producers/agent"
 	"github.com/vmplane/vmplane/producers/agent/driver/sim"
@@ -89,7 +90,7 @@ func Run(ctx context.Context, sz Size, log *slog.Logger) (Sample, error) {
 	if err != nil {
 		return s, err
 	}
-	defer func() { c.kill() }()
+	defer func() { c.Kill() }()
 
 	a := agent.New(agent.Config{ID: "bench", Kafka: kcfg, PingInterval: sz.PingInterval, Logger: log, ShutdownGrace: time.Second}, drv)
 	actx, stopAgent := context.WithCancel(ctx)
@@ -134,14 +135,14 @@ type restarter struct {
 // restart waits until the host processor has stepped the agents' next
 // round, kills c with SIGKILL, starts a new child after down, and follows
 // the hosts for Watch once it is ready.
-func (r *restarter) restart(ctx context.Context, c *child, down time.Duration) (*child, Restart, error) {
+func (r *restarter) restart(ctx context.Context, c *harness.Child, down time.Duration) (*harness.Child, Restart, error) {
 	var res Restart
 	if err := r.nextRound(ctx); err != nil {
 		return c, res, err
 	}
 	r.w.mark()
 	killed := time.Now()
-	c.kill()
+	c.Kill()
 	if err := sleep(ctx, down-time.Since(killed)); err != nil {
 		return c, res, err
 	}

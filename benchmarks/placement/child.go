@@ -1,12 +1,10 @@
 package placement
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"time"
@@ -112,64 +110,16 @@ func RunChild(ctx context.Context, role string, brokers []string) error {
 	return p.Run(ctx)
 }
 
-// child is a running child process.
-type child struct {
-	cmd  *exec.Cmd
-	done chan struct{} // closed when its stdout ends
-}
-
 // startChild starts a child role and waits for its ready line.
-func startChild(ctx context.Context, role string, brokers []string) (*child, error) {
-	exe, err := os.Executable()
+func startChild(ctx context.Context, role string, brokers []string) (*harness.Child, error) {
+	c, err := harness.StartChild([]string{"-child", role, "-brokers", strings.Join(brokers, ",")})
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, "-child", role, "-brokers", strings.Join(brokers, ","))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
+	if _, err := c.WaitReady(ctx, 5*time.Minute); err != nil {
+		return nil, fmt.Errorf("child %s: %w", role, err)
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start child %s: %w", role, err)
-	}
-	c := &child{cmd: cmd, done: make(chan struct{})}
-	ready := make(chan struct{}, 1)
-	go func() {
-		defer close(c.done)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if sc.Text() == "ready" {
-				ready <- struct{}{}
-			}
-		}
-	}()
-	select {
-	case <-ready:
-		return c, nil
-	case <-c.done:
-		err = fmt.Errorf("child %s exited before it was ready", role)
-	case <-time.After(5 * time.Minute):
-		err = fmt.Errorf("child %s not ready in 5 minutes", role)
-	case <-ctx.Done():
-		err = ctx.Err()
-	}
-	c.stop()
-	return nil, err
-}
-
-// stop ends the child (SIGINT, then SIGKILL after 10 s) and waits for it.
-func (c *child) stop() {
-	_ = c.cmd.Process.Signal(os.Interrupt)
-	exited := make(chan struct{})
-	go func() { _ = c.cmd.Wait(); close(exited) }()
-	select {
-	case <-exited:
-	case <-time.After(10 * time.Second):
-		_ = c.cmd.Process.Kill()
-		<-exited
-	}
-	<-c.done
+	return c, nil
 }
 
 // topics are the topics of the Kafka scenario's broker.

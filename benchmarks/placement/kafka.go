@@ -206,7 +206,7 @@ func timeChild(ctx context.Context, cl *kgo.Client, adm *kadm.Client, brokers []
 	if err != nil {
 		return 0, err
 	}
-	defer c.stop()
+	defer c.Stop()
 	topic := recs[0].Topic
 	if err := cl.ProduceSync(ctx, recs[0]).FirstErr(); err != nil {
 		return 0, err

@@ -1,17 +1,14 @@
 package storm
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	goruntime "runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/vmplane/vmplane/benchmarks/harness"
@@ -147,13 +144,12 @@ func RunChild(ctx context.Context, role string, brokers []string) error {
 	return p.Run(ctx)
 }
 
-// child is a running child process.
+// child is a running child process, with what its ready line said.
 type child struct {
-	cmd       *exec.Cmd
+	*harness.Child
 	restored  int64
 	restoreMs int64
 	heapBytes int64
-	wg        sync.WaitGroup
 }
 
 // childInstance is the instance id of a child VM processor: "bench", or
@@ -166,76 +162,47 @@ func childInstance() string {
 }
 
 // launchChild starts a child role, its instance id instance (empty: the
-// default), and returns it with the channel its ready line comes on
-// (closed if it exits first).
-func launchChild(role, instance string, brokers []string) (*child, <-chan string, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, nil, err
-	}
-	cmd := exec.Command(exe, "-child", role, "-brokers", strings.Join(brokers, ","))
-	cmd.Stderr = os.Stderr
+// default), without waiting for it.
+func launchChild(role, instance string, brokers []string) (*child, error) {
+	var env []string
 	if instance != "" {
-		cmd.Env = append(os.Environ(), "VMPLANE_BENCH_INSTANCE="+instance)
+		env = append(env, "VMPLANE_BENCH_INSTANCE="+instance)
 	}
-	out, err := cmd.StdoutPipe()
+	c, err := harness.StartChild([]string{"-child", role, "-brokers", strings.Join(brokers, ",")}, env...)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, nil, fmt.Errorf("start child %s: %w", role, err)
-	}
-	c := &child{cmd: cmd}
-	ready := make(chan string, 1)
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "ready ") {
-				ready <- sc.Text()
-			}
-		}
-		close(ready)
-	}()
-	return c, ready, nil
+	return &child{Child: c}, nil
 }
 
 // startChild starts a child role and waits for its ready line.
 func startChild(ctx context.Context, role string, brokers []string) (*child, error) {
-	c, ready, err := launchChild(role, "", brokers)
+	c, err := launchChild(role, "", brokers)
 	if err != nil {
 		return nil, err
 	}
-	select {
-	case line, ok := <-ready:
-		if !ok {
-			c.stop()
-			return nil, fmt.Errorf("child %s exited before it was ready", role)
-		}
-		for _, f := range strings.Fields(line)[1:] {
-			k, v, _ := strings.Cut(f, "=")
-			n, _ := strconv.ParseInt(v, 10, 64)
-			switch k {
-			case "restored":
-				c.restored = n
-			case "restore_ms":
-				c.restoreMs = n
-			case "heap_bytes":
-				c.heapBytes = n
-			}
-		}
-		return c, nil
-	case <-time.After(10 * time.Minute):
-	case <-ctx.Done():
+	line, err := c.WaitReady(ctx, 10*time.Minute)
+	if err != nil {
+		return nil, fmt.Errorf("child %s: %w", role, err)
 	}
-	c.stop()
-	return nil, fmt.Errorf("child %s not ready", role)
+	for _, f := range strings.Fields(line)[1:] {
+		k, v, _ := strings.Cut(f, "=")
+		n, _ := strconv.ParseInt(v, 10, 64)
+		switch k {
+		case "restored":
+			c.restored = n
+		case "restore_ms":
+			c.restoreMs = n
+		case "heap_bytes":
+			c.heapBytes = n
+		}
+	}
+	return c, nil
 }
 
 // cpu returns the child's user+system CPU time so far, from /proc.
 func (c *child) cpu() (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.Cmd.Process.Pid))
 	if err != nil {
 		return 0, err
 	}
@@ -246,20 +213,6 @@ func (c *child) cpu() (time.Duration, error) {
 	stime, _ := strconv.ParseInt(f[12], 10, 64)
 	// USER_HZ is 100 on every Linux this runs on.
 	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
-}
-
-// stop ends the child (SIGTERM, then SIGKILL after 10 s) and waits for it.
-func (c *child) stop() {
-	_ = c.cmd.Process.Signal(os.Interrupt)
-	done := make(chan struct{})
-	go func() { _ = c.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = c.cmd.Process.Kill()
-		<-done
-	}
-	c.wg.Wait()
 }
 
 // childGC is the collector setting of a child: `vmplane processor`'s

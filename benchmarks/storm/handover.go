@@ -47,7 +47,7 @@ func RunHandover(ctx context.Context, sz Size, pgBase string, log *slog.Logger) 
 	if err != nil {
 		return s, err
 	}
-	defer first.stop()
+	defer first.Stop()
 	p, err := e.startProjector(ctx)
 	if err != nil {
 		return s, err
@@ -63,11 +63,11 @@ func RunHandover(ctx context.Context, sz Size, pgBase string, log *slog.Logger) 
 	if _, err := e.waitCommitted(ctx, group, schemas.TopicVmPower, n/3, 10*time.Minute); err != nil {
 		return s, err
 	}
-	second, _, err := launchChild(ChildVM, "bench-2", e.kcfg.Brokers)
+	second, err := launchChild(ChildVM, "bench-2", e.kcfg.Brokers)
 	if err != nil {
 		return s, err
 	}
-	defer second.stop()
+	defer second.Stop()
 	s.Joined = time.Since(t0)
 	if _, err := e.waitCommitted(ctx, group, schemas.TopicVmPower, 2*n/3, 10*time.Minute); err != nil {
 		return s, err
@@ -76,7 +76,7 @@ func RunHandover(ctx context.Context, sz Size, pgBase string, log *slog.Logger) 
 	if err != nil {
 		return s, err
 	}
-	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := first.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		return s, err
 	}
 	killed := time.Now()

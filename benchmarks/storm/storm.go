@@ -66,7 +66,7 @@ func Run(ctx context.Context, sz Size, pgBase string, log *slog.Logger) (Sample,
 	if err != nil {
 		return s, err
 	}
-	defer vmc.stop()
+	defer vmc.Stop()
 	s.RestoreMs, s.Restored, s.HeapBytes = vmc.restoreMs, vmc.restored, vmc.heapBytes
 	if s.StormProcessor, s.StormEnd, err = e.storm(ctx, sz, drv, log); err != nil {
 		return s, err
@@ -318,7 +318,7 @@ func (e *env) nullStep(ctx context.Context, recs []*kgo.Record) (time.Duration, 
 	if err != nil {
 		return 0, err
 	}
-	defer c.stop()
+	defer c.Stop()
 	t0 := time.Now()
 	wctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
