@@ -214,28 +214,27 @@ func latencySize(quick bool, runs int, g groups) (storm.LatencySize, error) {
 	if runs > 0 {
 		ls.Runs = runs
 	}
-	// VMPLANE_BENCH_RATES=100,500 picks the rates of a profiling run
-	// (-only latency, never recorded).
-	if v := os.Getenv("VMPLANE_BENCH_RATES"); v != "" && g.alone("latency") {
-		r, err := benchRates(v)
-		ls.Rates = r
-		return ls, err
-	}
-	return ls, nil
+	err := profileRates(&ls.Rates, g, "latency")
+	return ls, err
 }
 
-// benchRates reads VMPLANE_BENCH_RATES (100,500), the rates of a profiling
-// run of -only latency or -only deploy (never recorded).
-func benchRates(v string) ([]int, error) {
-	var rates []int
+// profileRates sets rates from VMPLANE_BENCH_RATES (100,500) when group
+// runs alone: the rates of a profiling run (never recorded).
+func profileRates(rates *[]int, g groups, group string) error {
+	v := os.Getenv("VMPLANE_BENCH_RATES")
+	if v == "" || !g.alone(group) {
+		return nil
+	}
+	var out []int
 	for _, f := range strings.Split(v, ",") {
 		r, err := strconv.Atoi(f)
 		if err != nil || r <= 0 {
-			return nil, fmt.Errorf("VMPLANE_BENCH_RATES: %q is not a rate", f)
+			return fmt.Errorf("VMPLANE_BENCH_RATES: %q is not a rate", f)
 		}
-		rates = append(rates, r)
+		out = append(out, r)
 	}
-	return rates, nil
+	*rates = out
+	return nil
 }
 
 // latencyRows runs the action-latency scenario ls.Runs times, up to the
@@ -255,12 +254,8 @@ func deploySize(quick bool, runs int, g groups) (storm.DeploySize, error) {
 	if runs > 0 {
 		ds.Runs = runs
 	}
-	if v := os.Getenv("VMPLANE_BENCH_RATES"); v != "" && g.alone("deploy") {
-		r, err := benchRates(v)
-		ds.Rates = r
-		return ds, err
-	}
-	return ds, nil
+	err := profileRates(&ds.Rates, g, "deploy")
+	return ds, err
 }
 
 // deployRows runs the deploy open loop ds.Runs times, up to the first
