@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -98,7 +99,7 @@ func (x *aborts) abort(id string) (ended bool) {
 // abortMigration carries out an AbortMigrateVm for host h at once and
 // answers it: ok when it stopped a migration in flight or kept one from
 // starting; failed when the migration had ended (its MigrateVm answered,
-// or returned from the driver). An abort read again is answered as the
+// returned from the driver, or in the source's ledger as carried out). An abort read again is answered as the
 // first time; if that answer was ok, its MigrateVm (read again after a
 // restart, not answered) is kept from starting again.
 func (a *Agent) abortMigration(ctx context.Context, h *hostState, rec schemas.Record, cmd *schemas.AgentCommand, ab *schemas.AbortMigrateVm, finish func()) {
@@ -111,10 +112,19 @@ func (a *Agent) abortMigration(ctx context.Context, h *hostState, rec schemas.Re
 		return
 	}
 	var err error
-	if answered || a.aborts.abort(ab.MigrateCommandID) {
+	migrate := &schemas.AgentCommand{CommandID: ab.MigrateCommandID, HostID: cmd.HostID, VmID: cmd.VmID, Epoch: cmd.Epoch}
+	if answered || doneBefore(a.drv, migrate) || a.aborts.abort(ab.MigrateCommandID) {
 		err = errors.New(errMigrationEnded)
 	}
 	a.log.InfoContext(ctx, "live migration abort", "host", cmd.HostID, "vm", cmd.VmID, "migration", ab.MigrateCommandID, "stopped", err == nil)
 	answer, out := a.answer(h, h, rec, cmd, err, false)
 	a.keepAndSend(ctx, answer, out, finish)
+}
+
+// doneBefore says whether the source's ledger lists the MigrateVm cmd as
+// carried out: an earlier delivery moved the VM, and its answer was lost
+// with an agent restarted without its answers file.
+func doneBefore(d Driver, cmd *schemas.AgentCommand) bool {
+	l, err := d.Ledger(cmd.HostID, cmd.VmID)
+	return err == nil && l.Epoch == cmd.Epoch && slices.Contains(l.Done, cmd.CommandID)
 }

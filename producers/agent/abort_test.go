@@ -94,3 +94,32 @@ func TestAbortOutlivesARestart(t *testing.T) {
 		t.Fatalf("v1 is held by %v; want h1 only", got)
 	}
 }
+
+// TestAbortOfAMigrationCarriedOutBefore: a MigrateVm carried out, its
+// answer lost with an agent restarted without an answers file, then
+// aborted and read again: the host's ledger says it moved the VM, so the
+// abort says the migration had ended and the MigrateVm is answered ok,
+// the VM where it went.
+func TestAbortOfAMigrationCarriedOutBefore(t *testing.T) {
+	s := newStack(t, time.Hour, func(d *sim.Driver) {
+		if err := d.Start(t.Context(), "h1", agent.VMSpec{ID: "v1", CPU: 1, MemoryMB: 512}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	waitFor(s, 2, func(*schemas.AgentConnected) bool { return true })
+	migrate := &schemas.MigrateVm{AgentCommand: cmd("m1", "h1", "v1", 1), DestHostID: "h2", CPU: 1, MemoryMB: 512}
+	s.send(migrate, "h1")
+	if m := waitFor(s, 1, answerTo("m1"))[0]; !m.OK {
+		t.Fatalf("migrate: %+v", m)
+	}
+	s.restart(s.drv, nil)
+	s.send(&schemas.AbortMigrateVm{AgentCommand: cmd("a1", "h1", "v1", 1), MigrateCommandID: "m1"}, "h1")
+	if a := waitFor(s, 1, answerTo("a1"))[0]; a.OK || !strings.Contains(a.Error, "had ended") {
+		t.Fatalf("abort of a migration carried out before: %+v", a)
+	}
+	s.send(migrate, "h1")
+	answers := waitFor(s, 2, answerTo("m1"))
+	if m := answers[1]; !m.OK || m.PowerHost != "h2" || m.PowerState != schemas.PowerOn {
+		t.Fatalf("the MigrateVm read again after its abort: %+v; want ok, the VM on h2", m)
+	}
+}

@@ -163,12 +163,19 @@ func (a *Agent) answerAgain(ctx context.Context, prev schemas.Record, cmd *schem
 // began, it fails with errAborted and the VM stays at its source. ended is
 // to be called once the answer is kept.
 func (a *Agent) carryOutAbortable(ctx context.Context, h *hostState, rec schemas.Record, cmd *schemas.AgentCommand) (where *hostState, report bool, ended func(), err error) {
-	if _, ok := rec.Value.(*schemas.MigrateVm); !ok {
+	m, ok := rec.Value.(*schemas.MigrateVm)
+	if !ok {
 		where, report, err = a.carryOut(ctx, h, rec)
 		return where, report, func() {}, err
 	}
 	run, end, aborted := a.aborts.start(ctx, cmd.CommandID)
 	if aborted {
+		// Answered as a failed migration is, the power read at the
+		// destination (abortMigration never keeps back one the ledger
+		// says was carried out).
+		if d, ok := a.hosts[m.DestHostID]; ok {
+			h = d
+		}
 		return h, false, func() {}, errAborted
 	}
 	where, report, err = a.carryOut(run, h, rec)
