@@ -27,6 +27,10 @@ func TestAcceptedStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
+	var sync string
+	if err := a.pool.QueryRow(ctx, "SHOW synchronous_commit").Scan(&sync); err != nil || sync != "off" {
+		t.Fatalf("synchronous_commit = %q (%v), want off: a POST waits for no WAL flush", sync, err)
+	}
 	now := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
 	vm := AcceptedRow{Kind: AcceptedVM, ID: "vm-1", Account: "acme", Body: []byte(`{"Name":"web\u0000"}`), At: now}
 	job := AcceptedRow{Kind: AcceptedJob, ID: "vm-1", Account: "acme", Body: []byte(`{"id":"vm-1"}`), At: now.Add(-2 * time.Hour)}
