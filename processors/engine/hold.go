@@ -56,14 +56,18 @@ type holds struct {
 
 // hold is one partition's wait for its inputs.
 type hold struct {
-	id    uint64 // the listing it waits for
-	since time.Time
-	moved time.Time // the last progress: held, listed, a position moved
+	id uint64 // the listing it waits for
+	// since is when the loop first looked at the hold, its partition
+	// restored: a long restore is no stall of the inputs. moved is the
+	// last progress since: listed, or a position moved.
+	since, moved time.Time
 	// ends are the inputs' last stable offsets at the assignment, by
 	// logical topic; nil until listed.
 	ends map[string]int64
-	// pos is the consume position reached on each input.
-	pos map[string]int64
+	// pos is the consume position reached on each input; progressed says
+	// one moved since the loop last looked.
+	pos        map[string]int64
+	progressed bool
 }
 
 // listing is the answer of a listing of the inputs' end offsets.
@@ -99,9 +103,9 @@ func (p *Processor[S]) holdTimers(ctx context.Context, cl *kgo.Client, parts []i
 		h.stallAfter = HoldStallAfter
 	}
 	h.seq++
-	id, now := h.seq, time.Now()
+	id := h.seq
 	for _, part := range parts {
-		h.m[part] = &hold{id: id, since: now, moved: now, pos: map[string]int64{}}
+		h.m[part] = &hold{id: id, pos: map[string]int64{}}
 	}
 	p.hooks.OnHold(parts, true, len(h.m))
 	lctx, cancel := context.WithTimeout(ctx, h.stallAfter)
@@ -155,7 +159,7 @@ func (p *Processor[S]) readPositions(records []*kgo.Record) []*kgo.Record {
 func (h *hold) reach(topic string, at int64) {
 	if at > h.pos[topic] {
 		h.pos[topic] = at
-		h.moved = time.Now()
+		h.progressed = true
 	}
 }
 
@@ -170,7 +174,11 @@ func (p *Processor[S]) releaseHeld(cl *kgo.Client) {
 	p.takeListings()
 	var committed map[string]map[int32]kgo.EpochOffset
 	var read, stalled []int32
+	now := time.Now()
 	for part, h := range p.held.m {
+		if h.since.IsZero() {
+			h.since, h.moved = now, now
+		}
 		if h.ends != nil {
 			if committed == nil {
 				committed = cl.CommittedOffsets()
@@ -185,7 +193,10 @@ func (p *Processor[S]) releaseHeld(cl *kgo.Client) {
 				continue
 			}
 		}
-		if time.Since(h.moved) >= p.held.stallAfter {
+		if h.progressed {
+			h.moved, h.progressed = now, false
+		}
+		if now.Sub(h.moved) >= p.held.stallAfter {
 			stalled = append(stalled, part)
 		}
 	}
