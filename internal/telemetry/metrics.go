@@ -29,6 +29,8 @@ var (
 		"Processor transactions that did not commit.", "processor")
 	StateKeys = Default.Gauge("vmplane_processor_state_keys",
 		"Keys held in a processor's state (VMs, hosts, zones of its partitions).", "processor")
+	TimersHeld = Default.Gauge("vmplane_processor_partitions_held",
+		"Partitions restored whose timers wait until their inputs are read to where they stood at the assignment.", "processor")
 	JobsInFlight = Default.Gauge("vmplane_jobs_in_flight",
 		"Jobs accepted and not ended, per job type, as seen by this VM processor's partitions.", "type")
 	JobSeconds = Default.Histogram("vmplane_job_duration_seconds",
@@ -103,6 +105,7 @@ func PrepareProcessor(name string) {
 	CommitSeconds.With(name)
 	TransactionsAborted.With(name)
 	StateKeys.With(name)
+	TimersHeld.With(name)
 }
 
 // PrepareJobs creates the job series of the VM processor at 0: the job

@@ -34,6 +34,12 @@ type Hooks interface {
 	// A batch aborted before its end (a partition not restored, an output
 	// that does not encode) calls no OnEnd.
 	OnEnd(took time.Duration, committed bool, keys int)
+	// OnHold is called when the timers of restored partitions are held
+	// until their inputs are read to where they stood at the assignment
+	// (held true), and when the hold ends: read, given up, or the
+	// partitions revoked (held false). holding is how many partitions'
+	// timers are held now.
+	OnHold(parts []int32, held bool, holding int)
 }
 
 // NopHooks observe nothing; embed them to implement a part of Hooks.
@@ -53,3 +59,6 @@ func (NopHooks) OnDeadLetter(*kgo.Record, error) {}
 
 // OnEnd does nothing.
 func (NopHooks) OnEnd(time.Duration, bool, int) {}
+
+// OnHold does nothing.
+func (NopHooks) OnHold([]int32, bool, int) {}

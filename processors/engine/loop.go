@@ -29,7 +29,8 @@ func (p *Processor[S]) iterate(ctx context.Context, sess *kgo.GroupTransactSessi
 		p.log.Warn("settings fetch error", "topic", p.cfg.Settings, "err", ferr)
 	}
 	now := p.cfg.Clock.Now()
-	p.due = p.timers.due(now.UnixNano(), p.claim, p.due[:0])
+	p.releaseHeld(sess.Client())
+	p.due = p.timers.due(now.UnixNano(), p.claimUnheld, p.due[:0])
 	if len(records) == 0 && len(p.due) == 0 && len(settings) == 0 {
 		return nil
 	}
@@ -59,11 +60,11 @@ func (p *Processor[S]) iterate(ctx context.Context, sess *kgo.GroupTransactSessi
 // poll waits for records no longer than until the next timer is due (or
 // TickInterval), so that timers fire on time in a quiet loop. It then
 // applies what the group changed meanwhile before any record is stepped:
-// a revoked partition's states go, an assigned one's are restored. polled
-// is false when ctx ended.
+// a revoked partition's states go, an assigned one's are restored and its
+// timers held. polled is false when ctx ended.
 func (p *Processor[S]) poll(ctx context.Context, sess *kgo.GroupTransactSession, restorer *kgo.Client) (records []*kgo.Record, polled bool, err error) {
 	wait := p.cfg.TickInterval
-	if next, ok := p.timers.peek(p.scheduled); ok {
+	if next, ok := p.timers.peek(p.scheduledUnheld); ok {
 		if d := time.Duration(next - p.cfg.Clock.Now().UnixNano()); d < wait {
 			wait = max(d, time.Millisecond)
 		}
@@ -82,7 +83,7 @@ func (p *Processor[S]) poll(ctx context.Context, sess *kgo.GroupTransactSession,
 	if err := p.fetchErr(fetches); err != nil {
 		return nil, false, err
 	}
-	return p.cfg.Kafka.In(fetches.Records()), true, nil
+	return p.readPositions(p.cfg.Kafka.In(fetches.Records())), true, nil
 }
 
 // pollingUntil sets what ends the poll in flight early (nil: none in

@@ -66,6 +66,9 @@ type Processor[S any] struct {
 	// Owned by the poll loop.
 	st     store[S]
 	timers timerHeap
+	// held are the restored partitions whose timers wait for their
+	// inputs (hold.go).
+	held holds
 	// touched lists the keys the current batch stepped or ticked, with
 	// their latest state: the changelog records it needs.
 	touched []touchedKey[S]
@@ -232,6 +235,7 @@ func (p *Processor[S]) Run(ctx context.Context) error {
 func (p *Processor[S]) forgetAll() {
 	p.st = store[S]{}
 	p.timers = timerHeap{}
+	p.held.forget()
 	p.slab, p.recs = nil, nil
 	p.mu.Lock()
 	p.assigned, p.pending, p.dropped = map[int32]bool{}, map[int32]bool{}, map[int32]bool{}
@@ -264,6 +268,9 @@ func (p *Processor[S]) session(ctx context.Context) error {
 		// a minute. A batch's transaction lasts milliseconds.
 		kgo.TransactionTimeout(transactionTimeout),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// The markers move a held partition's position (hold.go); the
+		// poll drops them before anything is stepped.
+		kgo.KeepControlRecords(),
 		kgo.SessionTimeout(p.cfg.SessionTimeout),
 		kgo.HeartbeatInterval(p.cfg.SessionTimeout/5),
 		kgo.RecordPartitioner(kafka.Partitioner(p.cfg.Kafka.Topic(p.cfg.Changelog))),
@@ -480,7 +487,8 @@ func (p *Processor[S]) claim(e timerEntry) bool {
 }
 
 // applyAssignments drops revoked partitions' state and restores newly
-// assigned partitions from the changelog.
+// assigned partitions from the changelog, holding their timers until
+// their inputs are read to where they stand now (hold.go).
 func (p *Processor[S]) applyAssignments(ctx context.Context, restorer *kgo.Client) error {
 	p.mu.Lock()
 	dropped := p.dropped
@@ -496,10 +504,12 @@ func (p *Processor[S]) applyAssignments(ctx context.Context, restorer *kgo.Clien
 	for part := range dropped {
 		p.st.drop(part)
 	}
+	p.unhold(dropped)
 	if len(pending) == 0 {
 		p.ready.Store(true)
 		return nil
 	}
+	p.holdTimers(ctx, restorer, pending)
 	start := time.Now()
 	n, err := p.restore(ctx, restorer, pending)
 	if err != nil {

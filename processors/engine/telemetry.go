@@ -88,3 +88,8 @@ func (h *telemetryHooks) OnEnd(took time.Duration, committed bool, keys int) {
 	telemetry.CommitSeconds.With(h.name).Observe(took.Seconds())
 	telemetry.StateKeys.With(h.name).Set(float64(keys))
 }
+
+// OnHold shows how many partitions' timers are held.
+func (h *telemetryHooks) OnHold(_ []int32, _ bool, holding int) {
+	telemetry.TimersHeld.With(h.name).Set(float64(holding))
+}
