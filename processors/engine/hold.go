@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -68,6 +69,9 @@ type hold struct {
 	// one moved since the loop last looked.
 	pos        map[string]int64
 	progressed bool
+	// unlisted says the listing failed: the hold ends at the bound
+	// counted from since, whatever its inputs do.
+	unlisted bool
 }
 
 // listing is the answer of a listing of the inputs' end offsets.
@@ -155,12 +159,19 @@ func (p *Processor[S]) readPositions(records []*kgo.Record) []*kgo.Record {
 	return out
 }
 
-// reach moves the position on topic to at, if that is further.
+// reach moves the position on topic to at, if that is further. Only a
+// move on an input not yet read to its end is progress: a busy input
+// read past its end must not keep a hold on another input, stuck short
+// of its end, from stalling.
 func (h *hold) reach(topic string, at int64) {
-	if at > h.pos[topic] {
-		h.pos[topic] = at
+	if at <= h.pos[topic] {
+		return
+	}
+	end, listed := h.ends[topic]
+	if h.ends == nil || listed && h.pos[topic] < end {
 		h.progressed = true
 	}
+	h.pos[topic] = at
 }
 
 // releaseHeld ends the holds whose inputs are read to their ends, and
@@ -196,7 +207,9 @@ func (p *Processor[S]) releaseHeld(cl *kgo.Client) {
 		if h.progressed {
 			h.moved, h.progressed = now, false
 		}
-		if now.Sub(h.moved) >= p.held.stallAfter {
+		// A hold whose listing failed has no ends to reach: its records
+		// are no progress towards them, and it ends at the bound.
+		if h.unlisted && now.Sub(h.since) >= p.held.stallAfter || now.Sub(h.moved) >= p.held.stallAfter {
 			stalled = append(stalled, part)
 		}
 	}
@@ -244,7 +257,11 @@ func (p *Processor[S]) takeListings() {
 		}
 		slices.Sort(parts)
 		if l.err != nil {
-			p.log.Warn("timers held: end offsets of inputs not listed", "partitions", parts, "err", l.err)
+			for _, part := range parts {
+				p.held.m[part].unlisted = true
+			}
+			p.log.Warn("timers held: end offsets of inputs not listed", "partitions", parts, "err", l.err,
+				"released_after", p.held.stallAfter)
 			continue
 		}
 		for _, part := range parts {
@@ -307,6 +324,13 @@ func (p *Processor[S]) releaseParts(parts []int32) time.Duration {
 	return took
 }
 
-// forget drops every hold, between two sessions; a listing still out
-// answers for none.
-func (h *holds) forget() { clear(h.m) }
+// forgetHolds drops every hold, between two sessions; a listing still
+// out answers for none.
+func (p *Processor[S]) forgetHolds() {
+	if len(p.held.m) == 0 {
+		return
+	}
+	parts := slices.Sorted(maps.Keys(p.held.m))
+	clear(p.held.m)
+	p.hooks.OnHold(parts, false, 0)
+}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -168,7 +169,9 @@ func TestRestoredTimersWaitForTheirInputs(t *testing.T) {
 
 // TestHoldEndsWithoutAListing: a broker that never lists the inputs' end
 // offsets holds the timers for the stall bound, not for ever, and holds
-// neither the poll loop nor the records.
+// neither the poll loop nor the records: reports for other keys of the
+// held partitions, written all along, neither fire the timers early nor
+// keep them held past the bound.
 func TestHoldEndsWithoutAListing(t *testing.T) {
 	b, cfg := startBroker(t)
 	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
@@ -200,16 +203,100 @@ func TestHoldEndsWithoutAListing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.held.stallAfter = 2 * time.Second
+	// Well past the group's join (about 2 s here), so that timers fired
+	// without a hold come before it.
+	p.held.stallAfter = 4 * time.Second
+	traffic, stop := context.WithCancel(t.Context())
+	defer stop()
+	go produceAlongside(traffic, t, cfg, "vm-0", "vm-1")
 	go p.Run(t.Context())
-	start := time.Now()
-	alerts, _ := alertsOf(readEvents(t, cfg, 2+2))
+	took, alerts := waitAlerts(t, cfg, "vm-0", "vm-1")
+	stop()
 	if alerts["vm-0"] != 1 || alerts["vm-1"] != 1 {
-		t.Fatalf("alerts %v, want one of each key once the hold gave up", alerts)
+		t.Fatalf("alerts %v after %s, want one of each key once the hold gave up", alerts, took.Round(time.Millisecond))
 	}
-	if took := time.Since(start); took < p.held.stallAfter {
+	if took < p.held.stallAfter {
 		t.Fatalf("alerts after %s, before the hold's bound %s: the timers were not held", took, p.held.stallAfter)
 	}
+	if took > 3*p.held.stallAfter {
+		t.Fatalf("alerts after %s: the reports kept the hold past its bound", took)
+	}
+}
+
+// produceAlongside writes a report every 100 ms, until ctx ends, for keys
+// other than keys on the partitions of vm.power.v1 that keys are on.
+func produceAlongside(ctx context.Context, t *testing.T, cfg kafka.Config, keys ...string) {
+	cl, err := kgo.NewClient(cfg.Opts()...)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer cl.Close()
+	var n int32
+	for _, tp := range schemas.Topics {
+		if tp.Name == schemas.TopicVmPower {
+			n = tp.PartitionsOf()
+		}
+	}
+	var others []string
+	for _, k := range keys {
+		want := schemas.PartitionOf([]byte(k), n)
+		for i := 0; ; i++ {
+			o := fmt.Sprintf("other-%d", i)
+			if schemas.PartitionOf([]byte(o), n) == want {
+				others = append(others, o)
+				break
+			}
+		}
+	}
+	for seq := int64(0); ; seq++ {
+		for _, o := range others {
+			r, err := kafka.ToKafka(ctx, schemas.NewCodec(nil), schemas.Record{Topic: schemas.TopicVmPower, Key: o,
+				Value: &schemas.PowerReport{VmID: o, PowerState: schemas.PowerOn, ReportSeq: seq}})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+				return // ctx ended
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// waitAlerts reads vm.events.v1 until every key has an alert, for 30 s at
+// most, and says how long that took and the alerts per key.
+func waitAlerts(t *testing.T, cfg kafka.Config, keys ...string) (time.Duration, map[string]int) {
+	t.Helper()
+	start := time.Now()
+	cl, err := kgo.NewClient(cfg.Opts(kgo.ConsumeTopics(schemas.TopicVmEvents), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	var evs []schemas.Record
+	for ctx.Err() == nil {
+		for _, r := range cl.PollFetches(ctx).Records() {
+			rec, err := kafka.FromKafka(ctx, schemas.NewCodec(nil), r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			evs = append(evs, rec)
+		}
+		alerts, _ := alertsOf(evs)
+		if !slices.ContainsFunc(keys, func(k string) bool { return alerts[k] == 0 }) {
+			return time.Since(start), alerts
+		}
+	}
+	alerts, _ := alertsOf(evs)
+	return time.Since(start), alerts
 }
 
 // TestHeldTimersSurviveLossAndReassignment: partitions lost while held

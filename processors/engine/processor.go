@@ -235,7 +235,7 @@ func (p *Processor[S]) Run(ctx context.Context) error {
 func (p *Processor[S]) forgetAll() {
 	p.st = store[S]{}
 	p.timers = timerHeap{}
-	p.held.forget()
+	p.forgetHolds()
 	p.slab, p.recs = nil, nil
 	p.mu.Lock()
 	p.assigned, p.pending, p.dropped = map[int32]bool{}, map[int32]bool{}, map[int32]bool{}
