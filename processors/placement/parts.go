@@ -194,12 +194,23 @@ func (ix *zoneIndex) networkPart(id string) schemas.Part {
 }
 
 // Assemble builds a zone from its parts, in any order (engine.Parted).
-// Hosts, VMs, pools and networks come in id order: every choice the
-// machine makes is of ids or by ids, never of positions, so the order
-// the zone had in memory is not state.
+// Hosts, pools and networks come in id order, VMs' claims in the order of
+// the parts: every choice the machine makes is of ids or by ids, never of
+// positions, so the order the zone had in memory is not state.
 func (m *Machine) Assemble(key string, parts []schemas.Part) (*schemas.ZoneRecord, error) {
-	slices.SortFunc(parts, func(a, b schemas.Part) int { return strings.Compare(a.Name, b.Name) })
 	z := &schemas.ZoneRecord{ZoneID: key}
+	var hosts, allocs, volumes, nics int
+	for _, p := range parts {
+		switch v := p.Value.(type) {
+		case *schemas.ZoneHost:
+			hosts++
+		case *schemas.ZoneVm:
+			allocs, volumes, nics = allocs+len(v.Allocations), volumes+len(v.Volumes), nics+len(v.Nics)
+		}
+	}
+	z.Hosts = make([]schemas.HostCapacity, 0, hosts)
+	z.Allocations = make([]schemas.Allocation, 0, allocs)
+	z.Volumes, z.Nics = make([]schemas.VolumeClaim, 0, volumes), make([]schemas.NicClaim, 0, nics)
 	for _, p := range parts {
 		kind, id, _ := strings.Cut(p.Name, ":")
 		ok := false
@@ -225,5 +236,8 @@ func (m *Machine) Assemble(key string, parts []schemas.Part) (*schemas.ZoneRecor
 	if z.ZoneID != key {
 		return nil, fmt.Errorf("zone %s: its header names zone %q", key, z.ZoneID)
 	}
+	slices.SortFunc(z.Hosts, func(a, b schemas.HostCapacity) int { return strings.Compare(a.HostID, b.HostID) })
+	slices.SortFunc(z.Pools, func(a, b schemas.PoolState) int { return strings.Compare(a.PoolID, b.PoolID) })
+	slices.SortFunc(z.Networks, func(a, b schemas.NetworkState) int { return strings.Compare(a.NetworkID, b.NetworkID) })
 	return z, nil
 }
