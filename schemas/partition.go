@@ -1,6 +1,9 @@
 package schemas
 
-import "fmt"
+import (
+	"bytes"
+	"fmt"
+)
 
 // Partitioning is part of the contract: a keyed record belongs to the
 // partition Kafka's default partitioner gives its key, murmur2 of the key's
@@ -70,11 +73,13 @@ func (e *MisroutedError) Error() string {
 
 // CheckPartition returns a *MisroutedError when a record of the topic with
 // a non-empty key is not on its key's partition. Records without a key, and
-// those of dlq.v1 (which keep the key of their origin), are not checked.
+// those of dlq.v1 (which keep the key of their origin), are not checked. A
+// part of a state (PartKey) belongs on its state key's partition.
 func (t TopicSpec) CheckPartition(partition int32, key []byte) error {
 	if len(key) == 0 || t.Name == TopicDLQ {
 		return nil
 	}
+	key, _, _ = bytes.Cut(key, []byte(partSeparator))
 	n := t.PartitionsOf()
 	if want := PartitionOf(key, n); want != partition {
 		return &MisroutedError{Topic: t.Name, Key: string(key), Partition: partition, Want: want, Partitions: n}

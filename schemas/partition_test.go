@@ -74,3 +74,21 @@ func TestCheckPartition(t *testing.T) {
 		}
 	}
 }
+
+// A part of a state is on its state key's partition, which is not its own
+// key's hash: it is checked with its state key.
+func TestCheckPartitionOfAPart(t *testing.T) {
+	spec, _ := TopicByName(TopicPlacementState)
+	n := spec.PartitionsOf()
+	home := PartitionOf([]byte("zone-1"), n)
+	var k []byte
+	for i := 0; k == nil || PartitionOf(k, n) == home; i++ {
+		k = []byte(PartKey("zone-1", fmt.Sprintf("host:h-%d", i)))
+	}
+	if err := spec.CheckPartition(home, k); err != nil {
+		t.Fatal(err)
+	}
+	if err := spec.CheckPartition((home+1)%n, k); err == nil {
+		t.Fatal("a part off its state key's partition passes")
+	}
+}

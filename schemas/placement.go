@@ -102,6 +102,45 @@ type ZoneRecord struct {
 	Nics        []NicClaim     `avro:"nics" doc:"Addresses held by NICs."`
 }
 
+// The placement processor writes a zone to placement.state.v1 in parts
+// (docs/design.md §7), so that a transaction writes what its decisions
+// changed, not the zone's megabytes: ZoneHeader under the zone key, and
+// under schemas.PartKey(zone, name) a ZoneHost per host (name
+// "host:<host_id>"), a ZoneVm per VM with claims ("vm:<vm_id>"), a
+// ZonePool per pool ("pool:<pool_id>") and a ZoneNetwork per network
+// ("net:<network_id>"). A ZoneRecord under the zone key is a zone written
+// whole, as before the parts.
+
+// ZoneHeader is what a zone's placement state holds besides its hosts,
+// VMs, pools and networks.
+type ZoneHeader struct {
+	ZoneID  string   `avro:"zone_id" doc:"Zone id."`
+	Decided []string `avro:"decided" doc:"Latest request ids answered, for dedup, oldest first."`
+}
+
+// ZoneHost is one host of a zone's placement state.
+type ZoneHost struct {
+	Host HostCapacity `avro:"host" doc:"The host: capacity, use, reservation and lease."`
+}
+
+// ZoneVm is one VM's claims in a zone's placement state.
+type ZoneVm struct {
+	VmID        string        `avro:"vm_id" doc:"VM."`
+	Allocations []Allocation  `avro:"allocations" doc:"The VM's claims of host capacity (two while it moves)."`
+	Volumes     []VolumeClaim `avro:"volumes" doc:"The VM's volumes' claims of pool capacity."`
+	Nics        []NicClaim    `avro:"nics" doc:"The addresses the VM's NICs hold."`
+}
+
+// ZonePool is one storage pool of a zone's placement state.
+type ZonePool struct {
+	Pool PoolState `avro:"pool" doc:"The pool with what its volumes claim."`
+}
+
+// ZoneNetwork is one guest network of a zone's placement state.
+type ZoneNetwork struct {
+	Network NetworkState `avro:"network" doc:"The network with what its NICs hold."`
+}
+
 // VolumeClaim is one volume's claim on a pool.
 type VolumeClaim struct {
 	VmID     string `avro:"vm_id" doc:"VM."`

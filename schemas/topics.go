@@ -87,7 +87,7 @@ var Topics = []TopicSpec{
 	{TopicHostRelay, KeyVM, true, []string{}, "Changelog of the host relay, which keeps no state (tombstones only)."},
 	{TopicPlacementRequests, KeyZone, false, []string{"PlaceVm", "ReleaseVm", "ResizeVm", "HostStatus", "LeaseStatusChanged", "UpdateStoragePool", "UpdateNetwork"}, "Placement requests, the zone's host status, and its storage pools and networks."},
 	{TopicPlacementEvents, KeyZone, false, []string{"CapacityAllocated", "CapacityReleased", "HostReserved", "HostReservationReleased", "StoragePoolChanged", "NetworkChanged"}, "Capacity ledger changes, storage pools and networks."},
-	{TopicPlacementState, KeyZone, true, []string{"ZoneRecord"}, "Changelog of the placement processor."},
+	{TopicPlacementState, KeyZone, true, []string{"ZoneHeader", "ZoneHost", "ZoneVm", "ZonePool", "ZoneNetwork", "ZoneRecord"}, "Changelog of the placement processor: each zone in parts (ZoneRecord: a zone written whole before the parts)."},
 	{TopicLeaseCommands, KeyZone, false, []string{"CreateLease", "UpdateLease", "DeleteLease", "HostStatus"}, "Lease commands and the zone's host status."},
 	{TopicLeaseEvents, KeyZone, false, []string{"LeaseStatusChanged", "LeaseHostChanged"}, "Lease and resource notifications."},
 	{TopicLeaseState, KeyZone, true, []string{"LeaseZoneRecord"}, "Changelog of the lease processor."},

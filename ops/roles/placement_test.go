@@ -1,6 +1,7 @@
 package roles
 
 import (
+	"context"
 	"log/slog"
 	"strings"
 	"testing"
@@ -105,4 +106,84 @@ func answer(t *testing.T, kcfg kafka.Config, requestID string) schemas.Record {
 		return false
 	})
 	return got
+}
+
+// TestPlacementRestoresAZoneWrittenWhole: a changelog holding a zone as
+// placement wrote it before the parts, one ZoneRecord under the zone key
+// (a dev stack's data directory), is restored; the zone's next write
+// writes it in parts, which a fresh processor restores with the old claims
+// and the new one.
+func TestPlacementRestoresAZoneWrittenWhole(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs the embedded broker")
+	}
+	ctx := t.Context()
+	kcfg, _ := testkit.Kafka(t)
+	cl := client(t, kcfg)
+	const zone = "zone-1"
+	hostCap := func(id string, used int32) schemas.HostCapacity {
+		return schemas.HostCapacity{HostID: id, PodID: "p1", ClusterID: "c1", CPU: 2, MemoryMB: 8192, CPUOvercommit: 1, MemOvercommit: 1,
+			UsedCPU: used, UsedMemoryMB: int64(used) * 1024, Reservable: true, Planner: placement.FirstFitName, ResourceUsage: placement.Shared}
+	}
+	produce(t, cl, schemas.Record{Topic: schemas.TopicPlacementState, Key: zone, Value: &schemas.ZoneRecord{
+		ZoneID: zone, Hosts: []schemas.HostCapacity{hostCap("h1", 1), hostCap("h2", 0)},
+		Allocations: []schemas.Allocation{{VmID: "old", HostID: "h1", Account: "acme", CPU: 1, MemoryMB: 1024, RequestID: "r-old"}},
+		Decided:     []string{"r-old"},
+	}})
+	run := func(id string) context.CancelFunc {
+		p, err := engine.New(engine.Config{Name: "processor-placement", Kafka: kcfg, InstanceID: id, SessionTimeout: 2 * time.Second,
+			Inputs: []string{schemas.TopicPlacementRequests}, Changelog: schemas.TopicPlacementState,
+			Logger: slog.New(slog.DiscardHandler)}, engine.Machine[*schemas.ZoneRecord](placement.New(placement.DefaultConfig())))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pctx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- p.Run(pctx) }()
+		return func() {
+			stop()
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	hostOf := func(id, vm string) string {
+		produce(t, cl, schemas.Record{Topic: schemas.TopicPlacementRequests, Key: zone, Value: &schemas.PlaceVm{RequestID: id, VmID: vm,
+			ZoneID: zone, Account: "acme", Epoch: 1, Offering: schemas.Offering{ID: "o", Name: "o", CPU: 1, MemoryMB: 1024}}})
+		if d, ok := answer(t, kcfg, id).Value.(*schemas.PlacementDecided); ok {
+			return d.HostID
+		}
+		return "none"
+	}
+
+	stop := run("a")
+	if h := hostOf("r-a", "a"); h != "h1" {
+		t.Fatalf("a on %s, want h1 beside the old VM", h)
+	}
+	stop()
+	// The zone key's latest record is the zone's header now, and every
+	// host and VM has its part.
+	latest := map[string]string{}
+	for _, r := range readAll(t, kcfg, schemas.TopicPlacementState) {
+		latest[r.Key] = schemas.TypeName(r.Value)
+	}
+	for k, want := range map[string]string{zone: "ZoneHeader", schemas.PartKey(zone, "host:h1"): "ZoneHost",
+		schemas.PartKey(zone, "host:h2"): "ZoneHost", schemas.PartKey(zone, "vm:old"): "ZoneVm", schemas.PartKey(zone, "vm:a"): "ZoneVm"} {
+		if latest[k] != want {
+			t.Errorf("latest record of %q is a %q, want a %s", k, latest[k], want)
+		}
+	}
+
+	stop = run("b")
+	defer stop()
+	// h1 is full with the old VM and a: the restored parts hold both.
+	if h := hostOf("r-b", "b"); h != "h2" {
+		t.Fatalf("b on %s, want h2", h)
+	}
+	if h := hostOf("r-c", "c"); h != "h2" {
+		t.Fatalf("c on %s, want h2", h)
+	}
+	if h := hostOf("r-d", "d"); h != "none" {
+		t.Fatalf("d on %s in a full zone", h)
+	}
 }

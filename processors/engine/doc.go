@@ -3,9 +3,10 @@
 // and produce the outputs, the changed state (to a compacted changelog) and
 // the consumed offsets in one Kafka transaction. It owns the poll loop and
 // its phases (loop.go), the states of the partitions the group assigns and
-// their restore from the changelog (state.go, restore.go), the timers kept
-// in state, fired from an injected clock (timers.go) and held for a
-// restored partition until its inputs are read to where they stood
+// their restore from the changelog (state.go, restore.go, and parts.go for
+// a state written in parts, too large to rewrite per transaction), the
+// timers kept in state, fired from an injected clock (timers.go) and held
+// for a restored partition until its inputs are read to where they stood
 // (hold.go), and the dead letters of records that do not decode; what it
 // shows of itself goes through Hooks.
 //

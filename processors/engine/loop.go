@@ -256,6 +256,9 @@ func (p *Processor[S]) emit(tx *txn, outs []schemas.Record, from map[string]stri
 // alive until sent. The keys go into the same buffer, the records into one
 // array.
 func (p *Processor[S]) changelog(tx *txn) error {
+	if p.parted != nil {
+		return p.changelogParts(tx)
+	}
 	slab, recs := p.changelogBuffers(len(p.touched))
 	for i, tk := range p.touched {
 		if !tk.has {
@@ -359,9 +362,9 @@ func (p *Processor[S]) changelogBuffers(n int) ([]byte, []kgo.Record) {
 // larger states grows it by appending.
 const maxSlab = 64 << 20
 
-// typeHeader returns the changelog headers of a state value.
-func (p *Processor[S]) typeHeader(s S) []kgo.RecordHeader {
-	name := schemas.TypeName(s)
+// typeHeader returns the changelog headers of a state or part value.
+func (p *Processor[S]) typeHeader(v any) []kgo.RecordHeader {
+	name := schemas.TypeName(v)
 	h, ok := p.typeHeaders[name]
 	if !ok {
 		if p.typeHeaders == nil {

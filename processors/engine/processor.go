@@ -59,9 +59,11 @@ type Processor[S any] struct {
 	cfg   Config
 	group string // the consumer group, made once: the poll loop asks per record
 	m     Machine[S]
-	codec *schemas.Codec
-	log   *slog.Logger
-	hooks Hooks
+	// parted is m when its state is written in parts, else nil.
+	parted Parted[S]
+	codec  *schemas.Codec
+	log    *slog.Logger
+	hooks  Hooks
 
 	// Owned by the poll loop.
 	st     store[S]
@@ -101,6 +103,10 @@ type Processor[S any] struct {
 	slab     []byte
 	recs     []kgo.Record
 	slabHint int
+	// partBuf and writes are a Parted machine's parts and records of the
+	// last batch, reused by the next one.
+	partBuf []schemas.Part
+	writes  []partWrite
 	// typeHeaders holds the changelog's `type` header per record name,
 	// shared by every record of that type (franz-go only reads headers).
 	typeHeaders map[string][]kgo.RecordHeader
@@ -154,6 +160,7 @@ func New[S any](cfg Config, m Machine[S]) (*Processor[S], error) {
 	if p.hooks == nil {
 		p.hooks = newTelemetryHooks(cfg.Name, p.Group(), cfg.Inputs)
 	}
+	p.parted = p.partedMachine()
 	return p, nil
 }
 

@@ -76,25 +76,13 @@ func produceReports(t *testing.T, cfg kafka.Config, keys, each int) {
 // key's n-th report has ReportSeq n-1.
 func produceReportsOf(t *testing.T, cfg kafka.Config, keys ...string) {
 	t.Helper()
-	cl, err := kgo.NewClient(cfg.Opts()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	var rs []*kgo.Record
+	var rs []*schemas.PowerReport
 	seq := map[string]int64{}
 	for _, key := range keys {
-		r, err := kafka.ToKafka(t.Context(), schemas.NewCodec(nil), schemas.Record{Topic: schemas.TopicVmPower, Key: key,
-			Value: &schemas.PowerReport{VmID: key, PowerState: schemas.PowerOn, ReportSeq: seq[key]}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		rs = append(rs, &schemas.PowerReport{VmID: key, PowerState: schemas.PowerOn, ReportSeq: seq[key]})
 		seq[key]++
-		rs = append(rs, r)
 	}
-	if err := cl.ProduceSync(t.Context(), rs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	produceValues(t, cfg, keys, rs)
 }
 
 // produceGarbage writes a record for vm-0 that does not decode.

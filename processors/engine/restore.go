@@ -61,12 +61,16 @@ func (p *Processor[S]) restore(ctx context.Context, cl *kgo.Client, parts []int3
 	progress := time.Now()
 	warned := time.Time{}
 	defer p.restoring.Store(nil)
-	var states []S
+	var values []any
+	var g map[int32]map[string]*gathered[S]
+	if p.parted != nil {
+		g = map[int32]map[string]*gathered[S]{}
+	}
 	for f := range fetches {
 		if f.err != nil {
 			return 0, f.err
 		}
-		if states, err = p.loadAll(ctx, p.cfg.Kafka.In(f.recs), states); err != nil {
+		if values, err = p.loadAll(ctx, p.cfg.Kafka.In(f.recs), values, g); err != nil {
 			return 0, err
 		}
 		if f.moved {
@@ -89,6 +93,9 @@ func (p *Processor[S]) restore(ctx context.Context, cl *kgo.Client, parts []int3
 	}
 	if ctx.Err() != nil {
 		return 0, ctx.Err()
+	}
+	if err := p.assembleAll(g); err != nil {
+		return 0, err
 	}
 	n := 0
 	for _, part := range parts {
@@ -142,38 +149,43 @@ func prefetch(ctx context.Context, rd *kafka.PositionReader) <-chan fetched {
 // loadAll applies one answer's changelog records in order, decoding their
 // values first in as many goroutines as the process may run at once: at
 // 500,000 keys decoding is most of a restore's CPU, and the loop has
-// nothing else to do meanwhile. states is a buffer for the decoded values,
-// returned for the next answer.
-func (p *Processor[S]) loadAll(ctx context.Context, recs []*kgo.Record, states []S) ([]S, error) {
-	states = slices.Grow(states[:0], len(recs))[:len(recs)]
-	clear(states)
+// nothing else to do meanwhile. values is a buffer for the decoded values,
+// returned for the next answer. A Parted machine's records are gathered
+// in g, to be assembled when the restore has read them all.
+func (p *Processor[S]) loadAll(ctx context.Context, recs []*kgo.Record, values []any, g map[int32]map[string]*gathered[S]) ([]any, error) {
+	values = slices.Grow(values[:0], len(recs))[:len(recs)]
+	clear(values)
 	workers := max(min(runtime.GOMAXPROCS(0), len(recs)/minDecodeShare), 1)
 	per := (len(recs) + workers - 1) / workers
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
 		lo, hi := w*per, min((w+1)*per, len(recs))
-		wg.Go(func() { errs[w] = p.decodeStates(ctx, recs[lo:hi], states[lo:hi]) })
+		wg.Go(func() { errs[w] = p.decodeStates(ctx, recs[lo:hi], values[lo:hi]) })
 	}
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return states, err // the earliest record's
+			return values, err // the earliest record's
 		}
 	}
 	for i, r := range recs {
-		p.load(r, states[i])
+		if g != nil {
+			p.gather(g, r, values[i])
+			continue
+		}
+		p.load(r, values[i])
 	}
-	return states, nil
+	return values, nil
 }
 
 // minDecodeShare is the fewest records worth a goroutine of their own.
 const minDecodeShare = 512
 
-// decodeStates decodes the value of each record into states; a
-// tombstone's state stays the zero S. It stops at the first value that
-// is not a state.
-func (p *Processor[S]) decodeStates(ctx context.Context, recs []*kgo.Record, states []S) error {
+// decodeStates decodes the value of each record into values; a
+// tombstone's stays nil. It stops at the first value that is not a state
+// (or, for a Parted machine, that is no record).
+func (p *Processor[S]) decodeStates(ctx context.Context, recs []*kgo.Record, values []any) error {
 	for i, r := range recs {
 		if r.Value == nil || p.cfg.SkipDecode {
 			continue
@@ -182,27 +194,31 @@ func (p *Processor[S]) decodeStates(ctx context.Context, recs []*kgo.Record, sta
 		if err != nil {
 			return err
 		}
-		s, ok := v.(S)
-		if !ok {
+		if _, ok := v.(S); !ok && p.parted == nil {
 			return fmt.Errorf("%s/%d@%d: state is a %s", r.Topic, r.Partition, r.Offset, schemas.TypeName(v))
 		}
-		states[i] = s
+		values[i] = v
 	}
 	return nil
 }
 
-// load applies one changelog record, its value decoded into s: a key's
+// load applies one changelog record, its value decoded into v: a key's
 // latest value replaces its slot, a tombstone removes it.
-func (p *Processor[S]) load(r *kgo.Record, s S) {
+func (p *Processor[S]) load(r *kgo.Record, v any) {
 	key := string(r.Key)
 	if r.Value == nil || p.cfg.SkipDecode {
 		p.st.remove(r.Partition, key)
 		return
 	}
+	p.restored(r.Partition, key, v.(S))
+}
+
+// restored makes s the state of a key, as a restore read it.
+func (p *Processor[S]) restored(part int32, key string, s S) {
 	// The earlier record's timer entry goes stale.
-	old, _ := p.st.get(r.Partition, key)
+	old, _ := p.st.get(part, key)
 	sl := slot[S]{s: s}
 	sl.setHas(true)
-	sl.wake = p.wakeOf(r.Partition, key, s, old.wake)
-	p.st.put(r.Partition, key, old, sl)
+	sl.wake = p.wakeOf(part, key, s, old.wake)
+	p.st.put(part, key, old, sl)
 }

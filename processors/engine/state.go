@@ -11,6 +11,10 @@ package engine
 type store[S any] struct {
 	parts []map[string]slot[S] // by partition; nil when none held
 	n     int                  // keys with state
+	// stale holds, by partition, the keys of a Parted machine whose next
+	// write is to write every part, with the parts it is to tombstone
+	// first: keys restored whole or with parts left over (parts.go).
+	stale []map[string][]string
 }
 
 // slot is one key's entry: 24 bytes beside its 16-byte key header for a
@@ -87,8 +91,37 @@ func (t *store[S]) remove(p int32, key string) {
 	}
 }
 
+// setStale lists a key's parts to tombstone before its next write writes
+// every part (none: it writes every part all the same).
+func (t *store[S]) setStale(p int32, key string, parts []string) {
+	for int(p) >= len(t.stale) {
+		t.stale = append(t.stale, nil)
+	}
+	if t.stale[p] == nil {
+		t.stale[p] = map[string][]string{}
+	}
+	if parts == nil {
+		parts = []string{}
+	}
+	t.stale[p][key] = parts
+}
+
+// takeStale returns and forgets what setStale listed for a key; rewrite
+// says whether it listed anything.
+func (t *store[S]) takeStale(p int32, key string) (parts []string, rewrite bool) {
+	if int(p) >= len(t.stale) || t.stale[p] == nil {
+		return nil, false
+	}
+	parts, rewrite = t.stale[p][key]
+	delete(t.stale[p], key)
+	return parts, rewrite
+}
+
 // drop forgets every key of partition p.
 func (t *store[S]) drop(p int32) {
+	if int(p) < len(t.stale) {
+		t.stale[p] = nil
+	}
 	if int(p) >= len(t.parts) || t.parts[p] == nil {
 		return
 	}

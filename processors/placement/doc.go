@@ -7,7 +7,9 @@
 // It consumes placement.requests.v1 (HostStatus copies from the host
 // processor, PlaceVm, ReleaseVm, ResizeVm, LeaseStatusChanged) and produces
 // PlacementDecided / PlacementFailed on vm.signals.v1 and the ledger changes
-// on placement.events.v1.
+// on placement.events.v1. Its changelog holds each zone in parts, a host, a
+// VM or a pool per record (parts.go), so a transaction writes what it
+// changed, not the zone.
 //
 // Planners (planner.go and one file each) only order clusters and declare
 // their resource usage; the planning manager (place.go) applies every filter

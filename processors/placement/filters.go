@@ -134,11 +134,16 @@ func hasTags(have, want []string) bool {
 // whyNot explains a failed placement: how many hosts each filter removed,
 // e.g. "no host: 4 hosts; 2 not reservable, 1 dedicated to another
 // account, 1 lack capacity". It runs only when placement fails, so it may
-// look at every host.
+// look at every host. It looks at them in cluster and host id order, as
+// the planners do, so that the storage reasons name hosts in the same
+// order whatever order the zone lists them in (a restored zone lists them
+// in id order).
 func (ix *zoneIndex) whyNot(a *ask) string {
 	counts := map[string]int{}
-	for i := range ix.z.Hosts {
-		counts[ix.refuse(i, a)]++
+	for _, c := range ix.byID {
+		for _, i := range c.hosts {
+			counts[ix.refuse(i, a)]++
+		}
 	}
 	var parts []string
 	for _, f := range filterOrder {

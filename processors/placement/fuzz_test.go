@@ -16,8 +16,11 @@ import (
 // timer ticks, and checks after every step the ledger invariants of
 // checkInvariants (used within capacity × over-commit, no Dedicated host
 // with two accounts' VMs, reservations match allocations, the index
-// matches the ledger, the state round-trips) plus what each answer
-// promises and that every release gives back exactly what was claimed.
+// matches the ledger, the state round-trips whole and in parts) plus what
+// each answer promises and that every release gives back exactly what was
+// claimed. A twin machine steps the same inputs and is restarted now and
+// then from the zone's changelog parts alone: it must answer as the
+// machine that never restarted.
 func FuzzLedger(f *testing.F) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 150 {
@@ -34,6 +37,13 @@ func FuzzLedger(f *testing.F) {
 		m := New(cfg)
 		var z *schemas.ZoneRecord
 		now := t0
+		tw := &twin{m: New(cfg)}
+		step := func(v any) []schemas.Record {
+			var out []schemas.Record
+			z, out = m.Step(z, rec(v), now)
+			tw.step(t, v, now, out)
+			return out
+		}
 		// Pools of every scope and a small network, so volumes and NICs
 		// fill them up and wrap around.
 		for _, st := range []any{
@@ -42,7 +52,7 @@ func FuzzLedger(f *testing.F) {
 			&schemas.UpdateStoragePool{RequestID: "ph", PoolID: "ph", Scope: schemas.PoolScopeHost, HostID: "h2", Path: "/h", CapacityMB: 3000},
 			&schemas.UpdateNetwork{RequestID: "n", NetworkID: "n", Cidr: "10.0.0.0/28", Gateway: "10.0.0.1", Default: true},
 		} {
-			z, _ = m.Step(z, rec(st), now)
+			step(st)
 		}
 		seq := 0
 		for len(b) >= 5 {
@@ -67,7 +77,7 @@ func FuzzLedger(f *testing.F) {
 				if d%7 == 0 {
 					st.Status, st.Reservable = "Removed", false
 				}
-				z, out = m.Step(z, rec(st), now)
+				out = step(st)
 				if len(out) != 0 {
 					t.Fatalf("host status emitted %v", out)
 				}
@@ -108,7 +118,7 @@ func FuzzLedger(f *testing.F) {
 					req.Nics = []schemas.Nic{{NicID: vmID + "-eth0"}}
 				}
 				before := claimsOf(z, vmID)
-				z, out = m.Step(z, rec(req), now)
+				out = step(req)
 				checkAnswer(t, z, req, before, out)
 			case 3:
 				rel := &schemas.ReleaseVm{RequestID: fmt.Sprintf("x%d", seq), VmID: vmID}
@@ -117,7 +127,7 @@ func FuzzLedger(f *testing.F) {
 				}
 				rel.AllVolumes, rel.Nics = e%3 == 0, e%5 == 0
 				before := claimsOf(z, vmID)
-				z, out = m.Step(z, rec(rel), now)
+				out = step(rel)
 				for _, al := range claimsOf(z, vmID) {
 					if rel.HostID == "" || al.HostID == rel.HostID {
 						t.Fatalf("release left %+v", al)
@@ -134,7 +144,7 @@ func FuzzLedger(f *testing.F) {
 				rs := &schemas.ResizeVm{RequestID: fmt.Sprintf("rs%d", d%16), VmID: vmID, ZoneID: "z1", Account: account,
 					Epoch: 3, Offering: schemas.Offering{CPU: int32(d % 5), MemoryMB: int64(e%4) * 512, DeploymentPlanner: planners[int(e)%len(planners)]}}
 				before := claimsOf(z, vmID)
-				z, out = m.Step(z, rec(rs), now)
+				out = step(rs)
 				ds := only[*schemas.PlacementDecided](out)
 				if len(ds) == 1 && len(only[*schemas.CapacityAllocated](out)) == 1 && len(before) == 1 && ds[0].HostID != before[0].HostID {
 					// Resized away: the old claim stays until released.
@@ -146,7 +156,7 @@ func FuzzLedger(f *testing.F) {
 				l := &schemas.LeaseStatusChanged{LeaseID: fmt.Sprintf("l%d", a%2), Project: []string{"acme", "bolt"}[d%2],
 					Status:       []string{"ACTIVE", "TERMINATED"}[e%2],
 					Reservations: []schemas.Reservation{{Status: "active", Hosts: []string{hostID}}}}
-				z, _ = m.Step(z, rec(l), now)
+				step(l)
 			case 6:
 				// A pool changes state or capacity, or a VM's volume grows
 				// or a data volume is attached.
@@ -160,7 +170,7 @@ func FuzzLedger(f *testing.F) {
 					case "ph":
 						up.Scope, up.HostID, up.Path = schemas.PoolScopeHost, "h2", "/h"
 					}
-					z, out = m.Step(z, rec(up), now)
+					out = step(up)
 					for _, pc := range only[*schemas.StoragePoolChanged](out) {
 						if pc.Refused == "" && pc.Pool.CapacityMB < pc.Pool.UsedMB {
 							t.Fatalf("pool below its use applied: %+v", pc)
@@ -178,13 +188,14 @@ func FuzzLedger(f *testing.F) {
 				if v, ok := volumeClaim(z, id); ok {
 					req.Volumes[0].PoolID = v.PoolID
 				}
-				z, out = m.Step(z, rec(req), now)
+				out = step(req)
 				if len(only[*schemas.CapacityAllocated](out))+len(only[*schemas.CapacityReleased](out)) > 0 {
 					t.Fatalf("a volumes-only request changed host claims: %+v", out)
 				}
 			default:
 				if w := m.Wake(z); !w.IsZero() && !now.Before(w) {
 					z, out = m.Tick(z, "z1", now)
+					tw.tick(t, now, out)
 					if len(out) == 0 {
 						t.Fatalf("due tick at %v (wake %v) released nothing", now, w)
 					}
@@ -194,8 +205,59 @@ func FuzzLedger(f *testing.F) {
 				}
 			}
 			checkInvariants(t, m, z)
+			if op%16 == 7 {
+				tw.restart(t, cfg, m, z)
+			}
 		}
 	})
+}
+
+// twin is a machine stepped with the same inputs as another, restarted
+// from the other's changelog parts.
+type twin struct {
+	m *Machine
+	z *schemas.ZoneRecord
+}
+
+func (tw *twin) step(t *testing.T, v any, now time.Time, want []schemas.Record) {
+	t.Helper()
+	var out []schemas.Record
+	tw.z, out = tw.m.Step(tw.z, rec(v), now)
+	sameOutputs(t, v, out, want)
+}
+
+func (tw *twin) tick(t *testing.T, now time.Time, want []schemas.Record) {
+	t.Helper()
+	var out []schemas.Record
+	tw.z, out = tw.m.Tick(tw.z, "z1", now)
+	sameOutputs(t, "a tick", out, want)
+}
+
+// restart makes the twin a new machine with the zone assembled from the
+// parts m wrote of z (checkInvariants wrote them).
+func (tw *twin) restart(t *testing.T, cfg Config, m *Machine, z *schemas.ZoneRecord) {
+	t.Helper()
+	v, ok := partsLogs.Load(partsLogKey{m, z})
+	if !ok {
+		t.Fatal("no parts written")
+	}
+	tw.m, tw.z = New(cfg), v.(partsLog).assemble(t, z.ZoneID)
+}
+
+// sameOutputs compares two steps' outputs of input in, in any order.
+func sameOutputs(t *testing.T, in any, got, want []schemas.Record) {
+	t.Helper()
+	str := func(rs []schemas.Record) []string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, fmt.Sprintf("%s %s %T%+v", r.Topic, r.Key, r.Value, r.Value))
+		}
+		slices.Sort(out)
+		return out
+	}
+	if g, w := str(got), str(want); !slices.Equal(g, w) {
+		t.Fatalf("the restarted twin answers\n%v\nthe machine\n%v\n(input %T%+v)", g, w, in, in)
+	}
 }
 
 func volumeClaim(z *schemas.ZoneRecord, volumeID string) (schemas.VolumeClaim, bool) {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,7 +53,7 @@ func run(t *testing.T, m *Machine, vs ...any) (*schemas.ZoneRecord, []schemas.Re
 // host, no Dedicated host runs VMs of two accounts or of another account,
 // a reserved host with VMs is not waiting for release, the incremental
 // index equals one built from scratch, and the state survives its
-// changelog encoding.
+// changelog encoding, whole and in parts.
 func checkInvariants(t *testing.T, m *Machine, z *schemas.ZoneRecord) {
 	t.Helper()
 	if z == nil {
@@ -113,6 +115,7 @@ func checkInvariants(t *testing.T, m *Machine, z *schemas.ZoneRecord) {
 	}
 	checkIndex(t, m, z)
 	roundTrip(t, z)
+	checkParts(t, m, z)
 }
 
 func hasClaim(z *schemas.ZoneRecord, hostID string) bool {
@@ -284,4 +287,89 @@ func host(t *testing.T, z *schemas.ZoneRecord, id string) schemas.HostCapacity {
 		t.Fatalf("host %s not in ledger", id)
 	}
 	return z.Hosts[i]
+}
+
+// partsLog is the changelog a zone's parts made: each part's latest
+// encoding by name, as compaction keeps it.
+type partsLog map[string][]byte
+
+// partsLogs holds a partsLog per machine and zone the invariants saw.
+var partsLogs sync.Map
+
+type partsLogKey struct {
+	m *Machine
+	z *schemas.ZoneRecord
+}
+
+// checkParts writes the parts of z the machine says changed to the zone's
+// log (every part, the first time it sees the zone), assembles a zone from
+// the log as a restore would, and compares it with z: a change the machine
+// did not mark would be lost by a restart.
+func checkParts(t *testing.T, m *Machine, z *schemas.ZoneRecord) {
+	t.Helper()
+	v, seen := partsLogs.LoadOrStore(partsLogKey{m, z}, partsLog{})
+	log := v.(partsLog)
+	log.write(t, m.AppendParts(nil, z.ZoneID, z, !seen))
+	if back := log.assemble(t, z.ZoneID); !reflect.DeepEqual(sortedZone(back), sortedZone(z)) {
+		t.Fatalf("the zone assembled from its parts differs:\n got %+v\nwant %+v", sortedZone(back), sortedZone(z))
+	}
+}
+
+// write applies parts to the log, each through its Avro encoding.
+func (l partsLog) write(t *testing.T, parts []schemas.Part) {
+	t.Helper()
+	for _, p := range parts {
+		if p.Value == nil {
+			delete(l, p.Name)
+			continue
+		}
+		if _, whole := p.Value.(*schemas.ZoneRecord); whole {
+			t.Fatalf("part %q is a whole zone", p.Name)
+		}
+		b, err := schemas.Marshal(p.Value)
+		if err != nil {
+			t.Fatalf("marshal part %q: %v", p.Name, err)
+		}
+		l[p.Name] = b
+	}
+}
+
+// assemble decodes the log's parts and assembles them, in the order a map
+// gives, with a machine of its own.
+func (l partsLog) assemble(t *testing.T, zone string) *schemas.ZoneRecord {
+	t.Helper()
+	var parts []schemas.Part
+	for name, b := range l {
+		v, err := schemas.Unmarshal(b)
+		if err != nil {
+			t.Fatalf("unmarshal part %q: %v", name, err)
+		}
+		parts = append(parts, schemas.Part{Name: name, Value: v})
+	}
+	z, err := New(DefaultConfig()).Assemble(zone, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return z
+}
+
+// sortedZone is canon(z) with its lists in id order: the order of a
+// zone's lists in memory is not state (Assemble).
+func sortedZone(z *schemas.ZoneRecord) schemas.ZoneRecord {
+	c := canon(z)
+	c.Hosts = slices.Clone(c.Hosts)
+	slices.SortFunc(c.Hosts, func(a, b schemas.HostCapacity) int { return strings.Compare(a.HostID, b.HostID) })
+	c.Allocations = slices.Clone(c.Allocations)
+	slices.SortFunc(c.Allocations, func(a, b schemas.Allocation) int {
+		return strings.Compare(a.VmID+"\x00"+a.HostID, b.VmID+"\x00"+b.HostID)
+	})
+	c.Volumes = slices.Clone(c.Volumes)
+	slices.SortFunc(c.Volumes, func(a, b schemas.VolumeClaim) int { return strings.Compare(a.VolumeID, b.VolumeID) })
+	c.Nics = slices.Clone(c.Nics)
+	slices.SortFunc(c.Nics, func(a, b schemas.NicClaim) int { return strings.Compare(a.NicID, b.NicID) })
+	c.Pools = slices.Clone(c.Pools)
+	slices.SortFunc(c.Pools, func(a, b schemas.PoolState) int { return strings.Compare(a.PoolID, b.PoolID) })
+	c.Networks = slices.Clone(c.Networks)
+	slices.SortFunc(c.Networks, func(a, b schemas.NetworkState) int { return strings.Compare(a.NetworkID, b.NetworkID) })
+	return c
 }

@@ -47,6 +47,9 @@ type zoneIndex struct {
 	// candidates is the clusters of a queue, kept between decisions.
 	candidates []rankedCluster
 	storeIndex
+	// changed marks the parts of the zone changed since they were written
+	// (parts.go); nil while the index is built, which changes nothing.
+	changed *changes
 }
 
 // clusterIndex is one cluster: what a planner sees of it, kept up to date
@@ -105,8 +108,17 @@ func (m *Machine) index(z *schemas.ZoneRecord) *zoneIndex {
 		return ix
 	}
 	ix := buildIndex(z)
+	ix.changed = newChanges()
 	m.indexes[z.ZoneID] = ix
 	return ix
+}
+
+// reindex builds the index of ix's zone afresh, after a change that moves
+// positions, keeping what ix marked changed.
+func (m *Machine) reindex(ix *zoneIndex) {
+	fresh := buildIndex(ix.z)
+	fresh.changed = ix.changed
+	m.indexes[ix.z.ZoneID] = fresh
 }
 
 func buildIndex(z *schemas.ZoneRecord) *zoneIndex {
@@ -164,7 +176,9 @@ func (ix *zoneIndex) cluster(id, pod string) *clusterIndex {
 }
 
 // count adds (sign +1) or removes (-1) host i's free capacity and its
-// dedication from the aggregates. Callers remove, change the host, add.
+// dedication from the aggregates. Callers remove, change the host, add:
+// adding marks the host's part changed, so every change of a host that
+// the aggregates follow reaches the changelog.
 func (ix *zoneIndex) count(i int, sign int64) {
 	h := &ix.z.Hosts[i]
 	c := ix.clusters[h.ClusterID]
@@ -172,6 +186,7 @@ func (ix *zoneIndex) count(i int, sign int64) {
 	free := capacity{limit.cpu - int64(h.UsedCPU), limit.mem - h.UsedMemoryMB}
 	if sign > 0 {
 		ix.limit[i], ix.free[i] = limit, free
+		ix.hostChanged(h.HostID)
 	}
 	if h.Reservable {
 		c.FreeCPU += sign * max(free.cpu, 0)
@@ -260,6 +275,7 @@ func (ix *zoneIndex) appendAllocation(a schemas.Allocation) {
 	ix.z.Allocations = append(ix.z.Allocations, a)
 	ix.allocs[a.VmID] = append(ix.allocs[a.VmID], len(ix.z.Allocations)-1)
 	ix.use(a, +1)
+	ix.vmChanged(a.VmID)
 }
 
 // removeAllocation deletes allocation p by moving the last one into its
@@ -269,6 +285,7 @@ func (ix *zoneIndex) removeAllocation(p int) schemas.Allocation {
 	a := z.Allocations[p]
 	ix.use(a, -1)
 	ix.dropPos(a.VmID, p)
+	ix.vmChanged(a.VmID)
 	last := len(z.Allocations) - 1
 	if p != last {
 		moved := z.Allocations[last]

@@ -25,13 +25,18 @@ func (m *Machine) applyLease(z *schemas.ZoneRecord, l *schemas.LeaseStatusChange
 			}
 		}
 	}
+	ix := m.index(z)
 	for i := range z.Hosts {
 		h := &z.Hosts[i]
+		id, project := h.LeaseID, h.LeaseProject
 		switch {
 		case held[h.HostID]:
 			h.LeaseID, h.LeaseProject = l.LeaseID, l.Project
 		case h.LeaseID == l.LeaseID:
 			h.LeaseID, h.LeaseProject = "", ""
+		}
+		if h.LeaseID != id || h.LeaseProject != project {
+			ix.hostChanged(h.HostID)
 		}
 	}
 }

@@ -21,7 +21,8 @@ func (m *Machine) applyHostStatus(z *schemas.ZoneRecord, st *schemas.HostStatus)
 		if known {
 			// Rare: positions shift, so the index is rebuilt.
 			z.Hosts = slices.Delete(z.Hosts, i, i+1)
-			m.indexes[z.ZoneID] = buildIndex(z)
+			ix.hostChanged(st.HostID)
+			m.reindex(ix)
 		}
 		return
 	}
@@ -43,7 +44,8 @@ func (m *Machine) applyHostStatus(z *schemas.ZoneRecord, st *schemas.HostStatus)
 	if old.ClusterID != row.ClusterID || old.PodID != row.PodID {
 		// A host that moved carries its VMs' counts to the new cluster.
 		z.Hosts[i] = row
-		m.indexes[z.ZoneID] = buildIndex(z)
+		ix.hostChanged(row.HostID)
+		m.reindex(ix)
 		return
 	}
 	ix.count(i, -1)

@@ -32,6 +32,7 @@ func (m *Machine) updateNetwork(z *schemas.ZoneRecord, req *schemas.UpdateNetwor
 		z.Networks = slices.Delete(z.Networks, i, i+1)
 		delete(ix.addrs, req.NetworkID)
 		ix.indexNetworks()
+		ix.networkChanged(req.NetworkID)
 		return []schemas.Record{changed(cur, true, "")}
 	}
 	c, _ := parseCidr(req.Cidr)
@@ -46,6 +47,7 @@ func (m *Machine) updateNetwork(z *schemas.ZoneRecord, req *schemas.UpdateNetwor
 		// One default per zone: the new one takes the flag.
 		o := &z.Networks[ix.network[old]]
 		o.Default = false
+		ix.networkChanged(old)
 		out = append(out, changed(*o, false, ""))
 	}
 	if known {
@@ -54,6 +56,7 @@ func (m *Machine) updateNetwork(z *schemas.ZoneRecord, req *schemas.UpdateNetwor
 		z.Networks = append(z.Networks, next)
 	}
 	ix.indexNetworks()
+	ix.networkChanged(req.NetworkID)
 	return append(out, changed(next, false, ""))
 }
 

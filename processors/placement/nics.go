@@ -108,6 +108,7 @@ func (ix *zoneIndex) claimNics(grants []grant, t *touched) {
 		ix.addNic(g.claim, g.off)
 		if g.next {
 			ix.z.Networks[ix.network[g.claim.NetworkID]].NextIP = int32(g.off) + 1
+			ix.networkChanged(g.claim.NetworkID)
 		}
 		t.network(g.claim.NetworkID)
 	}

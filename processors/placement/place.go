@@ -208,6 +208,9 @@ func (m *Machine) remember(ix *zoneIndex, requestID string) {
 	z := ix.z
 	z.Decided = append(z.Decided, requestID)
 	ix.decided[requestID] = true
+	if ix.changed != nil {
+		ix.changed.header = true
+	}
 	if n := len(z.Decided) - m.cfg.DecidedMemory; n > 0 {
 		for _, id := range z.Decided[:n] {
 			delete(ix.decided, id)

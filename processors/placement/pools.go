@@ -37,6 +37,7 @@ func (m *Machine) updateStoragePool(z *schemas.ZoneRecord, req *schemas.UpdateSt
 	if req.Deleted {
 		z.Pools = slices.Delete(z.Pools, i, i+1)
 		ix.indexPools()
+		ix.poolChanged(req.PoolID)
 		return []schemas.Record{changed(cur, true, "")}
 	}
 	next := schemas.PoolState{
@@ -54,6 +55,7 @@ func (m *Machine) updateStoragePool(z *schemas.ZoneRecord, req *schemas.UpdateSt
 	default:
 		z.Pools[i] = next
 	}
+	ix.poolChanged(req.PoolID)
 	out := []schemas.Record{changed(next, false, "")}
 	if next.State == schemas.PoolFailed && cur.State != schemas.PoolFailed {
 		vms := make([]string, 0, len(ix.poolVMs[next.PoolID]))

@@ -254,3 +254,23 @@ func TestResizeKeepsVolumesReachable(t *testing.T) {
 		t.Fatalf("resize of a VM on host-local storage beyond its host: %+v", out)
 	}
 }
+
+// A release of a volume that is not the last claim of the zone tells the
+// pool it leaves: the claim the last one moved into its place once named
+// another pool in the event.
+func TestReleasedVolumeTellsItsOwnPool(t *testing.T) {
+	m := New(DefaultConfig())
+	vm := func(id, pool string) *schemas.PlaceVm {
+		r := placeReq("r-"+id, id, 1, 512)
+		r.Volumes = []schemas.Volume{{VolumeID: id + "-root", Kind: schemas.VolumeRoot, PoolID: pool, SizeMB: 100}}
+		return r
+	}
+	z, _ := run(t, m, hostUp("h1", "c1", 8, 8192), pool("pa", schemas.PoolScopeZone, 1000), pool("pb", schemas.PoolScopeZone, 1000),
+		vm("vm1", "pa"), vm("vm2", "pb"))
+	z, out := m.Step(z, rec(&schemas.ReleaseVm{RequestID: "x1", VmID: "vm1", AllVolumes: true}), t0)
+	checkInvariants(t, m, z)
+	pcs := only[*schemas.StoragePoolChanged](out)
+	if len(pcs) != 1 || pcs[0].Pool.PoolID != "pa" || pcs[0].Pool.UsedMB != 0 {
+		t.Fatalf("release of vm1's volume on pa told %+v", pcs)
+	}
+}

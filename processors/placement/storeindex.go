@@ -156,6 +156,13 @@ func (ix *zoneIndex) setVolume(c schemas.VolumeClaim) {
 		ix.poolUse(old.PoolID, -old.SizeMB, -1)
 		ix.countPoolVM(old.PoolID, old.VmID, -1)
 		z.Volumes[p] = c
+		ix.vmChanged(old.VmID)
+		if old.VmID != c.VmID {
+			// Not by the machine's own rules (a claim is its VM's), but a
+			// moved claim must leave its old VM's part all the same.
+			ix.vmVolumes[old.VmID] = without(ix.vmVolumes[old.VmID], c.VolumeID)
+			ix.vmVolumes[c.VmID] = append(ix.vmVolumes[c.VmID], c.VolumeID)
+		}
 	} else {
 		z.Volumes = append(z.Volumes, c)
 		ix.volume[c.VolumeID] = len(z.Volumes) - 1
@@ -163,6 +170,7 @@ func (ix *zoneIndex) setVolume(c schemas.VolumeClaim) {
 	}
 	ix.poolUse(c.PoolID, c.SizeMB, +1)
 	ix.countPoolVM(c.PoolID, c.VmID, +1)
+	ix.vmChanged(c.VmID)
 }
 
 // dropVolume removes a volume's claim by moving the last claim into its
@@ -176,6 +184,7 @@ func (ix *zoneIndex) dropVolume(volumeID string) (schemas.VolumeClaim, bool) {
 	c := z.Volumes[p]
 	ix.poolUse(c.PoolID, -c.SizeMB, -1)
 	ix.countPoolVM(c.PoolID, c.VmID, -1)
+	ix.vmChanged(c.VmID)
 	delete(ix.volume, volumeID)
 	ix.vmVolumes[c.VmID] = without(ix.vmVolumes[c.VmID], volumeID)
 	if len(ix.vmVolumes[c.VmID]) == 0 {
@@ -194,6 +203,7 @@ func (ix *zoneIndex) poolUse(poolID string, mb int64, volumes int32) {
 	if i, ok := ix.pool[poolID]; ok {
 		ix.z.Pools[i].UsedMB += mb
 		ix.z.Pools[i].Volumes += volumes
+		ix.poolChanged(poolID)
 	}
 }
 
@@ -207,7 +217,9 @@ func (ix *zoneIndex) addNic(c schemas.NicClaim, off uint32) {
 	ix.netAddrs(c.NetworkID)[off] = c.NicID
 	if i, ok := ix.network[c.NetworkID]; ok {
 		z.Networks[i].Allocated++
+		ix.networkChanged(c.NetworkID)
 	}
+	ix.vmChanged(c.VmID)
 }
 
 // dropNic releases a NIC's address and MAC.
@@ -223,7 +235,9 @@ func (ix *zoneIndex) dropNic(nicID string) (schemas.NicClaim, bool) {
 	}
 	if i, ok := ix.network[c.NetworkID]; ok {
 		z.Networks[i].Allocated--
+		ix.networkChanged(c.NetworkID)
 	}
+	ix.vmChanged(c.VmID)
 	delete(ix.macs, c.MAC)
 	delete(ix.nic, nicID)
 	ix.vmNics[c.VmID] = without(ix.vmNics[c.VmID], nicID)

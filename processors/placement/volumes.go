@@ -231,8 +231,9 @@ func (ix *zoneIndex) releaseUnplaced(req *schemas.PlaceVm, t *touched) {
 			continue
 		}
 		if c, ok := ix.claimOf(v.VolumeID); ok && c.VmID == req.VmID {
-			ix.dropVolume(v.VolumeID)
-			t.pool(c.PoolID)
+			// c points into the claims, where dropVolume moves another.
+			dropped, _ := ix.dropVolume(v.VolumeID)
+			t.pool(dropped.PoolID)
 		}
 	}
 }
@@ -262,8 +263,9 @@ func (ix *zoneIndex) releaseVolumes(vmID string, ids []string, t *touched) {
 	}
 	for _, id := range ids {
 		if c, ok := ix.claimOf(id); ok && c.VmID == vmID {
-			ix.dropVolume(id)
-			t.pool(c.PoolID)
+			// c points into the claims, where dropVolume moves another.
+			dropped, _ := ix.dropVolume(id)
+			t.pool(dropped.PoolID)
 		}
 	}
 }
