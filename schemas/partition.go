@@ -74,12 +74,20 @@ func (e *MisroutedError) Error() string {
 // CheckPartition returns a *MisroutedError when a record of the topic with
 // a non-empty key is not on its key's partition. Records without a key, and
 // those of dlq.v1 (which keep the key of their origin), are not checked. A
-// part of a state (PartKey) belongs on its state key's partition.
+// part of a state (PartKey) belongs on its state key's partition; only a
+// compacted topic holds parts, and a key of another topic that holds the
+// separator is refused: a processor would make a state of it whose
+// changelog key is another state's part.
 func (t TopicSpec) CheckPartition(partition int32, key []byte) error {
 	if len(key) == 0 || t.Name == TopicDLQ {
 		return nil
 	}
-	key, _, _ = bytes.Cut(key, []byte(partSeparator))
+	if k, _, part := bytes.Cut(key, []byte(partSeparator)); part {
+		if !t.Compacted {
+			return fmt.Errorf("key %q of %s holds a NUL byte, which no id does", key, t.Name)
+		}
+		key = k
+	}
 	n := t.PartitionsOf()
 	if want := PartitionOf(key, n); want != partition {
 		return &MisroutedError{Topic: t.Name, Key: string(key), Partition: partition, Want: want, Partitions: n}

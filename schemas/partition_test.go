@@ -92,3 +92,18 @@ func TestCheckPartitionOfAPart(t *testing.T) {
 		t.Fatal("a part off its state key's partition passes")
 	}
 }
+
+// A key of an input that holds the parts' separator is refused, on any
+// partition: the processor would make a state of it whose changelog key
+// is another state's part (the header of "zone-1\x00vm:X" is zone-1's
+// part vm:X).
+func TestCheckPartitionRefusesAPartKeyOfAnInput(t *testing.T) {
+	spec, _ := TopicByName(TopicPlacementRequests)
+	key := []byte(PartKey("zone-1", "vm:X"))
+	for p := range spec.PartitionsOf() {
+		err := spec.CheckPartition(p, key)
+		if err == nil || !strings.Contains(err.Error(), "NUL") {
+			t.Fatalf("partition %d: %v, want the key refused for its NUL byte", p, err)
+		}
+	}
+}

@@ -84,9 +84,19 @@ func (p *Processor[S]) changelogParts(tx *txn) error {
 	}
 	p.slabHint = len(slab) + len(slab)/8
 	tx.slab, tx.recs = slab, recs
-	p.writes = ws
+	// The values are encoded: the next batch keeps the list, not the
+	// parts, and not the list of a rewrite of every part of a large state.
+	clear(ws)
+	if cap(ws) > maxKeptWrites {
+		ws = nil
+	}
+	p.writes = ws[:0]
 	return nil
 }
+
+// maxKeptWrites bounds the lists of parts and part records kept for the
+// next batch.
+const maxKeptWrites = 1 << 14
 
 // partWrites lists the batch's part records, key by key.
 func (p *Processor[S]) partWrites() ([]partWrite, error) {
@@ -120,6 +130,9 @@ func (p *Processor[S]) partWrites() ([]partWrite, error) {
 		}
 	}
 	clear(p.partBuf)
+	if cap(p.partBuf) > maxKeptWrites {
+		p.partBuf = nil
+	}
 	return ws, nil
 }
 

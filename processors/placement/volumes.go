@@ -2,6 +2,7 @@ package placement
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/vmplane/vmplane/schemas"
@@ -136,11 +137,15 @@ func (ix *zoneIndex) fitVolumes(req *schemas.PlaceVm, s site) ([]int, string) {
 
 // noPool explains why no pool at s takes a volume, pool by pool, e.g. "no
 // pool can take 20480 MiB for vol-1: pool primary (p1) has 1024 MiB free":
-// an operator must read which pool is full.
+// an operator must read which pool is full. A tier's pools are listed by
+// id, so a restored zone (its pools assembled by id) says the same.
 func (ix *zoneIndex) noPool(v *schemas.Volume, tags []string, s site, given pending) string {
 	var parts []string
 	for _, tier := range ix.tiers(s) {
-		for _, i := range tier {
+		byID := slices.SortedFunc(slices.Values(tier), func(a, b int) int {
+			return strings.Compare(ix.z.Pools[a].PoolID, ix.z.Pools[b].PoolID)
+		})
+		for _, i := range byID {
 			p := &ix.z.Pools[i]
 			switch {
 			case p.State != schemas.PoolUp:
