@@ -63,6 +63,9 @@ type VmRare struct {
 	Snapshots        *SnapshotList   `avro:"snapshots" after:"ha_awaits_check" doc:"The VM's snapshots: those its host took and no job has deleted since; empty for none."`
 }
 
+// StateKey is the record's key on vm.state.v1, its vm_id.
+func (r *VmRecord) StateKey() string { return r.VmID }
+
 // RareFields returns the rarely set fields of r, zero when none is set: for
 // reading them where r.Rare may be nil.
 func (r *VmRecord) RareFields() VmRare {
