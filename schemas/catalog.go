@@ -4,7 +4,7 @@ package schemas
 //
 // Its storage tags are beside the Offering, not in it: a VM's record holds
 // its Offering, and the 24 bytes of a slice there would take an idle
-// VmRecord past its allocation size class (376 to 400 bytes, the 416-byte
+// VmRecord past its allocation size class (384 to 408 bytes, the 416-byte
 // class: 32 B per VM). A deploy carries them to the VM's storage, the one
 // part of the record that needs them.
 type ServiceOffering struct {

@@ -572,7 +572,7 @@ func (t *tx) answer(a *schemas.AgentAnswer) {
 	j := t.s.Job
 	w := &j.Wait
 	if a.Epoch < t.s.Epoch {
-		t.s.Rare.StaleIgnored++
+		t.s.StaleIgnored++
 		return
 	}
 	if j.JobID != "" && j.Phase == phaseSettling {
@@ -647,7 +647,7 @@ func (t *tx) placementDecided(d *schemas.PlacementDecided) {
 	}
 	if s.Job.JobID == "" || s.Job.Wait.Kind != waitPlacement || d.RequestID != s.Job.Wait.RequestID || d.Epoch != s.Epoch {
 		if d.Epoch < s.Epoch {
-			s.Rare.StaleIgnored++
+			s.StaleIgnored++
 		}
 		return
 	}

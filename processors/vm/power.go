@@ -22,7 +22,7 @@ func (t *tx) powerReport(r *schemas.PowerReport) {
 		// Taken before a command the VM processor gave up on expired,
 		// or before a migration it saw end: what it saw may be undone
 		// already (staleBefore).
-		t.s.Rare.StaleIgnored++
+		t.s.StaleIgnored++
 		return
 	}
 	t.seq = r.ReportSeq
@@ -34,7 +34,7 @@ func (t *tx) powerReport(r *schemas.PowerReport) {
 // than the last one seen from that host; an older one is stale.
 func (t *tx) fresh(host string, seq int64) bool {
 	if last, ok := t.s.ReportSeq[host]; ok && seq <= last {
-		t.s.Rare.StaleIgnored++
+		t.s.StaleIgnored++
 		return false
 	}
 	if t.s.ReportSeq == nil {

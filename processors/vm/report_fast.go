@@ -28,9 +28,7 @@ func (m *Machine) quickReport(s *schemas.VmRecord, key string, r *schemas.PowerR
 	last, seen := s.ReportSeq[r.HostID]
 	if seen && r.ReportSeq <= last {
 		c := *s
-		rc := *rare(s)
-		rc.StaleIgnored++
-		c.Rare = &rc
+		c.StaleIgnored++
 		return &c, nil, true
 	}
 	if jobID(s) != "" || s.VmState == StateDeleted || r.HostID != s.HostID || rare(s).Twin != nil || r.ReportedAt < rare(s).ReportsAfter ||
