@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 )
 
@@ -25,35 +26,133 @@ type avroField struct {
 	Doc     string `json:"doc"`
 }
 
-// field is one Avro field of a Go struct, with embedded structs flattened.
+// field is one Avro field of a Go struct, with embedded structs and inline
+// parts flattened.
 type field struct {
 	name  string
 	doc   string
 	index []int
 	typ   reflect.Type
+	// intern says that the field's strings are few values that many
+	// records share (tag intern:"true"), which the decoder reads as one
+	// string each (intern.go).
+	intern bool
 }
 
-// fieldsOf lists the Avro fields of struct type t in declaration order.
+// An inline part (a field tagged avro:",inline", a pointer to a struct)
+// keeps rarely set fields of a record out of line: its fields are the
+// record's own, on the wire as in the schema, each placed after the field
+// its tag after:"<avro name>" names, and a nil part reads and writes as all
+// of them zero. A record thus keeps what most of its values leave zero in
+// one allocation that most of them never make, without a change of schema
+// or bytes (see VmRecord). A field inside a part reaches through the
+// pointer: read it with FieldByIndexErr, set it with fieldToSet.
+
+// inlinePart says whether f is an inline part.
+func inlinePart(f reflect.StructField) bool {
+	_, opt, _ := strings.Cut(f.Tag.Get("avro"), ",")
+	if opt != "inline" {
+		return false
+	}
+	if f.Type.Kind() != reflect.Pointer || f.Type.Elem().Kind() != reflect.Struct {
+		panic(fmt.Sprintf("schemas: inline field %s is not a pointer to a struct", f.Name))
+	}
+	return true
+}
+
+// fieldsOf lists the Avro fields of struct type t in their schema order.
 func fieldsOf(t reflect.Type) []field {
-	var out []field
-	var walk func(t reflect.Type, prefix []int)
-	walk = func(t reflect.Type, prefix []int) {
+	var out, parts []field
+	var after []string
+	var walk func(t reflect.Type, prefix []int, inPart bool)
+	walk = func(t reflect.Type, prefix []int, inPart bool) {
 		for i := 0; i < t.NumField(); i++ {
 			f := t.Field(i)
 			idx := append(append([]int(nil), prefix...), i)
 			if f.Anonymous && f.Type.Kind() == reflect.Struct {
-				walk(f.Type, idx)
+				walk(f.Type, idx, inPart)
 				continue
 			}
-			name := f.Tag.Get("avro")
+			if inlinePart(f) {
+				if inPart {
+					panic(fmt.Sprintf("schemas: inline part %s.%s inside another", t.Name(), f.Name))
+				}
+				walk(f.Type.Elem(), idx, true)
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("avro"), ",")
 			if name == "" {
 				panic(fmt.Sprintf("schemas: %s.%s has no avro tag", t.Name(), f.Name))
 			}
-			out = append(out, field{name: name, doc: f.Tag.Get("doc"), index: idx, typ: f.Type})
+			fd := field{name: name, doc: f.Tag.Get("doc"), index: idx, typ: f.Type, intern: f.Tag.Get("intern") == "true"}
+			if !inPart {
+				out = append(out, fd)
+				continue
+			}
+			a := f.Tag.Get("after")
+			if a == "" {
+				panic(fmt.Sprintf("schemas: %s.%s is in an inline part but has no after tag", t.Name(), f.Name))
+			}
+			parts, after = append(parts, fd), append(after, a)
 		}
 	}
-	walk(t, nil)
+	walk(t, nil, false)
+	for i, fd := range parts {
+		at := slices.IndexFunc(out, func(f field) bool { return f.name == after[i] })
+		if at < 0 {
+			panic(fmt.Sprintf("schemas: %s: field %s comes after %s, which %s lacks", t.Name(), fd.name, after[i], t.Name()))
+		}
+		out = slices.Insert(out, at+1, fd)
+	}
 	return out
+}
+
+// Field is one Avro field of a Go struct type: its name and the index path
+// of its Go field, for reflect's FieldByIndexErr (the path of a field in an
+// inline part goes through the part's pointer, nil while the part is).
+type Field struct {
+	Name  string
+	Index []int
+}
+
+// Fields lists the Avro fields of struct type t in schema order, embedded
+// structs and inline parts flattened: for tools and tests that show or set
+// a record's fields by their Avro names.
+func Fields(t reflect.Type) []Field {
+	var out []Field
+	for _, f := range cachedFields(t) {
+		out = append(out, Field{Name: f.name, Index: f.index})
+	}
+	return out
+}
+
+// fieldToSet returns the field at index of the struct v, making the inline
+// part it lies in if v has none yet.
+func fieldToSet(v reflect.Value, index []int) reflect.Value {
+	for i, x := range index {
+		if i > 0 && v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				v.Set(reflect.New(v.Type().Elem()))
+			}
+			v = v.Elem()
+		}
+		v = v.Field(x)
+	}
+	return v
+}
+
+// dropZeroParts sets every inline part of the struct v that holds only
+// zero values back to nil, as the direct decoder leaves it.
+func dropZeroParts(v reflect.Value) {
+	for i := 0; i < v.NumField(); i++ {
+		f, sf := v.Field(i), v.Type().Field(i)
+		switch {
+		case sf.Anonymous && sf.Type.Kind() == reflect.Struct:
+			dropZeroParts(f)
+		case inlinePart(sf) && !f.IsNil() && f.Elem().IsZero():
+			f.SetZero()
+		}
+	}
 }
 
 // schemaOf renders the Avro schema of struct type t as indented JSON.
@@ -230,10 +329,11 @@ func structFromNative(m map[string]any, v reflect.Value, path string) error {
 		if !ok {
 			continue
 		}
-		if err := fromNative(fv, v.FieldByIndex(f.index), joinPath(path, f.name)); err != nil {
+		if err := fromNative(fv, fieldToSet(v, f.index), joinPath(path, f.name)); err != nil {
 			return err
 		}
 	}
+	dropZeroParts(v)
 	return nil
 }
 

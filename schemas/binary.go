@@ -29,7 +29,10 @@ import (
 //   - an op's offset comes from reflect (StructField.Offset) for the type
 //     the op was compiled for, and the codec is only given memory of that
 //     type: a value allocated by reflect.New or reflect.MakeSlice, or the
-//     address of an addressable reflect.Value of the type;
+//     address of an addressable reflect.Value of the type; an op of a field
+//     in an inline part (avro.go) reads the part's pointer at its own
+//     offset and the field at an offset within the part's type, whose
+//     value reflect.New made;
 //   - an access goes through a pointer of the field's own layout (a field of
 //     any named string type is a string, a *T field an unsafe.Pointer), so
 //     the compiler emits the write barriers the collector needs;
@@ -93,17 +96,31 @@ const (
 	opPointer
 )
 
-// op encodes or decodes one value at byte offset off of the value at hand;
-// p is the value's plan for slices, maps and pointers.
+// op encodes or decodes one value at byte offset off of the value at hand,
+// or of its inline part in; p is the value's plan for slices, maps and
+// pointers.
 type op struct {
 	kind opKind
 	off  uintptr
 	p    *plan
+	in   *part
 	// name is the Avro field the op reads (unset for a nested struct's own
 	// ops, which carry their fields' names), and id says that it holds ids
-	// (strings.go); the decoder checks each string by them.
-	name string
-	id   bool
+	// (strings.go); the decoder checks each string by them. intern says
+	// that its strings are interned (intern.go).
+	name   string
+	id     bool
+	intern bool
+}
+
+// part is the inline part (avro.go) an op's field lies in: the struct the
+// pointer at off points to, of type typ. zero is the op's encoding of a
+// zero value, which it writes when the part is nil and which the decoder
+// skips without making the part.
+type part struct {
+	off  uintptr
+	typ  reflect.Type
+	zero []byte
 }
 
 var (
@@ -121,18 +138,25 @@ func opsOf(p *plan) []op {
 	case reflect.Struct:
 		var ops []op
 		for _, f := range fieldsOf(t) {
+			var in *part
 			off, ft := uintptr(0), t
 			for _, i := range f.index {
+				if ft.Kind() == reflect.Pointer {
+					// The field lies in an inline part: its offset is
+					// within the part.
+					in = &part{off: off, typ: ft.Elem()}
+					off, ft = 0, ft.Elem()
+				}
 				sf := ft.Field(i)
 				off, ft = off+sf.Offset, sf.Type
 			}
 			for _, o := range planOf(f.typ).ops {
-				o.off += off
 				if f.typ.Kind() != reflect.Struct {
 					o.name = f.name
 					o.id = (o.kind == opString || o.kind == opStrings) && IsIDField(f.name)
+					o.intern = (o.kind == opString || o.kind == opStrings) && f.intern
 				}
-				ops = append(ops, o)
+				ops = append(ops, placed(o, off, in))
 			}
 		}
 		return ops
@@ -168,6 +192,28 @@ func opsOf(p *plan) []op {
 	panic(fmt.Sprintf("schemas: unsupported kind %s", t.Kind()))
 }
 
+// placed moves op o of a field's own plan to offset off of the struct at
+// hand, or of its inline part in.
+func placed(o op, off uintptr, in *part) op {
+	switch {
+	case o.in != nil && in != nil:
+		panic("schemas: an inline part inside another")
+	case o.in != nil:
+		// A nested struct value's inline part: its pointer moves.
+		moved := *o.in
+		moved.off += off
+		o.in = &moved
+	case in != nil:
+		o.off += off
+		own := *in
+		own.zero = encode(nil, reflect.New(in.typ).UnsafePointer(), []op{o})
+		o.in = &own
+	default:
+		o.off += off
+	}
+	return o
+}
+
 func appendLong(b []byte, n int64) []byte {
 	return binary.AppendUvarint(b, uint64((n<<1)^(n>>63)))
 }
@@ -182,6 +228,14 @@ func encode(b []byte, base unsafe.Pointer, ops []op) []byte {
 	for i := range ops {
 		o := &ops[i]
 		at := unsafe.Add(base, o.off)
+		if o.in != nil {
+			part := *(*unsafe.Pointer)(unsafe.Add(base, o.in.off))
+			if part == nil {
+				b = append(b, o.in.zero...)
+				continue
+			}
+			at = unsafe.Add(part, o.off)
+		}
 		switch o.kind {
 		case opString:
 			b = appendString(b, *(*string)(at))

@@ -3,10 +3,10 @@ package schemas
 // ServiceOffering is a catalog entry on the compacted catalog.v1 (key: id).
 //
 // Its storage tags are beside the Offering, not in it: a VM's record holds
-// its Offering, and the 24 bytes of a slice there took an idle VmRecord
-// past its allocation size class (576 to 640 bytes with the allocator's
-// type header, 64 B per VM). A deploy carries them to the VM's storage, the
-// one part of the record that needs them.
+// its Offering, and the 24 bytes of a slice there would take an idle
+// VmRecord past its allocation size class (384 to 408 bytes, the 416-byte
+// class: 32 B per VM). A deploy carries them to the VM's storage, the one
+// part of the record that needs them.
 type ServiceOffering struct {
 	Offering
 	Deleted     bool     `avro:"deleted" doc:"The offering was removed from the catalog."`

@@ -36,8 +36,9 @@ type reader struct {
 	npend   int
 	pending [32]pendingString
 	more    []pendingString
-	// strs counts the non-empty strings read, pending or flushed.
-	strs int
+	// strs counts the non-empty strings read, pending, flushed or
+	// interned; partStrs is strs when an inline part was last made.
+	strs, partStrs int
 	// lax skips the strings' rules (strings.go).
 	lax bool
 }
@@ -107,8 +108,13 @@ func (r *reader) str(p *string, o *op) {
 			return
 		}
 	}
-	ps := pendingString{field: p, at: r.pos, n: n}
 	r.strs++
+	if o.intern {
+		*p = intern(r.body[r.pos : r.pos+n])
+		r.pos += n
+		return
+	}
+	ps := pendingString{field: p, at: r.pos, n: n}
 	if r.npend < len(r.pending) {
 		r.pending[r.npend] = ps
 		r.npend++
@@ -183,6 +189,12 @@ func (r *reader) decode(base unsafe.Pointer, ops []op) {
 		}
 		o := &ops[i]
 		at := unsafe.Add(base, o.off)
+		var made *unsafe.Pointer
+		if o.in != nil {
+			if at, made = r.inPart(base, o); at == nil {
+				continue
+			}
+		}
 		switch o.kind {
 		case opString:
 			r.str((*string)(at), o)
@@ -232,7 +244,37 @@ func (r *reader) decode(base unsafe.Pointer, ops []op) {
 		case opPointer:
 			*(*unsafe.Pointer)(at) = r.pointer(o.p)
 		}
+		if made != nil {
+			r.dropIfZero(made, o.in.typ)
+		}
 	}
+}
+
+// dropIfZero sets the pointer *made to the part of type typ that inPart
+// made back to nil if the field it was made for read a zero value after
+// all, written in a longer form than the zero inPart looks for.
+func (r *reader) dropIfZero(made *unsafe.Pointer, typ reflect.Type) {
+	if r.strs == r.partStrs && reflect.NewAt(typ, *made).Elem().IsZero() {
+		*made = nil
+	}
+}
+
+// inPart returns where op o of an inline part finds its value in the
+// value at base, and the part's pointer if it made the part for it. The
+// part is made for the first of its fields that is not written as zero;
+// while it is nil, a zero is skipped and at is nil.
+func (r *reader) inPart(base unsafe.Pointer, o *op) (at unsafe.Pointer, made *unsafe.Pointer) {
+	p := (*unsafe.Pointer)(unsafe.Add(base, o.in.off))
+	if *p != nil {
+		return unsafe.Add(*p, o.off), nil
+	}
+	if bytes.HasPrefix(r.body[r.pos:], o.in.zero) {
+		r.pos += len(o.in.zero)
+		return nil, nil
+	}
+	*p = reflect.New(o.in.typ).UnsafePointer()
+	r.partStrs = r.strs
+	return unsafe.Add(*p, o.off), p
 }
 
 // strings decodes an array of strings into s. The collections have

@@ -11,7 +11,11 @@
 // A pointer field has its target's schema and is written as its target, nil
 // as the zero value; a zero value reads back as nil. A record type can thus
 // keep rarely set parts out of line, to be small in memory, without a
-// change of schema or bytes.
+// change of schema or bytes. An inline part (avro.go) goes further: fields
+// scattered over a record, out of line behind one pointer, nil while all
+// of them are zero (VmRecord.Rare). A string field tagged intern:"true"
+// is read as one copy shared by every record decoded with that value
+// (intern.go).
 //
 // The direct codec of today's schemas (binary.go, decode.go) reads and
 // writes fields through unsafe pointers at offsets taken from reflect;

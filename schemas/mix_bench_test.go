@@ -22,7 +22,7 @@ func decodeMix() []struct {
 		Recent:    []RecentJob{{JobID: "job-000123456", State: "succeeded"}},
 		ReportSeq: map[string]int64{"host-p1-c2-h17": 1 << 33}, CreatedAt: at, UpdatedAt: at + 30}
 	busy := idle
-	busy.TaskState = "Rebooting"
+	busy.Rare = &VmRare{TaskState: "Rebooting"}
 	busy.Job = &JobState{JobID: "job-000999", JobType: "Reboot", Origin: OriginAPI, Account: "acme", Phase: "answer", Seq: 2,
 		StartedAt: at, Deadline: at + 60_000, LastStepAt: at + 10,
 		Wait: JobWait{Kind: "Answer", RequestID: "cmd-000999-1", HostID: "host-p1-c2-h17", Deadline: at + 30_000}}

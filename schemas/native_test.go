@@ -13,7 +13,11 @@ func toNative(v reflect.Value) any {
 		fs := cachedFields(v.Type())
 		m := make(map[string]any, len(fs))
 		for _, f := range fs {
-			m[f.name] = toNative(v.FieldByIndex(f.index))
+			fv, err := v.FieldByIndexErr(f.index)
+			if err != nil { // in a nil inline part
+				fv = reflect.Zero(f.typ)
+			}
+			m[f.name] = toNative(fv)
 		}
 		return m
 	case reflect.Slice:

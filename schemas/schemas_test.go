@@ -146,7 +146,7 @@ func TestSingleObjectRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(got, sample()) {
 		t.Fatalf("got %+v", got)
 	}
-	rec := &VmRecord{VmID: "v", ReportSeq: map[string]int64{"h1": 7}, Queue: []QueuedCommand{{Type: "Stop", Payload: b}}}
+	rec := &VmRecord{VmID: "v", ReportSeq: map[string]int64{"h1": 7}, Rare: &VmRare{Queue: []QueuedCommand{{Type: "Stop", Payload: b}}}}
 	b2, err := Marshal(rec)
 	if err != nil {
 		t.Fatal(err)

@@ -125,7 +125,11 @@ func checkValue(v reflect.Value, path string, id bool) error {
 	switch v.Kind() {
 	case reflect.Struct:
 		for _, f := range cachedFields(v.Type()) {
-			if err := checkValue(v.FieldByIndex(f.index), joinPath(path, f.name), IsIDField(f.name)); err != nil {
+			fv, err := v.FieldByIndexErr(f.index)
+			if err != nil {
+				continue // in an inline part that is nil: zero
+			}
+			if err := checkValue(fv, joinPath(path, f.name), IsIDField(f.name)); err != nil {
 				return err
 			}
 		}

@@ -13,7 +13,10 @@ func idSafe(v reflect.Value) {
 	switch v.Kind() {
 	case reflect.Struct:
 		for _, f := range cachedFields(v.Type()) {
-			fv := v.FieldByIndex(f.index)
+			fv, err := v.FieldByIndexErr(f.index)
+			if err != nil {
+				continue // in a nil inline part
+			}
 			if IsIDField(f.name) {
 				switch fv.Kind() {
 				case reflect.String:

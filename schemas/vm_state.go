@@ -3,58 +3,82 @@ package schemas
 // VmRecord is the VM processor's state of one VM, written to the compacted
 // changelog vm.state.v1 after every change and read back on assignment.
 //
-// Job, OldOffering, Twin, Snapshots and Storage are pointers, nil when zero
-// (no job in flight, no resize awaiting confirmation, no second host
-// reporting the VM, no snapshot, no volume or NIC), as nearly every VM is:
-// an idle VM's record takes 568 bytes (unsafe.Sizeof on amd64), which with
-// the allocator's 8-byte type header of a pointerful object over 512 bytes
-// is the 576-byte size class, with the same schema and bytes on the wire
-// (see doc.go). The field order keeps padding out (ha_retries beside
-// power_state_update_count): 8 bytes more would cost 64 per VM.
+// The processor keeps one per VM in memory (500,000 in the storm of bench
+// -only storm), so what most VMs leave zero is out of line: Job, Storage
+// and the fields of Rare are nil while zero (no job in flight, no volume
+// or NIC; no task, queue, HA episode, twin, resize, snapshot or deletion),
+// with the same schema and bytes on the wire (see doc.go and avro.go). An
+// idle VM's record takes 384 bytes, all of its size class (stale_ignored
+// is here, not in Rare, for the stale report's path to copy one object);
+// 8 bytes more would cost 32 per VM (TestIdleVmStaysSmall). The Go order of the fields
+// here is their order on the wire, so a field is added where its padding
+// costs least. The strings tagged intern are shared by every record that
+// holds the same value (intern.go): an idle VM keeps copies of its id and
+// name only.
 type VmRecord struct {
 	VmID                  string           `avro:"vm_id" doc:"VM id; also the record key."`
 	Name                  string           `avro:"name" doc:"Display name."`
-	Account               string           `avro:"account" doc:"Owning account."`
-	ZoneID                string           `avro:"zone_id" doc:"Zone."`
+	Account               string           `avro:"account" doc:"Owning account." intern:"true"`
+	ZoneID                string           `avro:"zone_id" doc:"Zone." intern:"true"`
 	Offering              Offering         `avro:"offering" doc:"Current offering."`
-	OldOffering           *Offering        `avro:"old_offering" doc:"Offering before a resize awaiting confirmation."`
 	HA                    bool             `avro:"ha" doc:"HA enabled."`
-	AffinityGroup         string           `avro:"affinity_group" doc:"Affinity group."`
-	VmState               string           `avro:"vm_state" doc:"Stationary state."`
-	TaskState             string           `avro:"task_state" doc:"Task state of the job in flight."`
-	PowerState            string           `avro:"power_state" doc:"Last reported power state."`
-	PowerHost             string           `avro:"power_host" doc:"Host of the last power report."`
+	VmState               string           `avro:"vm_state" doc:"Stationary state." intern:"true"`
+	PowerState            string           `avro:"power_state" doc:"Last reported power state." intern:"true"`
+	PowerHost             string           `avro:"power_host" doc:"Host of the last power report." intern:"true"`
 	PowerStateUpdateTime  int64            `avro:"power_state_update_time" doc:"Unix milliseconds."`
 	PowerStateUpdateCount int32            `avro:"power_state_update_count" doc:"Consecutive same-state reports."`
 	HARetries             int32            `avro:"ha_retries" doc:"HA restarts tried since the VM was last Active."`
-	HostID                string           `avro:"host_id" doc:"Placed host."`
-	PodID                 string           `avro:"pod_id" doc:"Pod of the placed host."`
-	ClusterID             string           `avro:"cluster_id" doc:"Cluster of the placed host."`
+	HostID                string           `avro:"host_id" doc:"Placed host." intern:"true"`
+	PodID                 string           `avro:"pod_id" doc:"Pod of the placed host." intern:"true"`
+	ClusterID             string           `avro:"cluster_id" doc:"Cluster of the placed host." intern:"true"`
 	Epoch                 int64            `avro:"epoch" doc:"Incremented per job; carried by every agent command."`
 	Job                   *JobState        `avro:"job" doc:"Job in flight; job_id empty for none."`
-	Queue                 []QueuedCommand  `avro:"queue" doc:"Commands waiting for the job in flight to end (FIFO)."`
 	Recent                []RecentJob      `avro:"recent" doc:"Latest finished jobs, for command_id dedup."`
 	ReportSeq             map[string]int64 `avro:"report_seq" doc:"Last report sequence seen per host."`
 	CreatedAt             int64            `avro:"created_at" doc:"Unix milliseconds."`
 	UpdatedAt             int64            `avro:"updated_at" doc:"Unix milliseconds."`
-	DeletedAt             int64            `avro:"deleted_at" doc:"When the VM reached Deleted, Unix milliseconds; 0 otherwise."`
-	ExpungeAt             int64            `avro:"expunge_at" doc:"When the Deleted VM is expunged, Unix milliseconds; 0 for never."`
 	StaleIgnored          int64            `avro:"stale_ignored" doc:"Answers, reports and placement decisions ignored as stale (older epoch or report sequence)."`
-	ResizeSourceHost      string           `avro:"resize_source_host" doc:"Host a Resized VM left (its old allocation is kept there until confirm); empty when resized in place."`
-	HARetryAt             int64            `avro:"ha_retry_at" doc:"When the next HA restart is due, Unix milliseconds; 0 for none."`
-	HAAvoidHosts          []string         `avro:"ha_avoid_hosts" doc:"Hosts the HA restarts of this episode avoid: the host that went down and destinations where an attempt failed."`
-	Twin                  *TwinReport      `avro:"twin" doc:"Another host reporting the VM on it while the VM's own host last said it runs there; empty for none."`
-	ReportsAfter          int64            `avro:"reports_after" doc:"Power reports taken before this time (Unix milliseconds) are stale: an agent command of a job that ended without its answer may have acted until then. 0 for none."`
-	MaybeOn               []string         `avro:"maybe_on" doc:"Hosts besides host_id that keep a claim for the VM because it may be there: a migration or a terminate ended without learning whether the VM moved. Each is asked with CheckVm until its agent answers; a Terminate destroys the VM there too."`
-	CheckAt               int64            `avro:"check_at" doc:"When the next round of CheckVm is due, Unix milliseconds; 0 for none."`
-	HAAwaitsCheck         bool             `avro:"ha_awaits_check" doc:"An HA restart waits for the VM's host to confirm with CheckVm that the VM is off: a report found it off, and the host may have started it again since."`
-	Snapshots             *SnapshotList    `avro:"snapshots" doc:"The VM's snapshots: those its host took and no job has deleted since; empty for none."`
 	Storage               *VmStorage       `avro:"storage" doc:"The VM's template, volumes and NICs; empty for a VM with none."`
+	// Rare holds the fields an idle VM leaves zero; nil when all are.
+	Rare *VmRare `avro:",inline"`
+}
+
+// VmRare is the part of a VmRecord that most VMs leave zero, out of line
+// behind VmRecord.Rare. Its fields are VmRecord's on the wire, each after
+// the field its tag names.
+type VmRare struct {
+	OldOffering      *Offering       `avro:"old_offering" after:"offering" doc:"Offering before a resize awaiting confirmation."`
+	AffinityGroup    string          `avro:"affinity_group" after:"ha" doc:"Affinity group." intern:"true"`
+	TaskState        string          `avro:"task_state" after:"vm_state" doc:"Task state of the job in flight." intern:"true"`
+	Queue            []QueuedCommand `avro:"queue" after:"job" doc:"Commands waiting for the job in flight to end (FIFO)."`
+	DeletedAt        int64           `avro:"deleted_at" after:"updated_at" doc:"When the VM reached Deleted, Unix milliseconds; 0 otherwise."`
+	ExpungeAt        int64           `avro:"expunge_at" after:"deleted_at" doc:"When the Deleted VM is expunged, Unix milliseconds; 0 for never."`
+	ResizeSourceHost string          `avro:"resize_source_host" after:"stale_ignored" doc:"Host a Resized VM left (its old allocation is kept there until confirm); empty when resized in place." intern:"true"`
+	HARetryAt        int64           `avro:"ha_retry_at" after:"resize_source_host" doc:"When the next HA restart is due, Unix milliseconds; 0 for none."`
+	HAAvoidHosts     []string        `avro:"ha_avoid_hosts" after:"ha_retry_at" doc:"Hosts the HA restarts of this episode avoid: the host that went down and destinations where an attempt failed." intern:"true"`
+	Twin             *TwinReport     `avro:"twin" after:"ha_avoid_hosts" doc:"Another host reporting the VM on it while the VM's own host last said it runs there; empty for none."`
+	ReportsAfter     int64           `avro:"reports_after" after:"twin" doc:"Power reports taken before this time (Unix milliseconds) are stale: an agent command of a job that ended without its answer may have acted until then. 0 for none."`
+	MaybeOn          []string        `avro:"maybe_on" after:"reports_after" doc:"Hosts besides host_id that keep a claim for the VM because it may be there: a migration or a terminate ended without learning whether the VM moved. Each is asked with CheckVm until its agent answers; a Terminate destroys the VM there too." intern:"true"`
+	CheckAt          int64           `avro:"check_at" after:"maybe_on" doc:"When the next round of CheckVm is due, Unix milliseconds; 0 for none."`
+	HAAwaitsCheck    bool            `avro:"ha_awaits_check" after:"check_at" doc:"An HA restart waits for the VM's host to confirm with CheckVm that the VM is off: a report found it off, and the host may have started it again since."`
+	Snapshots        *SnapshotList   `avro:"snapshots" after:"ha_awaits_check" doc:"The VM's snapshots: those its host took and no job has deleted since; empty for none."`
+}
+
+// StateKey is the record's key on vm.state.v1, its vm_id.
+func (r *VmRecord) StateKey() string { return r.VmID }
+
+// RareFields returns the rarely set fields of r, zero when none is set: for
+// reading them where r.Rare may be nil.
+func (r *VmRecord) RareFields() VmRare {
+	if r.Rare == nil {
+		return VmRare{}
+	}
+	return *r.Rare
 }
 
 // SnapshotList is a VM's snapshots, out of line in VmRecord as Job and Twin
 // are: most VMs have none, and a nil pointer costs 8 bytes where an empty
-// slice would cost 24 (and take VmRecord past its allocation size class).
+// slice would cost 24.
 type SnapshotList struct {
 	Items []VmSnapshot `avro:"items" doc:"The snapshots, oldest first."`
 }

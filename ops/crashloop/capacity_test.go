@@ -74,7 +74,7 @@ func checkCapacity(s *states, apiHosts []hostJSON) result {
 			placedCPU += int64(v.Offering.CPU)
 			placedMem += v.Offering.MemoryMB
 			want := 1
-			if v.VmState == "Resized" && v.ResizeSourceHost != "" {
+			if v.VmState == "Resized" && v.RareFields().ResizeSourceHost != "" {
 				want = 2
 			}
 			on := 0

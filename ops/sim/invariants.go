@@ -57,8 +57,8 @@ func (w *world) taskStates() {
 			continue
 		}
 		w.checks["idle VM has no task state"]++
-		if v.Job == nil && v.TaskState != "" {
-			w.fail("VM %s has no job but task state %q (state %s)", id, v.TaskState, v.VmState)
+		if v.Job == nil && v.RareFields().TaskState != "" {
+			w.fail("VM %s has no job but task state %q (state %s)", id, v.RareFields().TaskState, v.VmState)
 			return
 		}
 		if v.Job == nil && !stationary(v.VmState) {
@@ -201,7 +201,7 @@ func (w *world) settled() {
 // stopped cannot do. Its capacity is of no use to anyone while it is down,
 // and its first answer once back gives the claim back.
 func (w *world) mayKeep(v *schemas.VmRecord, host string) bool {
-	if !slices.Contains(v.MaybeOn, host) {
+	if !slices.Contains(v.RareFields().MaybeOn, host) {
 		return false
 	}
 	_, err := w.drv.PowerStates(host)
@@ -225,7 +225,7 @@ func (w *world) claimsMatchVMs() {
 			switch {
 			case !ok:
 				w.fail("settled, but host %s keeps a claim for VM %s, which does not exist", a.HostID, a.VmID)
-			case v.HostID != a.HostID && v.ResizeSourceHost != a.HostID && !w.mayKeep(v, a.HostID):
+			case v.HostID != a.HostID && v.RareFields().ResizeSourceHost != a.HostID && !w.mayKeep(v, a.HostID):
 				w.fail("settled, but host %s keeps a claim for VM %s, which is %s on %q", a.HostID, a.VmID, v.VmState, v.HostID)
 			}
 			if w.err != nil {

@@ -18,7 +18,8 @@ import (
 )
 
 // counter is a toy machine: it counts the reports of each key in Epoch,
-// emits the count, and raises an alert AlarmAfter past the last report.
+// emits the count, and raises an alert AlarmAfter past the last report
+// (the time of the alert kept in PowerStateUpdateTime).
 type counter struct{ alarmAfter time.Duration }
 
 func (c counter) Step(s *schemas.VmRecord, in schemas.Record, now time.Time) (*schemas.VmRecord, []schemas.Record) {
@@ -27,21 +28,21 @@ func (c counter) Step(s *schemas.VmRecord, in schemas.Record, now time.Time) (*s
 	}
 	s.Epoch++
 	s.UpdatedAt = now.UnixMilli()
-	s.ExpungeAt = now.Add(c.alarmAfter).UnixMilli()
+	s.PowerStateUpdateTime = now.Add(c.alarmAfter).UnixMilli()
 	return s, []schemas.Record{{Topic: schemas.TopicVmEvents, Key: in.Key,
 		Value: &schemas.PowerStateObserved{VmID: in.Key, Count: int32(s.Epoch), At: now.UnixMilli()}}}
 }
 
 func (c counter) Tick(s *schemas.VmRecord, key string, now time.Time) (*schemas.VmRecord, []schemas.Record) {
-	s.ExpungeAt = 0
+	s.PowerStateUpdateTime = 0
 	return s, []schemas.Record{{Topic: schemas.TopicVmEvents, Key: key, Value: &schemas.AlertRaised{VmID: key, Kind: "Quiet", At: now.UnixMilli()}}}
 }
 
 func (c counter) Wake(s *schemas.VmRecord) time.Time {
-	if s.ExpungeAt == 0 {
+	if s.PowerStateUpdateTime == 0 {
 		return time.Time{}
 	}
-	return time.UnixMilli(s.ExpungeAt)
+	return time.UnixMilli(s.PowerStateUpdateTime)
 }
 
 type fakeClock struct {

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/vmplane/vmplane/schemas"
 )
 
 // The heap returns entries in time order, and due skips the entries that
@@ -85,6 +87,27 @@ func TestStorePartitions(t *testing.T) {
 	st.drop(7) // never held: nothing happens
 	if st.n != 0 || len(st.parts[3]) != 0 {
 		t.Fatalf("after removals: n = %d, keys %d, want 0", st.n, len(st.parts[3]))
+	}
+}
+
+// A state that holds its own key lends it to the map: the key the caller
+// made is not kept.
+func TestStoreKeepsTheStatesKey(t *testing.T) {
+	var st store[*schemas.VmRecord]
+	s := &schemas.VmRecord{VmID: "vm-1"}
+	key := string([]byte("vm-1"))
+	var sl slot[*schemas.VmRecord]
+	sl.s = s
+	sl.setHas(true)
+	st.put(0, key, slot[*schemas.VmRecord]{}, sl)
+	st.put(0, string([]byte("vm-1")), sl, sl)
+	for k := range st.parts[0] {
+		if unsafe.StringData(k) != unsafe.StringData(s.VmID) {
+			t.Fatalf("the map keeps its own copy of key %q", k)
+		}
+	}
+	if got, ok := st.get(0, "vm-1"); !ok || got.s != s {
+		t.Fatal("the state is not found by its key")
 	}
 }
 

@@ -53,10 +53,11 @@ func TestActionGrid(t *testing.T) {
 		for _, task := range allTasks {
 			for _, action := range allActions() {
 				name := fmt.Sprintf("%s/%s/%s", vmState, task, action)
-				s := &schemas.VmRecord{VmID: "vm1", Account: "acme", ZoneID: "z1", VmState: vmState, TaskState: task,
+				s := &schemas.VmRecord{VmID: "vm1", Account: "acme", ZoneID: "z1", VmState: vmState,
 					PowerState: powerOf[vmState], HostID: "h1", PowerHost: "h1", Epoch: 5,
-					Offering: schemas.Offering{Name: "small", CPU: 1, MemoryMB: 1024}, OldOffering: &schemas.Offering{Name: "tiny", CPU: 1, MemoryMB: 512},
-					Snapshots: &schemas.SnapshotList{Items: []schemas.VmSnapshot{{Name: "s1", TakenAt: 1}}}, Storage: gridStorage()}
+					Offering: schemas.Offering{Name: "small", CPU: 1, MemoryMB: 1024}, Storage: gridStorage(),
+					Rare: &schemas.VmRare{TaskState: task, OldOffering: &schemas.Offering{Name: "tiny", CPU: 1, MemoryMB: 512},
+						Snapshots: &schemas.SnapshotList{Items: []schemas.VmSnapshot{{Name: "s1", TakenAt: 1}}}}}
 				if task != "" {
 					s.Job = &schemas.JobState{JobID: "running", JobType: ActStop, Phase: phaseStopping, Deadline: now.Add(time.Hour).UnixMilli(),
 						Wait: schemas.JobWait{Kind: waitAnswer, RequestID: "running-1", HostID: "h1", Power: schemas.PowerOff}}
@@ -96,7 +97,7 @@ func TestActionGrid(t *testing.T) {
 					}
 				case task != "":
 					a, ok := out[0].Value.(*schemas.JobAccepted)
-					if !ok || !a.Queued || len(ns.Queue) != 1 {
+					if !ok || !a.Queued || len(rare(ns).Queue) != 1 {
 						t.Errorf("%s: not queued behind the running job: %v", name, types)
 					}
 				case IsAllowed(action, vmState, ""):

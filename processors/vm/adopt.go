@@ -37,7 +37,7 @@ func (t *tx) adopt(host string) {
 	}
 	t.emit(schemas.TopicPlacementRequests, s.ZoneID, &schemas.PlaceVm{
 		RequestID: schemas.BoundID(fmt.Sprintf("%s%s%d", s.VmID, adoptPrefix, t.ms)), VmID: s.VmID, ZoneID: s.ZoneID, Account: s.Account,
-		Epoch: s.Epoch, Offering: s.Offering, HostID: host, AffinityGroup: s.AffinityGroup, Adopt: true, At: t.ms,
+		Epoch: s.Epoch, Offering: s.Offering, HostID: host, AffinityGroup: s.Rare.AffinityGroup, Adopt: true, At: t.ms,
 	})
 	// Placement releases every other claim of the VM: the hosts it may
 	// have been on keep none.

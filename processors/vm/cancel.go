@@ -45,11 +45,11 @@ func (t *tx) cancelJob(c *schemas.CancelJob) {
 	if by == "" {
 		by = "account " + c.Account
 	}
-	if i := slices.IndexFunc(s.Queue, func(q schemas.QueuedCommand) bool { return q.CommandID == c.JobID }); i >= 0 {
-		q := s.Queue[i]
-		s.Queue = slices.Delete(s.Queue, i, i+1)
-		if len(s.Queue) == 0 {
-			s.Queue = nil
+	if i := slices.IndexFunc(s.Rare.Queue, func(q schemas.QueuedCommand) bool { return q.CommandID == c.JobID }); i >= 0 {
+		q := s.Rare.Queue[i]
+		s.Rare.Queue = slices.Delete(s.Rare.Queue, i, i+1)
+		if len(s.Rare.Queue) == 0 {
+			s.Rare.Queue = nil
 		}
 		ref := t.queuedRef(q)
 		t.event(&schemas.JobCancelled{JobRef: ref, Reason: "Cancelled by " + by, VmState: s.VmState, StartedAt: ref.At, By: by,
@@ -71,18 +71,18 @@ func (t *tx) cancelJob(c *schemas.CancelJob) {
 		return
 	}
 	p[paramCancelStep] = strconv.Itoa(int(j.Seq))
-	p[paramCancelTask] = s.TaskState
+	p[paramCancelTask] = s.Rare.TaskState
 	cmd := j.Wait.RequestID
 	if cmd == "" {
 		cmd = j.Params[paramCommand] // a migration that settles
 	}
 	if j.Phase == phaseMigrating && j.Wait.Kind == waitAnswer {
-		t.step(s.TaskState, "cancel", fmt.Sprintf("cancel requested by %s: live migration %s is out, so its agent is asked to abort it, and the job stops after its answer", by, cmd),
+		t.step(s.Rare.TaskState, "cancel", fmt.Sprintf("cancel requested by %s: live migration %s is out, so its agent is asked to abort it, and the job stops after its answer", by, cmd),
 			map[string]any{"by": by, "command_id": cmd, "step": j.Seq})
 		t.abortMigration(cmd)
 		return
 	}
-	t.step(s.TaskState, "cancel", fmt.Sprintf("cancel requested by %s: agent command %s is out, so the job waits for its answer and stops after it", by, cmd),
+	t.step(s.Rare.TaskState, "cancel", fmt.Sprintf("cancel requested by %s: agent command %s is out, so the job waits for its answer and stops after it", by, cmd),
 		map[string]any{"by": by, "command_id": cmd, "step": j.Seq})
 }
 
@@ -124,7 +124,7 @@ func (t *tx) advanceCancelled() {
 func (t *tx) cancelledEnd(ev any, text string) *schemas.JobCancelled {
 	j := t.s.Job
 	by := j.Params[paramCancelBy]
-	step, task := j.Seq, t.s.TaskState
+	step, task := j.Seq, t.s.Rare.TaskState
 	if n, err := strconv.Atoi(j.Params[paramCancelStep]); err == nil {
 		step, task = int32(n), j.Params[paramCancelTask]
 	}

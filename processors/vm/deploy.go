@@ -19,19 +19,19 @@ func holdsPlacement(j schemas.JobState) bool { return j.Phase != "" }
 // create makes the state of a VM that a Deploy brings into being.
 func (t *tx) create(d *schemas.Deploy) {
 	t.s = &schemas.VmRecord{
-		VmID:          t.key,
-		Name:          d.Name,
-		Account:       d.Account,
-		ZoneID:        d.ZoneID,
-		Offering:      d.Offering,
-		HA:            d.HA || d.Offering.HA,
-		AffinityGroup: d.AffinityGroup,
-		VmState:       StateBuilding,
-		PowerState:    schemas.PowerUnknown,
-		Job:           &schemas.JobState{},
-		CreatedAt:     t.ms,
-		UpdatedAt:     t.ms,
-		Storage:       deployStorage(t.key, d.Name, d, t.ms),
+		VmID:       t.key,
+		Name:       d.Name,
+		Account:    d.Account,
+		ZoneID:     d.ZoneID,
+		Offering:   d.Offering,
+		HA:         d.HA || d.Offering.HA,
+		VmState:    StateBuilding,
+		PowerState: schemas.PowerUnknown,
+		Job:        &schemas.JobState{},
+		CreatedAt:  t.ms,
+		UpdatedAt:  t.ms,
+		Storage:    deployStorage(t.key, d.Name, d, t.ms),
+		Rare:       &schemas.VmRare{AffinityGroup: d.AffinityGroup},
 	}
 	t.changed(d.CommandID, "created by deploy job "+d.CommandID)
 }

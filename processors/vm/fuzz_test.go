@@ -248,7 +248,7 @@ func fuzzRun(t *testing.T, data []byte) {
 		if id := jobID(s); id != "" {
 			open[id] = true
 		}
-		for _, q := range s.Queue {
+		for _, q := range rare(s).Queue {
 			open[q.CommandID] = true
 		}
 	}

@@ -51,7 +51,7 @@ func (t *tx) startHA(avoid string) { t.startHAFor(&haRequest{Avoid: avoid}) }
 // startHAFor starts an HA restart job now for r.
 func (t *tx) startHAFor(r *haRequest) {
 	s := t.s
-	s.HARetryAt = 0
+	s.Rare.HARetryAt = 0
 	t.haAvoid(r.Avoid)
 	c := schemas.VmCommand{CommandID: schemas.BoundID(fmt.Sprintf("%s-ha-%d", s.VmID, t.ms)), VmID: s.VmID, Account: s.Account,
 		Origin: schemas.OriginInternal, IssuedAt: t.ms, Caller: schemas.SystemCaller()}
@@ -93,7 +93,7 @@ func haPlace(t *tx) {
 	s := t.s
 	attempt := s.HARetries + 1
 	t.step(TaskScheduling, "schedule", fmt.Sprintf("HA restart, attempt %d of %d: asking placement for a host", attempt, t.cfg.HAMaxRetries),
-		map[string]any{"zone_id": s.ZoneID, "attempt": attempt, "avoid": strings.Join(s.HAAvoidHosts, ","), "request_id": t.nextID(), "epoch": s.Epoch})
+		map[string]any{"zone_id": s.ZoneID, "attempt": attempt, "avoid": strings.Join(s.Rare.HAAvoidHosts, ","), "request_id": t.nextID(), "epoch": s.Epoch})
 	// The host it was found off on comes first when it is not to be
 	// avoided (down, or where an attempt failed): a guest that stopped on
 	// a healthy host starts again there, as CloudStack's HA does, and if
@@ -101,7 +101,7 @@ func haPlace(t *tx) {
 	// start finds it running instead of making a second copy elsewhere
 	// (found by the simulation, family queue seed 421).
 	prefer := s.HostID
-	if slices.Contains(s.HAAvoidHosts, prefer) {
+	if slices.Contains(s.Rare.HAAvoidHosts, prefer) {
 		prefer = ""
 	}
 	// The VM is off wherever it was: every claim goes first. Placement
@@ -110,25 +110,25 @@ func haPlace(t *tx) {
 	// family host-down-ha seed 857: a failed attempt's destination kept
 	// its claim after the next attempt succeeded elsewhere).
 	t.release("")
-	t.placeAvoiding(prefer, false, s.Offering, s.HAAvoidHosts)
+	t.placeAvoiding(prefer, false, s.Offering, s.Rare.HAAvoidHosts)
 }
 
 // haAvoid adds a host to the episode's avoid list (nothing for "").
 func (t *tx) haAvoid(host string) {
 	s := t.s
-	if host == "" || slices.Contains(s.HAAvoidHosts, host) {
+	if host == "" || slices.Contains(s.Rare.HAAvoidHosts, host) {
 		return
 	}
-	s.HAAvoidHosts = append(s.HAAvoidHosts, host)
-	if n := len(s.HAAvoidHosts); n > haAvoidMax {
-		s.HAAvoidHosts = slices.Clone(s.HAAvoidHosts[n-haAvoidMax:])
+	s.Rare.HAAvoidHosts = append(s.Rare.HAAvoidHosts, host)
+	if n := len(s.Rare.HAAvoidHosts); n > haAvoidMax {
+		s.Rare.HAAvoidHosts = slices.Clone(s.Rare.HAAvoidHosts[n-haAvoidMax:])
 	}
 }
 
 // haEnded ends an HA episode: the VM started, or HA gave up.
 func (t *tx) haEnded() {
 	t.s.HARetries = 0
-	t.s.HAAvoidHosts = nil
+	t.s.Rare.HAAvoidHosts = nil
 }
 
 // haFailed counts the attempt and schedules the next, or gives up.
@@ -148,8 +148,8 @@ func haFailed(t *tx) {
 	s.HARetries = saturatingInc(s.HARetries)
 	if s.HARetries >= t.cfg.HAMaxRetries {
 		s.VmState = StateError
-		s.HARetryAt = 0
-		s.HAAvoidHosts = nil
+		s.Rare.HARetryAt = 0
+		s.Rare.HAAvoidHosts = nil
 		t.alert("HAExhausted", fmt.Sprintf("%s-ha-exhausted-%d", s.VmID, t.ms), s.HostID, s.Job.JobID,
 			fmt.Sprintf("HA restart of VM %s failed %d times; the VM is in Error", s.VmID, s.HARetries))
 		return
@@ -158,17 +158,17 @@ func haFailed(t *tx) {
 	if wait > t.cfg.HABackoffMax || wait <= 0 {
 		wait = t.cfg.HABackoffMax
 	}
-	s.HARetryAt = t.ms + wait.Milliseconds()
+	s.Rare.HARetryAt = t.ms + wait.Milliseconds()
 }
 
 // haDue starts the HA restart whose backoff ended, if the VM still needs
 // it: HA, no job, and not running.
 func (t *tx) haDue() {
 	s := t.s
-	if s.HARetryAt == 0 || t.ms < s.HARetryAt || s.Job.JobID != "" {
+	if s.Rare.HARetryAt == 0 || t.ms < s.Rare.HARetryAt || s.Job.JobID != "" {
 		return
 	}
-	s.HARetryAt = 0
+	s.Rare.HARetryAt = 0
 	if !s.HA || s.VmState != StateStopped {
 		return
 	}

@@ -23,7 +23,7 @@ func (t *tx) hostDown(d *schemas.HostDown) {
 	waits := t.jobWaitsOn(d.HostID)
 	if d.HostID != s.HostID {
 		t.twinGone(d.HostID) // a fenced host runs nothing
-		if !waits && slices.Contains(s.MaybeOn, d.HostID) {
+		if !waits && slices.Contains(s.Rare.MaybeOn, d.HostID) {
 			t.release(d.HostID) // nor needs the claim the VM kept there (maybeon.go)
 		}
 	}
@@ -36,10 +36,10 @@ func (t *tx) hostDown(d *schemas.HostDown) {
 		t.jobHostDown(d.HostID, why)
 		return
 	}
-	if s.HAAwaitsCheck && d.HostID == s.HostID && s.Job.JobID == "" {
+	if s.Rare.HAAwaitsCheck && d.HostID == s.HostID && s.Job.JobID == "" {
 		// The HA restart waited for this host to confirm the VM is off;
 		// fenced, it has: the restart goes ahead, elsewhere.
-		s.HAAwaitsCheck = false
+		s.Rare.HAAwaitsCheck = false
 		t.startHA(d.HostID)
 		return
 	}

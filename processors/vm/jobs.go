@@ -166,11 +166,11 @@ func (t *tx) command(a *action, c schemas.VmCommand, v any) {
 			t.reject(ref, c.Caller, schemas.CodeInvalid, fmt.Sprintf("queue %s: %v", name, err), nil)
 			return
 		}
-		t.s.Queue = append(t.s.Queue, schemas.QueuedCommand{Type: name, CommandID: c.CommandID, Payload: payload})
-		t.event(&schemas.JobAccepted{JobRef: ref, Queued: true, Position: int32(len(t.s.Queue)), Caller: c.Caller})
-	case !IsAllowed(name, t.s.VmState, t.s.TaskState):
+		t.s.Rare.Queue = append(t.s.Rare.Queue, schemas.QueuedCommand{Type: name, CommandID: c.CommandID, Payload: payload})
+		t.event(&schemas.JobAccepted{JobRef: ref, Queued: true, Position: int32(len(t.s.Rare.Queue)), Caller: c.Caller})
+	case !IsAllowed(name, t.s.VmState, t.s.Rare.TaskState):
 		t.reject(ref, c.Caller, schemas.CodeInvalidState, fmt.Sprintf("%s is not allowed while the VM is %s", Snake(name), t.s.VmState),
-			AllowedActions(t.s.VmState, t.s.TaskState))
+			AllowedActions(t.s.VmState, t.s.Rare.TaskState))
 	case t.refused(a, ref, c.Caller, v):
 	default:
 		t.event(&schemas.JobAccepted{JobRef: ref, Caller: c.Caller})
@@ -184,7 +184,7 @@ func (t *tx) known(id string) bool {
 	if t.s.Job.JobID == id {
 		return true
 	}
-	for _, q := range t.s.Queue {
+	for _, q := range t.s.Rare.Queue {
 		if q.CommandID == id {
 			return true
 		}
@@ -221,7 +221,7 @@ func (t *tx) refused(a *action, ref schemas.JobRef, caller schemas.Caller, v any
 	if reason == "" {
 		return false
 	}
-	t.reject(ref, caller, reason, detail, AllowedActions(t.s.VmState, t.s.TaskState))
+	t.reject(ref, caller, reason, detail, AllowedActions(t.s.VmState, t.s.Rare.TaskState))
 	return true
 }
 
@@ -256,14 +256,14 @@ func (t *tx) terminate(ref schemas.JobRef, c schemas.VmCommand, v any) {
 			t.releaseHeld()
 		}
 		t.endJob(outcomeCancelled, &schemas.JobCancelled{JobRef: t.jobRef(), Reason: why, VmState: t.s.VmState, StartedAt: t.s.Job.StartedAt,
-			By: by, Step: j.Seq, TaskState: t.s.TaskState}, why, false)
+			By: by, Step: j.Seq, TaskState: t.s.Rare.TaskState}, why, false)
 	}
-	for _, q := range t.s.Queue {
+	for _, q := range t.s.Rare.Queue {
 		qref := t.queuedRef(q)
 		t.event(&schemas.JobCancelled{JobRef: qref, Reason: why, VmState: t.s.VmState, StartedAt: qref.At, By: by})
 		t.remember(q.CommandID, outcomeCancelled)
 	}
-	t.s.Queue = nil
+	t.s.Rare.Queue = nil
 	t.event(&schemas.JobAccepted{JobRef: ref, Caller: c.Caller})
 	t.startJob(actionByName[ActTerminate], c, v)
 }
@@ -276,7 +276,7 @@ func (t *tx) startJob(a *action, c schemas.VmCommand, v any) {
 		account = t.s.Account
 	}
 	t.s.Epoch++
-	t.s.HAAwaitsCheck = false
+	t.s.Rare.HAAwaitsCheck = false
 	*t.s.Job = schemas.JobState{
 		JobID:      c.CommandID,
 		JobType:    a.name,
@@ -294,9 +294,9 @@ func (t *tx) startJob(a *action, c schemas.VmCommand, v any) {
 // startNext starts queued commands until one runs or the queue is empty. A
 // queued command is checked against the VM's state when its turn comes.
 func (t *tx) startNext() {
-	for len(t.s.Queue) > 0 && t.s.Job.JobID == "" {
-		q := t.s.Queue[0]
-		t.s.Queue = t.s.Queue[1:]
+	for len(t.s.Rare.Queue) > 0 && t.s.Job.JobID == "" {
+		q := t.s.Rare.Queue[0]
+		t.s.Rare.Queue = t.s.Rare.Queue[1:]
 		v, err := schemas.Unmarshal(q.Payload)
 		a, c, ok := commandOf(v)
 		if err != nil || !ok {
@@ -315,8 +315,8 @@ func (t *tx) startNext() {
 		}
 		t.startJob(a, c, v)
 	}
-	if len(t.s.Queue) == 0 {
-		t.s.Queue = nil
+	if len(t.s.Rare.Queue) == 0 {
+		t.s.Rare.Queue = nil
 	}
 }
 
@@ -332,7 +332,7 @@ func (t *tx) endJob(outcome string, ev any, reason string, next bool) {
 	id := t.s.Job.JobID
 	t.remember(id, outcome)
 	*t.s.Job = schemas.JobState{}
-	t.s.TaskState = ""
+	t.s.Rare.TaskState = ""
 	t.changed(id, reason)
 	t.event(ev)
 	if next {
@@ -432,7 +432,7 @@ func (t *tx) step(task, name, text string, obj map[string]any) {
 	j.Seq++
 	j.LastStepAt = t.ms
 	j.StallAlert = false
-	t.s.TaskState = task
+	t.s.Rare.TaskState = task
 	if obj == nil {
 		obj = map[string]any{}
 	}
@@ -465,7 +465,7 @@ func (t *tx) requestPlacement(host string, required bool) {
 	id := t.currentID()
 	t.emit(schemas.TopicPlacementRequests, s.ZoneID, &schemas.PlaceVm{
 		RequestID: id, VmID: s.VmID, ZoneID: s.ZoneID, Account: s.Account, Epoch: s.Epoch,
-		Offering: s.Offering, HostID: host, HostRequired: required, AffinityGroup: s.AffinityGroup, At: t.ms,
+		Offering: s.Offering, HostID: host, HostRequired: required, AffinityGroup: s.Rare.AffinityGroup, At: t.ms,
 		Volumes: placedVolumes(s), Nics: nicsOf(s), StorageTags: storageOf(s).StorageTags,
 	})
 	s.Job.Phase = phasePlacing
@@ -805,7 +805,7 @@ func (t *tx) answeredAtDeadline(why string) bool {
 // its source's reports taken before the move may still be on their way
 // (seed 13324: one made the VM follow back to its source).
 func (t *tx) staleBefore(until int64) {
-	t.s.ReportsAfter = max(t.s.ReportsAfter, until)
+	t.s.Rare.ReportsAfter = max(t.s.Rare.ReportsAfter, until)
 }
 
 func (t *tx) alert(kind, id, host, job, msg string) {

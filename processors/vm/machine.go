@@ -93,9 +93,13 @@ type tx struct {
 
 func (m *Machine) begin(s *schemas.VmRecord, key string, now time.Time) *tx {
 	c := clone(s)
-	// The working copy always has a Job; finish compacts it (state.go).
+	// The working copy always has a Job and a Rare; finish compacts them
+	// (state.go).
 	if c != nil && c.Job == nil {
 		c.Job = &schemas.JobState{}
+	}
+	if c != nil && c.Rare == nil {
+		c.Rare = &schemas.VmRare{}
 	}
 	return &tx{cfg: m.cfg, s: c, key: key, now: now, ms: now.UnixMilli(), before: watch(s)}
 }
@@ -159,7 +163,7 @@ func (m *Machine) Tick(s *schemas.VmRecord, key string, now time.Time) (*schemas
 	switch {
 	case t.s.Job.JobID != "":
 		t.tickJob()
-	case t.s.ExpungeAt != 0 && t.ms >= t.s.ExpungeAt && t.s.VmState == StateDeleted:
+	case t.s.Rare.ExpungeAt != 0 && t.ms >= t.s.Rare.ExpungeAt && t.s.VmState == StateDeleted:
 		t.nicsReleased()
 		t.event(&schemas.VmExpunged{VmID: t.s.VmID, Account: t.s.Account, At: t.ms})
 		return nil, t.out
@@ -183,12 +187,14 @@ func (m *Machine) Wake(s *schemas.VmRecord) time.Time {
 			at = s.Job.NextWake
 		}
 		return time.UnixMilli(at).UTC()
-	case s.VmState == StateDeleted && s.ExpungeAt != 0:
-		return time.UnixMilli(s.ExpungeAt).UTC()
+	case s.Rare == nil:
+		return time.Time{}
+	case s.VmState == StateDeleted && s.Rare.ExpungeAt != 0:
+		return time.UnixMilli(s.Rare.ExpungeAt).UTC()
 	}
-	at := s.HARetryAt
-	if s.CheckAt != 0 && (at == 0 || s.CheckAt < at) {
-		at = s.CheckAt
+	at := s.Rare.HARetryAt
+	if s.Rare.CheckAt != 0 && (at == 0 || s.Rare.CheckAt < at) {
+		at = s.Rare.CheckAt
 	}
 	if at == 0 {
 		return time.Time{}

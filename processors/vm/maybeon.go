@@ -29,22 +29,22 @@ const typeCheckVm = "CheckVm"
 // mayBeOn keeps host's claim for the VM: it may be there.
 func (t *tx) mayBeOn(host string) {
 	s := t.s
-	if host == "" || host == s.HostID || slices.Contains(s.MaybeOn, host) {
+	if host == "" || host == s.HostID || slices.Contains(s.Rare.MaybeOn, host) {
 		return
 	}
-	s.MaybeOn = append(s.MaybeOn, host)
+	s.Rare.MaybeOn = append(s.Rare.MaybeOn, host)
 }
 
 // notOn forgets host as one the VM may be on; its claim is released by
 // the caller (release does both).
 func (t *tx) notOn(host string) {
 	if host == "" {
-		t.s.MaybeOn = nil
+		t.s.Rare.MaybeOn = nil
 		return
 	}
-	t.s.MaybeOn = slices.DeleteFunc(t.s.MaybeOn, func(h string) bool { return h == host })
-	if len(t.s.MaybeOn) == 0 {
-		t.s.MaybeOn = nil
+	t.s.Rare.MaybeOn = slices.DeleteFunc(t.s.Rare.MaybeOn, func(h string) bool { return h == host })
+	if len(t.s.Rare.MaybeOn) == 0 {
+		t.s.Rare.MaybeOn = nil
 	}
 }
 
@@ -54,7 +54,7 @@ func (t *tx) notOn(host string) {
 // host reports the VM (a twin, which the own host's next word settles: a
 // host that never listed the VM never reports it gone).
 func (t *tx) checkHosts() []string {
-	hosts := slices.Clone(t.s.MaybeOn)
+	hosts := slices.Clone(t.s.Rare.MaybeOn)
 	if t.checkOwnHost() {
 		hosts = append(hosts, t.s.HostID)
 	}
@@ -64,7 +64,7 @@ func (t *tx) checkHosts() []string {
 // checkOwnHost says whether a CheckVm round asks the VM's own host.
 func (t *tx) checkOwnHost() bool {
 	s := t.s
-	return s.HostID != "" && (s.HAAwaitsCheck || s.Twin != nil || (s.VmState == StateError && s.PowerState == schemas.PowerUnknown))
+	return s.HostID != "" && (s.Rare.HAAwaitsCheck || s.Rare.Twin != nil || (s.VmState == StateError && s.PowerState == schemas.PowerUnknown))
 }
 
 // planCheck keeps CheckAt at the end of every step: a round due now when
@@ -72,10 +72,10 @@ func (t *tx) checkOwnHost() bool {
 func (t *tx) planCheck() {
 	s := t.s
 	switch {
-	case len(s.MaybeOn) == 0 && !t.checkOwnHost():
-		s.CheckAt = 0
-	case s.CheckAt < t.ms:
-		s.CheckAt = t.ms
+	case len(s.Rare.MaybeOn) == 0 && !t.checkOwnHost():
+		s.Rare.CheckAt = 0
+	case s.Rare.CheckAt < t.ms:
+		s.Rare.CheckAt = t.ms
 	}
 }
 
@@ -84,12 +84,12 @@ func (t *tx) planCheck() {
 // ask. Each command expires when the next round goes.
 func (t *tx) checkDue() {
 	s := t.s
-	if s.CheckAt == 0 || t.ms < s.CheckAt || s.Job.JobID != "" {
+	if s.Rare.CheckAt == 0 || t.ms < s.Rare.CheckAt || s.Job.JobID != "" {
 		return
 	}
 	hosts := t.checkHosts()
 	if len(hosts) == 0 {
-		s.CheckAt = 0
+		s.Rare.CheckAt = 0
 		return
 	}
 	next := t.ms + t.cfg.ResendAfter.Milliseconds()
@@ -98,7 +98,7 @@ func (t *tx) checkDue() {
 			CommandID: schemas.BoundID(fmt.Sprintf("%s-check-%d-%s", s.VmID, t.ms, h)), HostID: h, VmID: s.VmID,
 			Epoch: s.Epoch, IssuedAt: t.ms, ExpiresAt: next}})
 	}
-	s.CheckAt = next
+	s.Rare.CheckAt = next
 }
 
 // checkAnswered applies an agent's answer to a CheckVm. Only an answer of
@@ -108,7 +108,7 @@ func (t *tx) checkDue() {
 func (t *tx) checkAnswered(a *schemas.AgentAnswer) {
 	s := t.s
 	host := a.PowerHost
-	asked := slices.Contains(s.MaybeOn, host) || (host == s.HostID && t.checkOwnHost())
+	asked := slices.Contains(s.Rare.MaybeOn, host) || (host == s.HostID && t.checkOwnHost())
 	if a.Epoch != s.Epoch || s.Job.JobID != "" || !a.OK || host != a.HostID || a.PowerState == schemas.PowerUnknown || !asked {
 		return
 	}
@@ -118,9 +118,9 @@ func (t *tx) checkAnswered(a *schemas.AgentAnswer) {
 	t.seq = a.ReportSeq
 	why := fmt.Sprintf("host %s answered a check: %s", host, a.PowerState)
 	switch {
-	case s.HAAwaitsCheck && host == s.HostID && !onHost(a.PowerState):
+	case s.Rare.HAAwaitsCheck && host == s.HostID && !onHost(a.PowerState):
 		// Confirmed off: the HA restart goes ahead.
-		s.HAAwaitsCheck = false
+		s.Rare.HAAwaitsCheck = false
 		t.startHA("")
 	default:
 		// An answer is a report (power.go): running there, the VM is

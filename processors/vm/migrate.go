@@ -57,7 +57,7 @@ func (t *tx) placeAvoiding(want string, required bool, off schemas.Offering, avo
 	}
 	t.emit(schemas.TopicPlacementRequests, s.ZoneID, &schemas.PlaceVm{
 		RequestID: id, VmID: s.VmID, ZoneID: s.ZoneID, Account: s.Account, Epoch: s.Epoch,
-		Offering: off, AvoidHosts: avoidHosts, HostID: want, HostRequired: required, AffinityGroup: s.AffinityGroup, At: t.ms,
+		Offering: off, AvoidHosts: avoidHosts, HostID: want, HostRequired: required, AffinityGroup: s.Rare.AffinityGroup, At: t.ms,
 		Volumes: placedVolumes(s), Nics: nicsOf(s), StorageTags: storageOf(s).StorageTags,
 	})
 	s.Job.Phase = phasePlacing

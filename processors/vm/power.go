@@ -18,7 +18,7 @@ func (t *tx) powerReport(r *schemas.PowerReport) {
 	if !t.fresh(r.HostID, r.ReportSeq) {
 		return
 	}
-	if r.ReportedAt != 0 && r.ReportedAt < t.s.ReportsAfter {
+	if r.ReportedAt != 0 && r.ReportedAt < t.s.Rare.ReportsAfter {
 		// Taken before a command the VM processor gave up on expired,
 		// or before a migration it saw end: what it saw may be undone
 		// already (staleBefore).
@@ -76,7 +76,7 @@ func (t *tx) observe(host, power string, at int64, why string) {
 			return
 		}
 	}
-	if host == s.HostID && s.Twin != nil && t.twinSettled(host, power, at, t.seq) {
+	if host == s.HostID && s.Rare.Twin != nil && t.twinSettled(host, power, at, t.seq) {
 		return
 	}
 	same := s.PowerState == power && s.PowerHost == host
@@ -167,11 +167,11 @@ func (t *tx) foundOffElsewhere(host, power string) bool {
 	if host == s.HostID || onHost(power) || power == schemas.PowerUnknown || s.Job.JobID != "" {
 		return false
 	}
-	if slices.Contains(s.MaybeOn, host) {
+	if slices.Contains(s.Rare.MaybeOn, host) {
 		t.release(host)
 		return true
 	}
-	if s.VmState != StateError || s.PowerState != schemas.PowerUnknown || s.PowerHost != "" || len(s.MaybeOn) > 0 {
+	if s.VmState != StateError || s.PowerState != schemas.PowerUnknown || s.PowerHost != "" || len(s.Rare.MaybeOn) > 0 {
 		return false
 	}
 	t.release("")
@@ -191,7 +191,7 @@ func (t *tx) errorFoundOff(host, power string) {
 	if s.VmState != StateError || host != s.HostID || onHost(power) || power == schemas.PowerUnknown {
 		return
 	}
-	if len(s.MaybeOn) > 0 {
+	if len(s.Rare.MaybeOn) > 0 {
 		t.release(host)
 		return
 	}
@@ -204,7 +204,7 @@ func (t *tx) follow(host, power, why string) {
 	s := t.s
 	from := s.VmState
 	s.VmState = stationaryFor(power)
-	s.HAAwaitsCheck = false
+	s.Rare.HAAwaitsCheck = false
 	msg := fmt.Sprintf("%s while the VM was %s: out-of-band change, the VM follows to %s", why, from, s.VmState)
 	ha := s.HA && from == StateActive && !onHost(power)
 	switch {
@@ -232,7 +232,7 @@ func (t *tx) follow(host, power, why string) {
 		// 20604 and 60313: a restart decided on a report while the host,
 		// disconnected, ran the VM). A host that is down is not asked:
 		// it was fenced (hostdown.go).
-		s.HAAwaitsCheck = true
+		s.Rare.HAAwaitsCheck = true
 	case ha:
 		// An internal job starts it again.
 		t.startHA(t.downHost)

@@ -23,7 +23,7 @@ func recoverStart(t *tx, _ any) {
 	// The terminate's destroys were answered: the VM runs nowhere, even
 	// if the last report before them said it ran.
 	s.PowerState = schemas.PowerOff
-	s.DeletedAt, s.ExpungeAt = 0, 0
+	s.Rare.DeletedAt, s.Rare.ExpungeAt = 0, 0
 	// Its NICs kept their addresses; its volumes were destroyed, and it
 	// gets new ones like them, which its next Start places.
 	t.volumesRemade()

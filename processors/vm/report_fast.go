@@ -31,7 +31,7 @@ func (m *Machine) quickReport(s *schemas.VmRecord, key string, r *schemas.PowerR
 		c.StaleIgnored++
 		return &c, nil, true
 	}
-	if jobID(s) != "" || s.VmState == StateDeleted || r.HostID != s.HostID || s.Twin != nil || r.ReportedAt < s.ReportsAfter ||
+	if jobID(s) != "" || s.VmState == StateDeleted || r.HostID != s.HostID || rare(s).Twin != nil || r.ReportedAt < rare(s).ReportsAfter ||
 		s.PowerState != r.PowerState || s.PowerHost != r.HostID || !consistent(s.VmState, r.PowerState) {
 		return nil, nil, false
 	}

@@ -34,13 +34,13 @@ func TestQuickReportMatchesStep(t *testing.T) {
 		"no sequences":      base(func(s *schemas.VmRecord) { s.ReportSeq = nil }),
 		"stopped":           base(func(s *schemas.VmRecord) { s.VmState, s.PowerState = StateStopped, schemas.PowerOff }),
 		"stopped, reported": base(func(s *schemas.VmRecord) { s.VmState = StateStopped }),
-		"deleted":           base(func(s *schemas.VmRecord) { s.VmState, s.ExpungeAt = StateDeleted, 9_000_000 }),
+		"deleted":           base(func(s *schemas.VmRecord) { s.VmState, s.Rare = StateDeleted, &schemas.VmRare{ExpungeAt: 9_000_000} }),
 		"job": base(func(s *schemas.VmRecord) {
 			s.Job = &schemas.JobState{JobID: "j1", JobType: "Reboot", Deadline: 9_000_000}
 		}),
 		"other power host": base(func(s *schemas.VmRecord) { s.PowerHost = "h2" }),
 		"unplaced":         base(func(s *schemas.VmRecord) { s.HostID = "" }),
-		"unsettled":        base(func(s *schemas.VmRecord) { s.ReportsAfter = 4_999_500 }),
+		"unsettled":        base(func(s *schemas.VmRecord) { s.Rare = &schemas.VmRare{ReportsAfter: 4_999_500} }),
 	}
 	reports := map[string]*schemas.PowerReport{
 		"same":           {VmID: "vm-1", HostID: "h1", PowerState: schemas.PowerOn, ReportSeq: 6, ReportedAt: 4_999_000},

@@ -122,11 +122,11 @@ func resizeAdvance(t *tx) {
 	}
 	p := s.Job.Params
 	old := s.Offering
-	s.OldOffering = &old
+	s.Rare.OldOffering = &old
 	s.Offering = t.newOffering()
-	s.ResizeSourceHost = ""
+	s.Rare.ResizeSourceHost = ""
 	if p[paramDest] != "" {
-		s.ResizeSourceHost = p[paramSource]
+		s.Rare.ResizeSourceHost = p[paramSource]
 	}
 	t.step(TaskResizeVerify, "verify", "the VM runs with its new size on host "+s.HostID+"; confirm or revert the resize", nil)
 	s.VmState = StateResized
@@ -175,7 +175,7 @@ func confirmResizeFlow() flow { return flow{start: confirmStart} }
 
 func confirmStart(t *tx, _ any) {
 	s := t.s
-	old := s.ResizeSourceHost
+	old := s.Rare.ResizeSourceHost
 	text := "keeping the new size"
 	if old != "" && old != s.HostID {
 		text += "; releasing the old allocation on host " + old
@@ -187,7 +187,7 @@ func confirmStart(t *tx, _ any) {
 		// In place, the claim covered both sizes: it becomes the new one.
 		t.settleClaim()
 	}
-	s.OldOffering, s.ResizeSourceHost = nil, ""
+	s.Rare.OldOffering, s.Rare.ResizeSourceHost = nil, ""
 	s.VmState = StateActive
 	t.succeed("resize confirmed")
 }
@@ -202,7 +202,7 @@ func revertResizeFlow() flow {
 func revertStart(t *tx, _ any) {
 	s := t.s
 	p := t.params()
-	old := s.ResizeSourceHost
+	old := s.Rare.ResizeSourceHost
 	if old != "" && old != s.HostID {
 		p[paramSource], p[paramDest] = s.HostID, old
 		t.step(TaskMigrating, "migrate", fmt.Sprintf("moving the VM back live from host %s to host %s with its old size", s.HostID, old),
@@ -237,7 +237,7 @@ func revertPlaced(t *tx, d *schemas.PlacementDecided) {
 func revertDone(t *tx) {
 	s := t.s
 	p := s.Job.Params
-	s.Offering, s.OldOffering, s.ResizeSourceHost = oldOffering(s), nil, ""
+	s.Offering, s.Rare.OldOffering, s.Rare.ResizeSourceHost = oldOffering(s), nil, ""
 	if p[paramDest] != "" {
 		// Back on the old host: the new one's claim goes.
 		t.releaseOn(p[paramSource])

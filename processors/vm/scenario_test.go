@@ -164,8 +164,8 @@ func restore(t *testing.T, s *schemas.VmRecord) *schemas.VmRecord {
 	}
 	// The machine keeps the out-of-line parts exactly as decoding does:
 	// nil when zero.
-	if (s.Job == nil) != (back.Job == nil) || (s.OldOffering == nil) != (back.OldOffering == nil) {
-		t.Fatalf("job %v, old offering %v: nil when set or set when zero", s.Job, s.OldOffering)
+	if (s.Job == nil) != (back.Job == nil) || (s.Rare == nil) != (back.Rare == nil) || (rare(s).OldOffering == nil) != (rare(back).OldOffering == nil) {
+		t.Fatalf("job %v, rare %v: nil when set or set when zero", s.Job, s.Rare)
 	}
 	return back
 }
@@ -210,17 +210,17 @@ func checkInvariants(t *testing.T, s *schemas.VmRecord) {
 		return
 	}
 	job := jobID(s)
-	if (job == "") != (s.TaskState == "") {
-		t.Fatalf("job %q with task_state %q", job, s.TaskState)
+	if (job == "") != (rare(s).TaskState == "") {
+		t.Fatalf("job %q with task_state %q", job, rare(s).TaskState)
 	}
 	seen := map[string]bool{job: job != ""}
-	for _, q := range s.Queue {
+	for _, q := range rare(s).Queue {
 		if seen[q.CommandID] {
 			t.Fatalf("command %s twice among the running and queued jobs", q.CommandID)
 		}
 		seen[q.CommandID] = true
 	}
-	if job == "" && len(s.Queue) > 0 {
+	if job == "" && len(rare(s).Queue) > 0 {
 		t.Fatalf("queued commands with no job running")
 	}
 	// A Tick sends the command again while the answer is due, so the
@@ -284,11 +284,11 @@ func parseRecord(t *testing.T, typ string, kvs []string) schemas.Record {
 
 func fieldByPath(v reflect.Value, path string) (reflect.Value, bool) {
 	head, rest, nested := strings.Cut(path, ".")
-	for _, f := range structFields(v.Type()) {
-		if f.name != head {
+	for _, f := range schemas.Fields(v.Type()) {
+		if f.Name != head {
 			continue
 		}
-		fv := v.FieldByIndex(f.index)
+		fv := v.FieldByIndex(f.Index)
 		if nested && fv.Kind() == reflect.Slice {
 			return elemByPath(fv, rest)
 		}
@@ -312,27 +312,6 @@ func elemByPath(s reflect.Value, path string) (reflect.Value, bool) {
 		s.Set(reflect.Append(s, reflect.Zero(s.Type().Elem())))
 	}
 	return fieldByPath(s.Index(i), rest)
-}
-
-type tfield struct {
-	name  string
-	index []int
-}
-
-// structFields lists a schemas struct's avro fields, embedded ones flattened.
-func structFields(t reflect.Type) []tfield {
-	var out []tfield
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if f.Anonymous && f.Type.Kind() == reflect.Struct {
-			for _, g := range structFields(f.Type) {
-				out = append(out, tfield{g.name, append([]int{i}, g.index...)})
-			}
-			continue
-		}
-		out = append(out, tfield{f.Tag.Get("avro"), []int{i}})
-	}
-	return out
 }
 
 func setValue(t *testing.T, f reflect.Value, s string) {
@@ -380,15 +359,15 @@ func renderRecord(o schemas.Record) string {
 // behind pointers) with a dotted prefix.
 func render(v reflect.Value, prefix string) string {
 	var parts []string
-	for _, f := range structFields(v.Type()) {
-		fv := v.FieldByIndex(f.index)
-		if fv.IsZero() {
+	for _, f := range schemas.Fields(v.Type()) {
+		fv, err := v.FieldByIndexErr(f.Index)
+		if err != nil || fv.IsZero() { // zero, or in a nil inline part
 			continue
 		}
 		if fv.Kind() == reflect.Pointer {
 			fv = fv.Elem()
 		}
-		name := prefix + f.name
+		name := prefix + f.Name
 		switch fv.Kind() {
 		case reflect.Struct:
 			if s := render(fv, name+"."); s != "" {

@@ -61,10 +61,10 @@ func hasSnapshot(s *schemas.VmRecord, name string) bool {
 
 // snapshotsOf is the VM's snapshots, oldest first; nil for none.
 func snapshotsOf(s *schemas.VmRecord) []schemas.VmSnapshot {
-	if s.Snapshots == nil {
-		return nil
+	if l := rare(s).Snapshots; l != nil {
+		return l.Items
 	}
-	return s.Snapshots.Items
+	return nil
 }
 
 // snapshotNew refuses a Snapshot whose name the VM has already.
@@ -119,7 +119,7 @@ func quote(name string) string { return `"` + name + `"` }
 func snapshotTaken(t *tx) {
 	s := t.s
 	name := s.Job.Params[paramSnapshotName]
-	s.Snapshots = &schemas.SnapshotList{Items: append(slices.Clone(snapshotsOf(s)), schemas.VmSnapshot{Name: name, TakenAt: t.ms})}
+	s.Rare.Snapshots = &schemas.SnapshotList{Items: append(slices.Clone(snapshotsOf(s)), schemas.VmSnapshot{Name: name, TakenAt: t.ms})}
 	t.event(&schemas.SnapshotTaken{VmID: s.VmID, Account: s.Account, Name: name, JobID: s.Job.JobID, At: t.ms})
 }
 
@@ -140,9 +140,9 @@ func (t *tx) dropSnapshots(drop func(name string) bool) {
 		}
 		t.event(&schemas.SnapshotDeleted{VmID: s.VmID, Account: s.Account, Name: x.Name, JobID: s.Job.JobID, At: t.ms})
 	}
-	s.Snapshots = nil
+	s.Rare.Snapshots = nil
 	if len(kept) > 0 {
-		s.Snapshots = &schemas.SnapshotList{Items: kept}
+		s.Rare.Snapshots = &schemas.SnapshotList{Items: kept}
 	}
 }
 

@@ -63,39 +63,55 @@ func clone(s *schemas.VmRecord) *schemas.VmRecord {
 	}
 	c := *s
 	c.Offering.HostTags = slices.Clone(s.Offering.HostTags)
-	if s.OldOffering != nil {
-		o := *s.OldOffering
-		o.HostTags = slices.Clone(o.HostTags)
-		c.OldOffering = &o
-	}
 	if s.Job != nil {
 		j := *s.Job
 		j.Params = maps.Clone(j.Params)
 		c.Job = &j
 	}
-	c.Queue = slices.Clone(s.Queue)
-	for i := range c.Queue {
-		c.Queue[i].Payload = slices.Clone(c.Queue[i].Payload)
-	}
 	c.Recent = slices.Clone(s.Recent)
 	c.ReportSeq = maps.Clone(s.ReportSeq)
-	c.HAAvoidHosts = slices.Clone(s.HAAvoidHosts)
-	if s.Snapshots != nil {
-		c.Snapshots = &schemas.SnapshotList{Items: slices.Clone(s.Snapshots.Items)}
-	}
-	if s.Twin != nil {
-		tw := *s.Twin
-		c.Twin = &tw
-	}
 	c.Storage = cloneStorage(s.Storage)
+	if s.Rare != nil {
+		r := *s.Rare
+		if r.OldOffering != nil {
+			o := *r.OldOffering
+			o.HostTags = slices.Clone(o.HostTags)
+			r.OldOffering = &o
+		}
+		r.Queue = slices.Clone(r.Queue)
+		for i := range r.Queue {
+			r.Queue[i].Payload = slices.Clone(r.Queue[i].Payload)
+		}
+		r.HAAvoidHosts = slices.Clone(r.HAAvoidHosts)
+		if r.Snapshots != nil {
+			r.Snapshots = &schemas.SnapshotList{Items: slices.Clone(r.Snapshots.Items)}
+		}
+		if r.Twin != nil {
+			tw := *r.Twin
+			r.Twin = &tw
+		}
+		c.Rare = &r
+	}
 	return &c
 }
 
-// The out-of-line parts of a record (schemas.VmRecord's Job, OldOffering,
-// Twin, Snapshots and Storage) are nil when zero in every state Step and Tick return, as
-// in every state decoded from vm.state.v1. Inside a Step or Tick the working
-// copy always has a Job, changed in place, so the flows read and write it
-// without nil checks; finish compacts it again.
+// The out-of-line parts of a record (schemas.VmRecord's Job, Storage and
+// Rare, and Rare's OldOffering, Twin and Snapshots) are nil when zero in
+// every state Step and Tick return, as in every state decoded from
+// vm.state.v1. Inside a Step or Tick the working copy always has a Job and
+// a Rare, changed in place, so the flows read and write them without nil
+// checks; finish compacts them again. Outside, rare(s) reads them.
+
+// rare is the rarely set fields of s, zero when none is set.
+func rare(s *schemas.VmRecord) *schemas.VmRare {
+	if s.Rare == nil {
+		return &noRare
+	}
+	return s.Rare
+}
+
+// noRare is what rare returns for a record without them; never written.
+var noRare schemas.VmRare
 
 // jobID is the id of the VM's job in flight; "" for none.
 func jobID(s *schemas.VmRecord) string {
@@ -108,10 +124,10 @@ func jobID(s *schemas.VmRecord) string {
 // oldOffering is the offering before a resize awaiting confirmation; zero
 // for none.
 func oldOffering(s *schemas.VmRecord) schemas.Offering {
-	if s.OldOffering == nil {
-		return schemas.Offering{}
+	if o := rare(s).OldOffering; o != nil {
+		return *o
 	}
-	return *s.OldOffering
+	return schemas.Offering{}
 }
 
 // compact drops the out-of-line parts of s that are zero.
@@ -119,17 +135,35 @@ func compact(s *schemas.VmRecord) {
 	if s.Job != nil && reflect.ValueOf(s.Job).Elem().IsZero() {
 		s.Job = nil
 	}
-	if s.OldOffering != nil && reflect.ValueOf(s.OldOffering).Elem().IsZero() {
-		s.OldOffering = nil
-	}
-	if s.Twin != nil && *s.Twin == (schemas.TwinReport{}) {
-		s.Twin = nil
-	}
-	if s.Snapshots != nil && len(s.Snapshots.Items) == 0 {
-		s.Snapshots = nil
-	}
 	if s.Storage != nil && emptyStorage(s.Storage) {
 		s.Storage = nil
+	}
+	r := s.Rare
+	if r == nil {
+		return
+	}
+	if r.OldOffering != nil && reflect.ValueOf(r.OldOffering).Elem().IsZero() {
+		r.OldOffering = nil
+	}
+	if r.Twin != nil && *r.Twin == (schemas.TwinReport{}) {
+		r.Twin = nil
+	}
+	if r.Snapshots != nil && len(r.Snapshots.Items) == 0 {
+		r.Snapshots = nil
+	}
+	// Emptied lists are nil, as decoding leaves them, so that a Rare
+	// with nothing left is seen to be zero.
+	if len(r.Queue) == 0 {
+		r.Queue = nil
+	}
+	if len(r.HAAvoidHosts) == 0 {
+		r.HAAvoidHosts = nil
+	}
+	if len(r.MaybeOn) == 0 {
+		r.MaybeOn = nil
+	}
+	if reflect.ValueOf(r).Elem().IsZero() {
+		s.Rare = nil
 	}
 }
 
@@ -185,11 +219,12 @@ func watch(s *schemas.VmRecord) watched {
 	if s == nil {
 		return watched{}
 	}
-	return watched{s.VmState, s.TaskState, s.PowerState, s.HostID}
+	return watched{s.VmState, rare(s).TaskState, s.PowerState, s.HostID}
 }
 
 // snapshot is the full VmStateChanged of a VM: the read model's row.
 func snapshot(s *schemas.VmRecord, jobID, reason string) *schemas.VmStateChanged {
+	r := rare(s)
 	return &schemas.VmStateChanged{
 		VmID:                  s.VmID,
 		Name:                  s.Name,
@@ -198,15 +233,15 @@ func snapshot(s *schemas.VmRecord, jobID, reason string) *schemas.VmStateChanged
 		Offering:              s.Offering,
 		HA:                    s.HA,
 		VmState:               s.VmState,
-		TaskState:             s.TaskState,
+		TaskState:             r.TaskState,
 		PowerState:            s.PowerState,
 		PowerHost:             s.PowerHost,
-		LegacyState:           LegacyState(s.VmState, s.TaskState, s.PowerState),
+		LegacyState:           LegacyState(s.VmState, r.TaskState, s.PowerState),
 		HostID:                s.HostID,
 		Epoch:                 s.Epoch,
 		JobID:                 jobID,
-		PendingJobs:           int32(len(s.Queue)),
-		AllowedActions:        AllowedActions(s.VmState, s.TaskState),
+		PendingJobs:           int32(len(r.Queue)),
+		AllowedActions:        AllowedActions(s.VmState, r.TaskState),
 		Reason:                reason,
 		PowerStateUpdateTime:  s.PowerStateUpdateTime,
 		PowerStateUpdateCount: s.PowerStateUpdateCount,

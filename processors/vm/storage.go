@@ -293,7 +293,7 @@ func (t *tx) nicsReleased() {
 	}
 	// The id names the expunge time: a later VM of the same id expunges
 	// under another.
-	t.emit(schemas.TopicPlacementRequests, s.ZoneID, &schemas.ReleaseVm{RequestID: schemas.BoundID(fmt.Sprintf("%s-expunge-%d", s.VmID, s.ExpungeAt)),
+	t.emit(schemas.TopicPlacementRequests, s.ZoneID, &schemas.ReleaseVm{RequestID: schemas.BoundID(fmt.Sprintf("%s-expunge-%d", s.VmID, s.Rare.ExpungeAt)),
 		VmID: s.VmID, ZoneID: s.ZoneID, Nics: true, At: t.ms})
 	for _, n := range s.Storage.Nics {
 		t.event(&schemas.NicChanged{VmID: s.VmID, Account: s.Account, ZoneID: s.ZoneID, Nic: n, Released: true, At: t.ms})

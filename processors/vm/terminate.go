@@ -43,20 +43,20 @@ func terminateNext(t *tx) {
 		t.callAgent(phaseStopping, s.HostID, "")
 	case s.HostID != "" && s.Job.Params[paramOwnDestroyed] == "":
 		t.destroyOn(s.HostID, "destroying the VM and its disks on host "+s.HostID)
-	case len(s.MaybeOn) > 0:
+	case len(s.Rare.MaybeOn) > 0:
 		// A migration this terminate cancelled, or an earlier job, may
 		// have moved the VM: it is destroyed there too, after its own
 		// host, whose partition holds the MigrateVm before the destroy.
-		also := s.MaybeOn[0]
+		also := s.Rare.MaybeOn[0]
 		t.destroyOn(also, "destroying the VM on host "+also+", where it may have moved")
 	default:
 		if s.Job.Phase == "" {
 			t.step(TaskDeleting, "delete", "no host holds the VM", nil)
 		}
 		s.VmState = StateDeleted
-		s.DeletedAt = t.ms
-		if s.ExpungeAt == 0 {
-			s.ExpungeAt = t.ms + t.cfg.ExpungeDelay.Milliseconds()
+		s.Rare.DeletedAt = t.ms
+		if s.Rare.ExpungeAt == 0 {
+			s.Rare.ExpungeAt = t.ms + t.cfg.ExpungeDelay.Milliseconds()
 		}
 		// Release every claim of the VM: this also frees what a PlaceVm of a
 		// cancelled job may still allocate, since placement handles the
@@ -67,7 +67,7 @@ func terminateNext(t *tx) {
 		// its addresses stay until it is expunged.
 		t.dropSnapshots(func(string) bool { return true })
 		t.volumesDestroyed()
-		t.succeed(fmt.Sprintf("the VM is deleted; expunge at %s", time.UnixMilli(s.ExpungeAt).UTC().Format(time.RFC3339)))
+		t.succeed(fmt.Sprintf("the VM is deleted; expunge at %s", time.UnixMilli(s.Rare.ExpungeAt).UTC().Format(time.RFC3339)))
 	}
 }
 
@@ -116,14 +116,14 @@ func terminateAnswerFailed(t *tx, a *schemas.AgentAnswer) {
 // claim outlived a VM destroyed there).
 func terminateFailed(t *tx) {
 	s := t.s
-	if len(s.MaybeOn) == 0 {
+	if len(s.Rare.MaybeOn) == 0 {
 		return
 	}
 	s.VmState = StateError
 	t.lostTrack()
 	if s.Job.Params[paramOwnDestroyed] != "" {
 		t.releaseOn(s.HostID)
-		s.HostID, s.PodID, s.ClusterID = s.MaybeOn[0], "", ""
+		s.HostID, s.PodID, s.ClusterID = s.Rare.MaybeOn[0], "", ""
 		t.notOn(s.HostID)
 	}
 }

@@ -34,10 +34,10 @@ func (t *tx) twinSeen(host, power string) bool {
 	if s.HostID == "" || s.Job.JobID != "" || s.PowerHost != s.HostID || !onHost(s.PowerState) {
 		return false
 	}
-	if s.Twin == nil || s.Twin.HostID != host {
-		s.Twin = &schemas.TwinReport{HostID: host, PowerState: power, OwnSeq: s.ReportSeq[s.HostID]}
+	if s.Rare.Twin == nil || s.Rare.Twin.HostID != host {
+		s.Rare.Twin = &schemas.TwinReport{HostID: host, PowerState: power, OwnSeq: s.ReportSeq[s.HostID]}
 	} else {
-		s.Twin.PowerState = power
+		s.Rare.Twin.PowerState = power
 	}
 	return true
 }
@@ -49,19 +49,19 @@ func (t *tx) twinSeen(host, power string) bool {
 // twin's host is now the VM's own.
 func (t *tx) dropStaleTwin(orig *schemas.VmRecord) {
 	s := t.s
-	if s.Twin == nil {
+	if s.Rare.Twin == nil {
 		return
 	}
 	moved := orig == nil || orig.HostID != s.HostID
-	if s.Job.JobID != "" || moved || s.Twin.HostID == s.HostID {
-		s.Twin = nil
+	if s.Job.JobID != "" || moved || s.Rare.Twin.HostID == s.HostID {
+		s.Rare.Twin = nil
 	}
 }
 
 // twinGone forgets the twin report of host, which no longer has the VM.
 func (t *tx) twinGone(host string) {
-	if t.s.Twin != nil && t.s.Twin.HostID == host {
-		t.s.Twin = nil
+	if t.s.Rare.Twin != nil && t.s.Rare.Twin.HostID == host {
+		t.s.Rare.Twin = nil
 	}
 }
 
@@ -71,11 +71,11 @@ func (t *tx) twinGone(host string) {
 // handled.
 func (t *tx) twinSettled(host, power string, at int64, seq int64) bool {
 	s := t.s
-	tw := *s.Twin
+	tw := *s.Rare.Twin
 	if seq != 0 && seq <= tw.OwnSeq {
 		return false
 	}
-	s.Twin = nil
+	s.Rare.Twin = nil
 	if onHost(power) {
 		t.runningTwice(tw.HostID)
 		return false // the own host's report is applied as usual

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"reflect"
-	"strings"
 
 	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/schemas"
@@ -103,26 +102,20 @@ func cuts(in []byte, start int) []int {
 }
 
 // avroMap renders a schemas value with the Avro names of its fields,
-// embedded structs (JobRef) flattened as Avro has them.
+// embedded structs (JobRef) and inline parts (VmRecord.Rare) flattened as
+// Avro has them.
 func avroMap(v reflect.Value) map[string]any {
 	v = reflect.Indirect(v)
 	out := map[string]any{}
 	if v.Kind() != reflect.Struct {
 		return out
 	}
-	for i := 0; i < v.NumField(); i++ {
-		f := v.Type().Field(i)
-		if f.Anonymous && f.Type.Kind() == reflect.Struct {
-			for k, x := range avroMap(v.Field(i)) {
-				out[k] = x
-			}
-			continue
+	for _, f := range schemas.Fields(v.Type()) {
+		fv, err := v.FieldByIndexErr(f.Index)
+		if err != nil { // in a nil inline part: zero
+			fv = reflect.Zero(v.Type().FieldByIndex(f.Index).Type)
 		}
-		name, _, _ := strings.Cut(f.Tag.Get("avro"), ",")
-		if name == "" || name == "-" || !f.IsExported() {
-			continue
-		}
-		out[name] = avroValue(v.Field(i))
+		out[f.Name] = avroValue(fv)
 	}
 	return out
 }

@@ -24,6 +24,7 @@ func records() []any {
 		&schemas.JobStepped{JobRef: ref, Seq: 1, TaskState: "Scheduling", Step: "place", Text: "line one\n\x00line two\n\xc3\x01three"},
 		&schemas.VmStateChanged{VmID: "vm-1", Account: "acme", VmState: "Active", PowerState: "PowerOn", HostID: "host-2", JobID: "job-1"},
 		&schemas.JobSucceeded{JobRef: ref, VmState: "Active"},
+		&schemas.VmRecord{VmID: "vm-1", Name: "web\nserver", VmState: "Active", Rare: &schemas.VmRare{TaskState: "Rebooting"}},
 	}
 }
 
@@ -50,6 +51,11 @@ func wantDecoded(t *testing.T, out string) {
 	}
 	if step.Value["job_id"] != "job-1" || step.Value["seq"] != float64(1) || step.Value["task_state"] != "Scheduling" {
 		t.Errorf("JobStepped fields (Avro names, JobRef flattened): %v", step.Value)
+	}
+	var rec decoded
+	_ = json.Unmarshal([]byte(lines[4]), &rec)
+	if rec.Value["task_state"] != "Rebooting" || rec.Value["vm_state"] != "Active" || rec.Value["expunge_at"] != float64(0) {
+		t.Errorf("VmRecord fields (Avro names, Rare flattened): %v", rec.Value)
 	}
 }
 
