@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"slices"
 	"sync"
 	"time"
 
@@ -52,7 +51,9 @@ func (p *Processor[S]) restore(ctx context.Context, cl *kgo.Client, parts []int3
 		p.st.drop(part)
 	}
 	rctx, cancel := context.WithCancel(ctx)
-	fetches := prefetch(rctx, kafka.NewPositionReader(cl, changelog, from, to))
+	fetches := prefetch(rctx, kafka.NewPositionReader(cl, changelog, from, to), func(recs []*kgo.Record) ([]any, error) {
+		return p.decodeAll(rctx, p.cfg.Kafka.In(recs))
+	})
 	defer func() {
 		cancel()
 		for range fetches { // the reader is done with cl when it closes them
@@ -61,7 +62,6 @@ func (p *Processor[S]) restore(ctx context.Context, cl *kgo.Client, parts []int3
 	progress := time.Now()
 	warned := time.Time{}
 	defer p.restoring.Store(nil)
-	var values []any
 	var g map[int32]map[string]*gathered[S]
 	if p.parted != nil {
 		g = map[int32]map[string]*gathered[S]{}
@@ -70,9 +70,7 @@ func (p *Processor[S]) restore(ctx context.Context, cl *kgo.Client, parts []int3
 		if f.err != nil {
 			return 0, f.err
 		}
-		if values, err = p.loadAll(ctx, p.cfg.Kafka.In(f.recs), values, g); err != nil {
-			return 0, err
-		}
+		p.applyAll(f.recs, f.values, g)
 		if f.moved {
 			progress = time.Now()
 			if !warned.IsZero() {
@@ -106,21 +104,24 @@ func (p *Processor[S]) restore(ctx context.Context, cl *kgo.Client, parts []int3
 	return n, nil
 }
 
-// fetched is one answer of the changelog reader: its records, whether any
-// position moved, and where the reader stands.
+// fetched is one answer of the changelog reader: its records and their
+// decoded values, whether any position moved, and where the reader stands.
 type fetched struct {
-	recs  []*kgo.Record
-	moved bool
-	left  string
-	err   error
+	recs   []*kgo.Record
+	values []any
+	moved  bool
+	left   string
+	err    error
 }
 
-// prefetch reads rd to its end in a goroutine of its own, one answer ahead
-// of the restore loop: while the loop decodes and stores the states of one
-// answer, the broker assembles the next and the client takes its batches
-// apart. The channel closes when every partition is read, after an error
-// (the last answer sent) or when ctx ends.
-func prefetch(ctx context.Context, rd *kafka.PositionReader) <-chan fetched {
+// prefetch reads rd to its end and decodes each answer's records in a
+// goroutine of its own, one answer ahead of the restore loop: while the
+// loop stores the states of one answer, the broker assembles the next,
+// the client takes its batches apart and decode makes its values (the
+// loop's storing was a third of a 500,000-key restore with nothing else
+// running). The channel closes when every partition is read, after an
+// error (the last answer sent) or when ctx ends.
+func prefetch(ctx context.Context, rd *kafka.PositionReader, decode func([]*kgo.Record) ([]any, error)) <-chan fetched {
 	ch := make(chan fetched, 1)
 	go func() {
 		defer close(ch)
@@ -129,7 +130,11 @@ func prefetch(ctx context.Context, rd *kafka.PositionReader) <-chan fetched {
 			if ctx.Err() != nil {
 				return
 			}
-			f := fetched{recs: recs, moved: moved, err: err}
+			var values []any
+			if err == nil {
+				values, err = decode(recs)
+			}
+			f := fetched{recs: recs, values: values, moved: moved, err: err}
 			if !moved {
 				f.left = rd.Left()
 			}
@@ -146,15 +151,11 @@ func prefetch(ctx context.Context, rd *kafka.PositionReader) <-chan fetched {
 	return ch
 }
 
-// loadAll applies one answer's changelog records in order, decoding their
-// values first in as many goroutines as the process may run at once: at
-// 500,000 keys decoding is most of a restore's CPU, and the loop has
-// nothing else to do meanwhile. values is a buffer for the decoded values,
-// returned for the next answer. A Parted machine's records are gathered
-// in g, to be assembled when the restore has read them all.
-func (p *Processor[S]) loadAll(ctx context.Context, recs []*kgo.Record, values []any, g map[int32]map[string]*gathered[S]) ([]any, error) {
-	values = slices.Grow(values[:0], len(recs))[:len(recs)]
-	clear(values)
+// decodeAll decodes the values of one answer's changelog records in as
+// many goroutines as the process may run at once (at 500,000 keys
+// decoding is most of a restore's CPU); a tombstone's value is nil.
+func (p *Processor[S]) decodeAll(ctx context.Context, recs []*kgo.Record) ([]any, error) {
+	values := make([]any, len(recs))
 	workers := max(min(runtime.GOMAXPROCS(0), len(recs)/minDecodeShare), 1)
 	per := (len(recs) + workers - 1) / workers
 	errs := make([]error, workers)
@@ -166,9 +167,16 @@ func (p *Processor[S]) loadAll(ctx context.Context, recs []*kgo.Record, values [
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return values, err // the earliest record's
+			return nil, err // the earliest record's
 		}
 	}
+	return values, nil
+}
+
+// applyAll applies one answer's changelog records in order, their values
+// decoded. A Parted machine's records are gathered in g, to be assembled
+// when the restore has read them all.
+func (p *Processor[S]) applyAll(recs []*kgo.Record, values []any, g map[int32]map[string]*gathered[S]) {
 	for i, r := range recs {
 		if g != nil {
 			p.gather(g, r, values[i])
@@ -176,7 +184,6 @@ func (p *Processor[S]) loadAll(ctx context.Context, recs []*kgo.Record, values [
 		}
 		p.load(r, values[i])
 	}
-	return values, nil
 }
 
 // minDecodeShare is the fewest records worth a goroutine of their own.
@@ -205,12 +212,23 @@ func (p *Processor[S]) decodeStates(ctx context.Context, recs []*kgo.Record, val
 // load applies one changelog record, its value decoded into v: a key's
 // latest value replaces its slot, a tombstone removes it.
 func (p *Processor[S]) load(r *kgo.Record, v any) {
-	key := string(r.Key)
 	if r.Value == nil || p.cfg.SkipDecode {
-		p.st.remove(r.Partition, key)
+		p.st.remove(r.Partition, string(r.Key))
 		return
 	}
-	p.restored(r.Partition, key, v.(S))
+	s := v.(S)
+	p.restored(r.Partition, keyOf(s, r.Key), s)
+}
+
+// keyOf is a restored state's key: the state's own copy when it holds its
+// key (keyed), so that restoring 500,000 keys makes no string of each.
+func keyOf[S any](s S, key []byte) string {
+	if k, ok := any(s).(keyed); ok {
+		if own := k.StateKey(); own == string(key) {
+			return own
+		}
+	}
+	return string(key)
 }
 
 // restored makes s the state of a key, as a restore read it.
