@@ -83,6 +83,7 @@ func clone(s *schemas.VmRecord) *schemas.VmRecord {
 			r.Queue[i].Payload = slices.Clone(r.Queue[i].Payload)
 		}
 		r.HAAvoidHosts = slices.Clone(r.HAAvoidHosts)
+		r.MaybeOn = slices.Clone(r.MaybeOn)
 		if r.Snapshots != nil {
 			r.Snapshots = &schemas.SnapshotList{Items: slices.Clone(r.Snapshots.Items)}
 		}
