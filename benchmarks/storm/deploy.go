@@ -21,10 +21,13 @@ import (
 
 // DeploySize is the deploy open loop's size: a zone of Hosts sim hosts,
 // and deploys sent at each rate of Rates in turn for Duration, up to the
-// first rate whose p99 is past Ceiling.
+// first rate whose p99 is past Ceiling, but always up to Target, the rate
+// of the p99 target. Rates below Target find the highest rate under the
+// ceiling on a box that cannot keep up with Target.
 type DeploySize struct {
 	Hosts    int           `json:"hosts"`
 	Rates    []int         `json:"rates"`
+	Target   int           `json:"target"`
 	Duration time.Duration `json:"duration"`
 	Ceiling  time.Duration `json:"ceiling"`
 	Runs     int           `json:"runs"`
@@ -32,7 +35,8 @@ type DeploySize struct {
 
 // Sizes of `make bench` and `make bench QUICK=1`.
 var (
-	DeployFull  = DeploySize{Hosts: 10_000, Rates: []int{500, 1000, 1500, 2000, 3000}, Duration: 5 * time.Second, Ceiling: 100 * time.Millisecond, Runs: 3}
+	DeployFull = DeploySize{Hosts: 10_000, Rates: []int{100, 200, 300, 500, 1000, 1500, 2000, 3000}, Target: 500,
+		Duration: 5 * time.Second, Ceiling: 100 * time.Millisecond, Runs: 3}
 	DeployQuick = DeploySize{Hosts: 100, Rates: []int{20}, Duration: 2 * time.Second, Ceiling: 100 * time.Millisecond, Runs: 1}
 )
 
@@ -100,7 +104,7 @@ func RunDeploys(ctx context.Context, ds DeploySize, pgBase string, log *slog.Log
 			s.Errs[rate] = err.Error()
 			break
 		}
-		if harness.Percentile(s.Actions[rate], 99) > ds.Ceiling {
+		if harness.Percentile(s.Actions[rate], 99) > ds.Ceiling && rate >= ds.Target {
 			break // the highest rate under the ceiling is known
 		}
 	}

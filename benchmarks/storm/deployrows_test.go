@@ -15,7 +15,7 @@ func TestDeployRows(t *testing.T) {
 		}
 		return out
 	}
-	ds := DeploySize{Hosts: 10, Rates: []int{500, 1000, 2000, 3000}, Duration: time.Second, Ceiling: 100 * time.Millisecond, Runs: 2}
+	ds := DeploySize{Hosts: 10, Rates: []int{500, 1000, 2000, 3000}, Target: 500, Duration: time.Second, Ceiling: 100 * time.Millisecond, Runs: 2}
 	samples := []DeploySample{
 		{Actions: map[int][]time.Duration{500: ms(5, 9), 1000: ms(20, 90), 2000: ms(50, 400)}, Errs: map[int]string{}},
 		{Actions: map[int][]time.Duration{500: ms(6, 12), 1000: ms(30, 80)}, Errs: map[int]string{2000: "30 of 2000 actions failed"}},
