@@ -126,6 +126,8 @@ func BenchmarkTakeRecords(b *testing.B) {
 	}
 	bt := newBatch()
 	var ps payloads
+	var jobs jobColumns
+	var events eventColumns
 	for b.Loop() {
 		bt.reset()
 		bt.grow(krs)
@@ -141,10 +143,10 @@ func BenchmarkTakeRecords(b *testing.B) {
 			bt.add(kr, &rr)
 		}
 		for lo := 0; lo < len(bt.jobs); lo += sendRows {
-			_ = jobColumns(bt.jobs[lo:min(lo+sendRows, len(bt.jobs))])
+			_ = jobs.of(bt.jobs[lo:min(lo+sendRows, len(bt.jobs))])
 		}
 		for lo := 0; lo < len(bt.events); lo += sendRows {
-			_ = eventColumns(bt.events[lo:min(lo+sendRows, len(bt.events))])
+			_ = events.of(bt.events[lo:min(lo+sendRows, len(bt.events))])
 		}
 	}
 	b.ReportMetric(float64(len(krs)*b.N)/b.Elapsed().Seconds(), "records/s")
