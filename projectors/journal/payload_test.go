@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vmplane/vmplane/benchmarks/fleet"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -114,4 +115,19 @@ func fill(v reflect.Value, s string, n int64) {
 			}
 		}
 	}
+}
+
+// BenchmarkRenderPayload renders the payloads of 2,000 jobs of a fleet
+// history (about 12,000 events) into chunks, as the projector does.
+func BenchmarkRenderPayload(b *testing.B) {
+	recs := (fleet.History{Start: 1_760_000_000_000}).Records(0, 2_000)
+	var ps payloads
+	for b.Loop() {
+		for _, r := range recs {
+			if _, err := ps.render(r.Value); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(len(recs)*b.N)/b.Elapsed().Seconds(), "payloads/s")
 }
