@@ -224,6 +224,15 @@ func marshalsItself(t reflect.Type) bool {
 	return false
 }
 
+// plainJSON marks the bytes appendJSONString copies as they are: ASCII
+// but control characters, quote, backslash and the HTML-unsafe <, >, &.
+var plainJSON = func() (plain [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		plain[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return plain
+}()
+
 // appendJSONString appends s quoted as encoding/json quotes it (HTML-safe):
 // ASCII is escaped here as it escapes it; a string with any other byte
 // goes through encoding/json, which also replaces invalid UTF-8 and escapes
@@ -235,12 +244,12 @@ func appendJSONString(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
+		if plainJSON[c] {
+			continue
+		}
 		if c >= utf8.RuneSelf {
 			b, _ := json.Marshal(s) // a string always encodes
 			return append(dst[:mark], b...)
-		}
-		if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-			continue
 		}
 		dst = append(dst, s[start:i]...)
 		switch c {
