@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/processors/placement"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -26,12 +27,31 @@ type states struct {
 func readStates(ctx context.Context, st *stack) (*states, error) {
 	codec := schemas.NewCodec(nil)
 	s := &states{vms: map[string]*schemas.VmRecord{}, zones: map[string]*schemas.ZoneRecord{}}
+	// A zone is on placement.state.v1 in parts (engine.Parted), each its
+	// own key: the latest of each, assembled as a restore does.
+	parts := map[string]map[string]any{}
 	var bad []string
 	stats, err := readLog(ctx, st.kcfg, st.admin, []string{schemas.TopicVmState, schemas.TopicPlacementState}, func(kr *kgo.Record) {
 		key := string(kr.Key)
+		if kr.Topic == schemas.TopicPlacementState {
+			zone, name := schemas.SplitPartKey(key)
+			if parts[zone] == nil {
+				parts[zone] = map[string]any{}
+			}
+			if kr.Value == nil {
+				delete(parts[zone], name)
+				return
+			}
+			rec, err := kafka.FromKafka(ctx, codec, kr)
+			if err != nil {
+				bad = append(bad, err.Error())
+				return
+			}
+			parts[zone][name] = rec.Value
+			return
+		}
 		if kr.Value == nil {
 			delete(s.vms, key)
-			delete(s.zones, key)
 			return
 		}
 		rec, err := kafka.FromKafka(ctx, codec, kr)
@@ -39,16 +59,33 @@ func readStates(ctx context.Context, st *stack) (*states, error) {
 			bad = append(bad, err.Error())
 			return
 		}
-		switch v := rec.Value.(type) {
-		case *schemas.VmRecord:
+		if v, ok := rec.Value.(*schemas.VmRecord); ok {
 			s.vms[key] = v
-		case *schemas.ZoneRecord:
-			s.zones[key] = v
 		}
 	})
 	s.read = stats
+	m := placement.New(placement.DefaultConfig())
+	for zone, byName := range parts {
+		if whole, ok := byName[""].(*schemas.ZoneRecord); ok {
+			s.zones[zone] = whole // written before the zone was in parts
+			continue
+		}
+		if _, ok := byName[""]; !ok {
+			continue // parts left over from a zone that went
+		}
+		var ps []schemas.Part
+		for name, v := range byName {
+			ps = append(ps, schemas.Part{Name: name, Value: v})
+		}
+		z, aerr := m.Assemble(zone, ps)
+		if aerr != nil {
+			bad = append(bad, aerr.Error())
+			continue
+		}
+		s.zones[zone] = z
+	}
 	if err == nil && len(bad) > 0 {
-		err = fmt.Errorf("%d changelog records do not decode, first: %s", len(bad), bad[0])
+		err = fmt.Errorf("%d changelog records do not decode or assemble, first: %s", len(bad), bad[0])
 	}
 	return s, err
 }
