@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"runtime/debug"
 	"strconv"
 	"sync"
@@ -15,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/vmplane/vmplane/benchmarks/harness"
 	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/internal/memory"
 	pj "github.com/vmplane/vmplane/projectors/journal"
@@ -98,8 +96,6 @@ const limitBlockRows = 262_144
 type ingestSample struct {
 	took, limit   time.Duration
 	rows, jobRows uint64
-	// The server's CPU time over each (system.events).
-	serverCPU, limitServerCPU time.Duration
 }
 
 // ingestOnce projects the whole log into a fresh database with the
@@ -123,12 +119,6 @@ func ingestOnce(ctx context.Context, s *server, l *log, run int, lg *slog.Logger
 	// The collector as `vmplane projector` sets it by default
 	// (--gc-percent); the embedded broker in this process gets it too.
 	defer debug.SetGCPercent(debug.SetGCPercent(memory.RecommendedGCPercent))
-	stopProfile, err := harness.CPUProfile(os.Getenv("VMPLANE_BENCH_CPUPROFILE"), lg)
-	if err != nil {
-		return out, err
-	}
-	defer stopProfile()
-	cpu := s.cpu(ctx)
 	pctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	start := time.Now()
@@ -146,8 +136,6 @@ func ingestOnce(ctx context.Context, s *server, l *log, run int, lg *slog.Logger
 		}
 	}
 	out.took = time.Since(start)
-	stopProfile()
-	out.serverCPU = s.cpu(ctx) - cpu
 	cancel()
 	if err := <-done; err != nil {
 		return out, err
@@ -164,27 +152,17 @@ func ingestOnce(ctx context.Context, s *server, l *log, run int, lg *slog.Logger
 	}
 	out.jobRows = counts[0]
 
-	out.limit, out.limitServerCPU, err = insertLimit(ctx, s, dumps, counts)
-	return out, err
-}
-
-// insertLimit inserts the dumped tables into a fresh database with
-// clickhouse-client, one process per table side by side, and returns the
-// wall clock from the processes' start to the exit of the last and the
-// server's CPU time over it.
-func insertLimit(ctx context.Context, s *server, dumps [][]byte, counts []uint64) (took, serverCPU time.Duration, err error) {
-	db, err := s.freshDatabase(ctx)
+	db2, err := s.freshDatabase(ctx)
 	if err != nil {
-		return 0, 0, err
+		return out, err
 	}
-	defer s.drop(db)
+	defer s.drop(db2)
 	errs := make([]error, len(tables))
 	var wg sync.WaitGroup
-	cpu := s.cpu(ctx)
-	start := time.Now()
+	start = time.Now()
 	for i, t := range tables {
 		wg.Go(func() {
-			cmd := s.clientCmd(ctx, fmt.Sprintf("INSERT INTO `%s`.%s FORMAT TabSeparated", db, t), bytes.NewReader(dumps[i]),
+			cmd := s.clientCmd(ctx, fmt.Sprintf("INSERT INTO `%s`.%s FORMAT TabSeparated", db2, t), bytes.NewReader(dumps[i]),
 				"--max_insert_block_size", strconv.Itoa(limitBlockRows))
 			if b, err := cmd.CombinedOutput(); err != nil {
 				errs[i] = fmt.Errorf("clickhouse-client insert into %s: %v: %s", t, err, b)
@@ -192,14 +170,14 @@ func insertLimit(ctx context.Context, s *server, dumps [][]byte, counts []uint64
 		})
 	}
 	wg.Wait()
-	took, serverCPU = time.Since(start), s.cpu(ctx)-cpu
+	out.limit = time.Since(start)
 	for i, t := range tables {
 		if errs[i] != nil {
-			return 0, 0, errs[i]
+			return out, errs[i]
 		}
-		if n, err := s.count(ctx, db, t); err != nil || n != counts[i] {
-			return 0, 0, fmt.Errorf("limit: %s holds %d rows (%v), want %d", t, n, err, counts[i])
+		if n, err := s.count(ctx, db2, t); err != nil || n != counts[i] {
+			return out, fmt.Errorf("limit: %s holds %d rows (%v), want %d", t, n, err, counts[i])
 		}
 	}
-	return took, serverCPU, nil
+	return out, nil
 }

@@ -21,12 +21,11 @@ func AppendJobJournalTSV(dst []byte, recs []schemas.Record) ([]byte, int, error)
 		if r.Topic != schemas.TopicVmEvents {
 			continue
 		}
-		var j jobRow
-		isJob, _, err := rowsWithoutPayload(r, &j)
+		j, _, err := rowsWithoutPayload(r)
 		if err != nil {
 			return dst, n, err
 		}
-		if !isJob {
+		if j == nil {
 			continue
 		}
 		n++
