@@ -67,6 +67,24 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
+	// click clicks sel, looking it up again when the page drew it anew
+	// between the lookup and the click: a live page does at every event
+	// ("Could not find node with given id").
+	click := func(what, sel string) {
+		t.Helper()
+		for i := 0; ; i++ {
+			actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			err := chromedp.Do(actx, chromedp.Click(chromedp.CSS(sel)))
+			cancel()
+			if err == nil {
+				return
+			}
+			if i < 4 && strings.Contains(err.Error(), "Could not find node") {
+				continue
+			}
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
 
 	run("open", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("#key")))
 	shots.take(t, ctx, "signin")
@@ -103,7 +121,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	checkDisabled(t, ctx, "start")
 
 	// Stop it with its button; then stop is the disabled one.
-	run("stop", chromedp.Click(chromedp.CSS(`button[data-action="stop"]:not([disabled])`)))
+	click("stop", `button[data-action="stop"]:not([disabled])`)
 	waitJS(t, ctx, 20*time.Second, "the VM stopped", `document.querySelector('[data-field="state"]').textContent.includes('Stopped') && !!document.querySelector('#vm-jobs li[data-state="succeeded"] a') && document.querySelectorAll('#vm-jobs li[data-state="succeeded"]').length >= 2`)
 	checkDisabled(t, ctx, "stop")
 	shots.take(t, ctx, "vm-page-stopped")
@@ -126,7 +144,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	// An action with a required parameter asks for it in a form beside the
 	// buttons: it takes the focus, shows the API's refusal, and Escape
 	// gives the focus back to the button.
-	run("resize form", chromedp.Click(chromedp.CSS(`button[data-action="resize"]:not([disabled])`)))
+	click("resize form", `button[data-action="resize"]:not([disabled])`)
 	waitJS(t, ctx, 5*time.Second, "the resize form focused", `document.activeElement.id === 'param-offering' && document.activeElement.closest('label').textContent.startsWith('New offering') && document.querySelector('button[data-action="resize"]').getAttribute('aria-expanded') === 'true'`)
 	run("resize submit", chromedp.SendKeys(chromedp.CSS("#param-offering"), "no-such-offering"), chromedp.Click(chromedp.CSS("#action-params-submit")))
 	waitJS(t, ctx, 5*time.Second, "the refusal shown, the form kept", `document.getElementById('status').textContent !== '' && document.activeElement.id === 'param-offering'`)
@@ -152,7 +170,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	run("jobs", goTo("#/jobs"))
 	waitJS(t, ctx, 5*time.Second, "alice's jobs", `document.querySelectorAll('tr[data-job]').length >= 2`)
 	shots.take(t, ctx, "jobs")
-	run("job", chromedp.Click(chromedp.CSS(`tr[data-job] a`)))
+	click("job", `tr[data-job] a`)
 	waitJS(t, ctx, 5*time.Second, "a job's page", `location.hash.startsWith('#/jobs/') && !!document.querySelector('ol.steps li')`)
 	shots.take(t, ctx, "job-page")
 
@@ -185,13 +203,13 @@ func TestConsoleInBrowser(t *testing.T) {
 	if !jsBool(t, ctx, firstHost+`.querySelector('[data-host-action="enable"]').disabled`) {
 		t.Error("an enabled host's enable button is not disabled")
 	}
-	run("disable host", chromedp.Click(chromedp.CSS(`tr[data-host] [data-host-action="disable"]`)))
+	click("disable host", `tr[data-host] [data-host-action="disable"]`)
 	waitJS(t, ctx, 10*time.Second, "the host disabled", firstHost+`.textContent.includes('Disabled') && !`+firstHost+`.querySelector('[data-host-action="enable"]').disabled`)
 	shots.take(t, ctx, "hosts-one-disabled")
-	run("enable host", chromedp.Click(chromedp.CSS(`tr[data-host] [data-host-action="enable"]`)))
+	click("enable host", `tr[data-host] [data-host-action="enable"]`)
 	waitJS(t, ctx, 10*time.Second, "the host enabled again", firstHost+`.textContent.includes('Enabled')`)
 
-	run("host", chromedp.Click(chromedp.CSS(`tr[data-host] a`)))
+	click("host", `tr[data-host] a`)
 	waitJS(t, ctx, 5*time.Second, "a host's page", `location.hash.startsWith('#/hosts/') && !!document.querySelector('svg.bar')`)
 	shots.take(t, ctx, "host-page")
 	for _, p := range []string{"leases", "alerts", "offerings", "accounts"} {
@@ -237,7 +255,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	waitJS(t, ctx, 5*time.Second, "host rows", `document.querySelectorAll('tr[data-host]').length === 2`)
 	other := jsString(t, ctx, fmt.Sprintf(`[...document.querySelectorAll('tr[data-host]')].find(r => r.dataset.host !== %q).dataset.host`, host))
 	row := fmt.Sprintf(`document.querySelector('tr[data-host=%q]')`, other)
-	run("maintenance", chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-host=%q] [data-host-action="prepare_for_maintenance"]`, other))))
+	click("maintenance", fmt.Sprintf(`tr[data-host=%q] [data-host-action="prepare_for_maintenance"]`, other))
 	waitJS(t, ctx, 10*time.Second, "the maintenance job on the host's row", row+`.querySelector('[data-maintenance] li[data-job]')`)
 	waitJS(t, ctx, 60*time.Second, "the maintenance job ended, live", `['succeeded', 'failed'].includes(`+row+`.querySelector('[data-maintenance] li[data-job]').dataset.state)`)
 	shots.take(t, ctx, "host-maintenance")
