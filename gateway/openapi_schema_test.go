@@ -7,9 +7,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/vmplane/vmplane/api"
+	"github.com/vmplane/vmplane/internal/testkit"
 )
 
 // TestOpenAPISchemasAreTheWire: every type a route of the document takes or
@@ -31,7 +31,7 @@ func TestOpenAPISchemasAreTheWire(t *testing.T) {
 			what  string
 			value reflect.Value
 			exact bool
-		}{{"every field set", filled(typ), true}, {"no field set", reflect.Zero(typ), false}} {
+		}{{"every field set", testkit.Filled(typ), true}, {"no field set", reflect.Zero(typ), false}} {
 			raw, err := json.Marshal(c.value.Interface())
 			if err != nil {
 				t.Fatalf("%s: %v", where, err)
@@ -53,46 +53,6 @@ func TestOpenAPISchemasAreTheWire(t *testing.T) {
 		}
 	}
 	check("an error answer", reflect.TypeFor[api.ErrorResponse](), false)
-}
-
-// filled is a value of t with every field set, every slice and map holding
-// one element, so that encoding/json writes every field it can.
-func filled(t reflect.Type) reflect.Value {
-	v := reflect.New(t).Elem()
-	switch {
-	case t == timeType:
-		v.Set(reflect.ValueOf(time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)))
-		return v
-	case t.Kind() == reflect.Interface:
-		v.Set(reflect.ValueOf("x"))
-		return v
-	}
-	switch t.Kind() {
-	case reflect.String:
-		v.SetString("x")
-	case reflect.Bool:
-		v.SetBool(true)
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		v.SetInt(1)
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		v.SetUint(1)
-	case reflect.Float32, reflect.Float64:
-		v.SetFloat(1)
-	case reflect.Pointer:
-		v.Set(filled(t.Elem()).Addr())
-	case reflect.Slice:
-		v.Set(reflect.Append(v, filled(t.Elem())))
-	case reflect.Map:
-		v.Set(reflect.MakeMap(t))
-		v.SetMapIndex(filled(t.Key()), filled(t.Elem()))
-	case reflect.Struct:
-		for i := 0; i < t.NumField(); i++ {
-			if f := v.Field(i); f.CanSet() {
-				f.Set(filled(t.Field(i).Type))
-			}
-		}
-	}
-	return v
 }
 
 // MatchSchema lists where v, a decoded JSON value, and schema, a schema of

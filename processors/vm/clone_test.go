@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/vmplane/vmplane/internal/testkit"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -13,48 +14,12 @@ import (
 // deleting from MaybeOn) never reaches the state it came from, which
 // advanceCancelled puts back.
 func TestCloneSharesNothing(t *testing.T) {
-	s := &schemas.VmRecord{}
-	fill(reflect.ValueOf(s).Elem())
+	s := testkit.Filled(reflect.TypeFor[schemas.VmRecord]()).Addr().Interface().(*schemas.VmRecord)
 	c := clone(s)
 	if !reflect.DeepEqual(s, c) {
 		t.Fatal("the clone differs from its record")
 	}
 	shared(t, "VmRecord", reflect.ValueOf(s).Elem(), reflect.ValueOf(c).Elem())
-}
-
-// fill sets every field of v, recursively: a slice or map of one element,
-// a pointer to a filled value, a non-zero scalar.
-func fill(v reflect.Value) {
-	switch v.Kind() {
-	case reflect.Struct:
-		for i := range v.NumField() {
-			if v.Type().Field(i).IsExported() {
-				fill(v.Field(i))
-			}
-		}
-	case reflect.Pointer:
-		v.Set(reflect.New(v.Type().Elem()))
-		fill(v.Elem())
-	case reflect.Slice:
-		v.Set(reflect.MakeSlice(v.Type(), 1, 1))
-		fill(v.Index(0))
-	case reflect.Map:
-		v.Set(reflect.MakeMap(v.Type()))
-		k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
-		fill(k)
-		fill(e)
-		v.SetMapIndex(k, e)
-	case reflect.String:
-		v.SetString("x")
-	case reflect.Bool:
-		v.SetBool(true)
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		v.SetInt(1)
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		v.SetUint(1)
-	case reflect.Float32, reflect.Float64:
-		v.SetFloat(1)
-	}
 }
 
 // shared fails for every slice, map or pointer of a and b, at the same
