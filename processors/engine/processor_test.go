@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -130,19 +131,46 @@ func readEvents(t *testing.T, cfg kafka.Config, want int) []schemas.Record {
 	return out
 }
 
-// pollCommitted returns what one read_committed poll of topic from its
-// start returns within d.
+// pollCommitted returns the committed records of topic up to the last
+// stable offsets listed when it is called, failing the test if they are not
+// all read within the bound. One poll is not enough: a fetch may answer
+// for some partitions only.
 func pollCommitted(t *testing.T, cfg kafka.Config, topic string, within time.Duration) []*kgo.Record {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), within)
+	defer cancel()
 	cl, err := kgo.NewClient(cfg.Opts(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()))...)
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(t.Context(), within)
-	defer cancel()
-	return cl.PollFetches(ctx).Records()
+	listed, err := kafka.ListOffsets(ctx, kadm.NewClient(cl).ListCommittedOffsets, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := map[int32]int64{}
+	listed.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			left[o.Partition] = o.Offset
+		}
+	})
+	var out []*kgo.Record
+	for len(left) > 0 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("%s: partitions %v not read to their last stable offsets within %v", topic, left, within)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if end, ok := left[r.Partition]; ok && r.Offset+1 >= end {
+				delete(left, r.Partition)
+			}
+			if !r.Attrs.IsControl() {
+				out = append(out, r)
+			}
+		})
+	}
+	return out
 }
 
 // checkCounts asserts each key's counts are exactly 1..each, once each.
