@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/pprof"
+	"sync"
 )
 
 // CPUProfile starts a CPU profile of this process into path and returns
@@ -21,12 +22,12 @@ func CPUProfile(path string, log *slog.Logger) (stop func(), err error) {
 		_ = f.Close() // nothing written; the start's error is the one to report
 		return nil, err
 	}
-	return func() {
+	return sync.OnceFunc(func() {
 		pprof.StopCPUProfile()
 		if err := f.Close(); err != nil {
 			log.Error("cpu profile", "err", err)
 		}
-	}, nil
+	}), nil
 }
 
 // HeapProfile writes this process's heap profile into path (nothing for

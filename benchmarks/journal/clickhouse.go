@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os/exec"
+	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
@@ -117,4 +118,16 @@ func ServerVersion(ctx context.Context) string {
 		return ""
 	}
 	return v
+}
+
+// cpu is the CPU time the server's query threads have spent since it
+// started (system.events, user and system): the difference over a phase is
+// what its inserts cost the server, as long as nothing else queries it.
+func (s *server) cpu(ctx context.Context) time.Duration {
+	var us uint64
+	err := s.conn.QueryRow(ctx, `SELECT sum(value) FROM system.events WHERE event IN ('UserTimeMicroseconds', 'SystemTimeMicroseconds')`).Scan(&us)
+	if err != nil {
+		return 0
+	}
+	return time.Duration(us) * time.Microsecond
 }

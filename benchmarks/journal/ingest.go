@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"runtime/debug"
 	"strconv"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/vmplane/vmplane/benchmarks/harness"
 	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/internal/memory"
 	pj "github.com/vmplane/vmplane/projectors/journal"
@@ -96,6 +98,8 @@ const limitBlockRows = 262_144
 type ingestSample struct {
 	took, limit   time.Duration
 	rows, jobRows uint64
+	// The server's CPU time over each (system.events).
+	serverCPU, limitServerCPU time.Duration
 }
 
 // ingestOnce projects the whole log into a fresh database with the
@@ -119,6 +123,12 @@ func ingestOnce(ctx context.Context, s *server, l *log, run int, lg *slog.Logger
 	// The collector as `vmplane projector` sets it by default
 	// (--gc-percent); the embedded broker in this process gets it too.
 	defer debug.SetGCPercent(debug.SetGCPercent(memory.RecommendedGCPercent))
+	stopProfile, err := harness.CPUProfile(os.Getenv("VMPLANE_BENCH_CPUPROFILE"), lg)
+	if err != nil {
+		return out, err
+	}
+	defer stopProfile()
+	cpu := s.cpu(ctx)
 	pctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	start := time.Now()
@@ -136,6 +146,8 @@ func ingestOnce(ctx context.Context, s *server, l *log, run int, lg *slog.Logger
 		}
 	}
 	out.took = time.Since(start)
+	stopProfile()
+	out.serverCPU = s.cpu(ctx) - cpu
 	cancel()
 	if err := <-done; err != nil {
 		return out, err
@@ -152,17 +164,27 @@ func ingestOnce(ctx context.Context, s *server, l *log, run int, lg *slog.Logger
 	}
 	out.jobRows = counts[0]
 
-	db2, err := s.freshDatabase(ctx)
+	out.limit, out.limitServerCPU, err = insertLimit(ctx, s, dumps, counts)
+	return out, err
+}
+
+// insertLimit inserts the dumped tables into a fresh database with
+// clickhouse-client, one process per table side by side, and returns the
+// wall clock from the processes' start to the exit of the last and the
+// server's CPU time over it.
+func insertLimit(ctx context.Context, s *server, dumps [][]byte, counts []uint64) (took, serverCPU time.Duration, err error) {
+	db, err := s.freshDatabase(ctx)
 	if err != nil {
-		return out, err
+		return 0, 0, err
 	}
-	defer s.drop(db2)
+	defer s.drop(db)
 	errs := make([]error, len(tables))
 	var wg sync.WaitGroup
-	start = time.Now()
+	cpu := s.cpu(ctx)
+	start := time.Now()
 	for i, t := range tables {
 		wg.Go(func() {
-			cmd := s.clientCmd(ctx, fmt.Sprintf("INSERT INTO `%s`.%s FORMAT TabSeparated", db2, t), bytes.NewReader(dumps[i]),
+			cmd := s.clientCmd(ctx, fmt.Sprintf("INSERT INTO `%s`.%s FORMAT TabSeparated", db, t), bytes.NewReader(dumps[i]),
 				"--max_insert_block_size", strconv.Itoa(limitBlockRows))
 			if b, err := cmd.CombinedOutput(); err != nil {
 				errs[i] = fmt.Errorf("clickhouse-client insert into %s: %v: %s", t, err, b)
@@ -170,14 +192,14 @@ func ingestOnce(ctx context.Context, s *server, l *log, run int, lg *slog.Logger
 		})
 	}
 	wg.Wait()
-	out.limit = time.Since(start)
+	took, serverCPU = time.Since(start), s.cpu(ctx)-cpu
 	for i, t := range tables {
 		if errs[i] != nil {
-			return out, errs[i]
+			return 0, 0, errs[i]
 		}
-		if n, err := s.count(ctx, db2, t); err != nil || n != counts[i] {
-			return out, fmt.Errorf("limit: %s holds %d rows (%v), want %d", t, n, err, counts[i])
+		if n, err := s.count(ctx, db, t); err != nil || n != counts[i] {
+			return 0, 0, fmt.Errorf("limit: %s holds %d rows (%v), want %d", t, n, err, counts[i])
 		}
 	}
-	return out, nil
+	return took, serverCPU, nil
 }

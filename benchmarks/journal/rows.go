@@ -71,8 +71,9 @@ func Rows(ctx context.Context, quick bool, runs int, log *slog.Logger) []harness
 				"Each repetition: the journal projector (projectors/journal, default batching, new consumer group, the collector at `vmplane projector`'s default of 400 %% for this process, which also hosts the broker) projects the log from offset 0 into a fresh ClickHouse database on the test server; rows written to its four tables (job_journal, vm_events, host_events, lease_events) / wall clock from Run's start (connect, group join included) until the group's committed offsets (kadm, polled every 5 ms) reach the end of every topic (the last, partial batch follows a full one and flushes once a poll finds nothing more, 50 ms; a live log's batches wait for the 1 s flush interval). "+
 				"Limit: the same rows, dumped from the projector's tables as TabSeparated (not timed), inserted into another fresh database (same tables and materialized views) by clickhouse-client (--max_insert_block_size 262144: the default 1,048,576-row blocks of vm_events exceed the test server's 1.86 GiB per-query memory limit), one process per table side by side as the projector inserts; rows / wall clock from the processes' start to the exit of the last.",
 				sz.ingestJobs, notes.records),
-			Notes: fmt.Sprintf("last run: %d rows (%d of job_journal) in %.2f s, job_journal alone %.0f rows/s; limit %.2f s",
-				last.rows, last.jobRows, last.took.Seconds(), float64(last.jobRows)/max(last.took.Seconds(), 1e-9), last.limit.Seconds())},
+			Notes: fmt.Sprintf("last run: %d rows (%d of job_journal) in %.2f s, job_journal alone %.0f rows/s, server CPU %.2f s; limit %.2f s, server CPU %.2f s",
+				last.rows, last.jobRows, last.took.Seconds(), float64(last.jobRows)/max(last.took.Seconds(), 1e-9), last.serverCPU.Seconds(),
+				last.limit.Seconds(), last.limitServerCPU.Seconds())},
 		{Scenario: "journal", Figure: "analyst query p50/p95 job duration by type per day", Unit: "s",
 			Value:  harness.Summarize(query),
 			Target: &harness.Target{Value: queryTarget},

@@ -5,11 +5,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"runtime/debug"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/vmplane/vmplane/benchmarks/harness"
 	"github.com/vmplane/vmplane/internal/memory"
 	"github.com/vmplane/vmplane/internal/pgserver"
 	"github.com/vmplane/vmplane/projectors/postgres"
@@ -39,9 +41,14 @@ func runOnce(ctx context.Context, l *eventLog, pgBase string, log *slog.Logger) 
 	// The collector as `vmplane projector rebuild` sets it by default
 	// (--gc-percent); the embedded broker in this process gets it too.
 	gc := debug.SetGCPercent(memory.RecommendedGCPercent)
+	stopProfile, err := harness.CPUProfile(os.Getenv("VMPLANE_BENCH_CPUPROFILE"), log)
+	if err != nil {
+		return s, err
+	}
 	start := time.Now()
 	s.Stats, err = postgres.Rebuild(ctx, l.kcfg, rebuilt)
 	s.Rebuild = time.Since(start)
+	stopProfile()
 	debug.SetGCPercent(gc)
 	if err != nil {
 		return s, err

@@ -19,12 +19,14 @@ type rows struct {
 
 func (r *rows) len() int { return len(r.jobs) + len(r.events) + len(r.hosts) + len(r.leases) }
 
-// recordRows are the rows one record brings; none for a dead letter.
+// recordRows are the rows one record brings (those it has); none for a
+// dead letter. They are values, not a row allocated per record.
 type recordRows struct {
-	job   *jobRow
-	event *eventRow
-	host  *hostRow
-	lease *leaseRow
+	job                                 jobRow
+	event                               eventRow
+	host                                hostRow
+	lease                               leaseRow
+	hasJob, hasEvent, hasHost, hasLease bool
 }
 
 // batch is what has been read since the last commit: the rows to insert and,
@@ -75,7 +77,7 @@ func (b *batch) grow(krs []*kgo.Record) {
 
 // add takes a record and its rows; a dead-lettered record brings no rows but
 // its offset, so it is committed with the batch.
-func (b *batch) add(kr *kgo.Record, rr recordRows) {
+func (b *batch) add(kr *kgo.Record, rr *recordRows) {
 	if b.records == 0 {
 		b.started = time.Now()
 	}
@@ -84,17 +86,17 @@ func (b *batch) add(kr *kgo.Record, rr recordRows) {
 		b.next[kr.Topic] = map[int32]kgo.EpochOffset{}
 	}
 	b.next[kr.Topic][kr.Partition] = kgo.EpochOffset{Epoch: kr.LeaderEpoch, Offset: kr.Offset + 1}
-	if rr.job != nil {
-		b.jobs = append(b.jobs, *rr.job)
+	if rr.hasJob {
+		b.jobs = append(b.jobs, rr.job)
 	}
-	if rr.event != nil {
-		b.events = append(b.events, *rr.event)
+	if rr.hasEvent {
+		b.events = append(b.events, rr.event)
 	}
-	if rr.host != nil {
-		b.hosts = append(b.hosts, *rr.host)
+	if rr.hasHost {
+		b.hosts = append(b.hosts, rr.host)
 	}
-	if rr.lease != nil {
-		b.leases = append(b.leases, *rr.lease)
+	if rr.hasLease {
+		b.leases = append(b.leases, rr.lease)
 	}
 }
 

@@ -32,12 +32,12 @@ type leaseRow struct {
 
 // hostRowOf turns a record of host.status.v1 into its host_events row. Like
 // rowsOf it is pure, so a redelivered record repeats its row exactly.
-func hostRowOf(r schemas.Record) (hostRow, error) {
+func hostRowOf(r schemas.Record, ps *payloads) (hostRow, error) {
 	v, ok := r.Value.(*schemas.HostStatus)
 	if !ok {
 		return hostRow{}, fmt.Errorf("%s carries %s, want HostStatus", r.Topic, schemas.TypeName(r.Value))
 	}
-	payload, err := renderPayload(v)
+	payload, err := ps.render(v)
 	if err != nil {
 		return hostRow{}, fmt.Errorf("render HostStatus %s as JSON: %w", v.HostID, err)
 	}
@@ -56,15 +56,15 @@ func hostRowOf(r schemas.Record) (hostRow, error) {
 // leaseRowOf turns a record of lease.events.v1 into its lease_events row: a
 // lease's status change, or a host's resource status change (LeaseHostChanged,
 // with the leases holding the host in its detail and no lease id of its own).
-func leaseRowOf(r schemas.Record) (leaseRow, error) {
+func leaseRowOf(r schemas.Record, ps *payloads) (leaseRow, error) {
 	if h, ok := r.Value.(*schemas.LeaseHostChanged); ok {
-		return hostChangeRowOf(r, h)
+		return hostChangeRowOf(r, h, ps)
 	}
 	v, ok := r.Value.(*schemas.LeaseStatusChanged)
 	if !ok {
 		return leaseRow{}, fmt.Errorf("%s carries %s, want LeaseStatusChanged or LeaseHostChanged", r.Topic, schemas.TypeName(r.Value))
 	}
-	payload, err := renderPayload(v)
+	payload, err := ps.render(v)
 	if err != nil {
 		return leaseRow{}, fmt.Errorf("render LeaseStatusChanged %s as JSON: %w", v.LeaseID, err)
 	}
@@ -80,8 +80,8 @@ func leaseRowOf(r schemas.Record) (leaseRow, error) {
 	}, nil
 }
 
-func hostChangeRowOf(r schemas.Record, h *schemas.LeaseHostChanged) (leaseRow, error) {
-	payload, err := renderPayload(h)
+func hostChangeRowOf(r schemas.Record, h *schemas.LeaseHostChanged, ps *payloads) (leaseRow, error) {
+	payload, err := ps.render(h)
 	if err != nil {
 		return leaseRow{}, fmt.Errorf("render LeaseHostChanged %s as JSON: %w", h.HostID, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // The payload columns hold each event as JSON text, exactly as
@@ -20,29 +21,66 @@ import (
 // encoding/json. payload_test.go checks every schema type against
 // encoding/json.
 
-// appender appends the JSON of the value v points at.
-type appender func(dst []byte, v reflect.Value) []byte
+// appender appends the JSON of the value at p, of the type it was built
+// for.
+type appender func(dst []byte, p unsafe.Pointer) []byte
 
 var appenders sync.Map // reflect.Type → appender, nil when encoding/json renders the type
 
 // payloadBufs are the buffers payloads are rendered in before their copy
-// into a string.
+// into a string, when no arena holds them.
 var payloadBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
-// renderPayload is the JSON text of an event.
-func renderPayload(v any) (string, error) {
+// renderPayload is the JSON text of an event, in its own allocation.
+func renderPayload(v any) (string, error) { return (*payloads)(nil).render(v) }
+
+// payloads is where the projector renders the payloads of the rows it
+// reads: many to an allocation (a chunk), each payload's string a slice of
+// its chunk, never written again. A string per payload, allocated and
+// copied into, was a third of the rendering's CPU (profiled with pprof,
+// BenchmarkTakeRecords). A chunk lives as long as a row holds one of its
+// payloads. One goroutine renders into a payloads; a nil one renders
+// every payload into an allocation of its own.
+type payloads struct {
+	chunk []byte
+}
+
+// payloadChunk is the size of a chunk; a payload that does not fit in what
+// is left of one starts the next.
+const payloadChunk = 64 << 10
+
+// render is the JSON text of an event.
+func (ps *payloads) render(v any) (string, error) {
 	rv := reflect.ValueOf(v)
-	if rv.Kind() == reflect.Pointer && !rv.IsNil() {
-		if a := appenderOf(rv.Type().Elem()); a != nil {
-			bp := payloadBufs.Get().(*[]byte)
-			*bp = a((*bp)[:0], rv.Elem())
-			out := string(*bp)
-			payloadBufs.Put(bp)
-			return out, nil
-		}
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		b, err := json.Marshal(v)
+		return string(b), err
 	}
-	b, err := json.Marshal(v)
-	return string(b), err
+	a := appenderOf(rv.Type().Elem())
+	if a == nil {
+		b, err := json.Marshal(v)
+		return string(b), err
+	}
+	if ps == nil {
+		bp := payloadBufs.Get().(*[]byte)
+		*bp = a((*bp)[:0], rv.UnsafePointer())
+		out := string(*bp)
+		payloadBufs.Put(bp)
+		return out, nil
+	}
+	if cap(ps.chunk)-len(ps.chunk) < payloadChunk/16 {
+		ps.chunk = make([]byte, 0, payloadChunk)
+	}
+	start := len(ps.chunk)
+	// A payload larger than what is left moves the chunk, with the
+	// payloads already in it: their strings keep the old array.
+	ps.chunk = a(ps.chunk, rv.UnsafePointer())
+	n := len(ps.chunk) - start
+	if n == 0 {
+		return "", nil
+	}
+	// The chunk's bytes up to its length are never written again.
+	return unsafe.String(&ps.chunk[start], n), nil
 }
 
 func appenderOf(t reflect.Type) appender {
@@ -54,24 +92,28 @@ func appenderOf(t reflect.Type) appender {
 	return a
 }
 
-// field is a field of the JSON object of a struct: its key and the index
-// path to it through embedded structs.
+// field is a field of the JSON object of a struct: its key and where it is
+// from the struct's start, through embedded structs.
 type field struct {
-	key   []byte // `"Name":`, after the comma for every field but the first
-	index []int
-	app   appender
+	key    []byte // `"Name":`, after a comma for every field but the first
+	offset uintptr
+	app    appender
 }
 
 // structAppender builds the appender of struct type t, or nil when t has
-// something it does not render as encoding/json does.
+// something it does not render as encoding/json does. It reads each field
+// at its offset rather than through reflect.Value's Field and String,
+// which were most of the rendering's CPU (profiled with pprof,
+// BenchmarkTakeRecords): the types it takes are checked when it is built,
+// and the events are not written while they are rendered.
 func structAppender(t reflect.Type) appender {
 	if t.Kind() != reflect.Struct || marshalsItself(t) {
 		return nil
 	}
 	var fields []field
 	names := map[string]bool{}
-	var walk func(t reflect.Type, index []int) bool
-	walk = func(t reflect.Type, index []int) bool {
+	var walk func(t reflect.Type, base uintptr) bool
+	walk = func(t reflect.Type, base uintptr) bool {
 		for i := range t.NumField() {
 			f := t.Field(i)
 			if f.Tag.Get("json") != "" {
@@ -83,9 +125,8 @@ func structAppender(t reflect.Type) appender {
 				}
 				continue
 			}
-			idx := append(append([]int(nil), index...), i)
 			if f.Anonymous {
-				if f.Type.Kind() != reflect.Struct || !walk(f.Type, idx) {
+				if f.Type.Kind() != reflect.Struct || !walk(f.Type, base+f.Offset) {
 					return false
 				}
 				continue
@@ -98,57 +139,55 @@ func structAppender(t reflect.Type) appender {
 			if app == nil {
 				return false
 			}
-			fields = append(fields, field{key: []byte(strconv.Quote(f.Name) + ":"), index: idx, app: app})
+			key := strconv.Quote(f.Name) + ":"
+			if len(fields) > 0 {
+				key = "," + key
+			}
+			fields = append(fields, field{key: []byte(key), offset: base + f.Offset, app: app})
 		}
 		return true
 	}
-	if !walk(t, nil) {
+	if !walk(t, 0) {
 		return nil
 	}
-	return func(dst []byte, v reflect.Value) []byte {
+	return func(dst []byte, p unsafe.Pointer) []byte {
 		dst = append(dst, '{')
-		for i, f := range fields {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
+		for _, f := range fields {
 			dst = append(dst, f.key...)
-			fv := v.Field(f.index[0])
-			for _, j := range f.index[1:] {
-				fv = fv.Field(j)
-			}
-			dst = f.app(dst, fv)
+			dst = f.app(dst, unsafe.Add(p, f.offset))
 		}
 		return append(dst, '}')
 	}
 }
 
+// valueAppender builds the appender of a field of type t, or nil.
 func valueAppender(t reflect.Type) appender {
 	if marshalsItself(t) {
 		return nil
 	}
+	if a, ok := numberAppenders[t.Kind()]; ok {
+		return a
+	}
 	switch t.Kind() {
 	case reflect.String:
-		return func(dst []byte, v reflect.Value) []byte { return appendJSONString(dst, v.String()) }
+		return func(dst []byte, p unsafe.Pointer) []byte { return appendJSONString(dst, *(*string)(p)) }
 	case reflect.Bool:
-		return func(dst []byte, v reflect.Value) []byte { return strconv.AppendBool(dst, v.Bool()) }
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return func(dst []byte, v reflect.Value) []byte { return strconv.AppendInt(dst, v.Int(), 10) }
-	case reflect.Uint, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return func(dst []byte, v reflect.Value) []byte { return strconv.AppendUint(dst, v.Uint(), 10) }
+		return func(dst []byte, p unsafe.Pointer) []byte { return strconv.AppendBool(dst, *(*bool)(p)) }
 	case reflect.Slice:
-		if t.Elem().Kind() != reflect.String || t.Elem() != reflect.TypeFor[string]() {
+		if t.Elem() != reflect.TypeFor[string]() {
 			return nil // []byte is base64, named element types may marshal themselves
 		}
-		return func(dst []byte, v reflect.Value) []byte {
-			if v.IsNil() {
+		return func(dst []byte, p unsafe.Pointer) []byte {
+			ss := *(*[]string)(p)
+			if ss == nil {
 				return append(dst, "null"...)
 			}
 			dst = append(dst, '[')
-			for i := range v.Len() {
+			for i, s := range ss {
 				if i > 0 {
 					dst = append(dst, ',')
 				}
-				dst = appendJSONString(dst, v.Index(i).String())
+				dst = appendJSONString(dst, s)
 			}
 			return append(dst, ']')
 		}
@@ -156,6 +195,23 @@ func valueAppender(t reflect.Type) appender {
 		return structAppender(t)
 	}
 	return nil
+}
+
+// numberAppenders render the integer kinds as encoding/json does; a type
+// with a field of another kind is rendered by encoding/json.
+var numberAppenders = map[reflect.Kind]appender{
+	reflect.Int: intAppender[int], reflect.Int8: intAppender[int8], reflect.Int16: intAppender[int16],
+	reflect.Int32: intAppender[int32], reflect.Int64: intAppender[int64],
+	reflect.Uint: uintAppender[uint], reflect.Uint16: uintAppender[uint16], reflect.Uint32: uintAppender[uint32],
+	reflect.Uint64: uintAppender[uint64],
+}
+
+func intAppender[T int | int8 | int16 | int32 | int64](dst []byte, p unsafe.Pointer) []byte {
+	return strconv.AppendInt(dst, int64(*(*T)(p)), 10)
+}
+
+func uintAppender[T uint | uint16 | uint32 | uint64](dst []byte, p unsafe.Pointer) []byte {
+	return strconv.AppendUint(dst, uint64(*(*T)(p)), 10)
 }
 
 // marshalsItself reports whether encoding/json leaves t's rendering to t.
@@ -168,6 +224,15 @@ func marshalsItself(t reflect.Type) bool {
 	return false
 }
 
+// plainJSON marks the bytes appendJSONString copies as they are: ASCII
+// but control characters, quote, backslash and the HTML-unsafe <, >, &.
+var plainJSON = func() (plain [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		plain[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return plain
+}()
+
 // appendJSONString appends s quoted as encoding/json quotes it (HTML-safe):
 // ASCII is escaped here as it escapes it; a string with any other byte
 // goes through encoding/json, which also replaces invalid UTF-8 and escapes
@@ -179,12 +244,12 @@ func appendJSONString(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
+		if plainJSON[c] {
+			continue
+		}
 		if c >= utf8.RuneSelf {
 			b, _ := json.Marshal(s) // a string always encodes
 			return append(dst[:mark], b...)
-		}
-		if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-			continue
 		}
 		dst = append(dst, s[start:i]...)
 		switch c {

@@ -3,16 +3,24 @@ package journal
 import (
 	"encoding/json"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/vmplane/vmplane/benchmarks/fleet"
 	"github.com/vmplane/vmplane/schemas"
 )
 
 // TestPayloadIsEncodingJSON renders every schema type, filled in several
 // ways (plain values, zero values, characters encoding/json escapes,
-// invalid UTF-8), and wants encoding/json's text byte for byte.
+// invalid UTF-8, a string larger than a chunk), and wants encoding/json's
+// text byte for byte, rendered alone and into one payloads, whose earlier
+// payloads must still read the same once all are rendered.
 func TestPayloadIsEncodingJSON(t *testing.T) {
-	strs := []string{"h-0001", "", `quote " back \ slash`, "a<b", "x>y", "p & q", "tab\tnew\nline\x01", "\b\f\r\x1f\x00 end", `{"host_id":"h-1"}`, "é ü 日本", "bad \xff utf8", "line\u2028sep"}
+	strs := []string{"h-0001", "", `quote " back \ slash`, "a<b", "x>y", "p & q", "tab\tnew\nline\x01", "\b\f\r\x1f\x00 end", `{"host_id":"h-1"}`, "é ü 日本", "bad \xff utf8", "line\u2028sep",
+		strings.Repeat("big ", payloadChunk/4)}
+	var ps payloads
+	var inChunks, wants []string
 	for _, name := range schemas.Names() {
 		for k := range len(strs) + 1 {
 			v, ok := schemas.New(name)
@@ -33,6 +41,30 @@ func TestPayloadIsEncodingJSON(t *testing.T) {
 			if got != string(want) {
 				t.Errorf("%s (fill %d):\n got %s\nwant %s", name, k, got, want)
 			}
+			inChunk, err := ps.render(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			inChunks, wants = append(inChunks, inChunk), append(wants, string(want))
+		}
+	}
+	// Enough small payloads to fill several chunks of their own.
+	var small payloads
+	for i := range 4 * payloadChunk / 100 {
+		v := &schemas.JobStepped{JobRef: schemas.JobRef{JobID: "job-" + strconv.Itoa(i)}, Seq: int32(i), Text: strs[i%len(strs[:12])]}
+		want, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inChunk, err := small.render(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inChunks, wants = append(inChunks, inChunk), append(wants, string(want))
+	}
+	for i := range wants {
+		if inChunks[i] != wants[i] {
+			t.Errorf("payload %d rendered into chunks:\n got %s\nwant %s", i, inChunks[i], wants[i])
 		}
 	}
 	// The events of vm.events.v1 are the bulk of a catch-up: they must not
@@ -83,4 +115,19 @@ func fill(v reflect.Value, s string, n int64) {
 			}
 		}
 	}
+}
+
+// BenchmarkRenderPayload renders the payloads of 2,000 jobs of a fleet
+// history (about 12,000 events) into chunks, as the projector does.
+func BenchmarkRenderPayload(b *testing.B) {
+	recs := (fleet.History{Start: 1_760_000_000_000}).Records(0, 2_000)
+	var ps payloads
+	for b.Loop() {
+		for _, r := range recs {
+			if _, err := ps.render(r.Value); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(len(recs)*b.N)/b.Elapsed().Seconds(), "payloads/s")
 }

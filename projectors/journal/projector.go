@@ -98,6 +98,8 @@ type Projector struct {
 	// next pending batch reuses. Only Run's goroutine touches them.
 	inflight *flight
 	spare    batch
+	// payloads holds the payloads of the rows read (payload.go).
+	payloads payloads
 	// afterFull says the last batch that took off was full: the pending
 	// one flushes when a poll finds nothing more (catchUpEnd).
 	afterFull bool
@@ -294,12 +296,12 @@ func (p *Projector) take(ctx context.Context, cl *kgo.Client, kr *kgo.Record) er
 	if kafka.RedriveSkips(kr, p.cfg.Group) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		p.pending.add(kr, rr) // applied before: its offset only
+		p.pending.add(kr, &rr) // applied before: its offset only
 		return nil
 	}
 	rec, err := kafka.FromKafka(ctx, p.codec, kr)
 	if err == nil {
-		rr, err = recordRowsOf(rec)
+		rr, err = recordRowsOf(rec, &p.payloads)
 	}
 	if err != nil {
 		p.log.Error("dead-lettering a record", "partition", kr.Partition, "offset", kr.Offset, "err", err)
@@ -319,23 +321,27 @@ func (p *Projector) take(ctx context.Context, cl *kgo.Client, kr *kgo.Record) er
 	} else {
 		p.traceRecord(ctx, kr, rec) // telemetry:
 	}
-	p.pending.add(kr, rr)
+	p.pending.add(kr, &rr)
 	return nil
 }
 
-// recordRowsOf is the rows of one decoded record, by its topic.
-func recordRowsOf(rec schemas.Record) (recordRows, error) {
+// recordRowsOf is the rows of one decoded record, by its topic, their
+// payloads rendered into ps.
+func recordRowsOf(rec schemas.Record, ps *payloads) (recordRows, error) {
+	var rr recordRows
+	var err error
 	switch rec.Topic {
 	case schemas.TopicHostStatus:
-		h, err := hostRowOf(rec)
-		return recordRows{host: &h}, err
+		rr.host, err = hostRowOf(rec, ps)
+		rr.hasHost = true
 	case schemas.TopicLeaseEvents:
-		l, err := leaseRowOf(rec)
-		return recordRows{lease: &l}, err
+		rr.lease, err = leaseRowOf(rec, ps)
+		rr.hasLease = true
 	default:
-		job, ev, err := rowsOf(rec)
-		return recordRows{job: job, event: &ev}, err
+		rr.hasJob, rr.event, err = rowsOf(rec, ps, &rr.job)
+		rr.hasEvent = true
 	}
+	return rr, err
 }
 
 // flush inserts f's batch, then commits the offsets of exactly its

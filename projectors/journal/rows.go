@@ -66,17 +66,18 @@ type eventRow struct {
 	Reason string
 }
 
-// rowsOf turns one decoded record of vm.events.v1 into its vm_events row and,
-// for a job event, its job_journal row. It is pure: the same record always
-// gives the same rows, which is what makes a retried batch harmless.
-func rowsOf(r schemas.Record) (*jobRow, eventRow, error) {
-	payload, err := renderPayload(r.Value)
+// rowsOf turns one decoded record of vm.events.v1 into its vm_events row,
+// its payload rendered into ps, and, for a job event, its job_journal row
+// into *job (isJob). It is pure: the same record always gives the same
+// rows, which is what makes a retried batch harmless.
+func rowsOf(r schemas.Record, ps *payloads, job *jobRow) (isJob bool, ev eventRow, err error) {
+	payload, err := ps.render(r.Value)
 	if err != nil {
-		return nil, eventRow{}, fmt.Errorf("render %s as JSON: %w", schemas.TypeName(r.Value), err)
+		return false, eventRow{}, fmt.Errorf("render %s as JSON: %w", schemas.TypeName(r.Value), err)
 	}
-	job, ev, err := rowsWithoutPayload(r)
+	isJob, ev, err = rowsWithoutPayload(r, job)
 	ev.Payload = payload
-	return job, ev, err
+	return isJob, ev, err
 }
 
 // callerOf is who asked for a job, as its acceptance or rejection says;
@@ -115,7 +116,9 @@ func vmEvent(ev *eventRow, v any) {
 }
 
 // rowsWithoutPayload is rowsOf but for the event's payload, left empty.
-func rowsWithoutPayload(r schemas.Record) (*jobRow, eventRow, error) {
+// The job row is written in place (as every other row of the batch), not
+// allocated for each record.
+func rowsWithoutPayload(r schemas.Record, into *jobRow) (bool, eventRow, error) {
 	ev := eventRow{
 		VmID: r.Key, Type: schemas.TypeName(r.Value), AtMs: r.TimestampMs,
 		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
@@ -125,12 +128,13 @@ func rowsWithoutPayload(r schemas.Record) (*jobRow, eventRow, error) {
 		ev.JobID = ref.JobID
 		ev.VmID = ref.VmID
 		ev.AtMs = ref.At
-		return &jobRow{
+		*into = jobRow{
 			JobID: ref.JobID, Kind: kind, Seq: seq,
 			VmID: ref.VmID, Account: ref.Account, JobType: ref.JobType, Origin: ref.Origin,
 			AtMs: ref.At, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
 			ErrorCode: schemas.ErrorCode(r.Value), Caller: callerOf(r.Value),
 		}
+		return into
 	}
 	switch v := r.Value.(type) {
 	case *schemas.JobAccepted:
@@ -143,7 +147,7 @@ func rowsWithoutPayload(r schemas.Record) (*jobRow, eventRow, error) {
 		}
 	case *schemas.JobStepped:
 		if v.Seq < 1 {
-			return nil, eventRow{}, fmt.Errorf("job %s: step seq %d, want 1 or more", v.JobID, v.Seq)
+			return false, eventRow{}, fmt.Errorf("job %s: step seq %d, want 1 or more", v.JobID, v.Seq)
 		}
 		job = newJob(v.JobRef, KindStepped, uint32(v.Seq))
 		job.Step, job.TaskState, job.Text, job.Obj = v.Step, v.TaskState, v.Text, v.Obj
@@ -186,7 +190,7 @@ func rowsWithoutPayload(r schemas.Record) (*jobRow, eventRow, error) {
 	if job != nil && job.AtMs <= 0 {
 		job.AtMs = r.TimestampMs
 	}
-	return job, ev, nil
+	return job != nil, ev, nil
 }
 
 // hostOf is the "host_id" a step's obj names; "" when it names none or is

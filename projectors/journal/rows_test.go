@@ -75,7 +75,8 @@ func TestRowsOf(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := schemas.Record{Topic: schemas.TopicVmEvents, Key: tt.key, Value: tt.value, Partition: 4, Offset: 17, TimestampMs: 999}
-			job, ev, err := rowsOf(rec)
+			var job jobRow
+			isJob, ev, err := rowsOf(rec, nil, &job)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
@@ -98,17 +99,17 @@ func TestRowsOf(t *testing.T) {
 			if ev != tt.ev {
 				t.Errorf("event row\n got %+v\nwant %+v", ev, tt.ev)
 			}
-			if (job == nil) != (tt.job == nil) {
-				t.Fatalf("job row = %+v, want %+v", job, tt.job)
+			if isJob != (tt.job != nil) {
+				t.Fatalf("job row = %+v (%v), want %+v", job, isJob, tt.job)
 			}
-			if job == nil {
+			if !isJob {
 				return
 			}
 			want := *tt.job
 			want.JobID, want.VmID, want.Account, want.JobType, want.Origin, want.AtMs = "j1", "vm1", "acme", "Start", "api", ref.At
 			want.Topic, want.Partition, want.Offset = schemas.TopicVmEvents, 4, 17
-			if *job != want {
-				t.Errorf("job row\n got %+v\nwant %+v", *job, want)
+			if job != want {
+				t.Errorf("job row\n got %+v\nwant %+v", job, want)
 			}
 		})
 	}
@@ -119,14 +120,15 @@ func TestBatchDrop(t *testing.T) {
 	for p := int32(0); p < 3; p++ {
 		for o := int64(0); o < 2; o++ {
 			kr := &kgo.Record{Topic: schemas.TopicVmEvents, Partition: p, Offset: o}
-			b.add(kr, recordRows{job: &jobRow{Topic: kr.Topic, Partition: p, Offset: o}, event: &eventRow{Topic: kr.Topic, Partition: p, Offset: o}})
+			b.add(kr, &recordRows{job: jobRow{Topic: kr.Topic, Partition: p, Offset: o}, event: eventRow{Topic: kr.Topic, Partition: p, Offset: o},
+				hasJob: true, hasEvent: true})
 		}
 	}
-	b.add(&kgo.Record{Topic: schemas.TopicVmEvents, Partition: 3, Offset: 9}, recordRows{}) // dead-lettered
+	b.add(&kgo.Record{Topic: schemas.TopicVmEvents, Partition: 3, Offset: 9}, &recordRows{}) // dead-lettered
 	b.add(&kgo.Record{Topic: schemas.TopicHostStatus, Partition: 1, Offset: 4},
-		recordRows{host: &hostRow{Topic: schemas.TopicHostStatus, Partition: 1, Offset: 4}})
+		&recordRows{host: hostRow{Topic: schemas.TopicHostStatus, Partition: 1, Offset: 4}, hasHost: true})
 	b.add(&kgo.Record{Topic: schemas.TopicLeaseEvents, Partition: 0, Offset: 2},
-		recordRows{lease: &leaseRow{Topic: schemas.TopicLeaseEvents, Partition: 0, Offset: 2}})
+		&recordRows{lease: leaseRow{Topic: schemas.TopicLeaseEvents, Partition: 0, Offset: 2}, hasLease: true})
 	vm := b.next[schemas.TopicVmEvents]
 	if b.len() != 14 || b.records != 9 || vm[3].Offset != 10 || vm[1].Offset != 2 || b.next[schemas.TopicHostStatus][1].Offset != 5 {
 		t.Fatalf("after add: rows %d records %d next %v", b.len(), b.records, b.next)
@@ -156,11 +158,11 @@ func TestBatchDrop(t *testing.T) {
 func TestLeaseHostChangedIsALeaseEvent(t *testing.T) {
 	r := schemas.Record{Topic: schemas.TopicLeaseEvents, Key: "zone-1", Partition: 1, Offset: 9,
 		Value: &schemas.LeaseHostChanged{ZoneID: "zone-1", HostID: "h1", Status: "Down", ResourceState: "Enabled", Leases: []string{"l1"}, Reason: "fenced", At: 1000}}
-	rr, err := recordRowsOf(r)
+	rr, err := recordRowsOf(r, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rr.lease == nil || rr.lease.Event != "host_changed" || rr.lease.ZoneID != "zone-1" || rr.lease.Offset != 9 ||
+	if !rr.hasLease || rr.lease.Event != "host_changed" || rr.lease.ZoneID != "zone-1" || rr.lease.Offset != 9 ||
 		!strings.Contains(rr.lease.Detail, "h1") || !strings.Contains(rr.lease.Detail, "l1") {
 		t.Fatalf("row %+v", rr.lease)
 	}

@@ -68,7 +68,7 @@ func TestMigrateFromFirstRelease(t *testing.T) {
 	// Today's insert writes the migrated table: who asked and the code.
 	now := &rows{jobs: []jobRow{{JobID: "j1", Kind: KindRejected, Seq: endSeq, JobType: "Stop", AtMs: 1_760_000_001_000,
 		ErrorCode: "InvalidState", Caller: schemas.Caller{Account: "acme", KeyID: "k1", RequestID: "req-1"}}}}
-	if err := send(t.Context(), conn, fmt.Sprintf(insertJobs, q), 1, func(lo, hi int) []any { return jobColumns(now.jobs[lo:hi]) }); err != nil {
+	if err := send(t.Context(), conn, fmt.Sprintf(insertJobs, q), 1, func(lo, hi int) []any { return new(jobColumns).of(now.jobs[lo:hi]) }); err != nil {
 		t.Fatal(err)
 	}
 	if n := count(t, conn, "SELECT count() FROM "+q+".job_journal WHERE error_code = 'InvalidState' AND caller_account = 'acme' AND caller_key_id = 'k1' AND caller_request_id = 'req-1'"); n != 1 {

@@ -21,11 +21,12 @@ func AppendJobJournalTSV(dst []byte, recs []schemas.Record) ([]byte, int, error)
 		if r.Topic != schemas.TopicVmEvents {
 			continue
 		}
-		j, _, err := rowsWithoutPayload(r)
+		var j jobRow
+		isJob, _, err := rowsWithoutPayload(r, &j)
 		if err != nil {
 			return dst, n, err
 		}
-		if j == nil {
+		if !isJob {
 			continue
 		}
 		n++

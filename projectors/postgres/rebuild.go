@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -129,7 +130,7 @@ func fill(ctx context.Context, kcfg kafka.Config, codec *schemas.Codec, conn *pg
 	// jobs (their rows and four indexes, the longest), the other tables,
 	// and the end of job_steps with its index.
 	loadStart := time.Now()
-	if err := jobs.send(ctx, jobRows(ch)); err != nil {
+	if err := sendJobs(ctx, ch, jobs); err != nil {
 		return RebuildStats{}, err
 	}
 	jobs.end()
@@ -191,7 +192,7 @@ func replay(ctx context.Context, kcfg kafka.Config, codec *schemas.Codec, steps 
 	}
 	defer cl.Close()
 	r := &logReader{names: kcfg, codec: codec, ends: ends, seen: map[topicPartition]int64{}, refused: refused,
-		first: map[stepKey]bool{}, ch: ch, steps: steps}
+		first: make(map[stepKey]struct{}, 2*commandsIn(ends)), ch: ch, steps: steps}
 	records, err := r.read(ctx, cl)
 	if err != nil {
 		return nil, nil, 0, err
@@ -229,14 +230,20 @@ func stableEnds(ctx context.Context, kcfg kafka.Config) (map[topicPartition]int6
 // they seldom grow (growing them was a tenth of the replay's CPU at 5 M
 // events, profiled with pprof).
 func sizedChanges(ends map[topicPartition]int64) *changes {
+	commands := commandsIn(ends)
+	return &changes{vms: make(map[string]*vmChange, commands), jobs: make(map[string]*jobChange, commands),
+		newJobs: make(map[string]*jobChange, commands)}
+}
+
+// commandsIn is the number of commands in the log that ends at ends.
+func commandsIn(ends map[topicPartition]int64) int {
 	var commands int
 	for tp, end := range ends {
 		if tp.topic == schemas.TopicVmCommands {
 			commands += int(end)
 		}
 	}
-	return &changes{vms: make(map[string]*vmChange, commands), jobs: make(map[string]*jobChange, commands),
-		newJobs: make(map[string]*jobChange, commands)}
+	return commands
 }
 
 // stepKey names a job step.
@@ -254,7 +261,7 @@ type logReader struct {
 	ends    map[topicPartition]int64 // where the read of each partition ends
 	seen    map[topicPartition]int64 // the offset after the last one read
 	refused map[topicPartition]map[int64]bool
-	first   map[stepKey]bool // the steps sent already
+	first   map[stepKey]struct{} // the steps sent already
 	ch      *changes
 	steps   *stream
 }
@@ -380,17 +387,31 @@ func (r *logReader) decode(ctx context.Context, fs kgo.Fetches) ([]schemas.Recor
 // sendSteps streams the first row of each step the fold has seen since
 // the last call, and empties the changes' steps.
 func (r *logReader) sendSteps(ctx context.Context) error {
-	var batch [][]any
-	for _, st := range r.ch.steps {
-		k := stepKey{st.JobID, st.Seq}
-		if r.first[k] {
+	b := r.steps.buffer()
+	for i := range r.ch.steps {
+		st := &r.ch.steps[i]
+		// One lookup per step: the map grows only for a step not sent.
+		n := len(r.first)
+		if r.first[stepKey{st.JobID, st.Seq}] = struct{}{}; len(r.first) == n {
 			continue
 		}
-		r.first[k] = true
-		batch = append(batch, []any{st.JobID, st.Seq, st.VmID, st.TaskState, st.Step, st.Text, st.Obj, st.At, st.version})
+		b = appendStepRow(b, st)
+		if len(b) >= streamChunk {
+			if err := r.steps.send(ctx, b); err != nil {
+				return err
+			}
+			b = r.steps.buffer()
+		}
 	}
 	r.ch.steps = r.ch.steps[:0]
-	return r.steps.send(ctx, batch)
+	return r.steps.send(ctx, b)
+}
+
+// appendStepRow appends a row of job_steps in the columns of
+// stepsCopyColumns.
+func appendStepRow(b copyData, st *stepRow) copyData {
+	return b.row(len(stepsCopyColumns)).text(st.JobID).int4(st.Seq).text(st.VmID).text(st.TaskState).text(st.Step).
+		text(st.Text).text(st.Obj).timestamptz(st.At).int8(st.version)
 }
 
 // load writes the folded changes but jobs and job_steps into the (empty,
@@ -494,11 +515,20 @@ func (j *jobRow) values() []any {
 		j.Caller.Account, j.Caller.KeyID, j.Caller.RequestID}
 }
 
-// jobTable is each job's net state: created at the earliest of its
-// command and its events, its caller the events' or else the command's; a
-// job seen only as a command is pending.
+// jobTable is each job's net state (eachJob).
 func jobTable(ch *changes) []jobRow {
 	jobs := make([]jobRow, 0, len(ch.jobIDs)+len(ch.newIDs))
+	_ = eachJob(ch, func(j *jobRow) error {
+		jobs = append(jobs, *j)
+		return nil
+	})
+	return jobs
+}
+
+// eachJob calls f with each job's net state, until f fails: created at the
+// earliest of its command and its events, its caller the events' or else
+// the command's; a job seen only as a command is pending.
+func eachJob(ch *changes, f func(*jobRow) error) error {
 	for _, id := range ch.jobIDs {
 		j := ch.jobs[id]
 		created, caller := j.CreatedAt, j.callerOr(schemas.Caller{})
@@ -508,17 +538,23 @@ func jobTable(ch *changes) []jobRow {
 				caller = c.callerOr(caller)
 			}
 		}
-		jobs = append(jobs, jobRow{ID: j.ID, VmID: j.VmID, Account: j.Account, Type: j.Type, Origin: j.Origin, State: j.State,
+		row := jobRow{ID: j.ID, VmID: j.VmID, Account: j.Account, Type: j.Type, Origin: j.Origin, State: j.State,
 			Reason: deref(j.Reason), Detail: deref(j.Detail), TaskState: deref(j.TaskState), AllowedActions: nonNil(j.AllowedActions),
 			CreatedAt: created, UpdatedAt: j.UpdatedAt, FinishedAt: j.FinishedAt, Version: j.version,
-			ErrorCode: deref(j.ErrorCode), Caller: caller})
+			ErrorCode: deref(j.ErrorCode), Caller: caller}
+		if err := f(&row); err != nil {
+			return err
+		}
 	}
 	for _, id := range ch.newIDs {
 		if _, ok := ch.jobs[id]; !ok {
-			jobs = append(jobs, ch.newJobs[id].pendingRow())
+			row := ch.newJobs[id].pendingRow()
+			if err := f(&row); err != nil {
+				return err
+			}
 		}
 	}
-	return jobs
+	return nil
 }
 
 // pendingRow is the row of a job seen only as its command.
@@ -527,14 +563,31 @@ func (c *jobChange) pendingRow() jobRow {
 		AllowedActions: []string{}, CreatedAt: c.CreatedAt, UpdatedAt: c.CreatedAt, Version: -1, Caller: c.callerOr(schemas.Caller{})}
 }
 
-// jobRows are jobTable's rows as COPY takes them.
-func jobRows(ch *changes) [][]any {
-	t := jobTable(ch)
-	rows := make([][]any, len(t))
-	for i := range t {
-		rows[i] = t[i].values()
+// sendJobs streams the rows of jobTable to s, a chunk at a time.
+func sendJobs(ctx context.Context, ch *changes, s *stream) error {
+	b := s.buffer()
+	err := eachJob(ch, func(j *jobRow) error {
+		b = appendJobRow(b, j)
+		if len(b) < streamChunk {
+			return nil
+		}
+		err := s.send(ctx, b)
+		b = s.buffer()
+		return err
+	})
+	if err != nil {
+		return err
 	}
-	return rows
+	return s.send(ctx, b)
+}
+
+// appendJobRow appends a row of jobs in the columns of jobsCopyColumns,
+// as values() gives them.
+func appendJobRow(b copyData, j *jobRow) copyData {
+	return b.row(len(jobsCopyColumns)).text(j.ID).text(j.VmID).text(j.Account).text(j.Type).text(j.Origin).text(j.State).
+		text(j.Reason).text(j.Detail).text(j.TaskState).textArray(j.AllowedActions).timestamptz(j.CreatedAt).
+		timestamptz(j.UpdatedAt).nullTimestamptz(j.FinishedAt).int8(j.Version).text(j.ErrorCode).
+		text(j.Caller.Account).text(j.Caller.KeyID).text(j.Caller.RequestID)
 }
 
 func deref(p *string) string {
@@ -552,18 +605,22 @@ var (
 )
 
 // stream is a COPY into one table of the fresh schema, in a transaction of
-// its own connection, fed in batches while they are being made; the
-// table's indexes are built after its rows.
+// its own connection, fed chunks of rows (copyData) while they are being
+// made; the table's indexes are built after its rows.
 type stream struct {
 	table  string
 	conn   *pgx.Conn
-	rows   chan [][]any
+	chunks chan copyData
+	free   chan copyData // chunks the COPY has sent, for reuse
 	cancel context.CancelFunc
 	done   chan struct{}
 	n      int64
 	err    error
 	ended  bool
 }
+
+// streamChunk is the size past which a chunk of rows is sent.
+const streamChunk = 1 << 20
 
 func startStream(ctx context.Context, dsn, schema, table string, cols []string) (*stream, error) {
 	conn, err := pgx.Connect(ctx, dsn)
@@ -575,7 +632,9 @@ func startStream(ctx context.Context, dsn, schema, table string, cols []string) 
 		return nil, fmt.Errorf("rebuild: search_path: %w", err)
 	}
 	sctx, cancel := context.WithCancel(ctx)
-	s := &stream{table: table, conn: conn, rows: make(chan [][]any, 4), cancel: cancel, done: make(chan struct{})}
+	s := &stream{table: table, conn: conn, chunks: make(chan copyData, 4), free: make(chan copyData, 8), cancel: cancel,
+		done: make(chan struct{})}
+	sql := copySQL(table, cols)
 	go func() {
 		defer close(s.done)
 		s.err = pgx.BeginFunc(sctx, conn, func(tx pgx.Tx) error {
@@ -583,23 +642,45 @@ func startStream(ctx context.Context, dsn, schema, table string, cols []string) 
 			if err != nil {
 				return err
 			}
-			s.n, err = tx.CopyFrom(sctx, pgx.Identifier{table}, cols, &streamSource{ctx: sctx, rows: s.rows})
+			tag, err := tx.Conn().PgConn().CopyFrom(sctx, newCopyReader(sctx, s.chunks, s.free), sql)
 			if err != nil {
 				return fmt.Errorf("copy %s: %w", table, err)
 			}
+			s.n = tag.RowsAffected()
 			return buildIndexes(sctx, tx, indexes)
 		})
 	}()
 	return s, nil
 }
 
-// send hands a batch to the COPY; it fails when the COPY has failed.
-func (s *stream) send(ctx context.Context, batch [][]any) error {
-	if len(batch) == 0 {
+// copySQL is the COPY of a binary stream of cols into table.
+func copySQL(table string, cols []string) string {
+	quoted := make([]string, len(cols))
+	for i, c := range cols {
+		quoted[i] = pgx.Identifier{c}.Sanitize()
+	}
+	return "COPY " + pgx.Identifier{table}.Sanitize() + " (" + strings.Join(quoted, ", ") + ") FROM STDIN (FORMAT binary)"
+}
+
+// buffer is an empty chunk to write rows in: one the COPY has sent, or a
+// new one.
+func (s *stream) buffer() copyData {
+	select {
+	case b := <-s.free:
+		return b
+	default:
+		return make(copyData, 0, streamChunk+streamChunk/4)
+	}
+}
+
+// send hands a chunk of rows to the COPY; it fails when the COPY has
+// failed.
+func (s *stream) send(ctx context.Context, chunk copyData) error {
+	if len(chunk) == 0 {
 		return nil
 	}
 	select {
-	case s.rows <- batch:
+	case s.chunks <- chunk:
 		return nil
 	case <-s.done:
 		return fmt.Errorf("rebuild: %s: %w", s.table, s.err)
@@ -612,7 +693,7 @@ func (s *stream) send(ctx context.Context, batch [][]any) error {
 func (s *stream) end() {
 	if !s.ended {
 		s.ended = true
-		close(s.rows)
+		close(s.chunks)
 	}
 }
 
@@ -637,36 +718,6 @@ func (s *stream) close() {
 	<-s.done
 	s.conn.Close(context.Background())
 }
-
-// streamSource is the COPY's view of a stream's batches.
-type streamSource struct {
-	ctx   context.Context
-	rows  chan [][]any
-	batch [][]any
-	i     int
-	err   error
-}
-
-func (s *streamSource) Next() bool {
-	for s.i+1 >= len(s.batch) {
-		select {
-		case b, ok := <-s.rows:
-			if !ok {
-				return false
-			}
-			s.batch, s.i = b, -1
-		case <-s.ctx.Done():
-			s.err = s.ctx.Err()
-			return false
-		}
-	}
-	s.i++
-	return true
-}
-
-func (s *streamSource) Values() ([]any, error) { return s.batch[s.i], nil }
-
-func (s *streamSource) Err() error { return s.err }
 
 // withoutIndexes drops the indexes of tables for a bulk load and returns
 // the statements that build them again (buildIndexes): one sorted build per
