@@ -102,6 +102,34 @@ type LeaseZoneRecord struct {
 	PollAt  int64         `avro:"poll_at" doc:"Next periodic reconcile, Unix milliseconds; 0 for none."`
 }
 
+// The lease processor writes a zone to lease.state.v1 in parts
+// (docs/design.md §7), as placement does, so that a transaction writes
+// what its records changed rather than every VM of the zone:
+// LeaseZoneHeader under the zone key, and under schemas.PartKey(zone,
+// name) a LeaseZoneHost per host ("host:<host_id>") and a LeaseZoneVm per
+// VM with claims ("vm:<vm_id>"). A LeaseZoneRecord under the zone key is a
+// zone written whole, as before the parts.
+
+// LeaseZoneHeader is what a zone's lease state holds besides its hosts and
+// VMs.
+type LeaseZoneHeader struct {
+	ZoneID  string        `avro:"zone_id" doc:"Zone id."`
+	Leases  []LeaseRecord `avro:"leases" doc:"Leases of the zone, terminal ones until their retention ends."`
+	Handled []string      `avro:"handled" doc:"Latest command ids applied, for dedup."`
+	PollAt  int64         `avro:"poll_at" doc:"Next periodic reconcile, Unix milliseconds; 0 for none."`
+}
+
+// LeaseZoneHost is one host of a zone's lease state.
+type LeaseZoneHost struct {
+	Host LeaseHost `avro:"host" doc:"The host's latest status."`
+}
+
+// LeaseZoneVm is one VM's claims in a zone's lease state.
+type LeaseZoneVm struct {
+	VmID   string    `avro:"vm_id" doc:"VM."`
+	Claims []LeaseVm `avro:"claims" doc:"The VM's allocations as placement reported them (two while it moves)."`
+}
+
 // LeaseRecord is one lease in the lease processor's state.
 type LeaseRecord struct {
 	LeaseID      string        `avro:"lease_id" doc:"Lease id."`

@@ -90,7 +90,7 @@ var Topics = []TopicSpec{
 	{TopicPlacementState, KeyZone, true, []string{"ZoneHeader", "ZoneHost", "ZoneVm", "ZonePool", "ZoneNetwork", "ZoneRecord"}, "Changelog of the placement processor: each zone in parts (ZoneRecord: a zone written whole before the parts)."},
 	{TopicLeaseCommands, KeyZone, false, []string{"CreateLease", "UpdateLease", "DeleteLease", "HostStatus"}, "Lease commands and the zone's host status."},
 	{TopicLeaseEvents, KeyZone, false, []string{"LeaseStatusChanged", "LeaseHostChanged"}, "Lease and resource notifications."},
-	{TopicLeaseState, KeyZone, true, []string{"LeaseZoneRecord"}, "Changelog of the lease processor."},
+	{TopicLeaseState, KeyZone, true, []string{"LeaseZoneHeader", "LeaseZoneHost", "LeaseZoneVm", "LeaseZoneRecord"}, "Changelog of the lease processor: each zone in parts (LeaseZoneRecord: a zone written whole before the parts)."},
 	{TopicCatalog, KeyCatalog, true, []string{"ServiceOffering", "Template"}, "Service offerings, and templates (key template:<id>)."},
 	{TopicAccounts, KeyAccount, false, []string{"AccountCreated", "ApiKeyIssued", "ApiKeyRevoked"}, "Accounts and API keys."},
 	{TopicAlertAcks, KeyAlert, true, []string{"AlertAcknowledged"}, "Acknowledgements of alerts."},

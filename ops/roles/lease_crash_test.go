@@ -2,6 +2,7 @@ package roles
 
 import (
 	"log/slog"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -50,10 +51,14 @@ func TestLeaseHostCrashHealsAndHA(t *testing.T) {
 	h := func(n string) string { return "h-p1-c1-h" + n }
 	start := time.Now()
 
-	// The lease processor knows the four hosts reservable.
+	// The lease processor knows the four hosts reservable: their latest
+	// parts on its changelog say so.
+	reservable := map[string]bool{}
 	waitFor(t, kcfg, schemas.TopicLeaseState, func(r schemas.Record) bool {
-		z, ok := r.Value.(*schemas.LeaseZoneRecord)
-		return ok && len(z.Hosts) == 4 && !slices.ContainsFunc(z.Hosts, func(h schemas.LeaseHost) bool { return !h.Reservable })
+		if p, ok := r.Value.(*schemas.LeaseZoneHost); ok {
+			reservable[p.Host.HostID] = p.Host.Reservable
+		}
+		return len(reservable) == 4 && !slices.Contains(slices.Collect(maps.Values(reservable)), false)
 	})
 
 	deploy := func(vm, acct string, memMB int64, ha bool) string {
@@ -84,8 +89,8 @@ func TestLeaseHostCrashHealsAndHA(t *testing.T) {
 	}
 	// The lease processor has seen bolt's VM before acme asks for hosts.
 	waitFor(t, kcfg, schemas.TopicLeaseState, func(r schemas.Record) bool {
-		z, ok := r.Value.(*schemas.LeaseZoneRecord)
-		return ok && slices.ContainsFunc(z.Vms, func(v schemas.LeaseVm) bool { return v.VmID == "vm-bolt" })
+		v, ok := r.Value.(*schemas.LeaseZoneVm)
+		return ok && v.VmID == "vm-bolt"
 	})
 
 	produce(t, cl, schemas.Record{Topic: schemas.TopicLeaseCommands, Key: zone, Value: &schemas.CreateLease{

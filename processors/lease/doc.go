@@ -74,6 +74,12 @@
 // that gets the requested capacity, resources_changed never clears and
 // keeps degraded set.
 //
+// The zone goes to its changelog in parts (parts.go; the runtime's
+// engine.Parted): a header with the leases, a part per host and a part per
+// VM with claims, each written when a step changed it, so a placement
+// event writes one VM's claims rather than the zone. An index per zone
+// finds hosts and claims by id and marks what it changes.
+//
 // The package never does I/O, never reads the clock, never uses randomness
 // and never decides a host's health: a host is reservable only when the host
 // processor says so. It never places a VM: placement enforces dedication.

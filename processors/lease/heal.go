@@ -19,15 +19,16 @@ func (t *tx) hostStatus(v *schemas.HostStatus) {
 	h := t.host(v.HostID)
 	known := h != nil
 	if !known {
-		t.z.Hosts = append(t.z.Hosts, schemas.LeaseHost{HostID: v.HostID})
-		h = &t.z.Hosts[len(t.z.Hosts)-1]
+		h = t.ix.addHost(v.HostID)
 	}
+	t.ix.changedHost[v.HostID] = true
 	was := h.Reservable
 	h.Status, h.ResourceState, h.Reservable, h.UpdatedAt = v.Status, v.ResourceState, v.Reservable, t.now
 	h.Properties = v.Properties
 	if !known || was == v.Reservable {
 		return
 	}
+	t.ix.header = true // leases holding the host may heal
 	var affected []string
 	for i := range t.z.Leases {
 		l := &t.z.Leases[i]

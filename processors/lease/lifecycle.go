@@ -104,24 +104,20 @@ func (t *tx) vmsOf(account string, hosts map[string]bool) []string {
 
 // allocated records a VM's claim on a host.
 func (t *tx) allocated(v *schemas.CapacityAllocated) {
-	for _, x := range t.z.Vms {
-		if x.VmID == v.VmID && x.HostID == v.HostID {
-			return
-		}
+	if !t.ix.claimed(v.VmID, v.HostID) {
+		t.ix.claim(schemas.LeaseVm{VmID: v.VmID, HostID: v.HostID, Account: v.Account})
 	}
-	t.z.Vms = append(t.z.Vms, schemas.LeaseVm{VmID: v.VmID, HostID: v.HostID, Account: v.Account})
 }
 
 // released forgets a VM's claim and, when a lease end waits on the VM and
 // the VM holds none of that lease's hosts any more, ends the wait.
 func (t *tx) released(v *schemas.CapacityReleased) {
-	t.z.Vms = slices.DeleteFunc(t.z.Vms, func(x schemas.LeaseVm) bool {
-		return x.VmID == v.VmID && (v.HostID == "" || x.HostID == v.HostID)
-	})
+	t.ix.unclaim(v.VmID, v.HostID)
 	for _, l := range t.sorted(func(*schemas.LeaseRecord) int64 { return 0 }) {
 		if !slices.Contains(l.StopWait, v.VmID) || slices.Contains(t.vmsOf(l.Project, leaseHosts(l)), v.VmID) {
 			continue // not waited on, or still on a lease host (a migration released its source)
 		}
+		t.ix.header = true
 		l.StopWait = slices.DeleteFunc(l.StopWait, func(id string) bool { return id == v.VmID })
 		t.endJobStepped(l, v.VmID)
 		if len(l.StopWait) == 0 {

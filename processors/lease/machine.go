@@ -22,6 +22,9 @@ type Machine struct {
 	cfg Config
 	// settings are the operator's, over cfg, by zone.
 	settings settings.Values
+	// indexes find each zone's hosts and VMs by id and mark what changed
+	// for the changelog (parts.go), by zone id.
+	indexes map[string]*zoneIndex
 }
 
 // New returns a lease machine; zero durations take their defaults. Start
@@ -59,13 +62,14 @@ func (m *Machine) healingWindow() time.Duration {
 type tx struct {
 	m   *Machine
 	z   *schemas.LeaseZoneRecord
+	ix  *zoneIndex // z's
 	now int64
 	hdr map[string]string
 	out []schemas.Record
 }
 
 func (m *Machine) tx(z *schemas.LeaseZoneRecord, now time.Time, hdr map[string]string) *tx {
-	return &tx{m: m, z: z, now: now.UnixMilli(), hdr: hdr}
+	return &tx{m: m, z: z, ix: m.index(z), now: now.UnixMilli(), hdr: hdr}
 }
 
 // Step applies one record of lease.commands.v1 or placement.events.v1 to
@@ -83,6 +87,7 @@ func (m *Machine) Step(s *schemas.LeaseZoneRecord, in schemas.Record, now time.T
 		z = &schemas.LeaseZoneRecord{ZoneID: in.Key}
 	}
 	t := m.tx(z, now, carried(in))
+	pollAt := z.PollAt
 	switch v := in.Value.(type) {
 	case *schemas.CreateLease:
 		if t.fresh(v.CommandID) {
@@ -103,7 +108,14 @@ func (m *Machine) Step(s *schemas.LeaseZoneRecord, in schemas.Record, now time.T
 	case *schemas.CapacityReleased:
 		t.released(v)
 	}
+	switch in.Value.(type) {
+	case *schemas.CreateLease, *schemas.UpdateLease, *schemas.DeleteLease:
+		t.ix.header = true // the command ids handled, the leases
+	}
 	t.schedulePoll()
+	if z.PollAt != pollAt {
+		t.ix.header = true
+	}
 	return z, t.out
 }
 
@@ -115,6 +127,7 @@ func (m *Machine) Tick(s *schemas.LeaseZoneRecord, _ string, now time.Time) (*sc
 		return nil, nil
 	}
 	t := m.tx(s, now, nil)
+	t.ix.header = true // leases start, end and expire; the next poll
 	t.runEnds()
 	for _, l := range t.sorted(func(l *schemas.LeaseRecord) int64 { return l.Start }) {
 		if l.Status == Pending && l.Start <= t.now {
@@ -212,14 +225,7 @@ func (t *tx) lease(id string) *schemas.LeaseRecord {
 	return nil
 }
 
-func (t *tx) host(id string) *schemas.LeaseHost {
-	for i := range t.z.Hosts {
-		if t.z.Hosts[i].HostID == id {
-			return &t.z.Hosts[i]
-		}
-	}
-	return nil
-}
+func (t *tx) host(id string) *schemas.LeaseHost { return t.ix.host(id) }
 
 // reservable says the status table has the host reservable; a host it does
 // not know is not.

@@ -40,13 +40,19 @@ func dedicated(l *schemas.LeaseRecord) []string {
 // snapshot copies the lease into a notification sharing no memory with
 // the state, which later steps change in place.
 func (t *tx) snapshot(l *schemas.LeaseRecord, event, detail, cmd string) *schemas.LeaseStatusChanged {
-	rs := make([]schemas.Reservation, len(l.Reservations))
-	for i, r := range l.Reservations {
+	return &schemas.LeaseStatusChanged{LeaseID: l.LeaseID, ZoneID: t.z.ZoneID, Project: l.Project, Name: l.Name,
+		Status: l.Status, Degraded: l.Degraded, Start: l.Start, End: l.End, Reservations: cloneReservations(l.Reservations),
+		Event: event, Detail: detail, At: t.now, CommandID: cmd, Reason: l.Reason}
+}
+
+// cloneReservations copies reservations so that the copy shares no memory
+// with them.
+func cloneReservations(rs []schemas.Reservation) []schemas.Reservation {
+	out := make([]schemas.Reservation, len(rs))
+	for i, r := range rs {
 		r.Hosts = slices.Clone(r.Hosts)
 		r.HostProperties = maps.Clone(r.HostProperties)
-		rs[i] = r
+		out[i] = r
 	}
-	return &schemas.LeaseStatusChanged{LeaseID: l.LeaseID, ZoneID: t.z.ZoneID, Project: l.Project, Name: l.Name,
-		Status: l.Status, Degraded: l.Degraded, Start: l.Start, End: l.End, Reservations: rs, Event: event,
-		Detail: detail, At: t.now, CommandID: cmd, Reason: l.Reason}
+	return out
 }

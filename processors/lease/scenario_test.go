@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vmplane/vmplane/internal/scenario"
+	"github.com/vmplane/vmplane/internal/testkit"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -35,7 +36,7 @@ func TestScenarios(t *testing.T) {
 	scenario.Run(t, "testdata/*.txt", func(t *testing.T) scenario.Step {
 		cfg := DefaultConfig()
 		cfg.StopTimeout = 10 * time.Minute
-		s := &player{t: t, m: New(cfg)}
+		s := &player{t: t, m: New(cfg), log: testkit.PartsLog{}}
 		return s.run
 	})
 }
@@ -46,6 +47,10 @@ type player struct {
 	z   *schemas.LeaseZoneRecord
 	now time.Duration
 	seq int
+	// log is the zone's changelog as its parts made it (checkParts), and
+	// directives counts the directives played.
+	log        testkit.PartsLog
+	directives int
 }
 
 func dur(t *testing.T, s string) time.Duration {
@@ -88,7 +93,17 @@ func (s *player) step(v any) []schemas.Record {
 
 func (s *player) cmdID() string { return fmt.Sprintf("c%d", s.seq+1) }
 
+// run plays a directive, then checks the zone's parts (checkParts).
 func (s *player) run(d scenario.Case) []string {
+	lines := s.play(d)
+	if s.z != nil {
+		s.directives++
+		s.z = checkParts(s.t, s.m, s.log, s.z, s.directives%4 == 0)
+	}
+	return lines
+}
+
+func (s *player) play(d scenario.Case) []string {
 	t := s.t
 	a := d.Args
 	var out []schemas.Record

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmplane/vmplane/internal/testkit"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -241,7 +242,11 @@ func (tw *twin) restart(t *testing.T, cfg Config, m *Machine, z *schemas.ZoneRec
 	if !ok {
 		t.Fatal("no parts written")
 	}
-	tw.m, tw.z = New(cfg), v.(partsLog).assemble(t, z.ZoneID)
+	back, err := New(cfg).Assemble(z.ZoneID, v.(testkit.PartsLog).Parts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tw.m, tw.z = New(cfg), back
 }
 
 // sameOutputs compares two steps' outputs of input in, in any order.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmplane/vmplane/internal/testkit"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -289,11 +290,8 @@ func host(t *testing.T, z *schemas.ZoneRecord, id string) schemas.HostCapacity {
 	return z.Hosts[i]
 }
 
-// partsLog is the changelog a zone's parts made: each part's latest
-// encoding by name, as compaction keeps it.
-type partsLog map[string][]byte
-
-// partsLogs holds a partsLog per machine and zone the invariants saw.
+// partsLogs holds a testkit.PartsLog per machine and zone the invariants
+// saw.
 var partsLogs sync.Map
 
 type partsLogKey struct {
@@ -307,50 +305,16 @@ type partsLogKey struct {
 // did not mark would be lost by a restart.
 func checkParts(t *testing.T, m *Machine, z *schemas.ZoneRecord) {
 	t.Helper()
-	v, seen := partsLogs.LoadOrStore(partsLogKey{m, z}, partsLog{})
-	log := v.(partsLog)
-	log.write(t, m.AppendParts(nil, z.ZoneID, z, !seen))
-	if back := log.assemble(t, z.ZoneID); !reflect.DeepEqual(sortedZone(back), sortedZone(z)) {
-		t.Fatalf("the zone assembled from its parts differs:\n got %+v\nwant %+v", sortedZone(back), sortedZone(z))
-	}
-}
-
-// write applies parts to the log, each through its Avro encoding.
-func (l partsLog) write(t *testing.T, parts []schemas.Part) {
-	t.Helper()
-	for _, p := range parts {
-		if p.Value == nil {
-			delete(l, p.Name)
-			continue
-		}
-		if _, whole := p.Value.(*schemas.ZoneRecord); whole {
-			t.Fatalf("part %q is a whole zone", p.Name)
-		}
-		b, err := schemas.Marshal(p.Value)
-		if err != nil {
-			t.Fatalf("marshal part %q: %v", p.Name, err)
-		}
-		l[p.Name] = b
-	}
-}
-
-// assemble decodes the log's parts and assembles them, in the order a map
-// gives, with a machine of its own.
-func (l partsLog) assemble(t *testing.T, zone string) *schemas.ZoneRecord {
-	t.Helper()
-	var parts []schemas.Part
-	for name, b := range l {
-		v, err := schemas.Unmarshal(b)
-		if err != nil {
-			t.Fatalf("unmarshal part %q: %v", name, err)
-		}
-		parts = append(parts, schemas.Part{Name: name, Value: v})
-	}
-	z, err := New(DefaultConfig()).Assemble(zone, parts)
+	v, seen := partsLogs.LoadOrStore(partsLogKey{m, z}, testkit.PartsLog{})
+	log := v.(testkit.PartsLog)
+	testkit.Write[*schemas.ZoneRecord](t, log, m.AppendParts(nil, z.ZoneID, z, !seen))
+	back, err := New(DefaultConfig()).Assemble(z.ZoneID, log.Parts(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return z
+	if !reflect.DeepEqual(sortedZone(back), sortedZone(z)) {
+		t.Fatalf("the zone assembled from its parts differs:\n got %+v\nwant %+v", sortedZone(back), sortedZone(z))
+	}
 }
 
 // sortedZone is canon(z) with its lists in id order: the order of a
