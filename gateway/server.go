@@ -424,8 +424,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 // sweepEvery is how often a gateway deletes the Idempotency-Keys older
 // than IdempotencyTTL and the accepted records older than acceptedTTL;
-// every instance does, and a DELETE twice is harmless.
-const sweepEvery = time.Hour
+// every instance does, and a DELETE twice is harmless. A sweep that failed
+// (a gateway started before the read model's schema was migrated, a
+// database restarting) is tried again after sweepRetry.
+const (
+	sweepEvery = time.Hour
+	sweepRetry = time.Minute
+)
 
 // sweeper is a store that forgets what is older than ttl
 // (readmodel.Idempotency, readmodel.Accepted).
@@ -433,31 +438,39 @@ type sweeper interface {
 	Sweep(ctx context.Context, now time.Time, ttl time.Duration) error
 }
 
-// sweep sweeps the stores that can, at start and every sweepEvery, until
-// ctx ends.
-func (s *Server) sweep(ctx context.Context) {
+// sweep sweeps the stores that can, at start and every sweepEvery (after
+// a failure, sweepRetry), until ctx ends.
+func (s *Server) sweep(ctx context.Context) { s.sweepEach(ctx, sweepEvery, sweepRetry) }
+
+// sweepEach is sweep with its intervals given.
+func (s *Server) sweepEach(ctx context.Context, every, retry time.Duration) {
 	idem, _ := s.idem.(sweeper)
 	accepted, _ := s.accepted.(sweeper)
 	if idem == nil && accepted == nil {
 		return
 	}
-	tick := time.NewTicker(sweepEvery)
-	defer tick.Stop()
 	for {
+		failed := false
 		if idem != nil {
 			if err := idem.Sweep(ctx, s.now(), s.cfg.IdempotencyTTL); err != nil && ctx.Err() == nil {
-				s.log.Warn("sweep idempotency keys", "err", err)
+				s.log.Warn("sweep idempotency keys", "err", err, "retry_in", retry)
+				failed = true
 			}
 		}
 		if accepted != nil {
 			if err := accepted.Sweep(ctx, s.now(), acceptedTTL); err != nil && ctx.Err() == nil {
-				s.log.Warn("sweep accepted ids", "err", err)
+				s.log.Warn("sweep accepted ids", "err", err, "retry_in", retry)
+				failed = true
 			}
+		}
+		next := every
+		if failed {
+			next = retry
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case <-time.After(next):
 		}
 	}
 }
