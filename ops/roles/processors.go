@@ -37,14 +37,6 @@ type Processor interface {
 }
 
 // NewProcessor returns the processor of a kind.
-// Placement and the lease processor write their zones in parts: without
-// these methods the runtime would write each zone whole, every
-// transaction, and nothing else would notice.
-var (
-	_ engine.Parted[*schemas.ZoneRecord]      = (*placement.Machine)(nil)
-	_ engine.Parted[*schemas.LeaseZoneRecord] = (*lease.Machine)(nil)
-)
-
 func NewProcessor(kind string, o Options, s Settings, clock engine.Clock) (Processor, error) {
 	// Every machine but the host relay is Configurable: it takes the
 	// operator settings of settings.v1 over the Config it starts with.
@@ -93,3 +85,11 @@ func NewProcessor(kind string, o Options, s Settings, clock engine.Clock) (Proce
 	}
 	return nil, fmt.Errorf("unknown processor kind %q (want vm, host, host-relay, placement or lease)", kind)
 }
+
+// Placement and the lease processor write their zones in parts: without
+// these methods the runtime would write each zone whole, every
+// transaction, and nothing else would notice.
+var (
+	_ engine.Parted[*schemas.ZoneRecord]      = (*placement.Machine)(nil)
+	_ engine.Parted[*schemas.LeaseZoneRecord] = (*lease.Machine)(nil)
+)

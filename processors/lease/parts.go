@@ -41,10 +41,12 @@ type zoneIndex struct {
 }
 
 // index returns z's index, building it when z is not the value indexed
-// (first seen, or restored) or its lists changed length behind it.
+// (first seen, or restored) or its lists changed length behind it; in the
+// latter case every part is marked, since what changed is not known.
 func (m *Machine) index(z *schemas.LeaseZoneRecord) *zoneIndex {
-	if ix, ok := m.indexes[z.ZoneID]; ok && ix.z == z && ix.consistent() {
-		return ix
+	old, ok := m.indexes[z.ZoneID]
+	if ok && old.z == z && old.consistent() {
+		return old
 	}
 	ix := &zoneIndex{z: z, hosts: make(map[string]int, len(z.Hosts)), vms: make(map[string][]int, len(z.Vms)),
 		changedHost: map[string]bool{}, changedVM: map[string]bool{}}
@@ -55,6 +57,18 @@ func (m *Machine) index(z *schemas.LeaseZoneRecord) *zoneIndex {
 		ix.vms[z.Vms[i].VmID] = append(ix.vms[z.Vms[i].VmID], i)
 	}
 	ix.claims = len(z.Vms)
+	if ok && old.z == z {
+		ix.header = true
+		for id := range ix.hosts {
+			ix.changedHost[id] = true
+		}
+		for id := range ix.vms {
+			ix.changedVM[id] = true
+		}
+		for id := range old.changedVM {
+			ix.changedVM[id] = true // gone since: a tombstone
+		}
+	}
 	if m.indexes == nil {
 		m.indexes = map[string]*zoneIndex{}
 	}
@@ -172,8 +186,8 @@ func (m *Machine) AppendParts(dst []schemas.Part, key string, z *schemas.LeaseZo
 	return dst
 }
 
-// headerPart is the zone's header. The parts are copies: the runtime
-// encodes them after the batch's steps, and the zone changes on.
+// headerPart is the zone's header. The parts are copies, so that each
+// holds what it was when handed out, whatever changes the zone later.
 func (ix *zoneIndex) headerPart() *schemas.LeaseZoneHeader {
 	z := ix.z
 	return &schemas.LeaseZoneHeader{ZoneID: z.ZoneID, Leases: cloneLeases(z.Leases), Handled: slices.Clone(z.Handled), PollAt: z.PollAt}

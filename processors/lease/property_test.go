@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmplane/vmplane/internal/testkit"
 	"github.com/vmplane/vmplane/schemas"
+	"github.com/vmplane/vmplane/schemas/settings"
 )
 
 // TestCalendarProperties drives the machine with random lease creates,
@@ -28,6 +30,9 @@ import (
 //   - placement, applying the copies it is sent with its own rule, holds
 //     every active lease's hosts for that lease, and nothing for a lease
 //     that does not dedicate them;
+//   - at the end of each random batch, the zone assembled from the parts
+//     the machine handed out equals the zone (checkParts), and a third of
+//     the time the machine goes on from the assembled zone;
 //
 // and at the end, once every window and stop deadline has passed, that
 // every lease is TERMINATED, DELETED or ERROR with a reason.
@@ -262,11 +267,31 @@ func runProperty(t *testing.T, seed uint64) {
 			}
 		}
 	}
+	// The zone goes to a parts log as the runtime writes it: after a batch
+	// of one to six inputs, a third of the batches followed by a restart
+	// from the log (checkParts). The batches and the monitoring mode,
+	// which moves the next poll, come from a source of their own, so the
+	// inputs are the same with or without them.
+	batches := rand.New(rand.NewPCG(seed, 11))
+	log, inBatch := testkit.PartsLog{}, 0
+	endBatch := func() {
+		t.Helper()
+		if inBatch++; z != nil && inBatch >= 1+batches.IntN(6) {
+			z, inBatch = checkParts(t, m, log, z, batches.IntN(3) == 0), 0
+		}
+		if batches.IntN(20) == 0 {
+			mode := []string{settings.MonitorPush, settings.MonitorPoll, settings.MonitorBoth}[batches.IntN(3)]
+			if err := m.Configure(&schemas.SettingChanged{Name: settings.LeaseMonitorType, Scope: "zone", ScopeID: zone, Value: mode}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	step := func(v any) {
 		before := snapshot()
 		var out []schemas.Record
 		z, out = m.Step(z, schemas.Record{Topic: schemas.TopicLeaseCommands, Key: zone, Value: v}, t0.Add(now))
 		check(fmt.Sprintf("@%v %T %+v", now, v, v), before, out)
+		endBatch()
 	}
 	advance := func(to time.Duration) {
 		for {
@@ -279,6 +304,7 @@ func runProperty(t *testing.T, seed uint64) {
 			var out []schemas.Record
 			z, out = m.Tick(z, zone, w)
 			check(fmt.Sprintf("tick @%v", now), before, out)
+			endBatch()
 		}
 		now = to
 	}
