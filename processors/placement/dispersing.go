@@ -33,3 +33,7 @@ func (UserDispersing) CompareClusters(zone View, _ *schemas.PlaceVm, a, b *Clust
 func (UserDispersing) ScoreHost(zone View, h Host, _ *schemas.PlaceVm) float64 {
 	return -float64(zone.AccountHostVMs(h))
 }
+
+// TopScore implements TopScorer: a host holding none of the account's VMs
+// is as good as a host gets, and most hosts hold none.
+func (UserDispersing) TopScore() float64 { return 0 }

@@ -140,6 +140,7 @@ func (ix *zoneIndex) choose(v View, a *ask) int {
 // hosts.
 func (ix *zoneIndex) chooseIn(v View, a *ask, c *clusterIndex) int {
 	scorer, scored := a.planner.(HostScorer)
+	top, capped := a.planner.(TopScorer)
 	cpu, mem := a.req.Offering.CPU, a.req.Offering.MemoryMB
 	best, bestScore := -1, 0.0
 	for _, i := range c.hosts {
@@ -151,6 +152,9 @@ func (ix *zoneIndex) chooseIn(v View, a *ask, c *clusterIndex) int {
 		}
 		if s := scorer.ScoreHost(v, Host{&ix.z.Hosts[i], i}, a.req); best < 0 || s > bestScore {
 			best, bestScore = i, s
+			if capped && s >= top.TopScore() {
+				return i
+			}
 		}
 	}
 	return best

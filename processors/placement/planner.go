@@ -39,6 +39,15 @@ type HostScorer interface {
 	ScoreHost(zone View, h Host, req *schemas.PlaceVm) float64
 }
 
+// TopScorer is a HostScorer whose scores never exceed TopScore: the
+// manager stops at the first acceptable host that reaches it, which is
+// the host a walk of the whole cluster would take (ties go to the lower
+// host id).
+type TopScorer interface {
+	HostScorer
+	TopScore() float64
+}
+
 // Host is one host of a zone as a planner sees it.
 type Host struct {
 	*schemas.HostCapacity

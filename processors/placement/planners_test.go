@@ -206,3 +206,57 @@ func TestQueueFollowsThePlannersOrder(t *testing.T) {
 		}
 	}
 }
+
+// fullWalk is UserDispersing without its TopScore: the manager scores
+// every acceptable host of a cluster.
+type fullWalk struct{ p UserDispersing }
+
+func (f fullWalk) Name() string          { return f.p.Name() }
+func (f fullWalk) ResourceUsage() string { return f.p.ResourceUsage() }
+func (f fullWalk) CompareClusters(v View, req *schemas.PlaceVm, a, b *Cluster) int {
+	return f.p.CompareClusters(v, req, a, b)
+}
+func (f fullWalk) ScoreHost(v View, h Host, req *schemas.PlaceVm) float64 {
+	return f.p.ScoreHost(v, h, req)
+}
+
+// TestTopScoreTakesTheHostOfAFullWalk: stopping at the first host that
+// reaches UserDispersing's top score chooses, in every cluster and for
+// every account, the host a walk scoring every host chooses. The hosts
+// hold 0, 1 or 2 of acme's VMs in an order that puts a host with some
+// before one with none, and some are too full for 3 CPUs.
+func TestTopScoreTakesTheHostOfAFullWalk(t *testing.T) {
+	var zs zoneSpec
+	zs.cpu = 6
+	for k := range 24 {
+		h := fmt.Sprintf("h%02d", k)
+		zs.hosts = append(zs.hosts, fmt.Sprintf("p1/c%d/%s", k/6, h))
+		for n := range (k*7)%3 + (k*5)%2 + 2*btoi(k%5 == 0) {
+			zs.vms = append(zs.vms, vm{id: fmt.Sprintf("v%d-%d", k, n), account: []string{"acme", "bolt"}[n%2], host: h, cpu: 1})
+		}
+	}
+	m := New(DefaultConfig())
+	z := zs.build(t, m)
+	ix := m.index(z)
+	for _, account := range []string{"acme", "bolt", "new"} {
+		for _, cpu := range []int32{1, 3} {
+			req := placeReq("r", "x", cpu, 1024)
+			req.Account = account
+			for id, c := range ix.clusters {
+				v := ix.view(account)
+				got := ix.chooseIn(v, &ask{req: req, planner: UserDispersing{}, usage: Shared}, c)
+				want := ix.chooseIn(v, &ask{req: req, planner: fullWalk{}, usage: Shared}, c)
+				if got != want {
+					t.Errorf("%s, %d CPUs, cluster %s: host %d, a full walk takes %d", account, cpu, id, got, want)
+				}
+			}
+		}
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
