@@ -90,14 +90,17 @@ func (m *Machine) Step(s *schemas.LeaseZoneRecord, in schemas.Record, now time.T
 	pollAt := z.PollAt
 	switch v := in.Value.(type) {
 	case *schemas.CreateLease:
+		t.ix.header = true // the command ids handled, the leases
 		if t.fresh(v.CommandID) {
 			t.create(v)
 		}
 	case *schemas.UpdateLease:
+		t.ix.header = true
 		if t.fresh(v.CommandID) {
 			t.update(v)
 		}
 	case *schemas.DeleteLease:
+		t.ix.header = true
 		if t.fresh(v.CommandID) {
 			t.delete(v)
 		}
@@ -107,10 +110,6 @@ func (m *Machine) Step(s *schemas.LeaseZoneRecord, in schemas.Record, now time.T
 		t.allocated(v)
 	case *schemas.CapacityReleased:
 		t.released(v)
-	}
-	switch in.Value.(type) {
-	case *schemas.CreateLease, *schemas.UpdateLease, *schemas.DeleteLease:
-		t.ix.header = true // the command ids handled, the leases
 	}
 	t.schedulePoll()
 	if z.PollAt != pollAt {

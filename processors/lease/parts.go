@@ -163,24 +163,21 @@ func (m *Machine) AppendParts(dst []schemas.Part, key string, z *schemas.LeaseZo
 		}
 		ix = m.index(z)
 	}
-	header, hosts, vms := ix.header, ix.changedHost, ix.changedVM
-	ix.header, ix.changedHost, ix.changedVM = false, map[string]bool{}, map[string]bool{}
+	header := ix.header || all
+	hosts, vms := slices.Sorted(maps.Keys(ix.changedHost)), slices.Sorted(maps.Keys(ix.changedVM))
 	if all {
-		header, hosts, vms = true, map[string]bool{}, map[string]bool{}
-		for id := range ix.hosts {
-			hosts[id] = true
-		}
-		for id := range ix.vms {
-			vms[id] = true
-		}
+		hosts, vms = slices.Sorted(maps.Keys(ix.hosts)), slices.Sorted(maps.Keys(ix.vms))
 	}
+	// New maps, not cleared ones: a cleared map keeps the buckets of its
+	// largest size, and a zone's first batch may mark every VM.
+	ix.header, ix.changedHost, ix.changedVM = false, map[string]bool{}, map[string]bool{}
 	if header {
 		dst = append(dst, schemas.Part{Value: ix.headerPart()})
 	}
-	for _, id := range slices.Sorted(maps.Keys(hosts)) {
+	for _, id := range hosts {
 		dst = append(dst, ix.hostPart(id))
 	}
-	for _, id := range slices.Sorted(maps.Keys(vms)) {
+	for _, id := range vms {
 		dst = append(dst, ix.vmPart(id))
 	}
 	return dst
