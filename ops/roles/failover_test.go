@@ -50,8 +50,7 @@ func TestDeploySurvivesVMProcessorKill(t *testing.T) {
 	doneA := make(chan error, 1)
 	go func() { doneA <- vmA.Run(vmCtx) }()
 
-	// Wait for the hosts to reach placement, then deploy.
-	time.Sleep(2 * time.Second)
+	waitPlaceable(t, kcfg, 4)
 	deploy := &schemas.Deploy{VmCommand: schemas.VmCommand{CommandID: "job-1", VmID: "vm-1", Account: "acme", Origin: schemas.OriginAPI, IssuedAt: time.Now().UnixMilli()},
 		Name: "web-1", ZoneID: "zone-1", Offering: schemas.Offering{ID: "off-small", Name: "small", CPU: 1, MemoryMB: 1024}}
 	produce(t, cl, schemas.Record{Topic: schemas.TopicVmCommands, Key: "vm-1", Value: deploy})
@@ -162,4 +161,23 @@ func waitFor(t *testing.T, kcfg kafka.Config, topic string, match func(schemas.R
 		}
 	}
 	t.Fatalf("no matching record on %s in 30 s; the last %d records:\n%s", topic, len(seen), strings.Join(seen, "\n"))
+}
+
+// waitPlaceable waits until placement's committed changelog holds n
+// reservable hosts: a deploy sent before then may find "no host".
+func waitPlaceable(t *testing.T, kcfg kafka.Config, n int) {
+	t.Helper()
+	reservable := map[string]bool{}
+	waitFor(t, kcfg, schemas.TopicPlacementState, func(r schemas.Record) bool {
+		if h, ok := r.Value.(*schemas.ZoneHost); ok {
+			reservable[h.Host.HostID] = h.Host.Reservable
+		}
+		up := 0
+		for _, ok := range reservable {
+			if ok {
+				up++
+			}
+		}
+		return up >= n
+	})
 }

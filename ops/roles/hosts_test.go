@@ -34,7 +34,7 @@ func TestHostCrashFencedAndHA(t *testing.T) {
 		t.Fatal(err)
 	}
 	go agent.New(agent.Config{ID: "test", Kafka: kcfg, PingInterval: time.Second, Logger: log}, d).Run(ctx)
-	time.Sleep(2 * time.Second) // hosts reach placement
+	waitPlaceable(t, kcfg, 3)
 
 	off := schemas.Offering{ID: "off-small", Name: "small", CPU: 1, MemoryMB: 1024}
 	for _, vm := range []struct {

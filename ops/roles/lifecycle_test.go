@@ -66,8 +66,7 @@ func newLifecycleUnder(t *testing.T, prefix string) *lifecycle {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close(context.Background()) })
-	// Let the hosts reach placement.
-	time.Sleep(2 * time.Second)
+	waitPlaceable(t, kcfg, 4)
 	return &lifecycle{t: t, kcfg: kcfg, cl: cl, drv: d, db: db}
 }
 
