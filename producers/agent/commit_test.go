@@ -68,3 +68,78 @@ func TestCommandOffsetsCommittedOffPath(t *testing.T) {
 		}
 	})
 }
+
+// TestCommandsCommittedAfterTheGroupLosesItsCommits: the broker lost the
+// agent's commits (they failed, or it restarted before the next one) and
+// the member was dropped, so the group starts again below commands the
+// agent already answered. Delivered again, they are answered again and
+// their offsets committed this time: the group reaches the end of the
+// partition instead of staying below it until the next command comes.
+func TestCommandsCommittedAfterTheGroupLosesItsCommits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs the kfake broker")
+	}
+	b, err := kafka.StartBroker("127.0.0.1:0", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	var refuse atomic.Bool
+	refuse.Store(true)
+	b.Cluster().ControlKey(int16(kmsg.OffsetCommit), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		b.Cluster().KeepControl()
+		if !refuse.Load() {
+			return nil, nil, false
+		}
+		req := kreq.(*kmsg.OffsetCommitRequest)
+		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewOffsetCommitResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewOffsetCommitResponseTopicPartition()
+				sp.Partition = rp.Partition
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	s := newStackOn(t, b.Addrs(), time.Hour, nil)
+	waitFor(s, 2, func(*schemas.AgentConnected) bool { return true })
+	s.send(&schemas.StartVm{AgentCommand: cmd("c1", "h1", "v1", 1), CPU: 1, MemoryMB: 64}, "h1")
+	waitFor(s, 1, answerTo("c1"))
+	time.Sleep(1500 * time.Millisecond) // an autocommit, refused
+
+	adm := kadm.NewClient(s.cl)
+	if _, err := adm.LeaveGroup(t.Context(), kadm.LeaveGroup(s.agent.Group()).InstanceIDs(s.agent.Group())); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(s, 2, answerTo("c1")) // delivered again, answered again
+	refuse.Store(false)
+
+	ends, err := adm.ListEndOffsets(t.Context(), schemas.TopicAgentCommands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		committed, err := adm.FetchOffsets(t.Context(), s.agent.Group())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var short []string
+		ends.Each(func(e kadm.ListedOffset) {
+			if c, ok := committed.Lookup(e.Topic, e.Partition); e.Offset > 0 && (!ok || c.At != e.Offset) {
+				short = append(short, fmt.Sprintf("partition %d committed %d of %d", e.Partition, c.At, e.Offset))
+			}
+		})
+		if len(short) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after the commits were let through: %v", short)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

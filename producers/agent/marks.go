@@ -12,16 +12,20 @@ import (
 // order it was polled and finished once answered (or skipped); a record
 // is marked for the client's next commit once it and every record polled
 // before it from its partition are finished, so that a restart never
-// skips a command that was not answered. A record polled twice (fetched
-// again after the group lost the member) is two entries, each finished on
-// its own; a mark never goes below one made before.
+// skips a command that was not answered.
+//
+// A record polled twice (fetched again after the group lost the member)
+// is two entries, each finished on its own, and each marked again: the
+// group may have started again below a mark the broker never stored (a
+// commit lost with a broker killed before it, or due after it), and only
+// marks of the records delivered again take its offset past them. The
+// client ignores a mark below the one it holds.
 type marks struct {
 	mark func(...*kgo.Record)
 	mu   sync.Mutex
 	// parts holds each partition's entries polled and not yet marked, in
-	// poll order, and the highest offset marked.
-	parts  map[partition][]*pending
-	marked map[partition]int64
+	// poll order.
+	parts map[partition][]*pending
 }
 
 type partition struct {
@@ -35,7 +39,7 @@ type pending struct {
 }
 
 func newMarks(mark func(...*kgo.Record)) *marks {
-	return &marks{mark: mark, parts: map[partition][]*pending{}, marked: map[partition]int64{}}
+	return &marks{mark: mark, parts: map[partition][]*pending{}}
 }
 
 // add takes r in (from the poll loop, in poll order) and returns the
@@ -56,10 +60,7 @@ func (m *marks) finish(p partition, e *pending) {
 	var last *kgo.Record
 	n := 0
 	for n < len(q) && q[n].done {
-		if prev, ok := m.marked[p]; !ok || q[n].rec.Offset > prev {
-			last = q[n].rec
-			m.marked[p] = last.Offset
-		}
+		last = q[n].rec
 		n++
 	}
 	if n == len(q) {
