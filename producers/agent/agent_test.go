@@ -50,6 +50,12 @@ var simLatency sim.Durations
 
 func newStack(t *testing.T, ping time.Duration, prepare func(*sim.Driver), tweak ...func(*agent.Config)) *stack {
 	t.Helper()
+	return newStackOn(t, startBroker(t).Addrs(), ping, prepare, tweak...)
+}
+
+// startBroker starts an embedded broker for t, or skips t in -short.
+func startBroker(t *testing.T) *kafka.Broker {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("needs the kfake broker")
 	}
@@ -58,7 +64,7 @@ func newStack(t *testing.T, ping time.Duration, prepare func(*sim.Driver), tweak
 		t.Fatal(err)
 	}
 	t.Cleanup(b.Close)
-	return newStackOn(t, b.Addrs(), ping, prepare, tweak...)
+	return b
 }
 
 // newStackOn starts the stack on a running broker; tweak, when given,

@@ -9,7 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -18,14 +17,7 @@ import (
 // the agent stops every answered command's offset is committed, so a
 // restarted agent does not get them again.
 func TestCommandOffsetsCommittedOffPath(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs the kfake broker")
-	}
-	b, err := kafka.StartBroker("127.0.0.1:0", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
+	b := startBroker(t)
 	var commits atomic.Int64
 	b.Cluster().ControlKey(int16(kmsg.OffsetCommit), func(kmsg.Request) (kmsg.Response, error, bool) {
 		b.Cluster().KeepControl()
@@ -76,14 +68,7 @@ func TestCommandOffsetsCommittedOffPath(t *testing.T) {
 // their offsets committed this time: the group reaches the end of the
 // partition instead of staying below it until the next command comes.
 func TestCommandsCommittedAfterTheGroupLosesItsCommits(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs the kfake broker")
-	}
-	b, err := kafka.StartBroker("127.0.0.1:0", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
+	b := startBroker(t)
 	var refuse atomic.Bool
 	refuse.Store(true)
 	b.Cluster().ControlKey(int16(kmsg.OffsetCommit), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
