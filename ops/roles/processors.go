@@ -93,3 +93,10 @@ var (
 	_ engine.Parted[*schemas.ZoneRecord]      = (*placement.Machine)(nil)
 	_ engine.Parted[*schemas.LeaseZoneRecord] = (*lease.Machine)(nil)
 )
+
+// Both keep an index per zone: without Forget, a zone whose partition moved
+// to another instance would stay in memory here.
+var (
+	_ engine.Forgetter = (*placement.Machine)(nil)
+	_ engine.Forgetter = (*lease.Machine)(nil)
+)

@@ -22,6 +22,15 @@ type Machine[S any] interface {
 	Wake(s S) time.Time
 }
 
+// Forgetter is a Machine that keeps something of its own beside the states
+// it is given (placement's index of a zone's hosts): the runtime calls
+// Forget with each key of a partition it no longer holds, before the key's
+// state goes, so that what the machine kept for the key goes too. A key
+// assigned again is restored as a new state.
+type Forgetter interface {
+	Forget(key string)
+}
+
 // Clock is the engine's source of time; tests inject a fake one.
 type Clock interface{ Now() time.Time }
 

@@ -508,7 +508,11 @@ func (p *Processor[S]) applyAssignments(ctx context.Context, restorer *kgo.Clien
 	}
 	p.mu.Unlock()
 	// A dropped partition's timer entries go stale with its slots.
+	f, forgets := p.m.(Forgetter)
 	for part := range dropped {
+		if forgets {
+			p.st.keys(part, f.Forget)
+		}
 		p.st.drop(part)
 	}
 	p.unhold(dropped)

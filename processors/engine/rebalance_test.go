@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -27,40 +29,46 @@ func (r *rebalancer) Wake(s *schemas.VmRecord) time.Time {
 	return r.counter.Wake(s)
 }
 
-// Partitions lost and assigned again while their restore reads must not
-// end ready on the state the lost owner period read and then dropped.
-func TestPartitionLostDuringRestoreIsRestoredAgain(t *testing.T) {
+// secondOwner writes each reports for 20 keys (vm-0 to vm-19), runs a
+// first processor over them until it has stepped every one, stops it, and
+// returns a processor of m that has not started (no partition assigned),
+// the partitions of vm.power.v1, and a client to restore with.
+func secondOwner(t *testing.T, m Machine[*schemas.VmRecord], each int) (*Processor[*schemas.VmRecord], []int32, *kgo.Client) {
+	t.Helper()
 	_, cfg := startBroker(t)
 	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
-	produceReports(t, cfg, 20, 2)
+	produceReports(t, cfg, 20, each)
 	ctx1, stop1 := context.WithCancel(t.Context())
 	_, done1 := runProcessor(t, ctx1, cfg, "a", clock)
-	readEvents(t, cfg, 40)
+	readEvents(t, cfg, 20*each)
 	stop1()
 	<-done1
-
-	m := &rebalancer{counter: counter{alarmAfter: time.Hour}}
 	p, err := New(Config{Name: "test", Inputs: []string{schemas.TopicVmPower}, Changelog: schemas.TopicVmState,
-		Kafka: cfg, InstanceID: "b", Clock: clock}, Machine[*schemas.VmRecord](m))
+		Kafka: cfg, InstanceID: "b", Clock: clock}, m)
 	if err != nil {
 		t.Fatal(err)
 	}
+	spec, _ := schemas.TopicByName(schemas.TopicVmPower)
 	var parts []int32
-	for _, tp := range schemas.Topics {
-		if tp.Name == schemas.TopicVmPower {
-			for i := range tp.PartitionsOf() {
-				parts = append(parts, i)
-			}
-		}
+	for i := range spec.PartitionsOf() {
+		parts = append(parts, i)
 	}
-	all := map[string][]int32{schemas.TopicVmPower: parts}
-	p.onAssigned(all)
-	m.fire = func() { p.onDropped(all); p.onAssigned(all) }
 	cl, err := kgo.NewClient(cfg.Opts()...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
+	t.Cleanup(cl.Close)
+	return p, parts, cl
+}
+
+// Partitions lost and assigned again while their restore reads must not
+// end ready on the state the lost owner period read and then dropped.
+func TestPartitionLostDuringRestoreIsRestoredAgain(t *testing.T) {
+	m := &rebalancer{counter: counter{alarmAfter: time.Hour}}
+	p, parts, cl := secondOwner(t, m, 2)
+	all := map[string][]int32{schemas.TopicVmPower: parts}
+	p.onAssigned(all)
+	m.fire = func() { p.onDropped(all); p.onAssigned(all) }
 	if err := p.applyAssignments(t.Context(), cl); err != nil {
 		t.Fatal(err)
 	}
@@ -82,5 +90,47 @@ func TestPartitionLostDuringRestoreIsRestoredAgain(t *testing.T) {
 	}
 	if !p.Ready() || owned != len(parts) || n != 20 {
 		t.Fatalf("ready %v, owned %d of %d partitions, %d of 20 keys in memory", p.Ready(), owned, len(parts), n)
+	}
+}
+
+// forgetter is a counter that records what the runtime tells it to forget.
+type forgetter struct {
+	counter
+	forgot []string
+}
+
+func (f *forgetter) Forget(key string) { f.forgot = append(f.forgot, key) }
+
+// A Forgetter hears each key of a partition the processor no longer holds,
+// and no other key.
+func TestDroppedPartitionsKeysAreForgotten(t *testing.T) {
+	m := &forgetter{counter: counter{alarmAfter: time.Hour}}
+	p, parts, cl := secondOwner(t, m, 1)
+	p.onAssigned(map[string][]int32{schemas.TopicVmPower: parts})
+	if err := p.applyAssignments(t.Context(), cl); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.forgot) != 0 {
+		t.Fatalf("forgot %v before anything was dropped", m.forgot)
+	}
+	dropped := parts[:len(parts)/2]
+	var want []string
+	for k := range 20 {
+		key := fmt.Sprintf("vm-%d", k)
+		if slices.Contains(dropped, schemas.PartitionOf([]byte(key), int32(len(parts)))) {
+			want = append(want, key)
+		}
+	}
+	if len(want) == 0 || len(want) == 20 {
+		t.Fatalf("the dropped partitions hold %d of the 20 keys; want some", len(want))
+	}
+	p.onDropped(map[string][]int32{schemas.TopicVmPower: dropped})
+	if err := p.applyAssignments(t.Context(), cl); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(want)
+	slices.Sort(m.forgot)
+	if !slices.Equal(m.forgot, want) {
+		t.Fatalf("forgot %v, want the keys of partitions %v: %v", m.forgot, dropped, want)
 	}
 }

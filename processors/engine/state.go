@@ -129,6 +129,15 @@ func (t *store[S]) takeStale(p int32, key string) (parts []string, rewrite bool)
 	return parts, rewrite
 }
 
+// keys calls fn with every key of partition p.
+func (t *store[S]) keys(p int32, fn func(string)) {
+	if int(p) < len(t.parts) {
+		for k := range t.parts[p] {
+			fn(k)
+		}
+	}
+}
+
 // drop forgets every key of partition p.
 func (t *store[S]) drop(p int32) {
 	if int(p) < len(t.stale) {

@@ -31,6 +31,10 @@ type Machine struct {
 // from DefaultConfig: it turns both kinds of monitoring on.
 func New(cfg Config) *Machine { return &Machine{cfg: cfg.withDefaults()} }
 
+// Forget lets go of the index of zone key, whose partition the processor
+// no longer holds (engine.Forgetter).
+func (m *Machine) Forget(key string) { delete(m.indexes, key) }
+
 // Configure applies an operator setting (docs/design.md §13) from the
 // zone's next step: a poll already scheduled keeps its time.
 func (m *Machine) Configure(c *schemas.SettingChanged) error {

@@ -51,3 +51,18 @@ func canonZone(t *testing.T, z *schemas.LeaseZoneRecord) *schemas.LeaseZoneRecor
 	})
 	return c
 }
+
+// Forget lets go of a zone's index (its partition went to another
+// instance); the zone's next parts are then every part, from a new index.
+func TestForgetLetsGoOfTheZoneIndex(t *testing.T) {
+	m := New(DefaultConfig())
+	z := &schemas.LeaseZoneRecord{ZoneID: "z1", Hosts: []schemas.LeaseHost{{HostID: "h1"}}}
+	m.AppendParts(nil, z.ZoneID, z, true)
+	if m.indexes["z1"] == nil {
+		t.Fatal("no index after AppendParts")
+	}
+	m.Forget("z1")
+	if len(m.indexes) != 0 {
+		t.Fatalf("%d indexes left after Forget", len(m.indexes))
+	}
+}

@@ -24,6 +24,10 @@ type Machine struct {
 	indexes map[string]*zoneIndex
 }
 
+// Forget lets go of the index of zone key, whose partition the processor
+// no longer holds (engine.Forgetter).
+func (m *Machine) Forget(key string) { delete(m.indexes, key) }
+
 // New returns a placement machine with the built-in planners.
 func New(cfg Config) *Machine {
 	m := &Machine{cfg: cfg.withDefaults(), planners: map[string]Planner{}, indexes: map[string]*zoneIndex{}}
