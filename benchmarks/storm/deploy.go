@@ -135,8 +135,9 @@ func (e *env) seedDeploys(ctx context.Context) (string, error) {
 	return key, nil
 }
 
-// startDeployRoles runs the projector, the placement, host and VM
-// processors, the sim agent of ds.Hosts hosts (one zone, 20 clusters) and
+// startDeployRoles runs the projector, every processor (roles.ProcessorKinds:
+// a deploy's placement events reach the lease processor too, as in a real
+// stack), the sim agent of ds.Hosts hosts (one zone, 20 clusters) and
 // the gateway through run; it returns the gateway's client.
 func (e *env) startDeployRoles(ctx context.Context, ds DeploySize, run func(string, roles.Runner)) (*apiClient, error) {
 	o := roles.Options{Kafka: e.kcfg, InstanceID: "bench", Logger: e.log}
@@ -147,7 +148,7 @@ func (e *env) startDeployRoles(ctx context.Context, ds DeploySize, run func(stri
 	run("projector", proj)
 	settings := roles.Settings{PingInterval: time.Minute}
 	var procs []roles.Processor
-	for _, kind := range []string{roles.KindPlacement, roles.KindHost, roles.KindVM} {
+	for _, kind := range roles.ProcessorKinds {
 		p, err := roles.NewProcessor(kind, o, settings, engine.SystemClock{})
 		if err != nil {
 			return nil, err

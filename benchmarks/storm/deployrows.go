@@ -12,7 +12,7 @@ import (
 // ceiling, and how long the zone's hosts took to come Up.
 func DeployRows(ds DeploySize, samples []DeploySample, err error) []harness.Row {
 	scen := "deploy latency"
-	how := fmt.Sprintf("open loop into one zone of %d sim hosts (20 clusters, 1,024 vCPUs each, so the zone never fills): a POST /v1/vms {name, offering} every 1/rate s for %s, whatever has completed, through the gateway, VM processor, placement processor (FirstFitPlanner), sim agent (zero-latency driver), host processor and Postgres projector wired by ops/roles in a child process of the harness (one per repetition) on a fresh kfake broker and database, after 30 warm-up deploys. "+
+	how := fmt.Sprintf("open loop into one zone of %d sim hosts (20 clusters, 1,024 vCPUs each, so the zone never fills): a POST /v1/vms {name, offering} every 1/rate s for %s, whatever has completed, through the gateway, VM processor, placement processor (FirstFitPlanner), sim agent (zero-latency driver), host, host-relay and lease processors and Postgres projector wired by ops/roles in a child process of the harness (one per repetition) on a fresh kfake broker and database, after 30 warm-up deploys. "+
 		"Each deploy from just before its POST to the answer of the GET /v1/jobs/{id}?wait=60s sent right after it, which shows it succeeded. A failed deploy counts at the time it took to fail; more than 1 %% failed at a rate leaves it without figures. Rates are sent in turn, each to new VMs, up to the first whose p99 is past %s (but at least up to %d/s).", ds.Hosts, ds.Duration, ds.Ceiling, ds.Target)
 	var rows []harness.Row
 	for _, rate := range ds.Rates {
