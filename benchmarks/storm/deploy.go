@@ -54,9 +54,9 @@ type DeploySample struct {
 var deployOffering = schemas.Offering{ID: "off-bench", Name: "bench", CPU: 1, MemoryMB: 512}
 
 // RunDeploys runs one repetition of the deploy open loop: a fresh broker
-// and database; the gateway, VM, placement and host processors, the sim
-// agent of a Hosts-host zone and the Postgres projector wired by ops/roles
-// in this process; deploys sent through REST on a fixed schedule, each
+// and database; the gateway, every processor (roles.ProcessorKinds), the
+// sim agent of a Hosts-host zone and the Postgres projector wired by
+// ops/roles in this process (the harness's child); deploys sent through REST on a fixed schedule, each
 // timed until the read model shows its job succeeded. A rate whose p99 is
 // past the ceiling is the last one sent.
 func RunDeploys(ctx context.Context, ds DeploySize, pgBase string, log *slog.Logger) (DeploySample, error) {

@@ -73,14 +73,14 @@ func TestCommandsCommittedAfterTheGroupLosesItsCommits(t *testing.T) {
 	refuse.Store(true)
 	b.Cluster().ControlKey(int16(kmsg.OffsetCommit), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
 		b.Cluster().KeepControl()
+		req := kreq.(*kmsg.OffsetCommitRequest)
 		if !refuse.Load() {
 			return nil, nil, false
 		}
-		req := kreq.(*kmsg.OffsetCommitRequest)
 		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 		for _, rt := range req.Topics {
 			st := kmsg.NewOffsetCommitResponseTopic()
-			st.Topic = rt.Topic
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
 			for _, rp := range rt.Partitions {
 				sp := kmsg.NewOffsetCommitResponseTopicPartition()
 				sp.Partition = rp.Partition
@@ -100,8 +100,10 @@ func TestCommandsCommittedAfterTheGroupLosesItsCommits(t *testing.T) {
 	if _, err := adm.LeaveGroup(t.Context(), kadm.LeaveGroup(s.agent.Group()).InstanceIDs(s.agent.Group())); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(s, 2, answerTo("c1")) // delivered again, answered again
+	// Commits go through from here on: the redelivered command's mark
+	// must be what takes the group to the end.
 	refuse.Store(false)
+	waitFor(s, 2, answerTo("c1")) // delivered again, answered again
 
 	ends, err := adm.ListEndOffsets(t.Context(), schemas.TopicAgentCommands)
 	if err != nil {
