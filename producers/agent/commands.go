@@ -117,10 +117,10 @@ func (a *Agent) execute(ctx context.Context, h *hostState, rec schemas.Record, c
 		a.answerAgain(ctx, prev, cmd, done)
 		return
 	}
-	answered := false
+	answered, cutOff := false, false
 	defer func() {
-		if !answered {
-			done() // dropped or shutting down: nothing to wait for
+		if !answered && !cutOff {
+			done() // dropped: nothing to wait for
 		}
 	}()
 	var err error
@@ -136,7 +136,12 @@ func (a *Agent) execute(ctx context.Context, h *hostState, rec schemas.Record, c
 		return
 	}
 	if ctx.Err() != nil {
-		return // shutting down: not answered, so not committed either
+		// The shutdown grace ran out: not answered, so never finished,
+		// and neither it nor a later command of its partition is marked.
+		// The agent's next run gets it again and answers it (the driver's
+		// commands are idempotent).
+		cutOff = true
+		return
 	}
 	answer, out := a.answer(h, where, rec, cmd, err, report)
 	a.log.DebugContext(ctx, "command executed", "host", cmd.HostID, "vm", cmd.VmID, "type", answer.CommandType, "ok", answer.OK, "err", answer.Error)

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/vmplane/vmplane/producers/agent"
+	"github.com/vmplane/vmplane/producers/agent/driver/sim"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -103,5 +104,30 @@ func rewindOffsets(t *testing.T, s *stack) {
 	}
 	if err != nil {
 		t.Fatalf("rewind the agent's offsets: %v", err)
+	}
+}
+
+// TestCommandCutOffByShutdownComesAgain: a command still running when the
+// shutdown grace runs out is not answered, so its offset is not committed:
+// the agent's next run gets it again and answers it.
+func TestCommandCutOffByShutdownComesAgain(t *testing.T) {
+	simLatency = sim.Durations{Start: 5 * time.Second}
+	t.Cleanup(func() { simLatency = sim.Durations{} })
+	s := newStack(t, time.Hour, nil, func(c *agent.Config) { c.ShutdownGrace = 300 * time.Millisecond })
+	waitFor(s, 2, func(*schemas.AgentConnected) bool { return true })
+	s.send(&schemas.StartVm{AgentCommand: cmd("c1", "h1", "v1", 1), CPU: 1, MemoryMB: 256}, "h1")
+	time.Sleep(time.Second) // polled, and starting on the driver
+
+	quick, err := sim.New(sim.Config{Hosts: testHosts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.restart(quick, func() {
+		if n := len(records(s, answerTo("c1"))); n != 0 {
+			t.Fatalf("c1 answered %d times before the grace ran out", n)
+		}
+	})
+	if a := waitFor(s, 1, answerTo("c1"))[0]; !a.OK || a.PowerState != schemas.PowerOn {
+		t.Fatalf("c1 answered %+v after the restart; want it started", a)
 	}
 }
