@@ -24,9 +24,11 @@ type Machine[S any] interface {
 
 // Forgetter is a Machine that keeps something of its own beside the states
 // it is given (placement's index of a zone's hosts): the runtime calls
-// Forget with each key of a partition it no longer holds, before the key's
-// state goes, so that what the machine kept for the key goes too. A key
-// assigned again is restored as a new state.
+// Forget with each key whose state it drops, before the state goes, so that
+// what the machine kept for the key goes too. It drops the keys of a
+// partition the group took away or is about to restore again, and every
+// key when a transaction aborts or a group session ends. A key it holds
+// again is restored as a new state.
 type Forgetter interface {
 	Forget(key string)
 }

@@ -240,7 +240,7 @@ func (p *Processor[S]) Run(ctx context.Context) error {
 // forgetAll drops every state and assignment between two sessions: the
 // next session's group assigns and restores afresh.
 func (p *Processor[S]) forgetAll() {
-	p.st = store[S]{}
+	p.dropStates()
 	p.timers = timerHeap{}
 	p.forgetHolds()
 	p.slab, p.recs = nil, nil
@@ -390,9 +390,28 @@ func (p *Processor[S]) onDropped(m map[string][]int32) {
 	}
 }
 
+// dropPartition drops the states of partition part, telling a Forgetter
+// machine each of its keys first.
+func (p *Processor[S]) dropPartition(part int32) {
+	if f, ok := p.m.(Forgetter); ok {
+		p.st.keys(part, f.Forget)
+	}
+	p.st.drop(part)
+}
+
+// dropStates drops every state, telling a Forgetter machine each key.
+func (p *Processor[S]) dropStates() {
+	if f, ok := p.m.(Forgetter); ok {
+		for part := range p.st.parts {
+			p.st.keys(int32(part), f.Forget)
+		}
+	}
+	p.st = store[S]{}
+}
+
 // resetAll forgets every state and marks every owned partition for restore.
 func (p *Processor[S]) resetAll() {
-	p.st = store[S]{}
+	p.dropStates()
 	p.timers = timerHeap{}
 	p.mu.Lock()
 	for part := range p.assigned {
@@ -508,12 +527,8 @@ func (p *Processor[S]) applyAssignments(ctx context.Context, restorer *kgo.Clien
 	}
 	p.mu.Unlock()
 	// A dropped partition's timer entries go stale with its slots.
-	f, forgets := p.m.(Forgetter)
 	for part := range dropped {
-		if forgets {
-			p.st.keys(part, f.Forget)
-		}
-		p.st.drop(part)
+		p.dropPartition(part)
 	}
 	p.unhold(dropped)
 	if len(pending) == 0 {

@@ -102,7 +102,7 @@ type forgetter struct {
 func (f *forgetter) Forget(key string) { f.forgot = append(f.forgot, key) }
 
 // A Forgetter hears each key of a partition the processor no longer holds,
-// and no other key.
+// and no other key; and every key when a transaction aborts.
 func TestDroppedPartitionsKeysAreForgotten(t *testing.T) {
 	m := &forgetter{counter: counter{alarmAfter: time.Hour}}
 	p, parts, cl := secondOwner(t, m, 1)
@@ -132,5 +132,12 @@ func TestDroppedPartitionsKeysAreForgotten(t *testing.T) {
 	slices.Sort(m.forgot)
 	if !slices.Equal(m.forgot, want) {
 		t.Fatalf("forgot %v, want the keys of partitions %v: %v", m.forgot, dropped, want)
+	}
+	// An aborted transaction drops every state: the other keys are
+	// forgotten too, each once.
+	p.resetAll()
+	slices.Sort(m.forgot)
+	if len(m.forgot) != 20 || len(slices.Compact(m.forgot)) != 20 {
+		t.Fatalf("forgot %v after the reset; want each of the 20 keys once", m.forgot)
 	}
 }

@@ -48,7 +48,7 @@ func (p *Processor[S]) restore(ctx context.Context, cl *kgo.Client, parts []int3
 	// A partition's keys are restored from scratch: whatever an earlier
 	// owner period left of them is forgotten first.
 	for _, part := range parts {
-		p.st.drop(part)
+		p.dropPartition(part)
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	fetches := prefetch(rctx, kafka.NewPositionReader(cl, changelog, from, to), func(recs []*kgo.Record) ([]any, error) {
