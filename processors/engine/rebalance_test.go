@@ -29,10 +29,11 @@ func (r *rebalancer) Wake(s *schemas.VmRecord) time.Time {
 	return r.counter.Wake(s)
 }
 
-// secondOwner writes each reports for 20 keys (vm-0 to vm-19), runs a
-// first processor over them until it has stepped every one, stops it, and
-// returns a processor of m that has not started (no partition assigned),
-// the partitions of vm.power.v1, and a client to restore with.
+// secondOwner writes `each` reports for every one of 20 keys (vm-0 to
+// vm-19), runs a first processor over them until it has stepped them all,
+// stops it, and returns a processor of m that has not started (no
+// partition assigned), the partitions of vm.power.v1, and a client to
+// restore with.
 func secondOwner(t *testing.T, m Machine[*schemas.VmRecord], each int) (*Processor[*schemas.VmRecord], []int32, *kgo.Client) {
 	t.Helper()
 	_, cfg := startBroker(t)

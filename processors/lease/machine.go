@@ -31,8 +31,8 @@ type Machine struct {
 // from DefaultConfig: it turns both kinds of monitoring on.
 func New(cfg Config) *Machine { return &Machine{cfg: cfg.withDefaults()} }
 
-// Forget lets go of the index of zone key, whose partition the processor
-// no longer holds (engine.Forgetter).
+// Forget lets go of the index of zone key, whose state the runtime drops
+// (engine.Forgetter): a zone moved to another instance, or restored anew.
 func (m *Machine) Forget(key string) { delete(m.indexes, key) }
 
 // Configure applies an operator setting (docs/design.md §13) from the

@@ -53,7 +53,7 @@ func canonZone(t *testing.T, z *schemas.LeaseZoneRecord) *schemas.LeaseZoneRecor
 }
 
 // Forget lets go of a zone's index (its partition went to another
-// instance); the zone's next parts are then every part, from a new index.
+// instance), and with it the zone it was built for.
 func TestForgetLetsGoOfTheZoneIndex(t *testing.T) {
 	m := New(DefaultConfig())
 	z := &schemas.LeaseZoneRecord{ZoneID: "z1", Hosts: []schemas.LeaseHost{{HostID: "h1"}}}

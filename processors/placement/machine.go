@@ -24,8 +24,8 @@ type Machine struct {
 	indexes map[string]*zoneIndex
 }
 
-// Forget lets go of the index of zone key, whose partition the processor
-// no longer holds (engine.Forgetter).
+// Forget lets go of the index of zone key, whose state the runtime drops
+// (engine.Forgetter): a zone moved to another instance, or restored anew.
 func (m *Machine) Forget(key string) { delete(m.indexes, key) }
 
 // New returns a placement machine with the built-in planners.
