@@ -36,15 +36,7 @@ func checkParts(t *testing.T, m *Machine, log testkit.PartsLog, z *schemas.Lease
 // zone's lists in memory is not state (Assemble).
 func canonZone(t *testing.T, z *schemas.LeaseZoneRecord) *schemas.LeaseZoneRecord {
 	t.Helper()
-	b, err := schemas.Marshal(z)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := schemas.Unmarshal(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := v.(*schemas.LeaseZoneRecord)
+	c := testkit.ThroughAvro(t, z)
 	slices.SortFunc(c.Hosts, func(a, b schemas.LeaseHost) int { return strings.Compare(a.HostID, b.HostID) })
 	slices.SortFunc(c.Vms, func(a, b schemas.LeaseVm) int {
 		return strings.Compare(a.VmID+"\x00"+a.HostID, b.VmID+"\x00"+b.HostID)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/vmplane/vmplane/internal/testkit"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -282,15 +283,7 @@ func TestRestoredZoneDecidesAlike(t *testing.T) {
 	}
 	vs = append(vs, &schemas.ReleaseVm{VmID: "vm2"})
 	live, _ := run(t, m, vs...)
-	b, err := schemas.Marshal(live)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := schemas.Unmarshal(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	restored := v.(*schemas.ZoneRecord)
+	restored := testkit.ThroughAvro(t, live)
 	m2 := New(DefaultConfig())
 	for i := 10; i < 16; i++ {
 		req := placeReq(fmt.Sprintf("r%d", i), fmt.Sprintf("vm%d", i), 1+int32(i%3), 256)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vmplane/vmplane/internal/testkit"
 	"github.com/vmplane/vmplane/schemas"
 )
 
@@ -148,15 +149,7 @@ func TestRestoreRebuildsStorageIndex(t *testing.T) {
 		z, _ = m.Step(z, rec(withStorage(placeReq(fmt.Sprintf("r%d", i), fmt.Sprintf("vm%d", i), 1, 128), 900, "n1")), t0)
 	}
 	z, _ = m.Step(z, rec(&schemas.ReleaseVm{RequestID: "x1", VmID: "vm1", AllVolumes: true, Nics: true}), t0)
-	b, err := schemas.Marshal(z)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := schemas.Unmarshal(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	restored, fresh := v.(*schemas.ZoneRecord), New(DefaultConfig())
+	restored, fresh := testkit.ThroughAvro(t, z), New(DefaultConfig())
 	checkInvariants(t, fresh, restored)
 	for i := 6; i < 12; i++ {
 		req := func() *schemas.PlaceVm {
