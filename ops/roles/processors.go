@@ -100,3 +100,7 @@ var (
 	_ engine.Forgetter = (*placement.Machine)(nil)
 	_ engine.Forgetter = (*lease.Machine)(nil)
 )
+
+// The VM machine decides a storm's same-state reports in the record it is
+// given: without StepReusing the runtime would copy every VM per report.
+var _ engine.Reuser[*schemas.VmRecord] = (*vm.Machine)(nil)

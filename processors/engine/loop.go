@@ -188,7 +188,13 @@ func (p *Processor[S]) step(tx *txn, records []*kgo.Record, now time.Time) error
 		p.stats.Decoded.Add(1)
 		sl, _ := p.st.get(kr.Partition, in.Key)
 		sctx := p.hooks.OnStep(tx.ctx, in)
-		s, outs := p.m.Step(sl.s, in, now)
+		var s S
+		var outs []schemas.Record
+		if p.reuser != nil {
+			s, outs = p.reuser.StepReusing(sl.s, in, now)
+		} else {
+			s, outs = p.m.Step(sl.s, in, now)
+		}
 		p.hooks.OnStepped(sctx, in, outs)
 		p.setState(kr.Partition, in.Key, sl, s)
 		if err := p.emit(tx, outs, in.Headers); err != nil {

@@ -59,6 +59,8 @@ type Processor[S any] struct {
 	cfg   Config
 	group string // the consumer group, made once: the poll loop asks per record
 	m     Machine[S]
+	// reuser is m when it can step a state in place, else nil.
+	reuser Reuser[S]
 	// parted is m when its state is written in parts, else nil.
 	parted Parted[S]
 	codec  *schemas.Codec
@@ -161,6 +163,7 @@ func New[S any](cfg Config, m Machine[S]) (*Processor[S], error) {
 		p.hooks = newTelemetryHooks(cfg.Name, p.Group(), cfg.Inputs)
 	}
 	p.parted = p.partedMachine()
+	p.reuser, _ = m.(Reuser[S])
 	return p, nil
 }
 

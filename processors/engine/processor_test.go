@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -433,5 +434,62 @@ func TestRedriveReachesOnlyWhoRefusedIt(t *testing.T) {
 	checkCounts(t, readEvents(t, cfg, 2), 1, 2)
 	if n := p.Stats().Decoded.Load(); n != 2 {
 		t.Fatalf("stepped %d records, want the original and the redrive for this processor", n)
+	}
+}
+
+// reusing is a counter that is an engine.Reuser: StepReusing counts in the
+// given record, Step in a copy, and each says how often it was called.
+type reusing struct {
+	counter
+	pure, reused *atomic.Int64
+}
+
+func (r reusing) Step(s *schemas.VmRecord, in schemas.Record, now time.Time) (*schemas.VmRecord, []schemas.Record) {
+	r.pure.Add(1)
+	if s != nil {
+		c := *s
+		s = &c
+	}
+	return r.counter.Step(s, in, now)
+}
+
+func (r reusing) StepReusing(s *schemas.VmRecord, in schemas.Record, now time.Time) (*schemas.VmRecord, []schemas.Record) {
+	r.reused.Add(1)
+	return r.counter.Step(s, in, now)
+}
+
+// TestReuserIsSteppedInPlace: the runtime steps a Reuser with StepReusing
+// only, and the states it changed in place are what the changelog holds
+// for the next owner.
+func TestReuserIsSteppedInPlace(t *testing.T) {
+	_, cfg := startBroker(t)
+	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	run := func(ctx context.Context, id string) (reusing, *Processor[*schemas.VmRecord], chan error) {
+		m := reusing{counter: counter{alarmAfter: time.Hour}, pure: new(atomic.Int64), reused: new(atomic.Int64)}
+		p, err := New(Config{Name: "test", Inputs: []string{schemas.TopicVmPower}, Changelog: schemas.TopicVmState,
+			Kafka: cfg, InstanceID: id, Clock: clock, SessionTimeout: 2 * time.Second, MaxPollRecords: 50}, Machine[*schemas.VmRecord](m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- p.Run(ctx) }()
+		return m, p, done
+	}
+	produceReports(t, cfg, 10, 4)
+	ctx1, stop1 := context.WithCancel(t.Context())
+	m1, _, done1 := run(ctx1, "a")
+	readEvents(t, cfg, 40)
+	stop1()
+	if err := <-done1; err != nil {
+		t.Fatal(err)
+	}
+	if m1.pure.Load() != 0 || m1.reused.Load() != 40 {
+		t.Fatalf("first owner: Step %d times, StepReusing %d times; want 0 and 40", m1.pure.Load(), m1.reused.Load())
+	}
+	produceReports(t, cfg, 10, 2)
+	m2, p2, _ := run(t.Context(), "b")
+	checkCounts(t, readEvents(t, cfg, 60), 10, 6)
+	if p2.Stats().Restored.Load() != 10 || m2.pure.Load() != 0 {
+		t.Fatalf("second owner: restored %d keys, Step called %d times", p2.Stats().Restored.Load(), m2.pure.Load())
 	}
 }

@@ -107,8 +107,21 @@ func (m *Machine) begin(s *schemas.VmRecord, key string, now time.Time) *tx {
 // Step applies one record of vm.commands.v1, vm.power.v1, vm.answers.v1 or
 // vm.signals.v1 (in.Key is the vm_id). Other values are ignored.
 func (m *Machine) Step(s *schemas.VmRecord, in schemas.Record, now time.Time) (*schemas.VmRecord, []schemas.Record) {
+	return m.stepOwning(s, in, now, false)
+}
+
+// StepReusing is Step for the runtime, which keeps no state it handed
+// over (engine.Reuser): a stale or same-state power report changes s and
+// returns it, where Step copies it; every other record is Step's.
+func (m *Machine) StepReusing(s *schemas.VmRecord, in schemas.Record, now time.Time) (*schemas.VmRecord, []schemas.Record) {
+	return m.stepOwning(s, in, now, true)
+}
+
+// stepOwning is Step, deciding the quick power reports in s itself when
+// the caller gives s up (reuse).
+func (m *Machine) stepOwning(s *schemas.VmRecord, in schemas.Record, now time.Time, reuse bool) (*schemas.VmRecord, []schemas.Record) {
 	if r, isReport := in.Value.(*schemas.PowerReport); isReport && s != nil {
-		if next, out, ok := m.quickReport(s, in.Key, r, now); ok {
+		if next, out, ok := m.quickReport(s, in.Key, r, now, reuse); ok {
 			return next, out
 		}
 	}

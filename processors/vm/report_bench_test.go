@@ -32,8 +32,12 @@ func benchFleet(hosts, perHost int) []*schemas.VmRecord {
 // the agent sends them, carrying each state on as the runtime does; a round
 // ends when every VM has reported. The update count passes the limit in
 // the first rounds, so it is the steady state (no output) that is measured.
-func benchReports(b *testing.B, hosts, perHost int) {
+func benchReports(b *testing.B, hosts, perHost int, reuse bool) {
 	m := New(DefaultConfig())
+	step := m.Step
+	if reuse {
+		step = m.StepReusing
+	}
 	vms := benchFleet(hosts, perHost)
 	now := time.UnixMilli(5_000_000).UTC()
 	r := &schemas.PowerReport{PowerState: schemas.PowerOn, ReportSeq: 1}
@@ -45,7 +49,7 @@ func benchReports(b *testing.B, hosts, perHost int) {
 		}
 		s := vms[i]
 		r.VmID, r.HostID, in.Key = s.VmID, s.HostID, s.VmID
-		vms[i], _ = m.Step(s, in, now)
+		vms[i], _ = step(s, in, now)
 		i = (i + 1) % len(vms)
 	}
 	for _, s := range vms {
@@ -57,10 +61,14 @@ func benchReports(b *testing.B, hosts, perHost int) {
 
 // BenchmarkSameStateReport is the report a running VM's host sends every
 // round: same power state, the host's next sequence; 50 VMs a host, and
-// one VM a host, where no other VM shares the host's round.
+// one VM a host, where no other VM shares the host's round. The pure Step
+// copies the record; the runtime's StepReusing changes it.
 func BenchmarkSameStateReport(b *testing.B) {
-	b.Run("50-per-host", func(b *testing.B) { benchReports(b, 20, 50) })
-	b.Run("1-per-host", func(b *testing.B) { benchReports(b, 1000, 1) })
+	for _, reuse := range []bool{false, true} {
+		name := map[bool]string{false: "Step", true: "StepReusing"}[reuse]
+		b.Run("50-per-host/"+name, func(b *testing.B) { benchReports(b, 20, 50, reuse) })
+		b.Run("1-per-host/"+name, func(b *testing.B) { benchReports(b, 1000, 1, reuse) })
+	}
 }
 
 // BenchmarkStaleReport steps a report older than the last one seen from

@@ -10,8 +10,10 @@ import (
 )
 
 // TestQuickReportMatchesStep checks that every power report the quick path
-// decides gets exactly the state and outputs of the general path, that it
-// leaves the given state unchanged, and that it takes the reports it is for.
+// decides gets exactly the state and outputs of the general path, that
+// Step leaves the given state unchanged, that StepReusing decides alike in
+// the given record exactly when the quick path takes the report, and that
+// it takes the reports it is for.
 func TestQuickReportMatchesStep(t *testing.T) {
 	m := New(DefaultConfig())
 	now := time.UnixMilli(5_000_000).UTC()
@@ -56,7 +58,8 @@ func TestQuickReportMatchesStep(t *testing.T) {
 		for rn, r := range reports {
 			before := clone(s)
 			in := schemas.Record{Topic: schemas.TopicVmPower, Key: "vm-1", Value: r}
-			if _, _, ok := m.quickReport(s, in.Key, r, now); ok {
+			_, _, isQuick := m.quickReport(s, in.Key, r, now, false)
+			if isQuick {
 				quick++
 			}
 			gotS, gotOut := m.Step(s, in, now)
@@ -69,6 +72,16 @@ func TestQuickReportMatchesStep(t *testing.T) {
 			}
 			if !reflect.DeepEqual(s, before) {
 				t.Errorf("%s / %s: the given state was modified", sn, rn)
+			}
+			// The runtime's StepReusing decides alike, in the record it
+			// gives up when the quick path takes the report.
+			given := clone(s)
+			reusedS, reusedOut := m.StepReusing(given, in, now)
+			if !reflect.DeepEqual(reusedS, wantS) || !reflect.DeepEqual(reusedOut, wantOut) {
+				t.Errorf("%s / %s: StepReusing\n got %+v %+v\nwant %+v %+v", sn, rn, reusedS, reusedOut, wantS, wantOut)
+			}
+			if reused := reusedS == given; reused != isQuick {
+				t.Errorf("%s / %s: StepReusing returned the given record: %v; the quick path took the report: %v", sn, rn, reused, isQuick)
 			}
 		}
 	}
