@@ -107,7 +107,8 @@ type op struct {
 	// name is the Avro field the op reads (unset for a nested struct's own
 	// ops, which carry their fields' names), and id says that it holds ids
 	// (strings.go); the decoder checks each string by them. intern says
-	// that its strings are interned (intern.go).
+	// that its strings, or its one-entry long maps, are interned
+	// (intern.go).
 	name   string
 	id     bool
 	intern bool
@@ -154,7 +155,7 @@ func opsOf(p *plan) []op {
 				if f.typ.Kind() != reflect.Struct {
 					o.name = f.name
 					o.id = (o.kind == opString || o.kind == opStrings) && IsIDField(f.name)
-					o.intern = (o.kind == opString || o.kind == opStrings) && f.intern
+					o.intern = (o.kind == opString || o.kind == opStrings || o.kind == opLongMap) && f.intern
 				}
 				ops = append(ops, placed(o, off, in))
 			}

@@ -153,14 +153,20 @@ func (r *reader) flush() {
 // string reads a map key or value of field name: its own allocation, as a
 // map copies it. Map keys and values are text.
 func (r *reader) string(name string) string {
+	return string(r.text(name))
+}
+
+// text reads a map key or value of field name as a view of the body,
+// checked as text; nil after an error.
+func (r *reader) text(name string) []byte {
 	b := r.take(r.size())
 	if r.err == nil && !r.lax {
 		if err := checkField(name, false, b); err != nil {
 			r.err = err
-			return ""
+			return nil
 		}
 	}
-	return string(b)
+	return b
 }
 
 // count reads an array or map block count; a negative count is followed by
@@ -234,7 +240,7 @@ func (r *reader) decode(base unsafe.Pointer, ops []op) {
 		case opStrings:
 			r.strings((*[]string)(at), o)
 		case opLongMap:
-			r.longMap((*map[string]int64)(at), o.name)
+			r.longMap((*map[string]int64)(at), o)
 		case opStringMap:
 			r.stringMap((*map[string]string)(at), o.name)
 		case opSlice:
@@ -293,14 +299,30 @@ func (r *reader) strings(s *[]string, o *op) {
 	}
 }
 
-// longMap decodes a map of longs into m; name is the field's, for errors.
-func (r *reader) longMap(m *map[string]int64, name string) {
-	for n := r.count(); n > 0; n = r.count() {
+// longMap decodes a map of longs of field o into m. A map of one entry of
+// an interned field is the table's, shared (internLongMap).
+func (r *reader) longMap(m *map[string]int64, o *op) {
+	n := r.count()
+	if n == 1 && o.intern {
+		k := r.text(o.name)
+		v := r.long()
+		if n = r.count(); n == 0 {
+			if r.err == nil {
+				*m = internLongMap(k, v)
+			}
+			return
+		}
+		if r.err == nil {
+			*m = make(map[string]int64, n+1)
+			(*m)[string(k)] = v
+		}
+	}
+	for ; n > 0; n = r.count() {
 		if *m == nil {
 			*m = make(map[string]int64, n)
 		}
 		for range n {
-			k := r.string(name)
+			k := r.string(o.name)
 			(*m)[k] = r.long()
 		}
 	}

@@ -34,7 +34,7 @@ type VmRecord struct {
 	Epoch                 int64            `avro:"epoch" doc:"Incremented per job; carried by every agent command."`
 	Job                   *JobState        `avro:"job" doc:"Job in flight; job_id empty for none."`
 	Recent                []RecentJob      `avro:"recent" doc:"Latest finished jobs, for command_id dedup."`
-	ReportSeq             map[string]int64 `avro:"report_seq" doc:"Last report sequence seen per host."`
+	ReportSeq             map[string]int64 `avro:"report_seq" doc:"Last report sequence seen per host." intern:"true"`
 	CreatedAt             int64            `avro:"created_at" doc:"Unix milliseconds."`
 	UpdatedAt             int64            `avro:"updated_at" doc:"Unix milliseconds."`
 	StaleIgnored          int64            `avro:"stale_ignored" doc:"Answers, reports and placement decisions ignored as stale (older epoch or report sequence)."`

@@ -247,7 +247,10 @@ func (e *env) seed(ctx context.Context, sz Size, hosts []agent.HostInfo, perHost
 			off := schemas.Offering{ID: "small", Name: "small", CPU: 1, MemoryMB: 512}
 			rec := &schemas.VmRecord{VmID: vmID(i), Name: vmID(i), Account: "bench", ZoneID: "z1", Offering: off,
 				VmState: vmState, PowerState: power, PowerHost: h.ID, PowerStateUpdateTime: at, PowerStateUpdateCount: 3,
-				HostID: h.ID, PodID: h.Pod, ClusterID: h.Cluster, Epoch: 1, CreatedAt: at, UpdatedAt: at}
+				HostID: h.ID, PodID: h.Pod, ClusterID: h.Cluster, Epoch: 1, CreatedAt: at, UpdatedAt: at,
+				// Its host's last report before the outage (an agent's
+				// sequences start at its start's Unix ms × 1000).
+				ReportSeq: map[string]int64{h.ID: at * 1000}}
 			ev := &schemas.VmStateChanged{VmID: vmID(i), Name: vmID(i), Account: "bench", ZoneID: "z1", Offering: off,
 				VmState: vmState, PowerState: power, PowerHost: h.ID, LegacyState: legacy, HostID: h.ID, Epoch: 1,
 				PowerStateUpdateTime: at, PowerStateUpdateCount: 3, CreatedAt: at, UpdatedAt: at, Reason: "bench seed"}
