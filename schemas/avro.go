@@ -33,9 +33,9 @@ type field struct {
 	doc   string
 	index []int
 	typ   reflect.Type
-	// intern says that the field's strings are few values that many
-	// records share (tag intern:"true"), which the decoder reads as one
-	// string each (intern.go).
+	// intern says that the field's strings, or its one-entry long maps,
+	// are few values that many records share (tag intern:"true"), which
+	// the decoder reads as one copy each (intern.go).
 	intern bool
 }
 

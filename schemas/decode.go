@@ -177,8 +177,8 @@ func (r *reader) count() int {
 		n = -n
 		r.long()
 	}
-	// Every item takes at least one byte.
-	if r.err == nil && n > int64(r.left()) {
+	// Every item takes at least one byte; -MinInt64 stays negative.
+	if r.err == nil && (n < 0 || n > int64(r.left())) {
 		r.err = fmt.Errorf("block of %d items exceeds the %d bytes left", n, r.left())
 	}
 	if r.err != nil {

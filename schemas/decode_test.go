@@ -1,6 +1,7 @@
 package schemas
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -255,4 +256,15 @@ func TestDecodeConcurrently(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestDecoderRefusesTheLeastCount: a block count of math.MinInt64, whose
+// negation stays negative, fails the record where it stands.
+func TestDecoderRefusesTheLeastCount(t *testing.T) {
+	b := binary.AppendUvarint(nil, math.MaxUint64) // zigzag of MinInt64
+	b = append(b, 0)                               // the block's byte size
+	_, err := decodeBodyFast(b, planOf(reflect.TypeFor[blocks]()), false)
+	if err == nil || !strings.Contains(err.Error(), "block of") {
+		t.Fatalf("a count of MinInt64: %v", err)
+	}
 }

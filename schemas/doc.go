@@ -14,8 +14,8 @@
 // change of schema or bytes. An inline part (avro.go) goes further: fields
 // scattered over a record, out of line behind one pointer, nil while all
 // of them are zero (VmRecord.Rare). A string field tagged intern:"true"
-// is read as one copy shared by every record decoded with that value
-// (intern.go).
+// is read as one copy shared by every record decoded with that value, and
+// a one-entry map[string]int64 field so tagged as one map (intern.go).
 //
 // The direct codec of today's schemas (binary.go, decode.go) reads and
 // writes fields through unsafe pointers at offsets taken from reflect;

@@ -169,3 +169,12 @@ func TestInternedLongMapFromBlocks(t *testing.T) {
 		t.Fatalf("a key with a NUL byte decoded")
 	}
 }
+
+// TestLongKeyMapsAreOwn: a one-entry map whose key is too long to intern
+// is the record's own, so that the table's bound holds.
+func TestLongKeyMapsAreOwn(t *testing.T) {
+	key := strings.Repeat("h", maxInterned+1)
+	if a, b := internLongMap([]byte(key), 1), internLongMap([]byte(key), 1); reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() || a[key] != 1 {
+		t.Fatalf("a key of %d bytes: maps %v and %v shared", len(key), a, b)
+	}
+}

@@ -14,7 +14,7 @@ package schemas
 // here is their order on the wire, so a field is added where its padding
 // costs least. The strings tagged intern are shared by every record that
 // holds the same value (intern.go): an idle VM keeps copies of its id and
-// name only.
+// name only. A one-entry report_seq is shared alike: never write into it.
 type VmRecord struct {
 	VmID                  string           `avro:"vm_id" doc:"VM id; also the record key."`
 	Name                  string           `avro:"name" doc:"Display name."`

@@ -25,13 +25,15 @@ type Machine[S any] interface {
 // Reuser is a Machine that can build the state Step returns in the one it
 // is given, where a copy would cost more than the decision (the VM
 // processor's same-state power report: a 384-byte copy and a third of the
-// bytes a reconnect storm allocates, for four changed fields). The
+// bytes a reconnect storm allocates, for three changed fields). The
 // runtime hands a state over for good: it keeps only the state a step
 // returns, and a batch that does not commit restores every state from the
 // changelog, so it calls StepReusing rather than Step when the machine
 // has it. Step stays pure for every other caller (tests, replays, a
 // scenario that steps one state twice); StepReusing must return what Step
-// would, and it may change s only when it returns s.
+// would, and it may change s only when it returns s. A Parted machine
+// that reused states would have to mark the parts it changed in place as
+// it does any other change (AppendParts); none does today.
 type Reuser[S any] interface {
 	StepReusing(s S, in schemas.Record, now time.Time) (S, []schemas.Record)
 }
