@@ -50,6 +50,14 @@ func newEnv(ctx context.Context, pgBase string, log *slog.Logger) (*env, error) 
 		e.close()
 		return nil, err
 	}
+	// The read model's tables exist before any role reads them, as the
+	// dev stack and `vmplane gateway` make them: a gateway started beside
+	// the projector warned, from its sweepers and inventory, until the
+	// projector had migrated.
+	if err := postgres.Migrate(ctx, e.dsn); err != nil {
+		e.close()
+		return nil, err
+	}
 	return e, nil
 }
 
