@@ -61,6 +61,8 @@ type Processor[S any] struct {
 	m     Machine[S]
 	// reuser is m when it can step a state in place, else nil.
 	reuser Reuser[S]
+	// forgetter is m when it keeps something per key, else nil.
+	forgetter Forgetter
 	// parted is m when its state is written in parts, else nil.
 	parted Parted[S]
 	codec  *schemas.Codec
@@ -164,6 +166,7 @@ func New[S any](cfg Config, m Machine[S]) (*Processor[S], error) {
 	}
 	p.parted = p.partedMachine()
 	p.reuser, _ = m.(Reuser[S])
+	p.forgetter, _ = m.(Forgetter)
 	return p, nil
 }
 
@@ -396,18 +399,16 @@ func (p *Processor[S]) onDropped(m map[string][]int32) {
 // dropPartition drops the states of partition part, telling a Forgetter
 // machine each of its keys first.
 func (p *Processor[S]) dropPartition(part int32) {
-	if f, ok := p.m.(Forgetter); ok {
-		p.st.keys(part, f.Forget)
+	if p.forgetter != nil {
+		p.st.keys(part, p.forgetter.Forget)
 	}
 	p.st.drop(part)
 }
 
 // dropStates drops every state, telling a Forgetter machine each key.
 func (p *Processor[S]) dropStates() {
-	if f, ok := p.m.(Forgetter); ok {
-		for part := range p.st.parts {
-			p.st.keys(int32(part), f.Forget)
-		}
+	for part := range p.st.parts {
+		p.dropPartition(int32(part))
 	}
 	p.st = store[S]{}
 }
