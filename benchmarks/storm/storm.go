@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/vmplane/vmplane/benchmarks/harness"
 	"github.com/vmplane/vmplane/internal/kafka"
 	"github.com/vmplane/vmplane/producers/agent"
 	"github.com/vmplane/vmplane/producers/agent/driver/sim"
@@ -163,6 +165,13 @@ func (e *env) storm(ctx context.Context, sz Size, drv *sim.Driver, log *slog.Log
 	if err != nil {
 		return 0, 0, err
 	}
+	// The harness's own CPU (broker, agent, projector) over the round.
+	stopProfile, err := harness.CPUProfile(os.Getenv("VMPLANE_BENCH_HARNESS_CPUPROFILE"), log)
+	if err != nil {
+		p.stop()
+		return 0, 0, err
+	}
+	defer stopProfile()
 	group := "vmplane-processor-vm"
 	t0 := time.Now()
 	stopAgent, err := runAgent(ctx, e.kcfg, drv, log)
@@ -176,6 +185,7 @@ func (e *env) storm(ctx context.Context, sz Size, drv *sim.Driver, log *slog.Log
 		t2, err = e.waitProjected(ctx, schemas.TopicVmEvents, 10*time.Minute)
 		processor, end = t1.Sub(t0), t2.Sub(t0)
 	}
+	stopProfile()
 	stopAgent()
 	p.stop()
 	if err != nil {

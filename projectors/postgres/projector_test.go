@@ -98,6 +98,8 @@ func scenario(p *producer) {
 	p.send(schemas.TopicAlertAcks, "a2", &schemas.AlertAcknowledged{AlertID: "a2", By: "ops", At: at + 3})
 	p.send(schemas.TopicAlertAcks, "a2", &schemas.AlertAcknowledged{AlertID: "a2", By: "late", At: at + 4})
 	p.send(schemas.TopicVmEvents, "h2", &schemas.AlertRaised{AlertID: "a2", Kind: "HostAlert", HostID: "h2", ZoneID: "z1", Message: "agent silent", At: at + 2})
+	// The same alert again: its first record is the one kept.
+	p.send(schemas.TopicVmEvents, "h2", &schemas.AlertRaised{AlertID: "a2", Kind: "HostAlert", HostID: "h2", ZoneID: "z1", Message: "again", At: at + 5})
 }
 
 // storageScenario is the scenario's templates, pools, networks, and vm-1's
@@ -277,7 +279,7 @@ func TestProjectorProjectsScenario(t *testing.T) {
 	checkStorage(t, r)
 	d := dump(t, dsn)
 	a2, err := r.Alert(ctx, "a2")
-	if err != nil || a2.HostID != "h2" || a2.ZoneID != "z1" || a2.Account != "" || a2.AckedBy != "ops" || a2.AckedAt == nil ||
+	if err != nil || a2.HostID != "h2" || a2.ZoneID != "z1" || a2.Account != "" || a2.Message != "agent silent" || a2.AckedBy != "ops" || a2.AckedAt == nil ||
 		a2.AckedAt.UnixMilli() != 1_700_000_000_003 {
 		t.Errorf("a2 = %+v, err %v", a2, err)
 	}

@@ -139,9 +139,16 @@ SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], 
 	$8::timestamptz[], $9::bigint[])
 ON CONFLICT (job_id, seq) DO NOTHING`
 
+// sqlAlert inserts a batch's alerts, which stand in changes.stmts one
+// row each (id, kind, vm_id, host_id, account, job_id, message, at,
+// version, zone_id): queue gathers them into one statement. An alert is
+// written once, by its first record; a reconnect storm raises one per VM
+// that changed while away, and 50,000 single-row statements were most of
+// Postgres's CPU in bench -only storm.
 const sqlAlert = `
 INSERT INTO alerts (id, kind, vm_id, host_id, account, job_id, message, at, version, zone_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+	$8::timestamptz[], $9::bigint[], $10::text[])
 ON CONFLICT (id) DO NOTHING`
 
 // sqlAlertAck keeps an alert's first acknowledgement.
@@ -247,8 +254,9 @@ WHERE consumer_offsets.next_offset < excluded.next_offset`
 
 // queue adds the batch's writes to b in an order that keeps the semantics of
 // the log: job rows from events before the command placeholders (which then
-// do nothing), the low-volume statements in log order, and last the
-// gateways' accepted rows of what the batch projected (accepted.go).
+// do nothing), the low-volume statements in log order, the alerts (which no
+// other statement reads or writes) together, and last the gateways'
+// accepted rows of what the batch projected (accepted.go).
 func (c *changes) queue(b *pgx.Batch) {
 	var up, pw, del vmColumns
 	for _, id := range c.vmOrder {
@@ -308,8 +316,17 @@ func (c *changes) queue(b *pgx.Batch) {
 		}
 		b.Queue(sqlJobSteps, job, seq, vm, ts, step, text, obj, at, ver)
 	}
+	var alerts alertColumns
 	for _, s := range c.stmts {
+		if s.sql == sqlAlert {
+			alerts.add(s.args)
+			continue
+		}
 		b.Queue(s.sql, s.args...)
+	}
+	if len(alerts.id) > 0 {
+		b.Queue(sqlAlert, alerts.id, alerts.kind, alerts.vm, alerts.host, alerts.account, alerts.job, alerts.message,
+			alerts.at, alerts.version, alerts.zone)
 	}
 	if kinds, ids := c.projected(); len(ids) > 0 {
 		queueJoin(b, sqlAcceptedProjected, kinds, ids)
@@ -369,4 +386,20 @@ func (c *jobColumns) add(j *jobChange) {
 		account, key, request = &cl.Account, &cl.KeyID, &cl.RequestID
 	}
 	c.callerAccount, c.callerKey, c.callerRequest = append(c.callerAccount, account), append(c.callerKey, key), append(c.callerRequest, request)
+}
+
+// alertColumns are a batch's alerts as sqlAlert's arrays, in log order:
+// of an alert raised twice, the insert keeps the first row (the second
+// conflicts with it, in the same statement or a later one).
+type alertColumns struct {
+	id, kind, vm, host, account, job, message, zone []string
+	at                                              []time.Time
+	version                                         []int64
+}
+
+// add takes one alert's row, sqlAlert's columns in order.
+func (c *alertColumns) add(a []any) {
+	c.id, c.kind, c.vm, c.host = append(c.id, a[0].(string)), append(c.kind, a[1].(string)), append(c.vm, a[2].(string)), append(c.host, a[3].(string))
+	c.account, c.job, c.message = append(c.account, a[4].(string)), append(c.job, a[5].(string)), append(c.message, a[6].(string))
+	c.at, c.version, c.zone = append(c.at, a[7].(time.Time)), append(c.version, a[8].(int64)), append(c.zone, a[9].(string))
 }
