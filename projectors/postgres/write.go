@@ -142,9 +142,10 @@ ON CONFLICT (job_id, seq) DO NOTHING`
 // sqlAlert inserts a batch's alerts, which stand in changes.stmts one
 // row each (id, kind, vm_id, host_id, account, job_id, message, at,
 // version, zone_id): queue gathers them into one statement. An alert is
-// written once, by its first record; a reconnect storm raises one per VM
-// that changed while away, and 50,000 single-row statements were most of
-// Postgres's CPU in bench -only storm.
+// written once, by its first record. A reconnect storm raises one per VM
+// that changed while away: as 50,000 single-row statements they kept the
+// projector behind the VM processor (bench -only storm, caught up 3.2–3.3 s
+// against 2.8–2.9 s in one statement per batch).
 const sqlAlert = `
 INSERT INTO alerts (id, kind, vm_id, host_id, account, job_id, message, at, version, zone_id)
 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
