@@ -75,7 +75,7 @@ func (m *Model) applyVMs(c *changes) {
 	}
 }
 
-// applyJobs is sqlJobsUpdate, sqlJobsInsert and then sqlJobsFromCommands.
+// applyJobs is sqlJobs and then sqlJobsFromCommands.
 func (m *Model) applyJobs(c *changes) {
 	for _, id := range c.jobIDs {
 		j := c.jobs[id]

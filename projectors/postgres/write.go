@@ -49,17 +49,28 @@ const sqlVmsDelete = `
 DELETE FROM vms USING unnest($1::text[], $2::bigint[]) AS u(id, version)
 WHERE vms.id = u.id AND vms.version < u.version`
 
-// jobArgs are the unnest columns shared by sqlJobsUpdate and sqlJobsInsert.
-// The caller's three columns are NULL together when the batch says
-// nothing of who asked.
+// jobArgs are the unnest columns of sqlJobs. The caller's three columns
+// are NULL together when the batch says nothing of who asked.
 const jobArgs = `unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 	$8::text[], $9::text[], $10::text[], $11::timestamptz[], $12::timestamptz[], $13::timestamptz[], $14::bigint[],
 	$15::text[], $16::text[], $17::text[], $18::text[])
 	AS u(id, vm_id, account, type, origin, state, reason, detail, task_state, actions, created_at, updated_at,
 	finished_at, version, error_code, caller_account, caller_key_id, caller_request_id)`
 
-// sqlJobsUpdate changes existing jobs, keeping what the batch left NULL.
-const sqlJobsUpdate = `
+// sqlJobs writes a batch's jobs in one statement. The update changes the
+// jobs that exist, keeping what the batch left NULL; the insert makes the
+// others, and only those. As a second statement over every job of the
+// batch, the insert conflicted with each existing job, and a conflict
+// locks its row (a WAL record, a dirtied page) even when the DO UPDATE
+// does nothing: at 500 deploys/s, 1,512 inserts for 119 new rows.
+// The insert's DO UPDATE only matters when another projector instance
+// inserted the command's row (version -1) after the statement's snapshot:
+// the event row then wins, but for the command's caller when the events
+// name none. A job the update skipped for a newer version conflicts and
+// stays as it is.
+const sqlJobs = `
+WITH u AS MATERIALIZED (SELECT * FROM ` + jobArgs + `),
+updated AS (
 UPDATE jobs SET vm_id = u.vm_id, account = u.account, type = u.type, origin = u.origin, state = u.state,
 	reason = coalesce(u.reason, jobs.reason), detail = coalesce(u.detail, jobs.detail),
 	task_state = coalesce(u.task_state, jobs.task_state),
@@ -70,8 +81,26 @@ UPDATE jobs SET vm_id = u.vm_id, account = u.account, type = u.type, origin = u.
 	caller_account = coalesce(u.caller_account, jobs.caller_account),
 	caller_key_id = coalesce(u.caller_key_id, jobs.caller_key_id),
 	caller_request_id = coalesce(u.caller_request_id, jobs.caller_request_id)
-FROM ` + jobArgs + `
-WHERE jobs.id = u.id AND jobs.version < u.version`
+FROM u
+WHERE jobs.id = u.id AND jobs.version < u.version
+RETURNING jobs.id)
+INSERT INTO jobs (id, vm_id, account, type, origin, state, reason, detail, task_state, allowed_actions,
+	created_at, updated_at, finished_at, version, error_code, caller_account, caller_key_id, caller_request_id)
+SELECT id, vm_id, account, type, origin, state, coalesce(reason, ''), coalesce(detail, ''),
+	coalesce(task_state, ''), coalesce(string_to_array(actions, ','), '{}'), created_at, updated_at,
+	finished_at, version, coalesce(error_code, ''), coalesce(caller_account, ''), coalesce(caller_key_id, ''),
+	coalesce(caller_request_id, '')
+FROM u
+WHERE NOT EXISTS (SELECT FROM updated WHERE updated.id = u.id)
+ON CONFLICT (id) DO UPDATE SET vm_id = excluded.vm_id, account = excluded.account, type = excluded.type,
+	origin = excluded.origin, state = excluded.state, reason = excluded.reason, detail = excluded.detail,
+	task_state = excluded.task_state, allowed_actions = excluded.allowed_actions,
+	created_at = least(jobs.created_at, excluded.created_at), updated_at = excluded.updated_at,
+	finished_at = excluded.finished_at, version = excluded.version, error_code = excluded.error_code,
+	caller_account = CASE WHEN excluded.caller_account = '' THEN jobs.caller_account ELSE excluded.caller_account END,
+	caller_key_id = CASE WHEN excluded.caller_account = '' THEN jobs.caller_key_id ELSE excluded.caller_key_id END,
+	caller_request_id = CASE WHEN excluded.caller_account = '' THEN jobs.caller_request_id ELSE excluded.caller_request_id END
+WHERE jobs.version < 0`
 
 // sqlCustomPlans and sqlCachedPlans switch the statements between them to
 // plans made for their arguments (queueJoin).
@@ -93,28 +122,6 @@ func queueJoin(b *pgx.Batch, sql string, args ...any) {
 	b.Queue(sql, args...)
 	b.Queue(sqlCachedPlans)
 }
-
-// sqlJobsInsert makes the jobs the update did not find. Its DO UPDATE only
-// matters when another projector instance inserted the command's row
-// (version -1) after the update's snapshot: the event row then wins, but
-// for the command's caller when the events name none.
-const sqlJobsInsert = `
-INSERT INTO jobs (id, vm_id, account, type, origin, state, reason, detail, task_state, allowed_actions,
-	created_at, updated_at, finished_at, version, error_code, caller_account, caller_key_id, caller_request_id)
-SELECT id, vm_id, account, type, origin, state, coalesce(reason, ''), coalesce(detail, ''),
-	coalesce(task_state, ''), coalesce(string_to_array(actions, ','), '{}'), created_at, updated_at,
-	finished_at, version, coalesce(error_code, ''), coalesce(caller_account, ''), coalesce(caller_key_id, ''),
-	coalesce(caller_request_id, '')
-FROM ` + jobArgs + `
-ON CONFLICT (id) DO UPDATE SET vm_id = excluded.vm_id, account = excluded.account, type = excluded.type,
-	origin = excluded.origin, state = excluded.state, reason = excluded.reason, detail = excluded.detail,
-	task_state = excluded.task_state, allowed_actions = excluded.allowed_actions,
-	created_at = least(jobs.created_at, excluded.created_at), updated_at = excluded.updated_at,
-	finished_at = excluded.finished_at, version = excluded.version, error_code = excluded.error_code,
-	caller_account = CASE WHEN excluded.caller_account = '' THEN jobs.caller_account ELSE excluded.caller_account END,
-	caller_key_id = CASE WHEN excluded.caller_account = '' THEN jobs.caller_key_id ELSE excluded.caller_key_id END,
-	caller_request_id = CASE WHEN excluded.caller_account = '' THEN jobs.caller_request_id ELSE excluded.caller_request_id END
-WHERE jobs.version < 0`
 
 // sqlJobsFromCommands makes a pending job visible as soon as the gateway's
 // command is in the log; any job event overwrites it. The command and the
@@ -291,8 +298,7 @@ func (c *changes) queue(b *pgx.Batch) {
 		}
 		args := []any{j.id, j.vm, j.account, j.typ, j.origin, j.state, j.reason, j.detail, j.taskState,
 			j.actions, j.created, j.updated, j.finished, j.version, j.errorCode, j.callerAccount, j.callerKey, j.callerRequest}
-		queueJoin(b, sqlJobsUpdate, args...)
-		b.Queue(sqlJobsInsert, args...)
+		queueJoin(b, sqlJobs, args...)
 	}
 	if len(c.newIDs) > 0 {
 		var id, vm, account, typ, origin, callerAccount, callerKey, callerRequest []string
