@@ -58,8 +58,7 @@ var deployOffering = schemas.Offering{ID: "off-bench", Name: "bench", CPU: 1, Me
 // sim agent of a Hosts-host zone and the Postgres projector wired by
 // ops/roles in this process (the harness's child); deploys sent through
 // REST on a fixed schedule, each timed until the read model shows its job
-// succeeded. A rate whose p99 is
-// past the ceiling is the last one sent.
+// succeeded. A rate whose p99 is past the ceiling is the last one sent.
 func RunDeploys(ctx context.Context, ds DeploySize, pgBase string, log *slog.Logger) (DeploySample, error) {
 	s := DeploySample{Actions: map[int][]time.Duration{}, Failed: map[int]int{}, Errs: map[int]string{}, Stages: map[int]DeployStages{}}
 	e, err := newEnv(ctx, pgBase, log)
