@@ -36,8 +36,11 @@ type PositionReader struct {
 	pos   map[int32]int64
 	end   map[int32]int64
 
-	topicID  [16]byte
-	leaders  map[int32]int32 // partition → broker; nil: ask the metadata
+	topicID [16]byte
+	leaders map[int32]int32 // partition → broker; nil: ask the metadata
+	// maxBytes is what a Fetch asks of each partition, four times that
+	// in all: answers of a few MiB let a reader's caller work on one
+	// while the broker assembles the next (a processor's restore).
 	maxBytes int32
 	decomp   kgo.Decompressor
 }
@@ -46,7 +49,7 @@ type PositionReader struct {
 // A partition whose start is not below its end is read already.
 func NewPositionReader(cl *kgo.Client, topic string, from, to map[int32]int64) *PositionReader {
 	r := &PositionReader{cl: cl, adm: kadm.NewClient(cl), topic: topic, pos: map[int32]int64{}, end: map[int32]int64{},
-		maxBytes: 8 << 20, decomp: kgo.DefaultDecompressor()}
+		maxBytes: 1 << 20, decomp: kgo.DefaultDecompressor()}
 	for p, e := range to {
 		if s := from[p]; s < e {
 			r.pos[p], r.end[p] = s, e

@@ -114,36 +114,55 @@ type fetched struct {
 	err    error
 }
 
-// prefetch reads rd to its end and decodes each answer's records in a
-// goroutine of its own, one answer ahead of the restore loop: while the
-// loop stores the states of one answer, the broker assembles the next,
-// the client takes its batches apart and decode makes its values (the
-// loop's storing was a third of a 500,000-key restore with nothing else
-// running). The channel closes when every partition is read, after an
-// error (the last answer sent) or when ctx ends.
+// prefetch reads rd to its end in one goroutine and decodes its answers
+// in another, each stage one answer ahead of the next: while the restore
+// loop stores the states of one answer, decode makes the values of the
+// next and the broker assembles the one after (with reading and decoding
+// in one goroutine, a 500,000-key restore spent 1.15 s waiting for the
+// broker's answers and 0.6 s decoding them, one after the other). The
+// channel closes when every partition is read, after an error (the last
+// answer sent) or when ctx ends, and only once the reader is done with
+// rd's client.
 func prefetch(ctx context.Context, rd *kafka.PositionReader, decode func([]*kgo.Record) ([]any, error)) <-chan fetched {
-	ch := make(chan fetched, 1)
+	read := make(chan fetched, 1)
 	go func() {
-		defer close(ch)
+		defer close(read)
 		for !rd.Done() {
 			recs, moved, err := rd.Fetch(ctx)
 			if ctx.Err() != nil {
 				return
 			}
-			var values []any
-			if err == nil {
-				values, err = decode(recs)
-			}
-			f := fetched{recs: recs, values: values, moved: moved, err: err}
+			f := fetched{recs: recs, moved: moved, err: err}
 			if !moved {
 				f.left = rd.Left()
+			}
+			select {
+			case read <- f:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	ch := make(chan fetched, 1)
+	go func() {
+		defer close(ch)
+		defer func() {
+			for range read { // until the reader stops: ctx ends with the restore
+			}
+		}()
+		for f := range read {
+			if f.err == nil {
+				f.values, f.err = decode(f.recs)
 			}
 			select {
 			case ch <- f:
 			case <-ctx.Done():
 				return
 			}
-			if err != nil {
+			if f.err != nil {
 				return
 			}
 		}
