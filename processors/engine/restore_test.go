@@ -2,8 +2,10 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -292,5 +294,89 @@ func TestRestoreAppliesDecodedValuesInOrder(t *testing.T) {
 	}
 	if len(got) != keys-keys/5 {
 		t.Fatalf("restored %d keys, want %d", len(got), keys-keys/5)
+	}
+}
+
+// TestRestoreOverManyAnswers: a partition of several MiB comes in many
+// answers, read, decoded and stored in stages (prefetch); the latest
+// value of each key wins across them, and an undecodable record in a
+// later answer ends the restore with an error that says where it is,
+// while the reader may still be fetching the answers after it.
+func TestRestoreOverManyAnswers(t *testing.T) {
+	_, cfg := startBroker(t)
+	cl, err := kgo.NewClient(cfg.Opts(kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	codec := schemas.NewCodec(nil)
+	filler := strings.Repeat("x", 1000)
+	state := func(i int, epoch int64) *kgo.Record {
+		r, err := kafka.ToKafka(t.Context(), codec, schemas.Record{Topic: schemas.TopicVmState, Key: fmt.Sprintf("vm-%d", i),
+			Value: &schemas.VmRecord{VmID: fmt.Sprintf("vm-%d", i), Name: filler, Epoch: epoch}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Partition = 0
+		return r
+	}
+	const keys = 4000 // about 4 MiB: four answers at least
+	var recs []*kgo.Record
+	for i := range keys {
+		recs = append(recs, state(i, int64(i)))
+	}
+	for i := 0; i < keys; i += 7 {
+		recs = append(recs, state(i, int64(i)+keys))
+	}
+	if err := cl.ProduceSync(t.Context(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	newProcessor := func() *Processor[*schemas.VmRecord] {
+		p, err := New(Config{Name: "test", Inputs: []string{schemas.TopicVmPower}, Changelog: schemas.TopicVmState,
+			Kafka: cfg, InstanceID: "a", Clock: &fakeClock{t: time.Unix(1_700_000_000, 0)}},
+			Machine[*schemas.VmRecord](counter{alarmAfter: time.Hour}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+
+	p := newProcessor()
+	n, err := p.restore(t.Context(), cl, []int32{0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != keys {
+		t.Fatalf("restored %d keys, want %d", n, keys)
+	}
+	for i := range keys {
+		want := int64(i)
+		if i%7 == 0 {
+			want += keys
+		}
+		if sl, ok := p.st.get(0, fmt.Sprintf("vm-%d", i)); !ok || sl.s.Epoch != want {
+			t.Fatalf("vm-%d restored %v with epoch %d, want %d", i, ok, sl.s.Epoch, want)
+		}
+	}
+
+	// A record that does not decode, after another 3,000 that do: the
+	// reader is ahead of the decoder when the decoder fails.
+	bad := &kgo.Record{Topic: schemas.TopicVmState, Partition: 0, Key: []byte("vm-1"), Value: []byte("garbage bytes")}
+	recs = []*kgo.Record{bad}
+	for i := range 3000 {
+		recs = append(recs, state(i, int64(i)+2*keys))
+	}
+	if err := cl.ProduceSync(t.Context(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	_, err = newProcessor().restore(ctx, cl, []int32{0})
+	var de *schemas.DecodeError
+	if !errors.As(err, &de) || de.Partition != 0 || de.Offset != bad.Offset {
+		t.Fatalf("restore ended with %v, want the decode error of partition 0 at offset %d", err, bad.Offset)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the restore waited for its deadline")
 	}
 }
