@@ -2,20 +2,24 @@ package engine
 
 import (
 	"fmt"
+	"runtime/debug"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vmplane/vmplane/internal/kafka"
+	"github.com/vmplane/vmplane/internal/memory"
 	"github.com/vmplane/vmplane/internal/testkit"
 	"github.com/vmplane/vmplane/schemas"
 )
 
 // BenchmarkRestore restores 100,000 VM states, shaped like the storm's
 // seed, from a broker in the same process: the reading, decoding and
-// storing of a restore, one op a whole restore.
+// storing of a restore, one op a whole restore, at the processors'
+// collector setting.
 func BenchmarkRestore(b *testing.B) {
+	defer debug.SetGCPercent(debug.SetGCPercent(memory.RecommendedGCPercent))
 	cfg, _ := testkit.Kafka(b)
 	cl, err := kgo.NewClient(cfg.Opts(kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(200_000))...)
 	if err != nil {
