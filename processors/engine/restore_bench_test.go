@@ -51,7 +51,6 @@ func BenchmarkRestore(b *testing.B) {
 	for i := range schemas.Partitions[schemas.KeyVM] {
 		parts = append(parts, i)
 	}
-	b.ResetTimer()
 	for b.Loop() {
 		p, err := New(Config{Name: "test", Inputs: []string{schemas.TopicVmPower}, Changelog: schemas.TopicVmState,
 			Kafka: cfg, InstanceID: "a", Clock: &fakeClock{t: time.Unix(1_700_000_000, 0)}},
