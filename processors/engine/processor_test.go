@@ -203,12 +203,19 @@ func checkCounts(t *testing.T, evs []schemas.Record, keys, each int) {
 	}
 }
 
-func runProcessor(t *testing.T, ctx context.Context, cfg kafka.Config, id string, clock Clock) (*Processor[*schemas.VmRecord], chan error) {
+// newProcessor is the tests' VM-state processor, not started.
+func newProcessor(tb testing.TB, cfg kafka.Config, id string, clock Clock) *Processor[*schemas.VmRecord] {
+	tb.Helper()
 	p, err := New(Config{Name: "test", Inputs: []string{schemas.TopicVmPower}, Changelog: schemas.TopicVmState,
 		Kafka: cfg, InstanceID: id, Clock: clock, SessionTimeout: 2 * time.Second, MaxPollRecords: 50}, Machine[*schemas.VmRecord](counter{alarmAfter: time.Hour}))
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
+	return p
+}
+
+func runProcessor(t *testing.T, ctx context.Context, cfg kafka.Config, id string, clock Clock) (*Processor[*schemas.VmRecord], chan error) {
+	p := newProcessor(t, cfg, id, clock)
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
 	return p, done

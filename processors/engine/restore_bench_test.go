@@ -52,12 +52,7 @@ func BenchmarkRestore(b *testing.B) {
 		parts = append(parts, i)
 	}
 	for b.Loop() {
-		p, err := New(Config{Name: "test", Inputs: []string{schemas.TopicVmPower}, Changelog: schemas.TopicVmState,
-			Kafka: cfg, InstanceID: "a", Clock: &fakeClock{t: time.Unix(1_700_000_000, 0)}},
-			Machine[*schemas.VmRecord](counter{alarmAfter: time.Hour}))
-		if err != nil {
-			b.Fatal(err)
-		}
+		p := newProcessor(b, cfg, "a", &fakeClock{t: time.Unix(1_700_000_000, 0)})
 		got, err := p.restore(b.Context(), cl, parts)
 		if err != nil {
 			b.Fatal(err)

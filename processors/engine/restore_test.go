@@ -331,17 +331,8 @@ func TestRestoreOverManyAnswers(t *testing.T) {
 	if err := cl.ProduceSync(t.Context(), recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	newProcessor := func() *Processor[*schemas.VmRecord] {
-		p, err := New(Config{Name: "test", Inputs: []string{schemas.TopicVmPower}, Changelog: schemas.TopicVmState,
-			Kafka: cfg, InstanceID: "a", Clock: &fakeClock{t: time.Unix(1_700_000_000, 0)}},
-			Machine[*schemas.VmRecord](counter{alarmAfter: time.Hour}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-
-	p := newProcessor()
+	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	p := newProcessor(t, cfg, "a", clock)
 	n, err := p.restore(t.Context(), cl, []int32{0})
 	if err != nil {
 		t.Fatal(err)
@@ -371,7 +362,7 @@ func TestRestoreOverManyAnswers(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	_, err = newProcessor().restore(ctx, cl, []int32{0})
+	_, err = newProcessor(t, cfg, "a", clock).restore(ctx, cl, []int32{0})
 	var de *schemas.DecodeError
 	if !errors.As(err, &de) || de.Partition != 0 || de.Offset != bad.Offset {
 		t.Fatalf("restore ended with %v, want the decode error of partition 0 at offset %d", err, bad.Offset)
