@@ -406,7 +406,7 @@ func TestFailedRecordAbortsTheBatch(t *testing.T) {
 	if n := p.Stats().Commits.Load(); n != 0 {
 		t.Fatalf("%d transactions committed", n)
 	}
-	if n := len(pollCommitted(t, cfg, schemas.TopicVmEvents, time.Second)); n != 0 {
+	if n := len(pollCommitted(t, cfg, schemas.TopicVmEvents, 10*time.Second)); n != 0 {
 		t.Fatalf("%d outputs of a batch with a failed record committed, want 0", n)
 	}
 }
