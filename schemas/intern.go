@@ -30,56 +30,64 @@ const maxInterned = 64
 
 var (
 	internSeed  = maphash.MakeSeed()
-	internTable [internSlots]atomic.Pointer[string]
+	internTable [internSlots]atomic.Pointer[internEntry]
 )
+
+// internEntry is a table slot's string, with the one-entry long maps
+// whose key it is (below).
+type internEntry struct {
+	s    string
+	maps [2]atomic.Pointer[sharedLongMap]
+}
 
 // intern returns a string equal to b, the table's copy when it has one.
 func intern(b []byte) string {
 	if len(b) > maxInterned {
 		return string(b)
 	}
+	return internOf(b).s
+}
+
+// internOf returns the table's entry of b (at most maxInterned bytes),
+// made now when the table has none.
+func internOf(b []byte) *internEntry {
 	pair := internTable[maphash.Bytes(internSeed, b)&(internSlots-2):][:2]
 	for i := range pair {
-		if p := pair[i].Load(); p != nil && *p == string(b) {
-			return *p
+		if e := pair[i].Load(); e != nil && e.s == string(b) {
+			return e
 		}
 	}
-	s := string(b)
+	e := &internEntry{s: string(b)}
 	pair[1].Store(pair[0].Load())
-	pair[0].Store(&s)
-	return s
+	pair[0].Store(e)
+	return e
 }
 
 // Interned long maps. A map[string]int64 field tagged intern:"true" (a
 // VM's report sequences by host) mostly holds one entry, the same one for
 // every VM of a host after a round of reports: the decoder reads such a
-// one-entry map as the one the table below holds for that entry, shared
-// by every record decoded with it, where a map of its own would cost each
-// of 500,000 restored VMs about 250 bytes. A shared map is never written
-// into: whoever changes the field's value makes a new map (processors/vm
-// does, and shares its own the same way, reportseq.go). Maps of more
-// entries are the record's own.
+// one-entry map as the one its key's table entry holds for that value,
+// shared by every record decoded with it, where a map of its own would
+// cost each of 500,000 restored VMs about 250 bytes. A shared map is never
+// written into: whoever changes the field's value makes a new map
+// (processors/vm does, and shares its own the same way, reportseq.go).
+// Maps of more entries are the record's own.
 //
-// The table is a cache as the strings' is: each entry has a pair of slots,
-// which hold the two latest maps of its hash that missed; a map that lost
-// its slot stays with the records that hold it, and the next record with
-// its entry gets a new one.
+// A key's entry keeps the maps of its two latest values that missed, so
+// that records a round apart do not keep replacing each other's; a map
+// that lost its place stays with the records that hold it, and the next
+// record with its value gets a new one. The maps hang off the key's string
+// entry, not a table of their own: a VmRecord interns its host (host_id,
+// power_host) just before its report_seq, so the entry is in the cache
+// when the map is looked up. (With a table of its own, at 65,536 slots, a
+// look-up was two cache misses: 220 ns of a 100,000-state restore's 1.1 µs
+// decode per record, BenchmarkRestore, 2026-11-27.)
 
-// internMapSlots is the long-map table's size: room for ten thousand
-// hosts' latest entries with few collisions (at 16,384 slots, one slot per
-// hash, a 500,000-VM restore made a new map every few VMs: 11 to 14 B more
-// per VM). Keys longer than maxInterned make maps of their own, so the
-// table holds at most about 20 MiB of maps.
-const internMapSlots = 1 << 16
-
-// sharedLongMap is a table slot's map and its one entry.
+// sharedLongMap is one of an entry's maps and the value of its entry.
 type sharedLongMap struct {
-	key string
 	val int64
 	m   map[string]int64
 }
-
-var internMaps [internMapSlots]atomic.Pointer[sharedLongMap]
 
 // internLongMap returns a map of the one entry k: v, the table's when it
 // has one. Callers must not write into it.
@@ -87,16 +95,14 @@ func internLongMap(k []byte, v int64) map[string]int64 {
 	if len(k) > maxInterned {
 		return map[string]int64{string(k): v}
 	}
-	h := maphash.Bytes(internSeed, k) ^ uint64(v)*0x9e3779b97f4a7c15
-	pair := internMaps[h&(internMapSlots-2):][:2]
-	for i := range pair {
-		if p := pair[i].Load(); p != nil && p.val == v && p.key == string(k) {
+	e := internOf(k)
+	for i := range e.maps {
+		if p := e.maps[i].Load(); p != nil && p.val == v {
 			return p.m
 		}
 	}
-	key := intern(k)
-	m := map[string]int64{key: v}
-	pair[1].Store(pair[0].Load())
-	pair[0].Store(&sharedLongMap{key: key, val: v, m: m})
+	m := map[string]int64{e.s: v}
+	e.maps[1].Store(e.maps[0].Load())
+	e.maps[0].Store(&sharedLongMap{val: v, m: m})
 	return m
 }
