@@ -244,7 +244,7 @@ func (r *reader) decode(base unsafe.Pointer, ops []op) {
 		case opStringMap:
 			r.stringMap((*map[string]string)(at), o.name)
 		case opSlice:
-			r.slice(reflect.NewAt(o.p.typ, at).Elem(), o.p.elem)
+			r.slice((*sliceHeader)(at), o.p)
 		case opMap:
 			r.mapOf(reflect.NewAt(o.p.typ, at).Elem(), o.p.elem, o.name)
 		case opPointer:
@@ -342,21 +342,30 @@ func (r *reader) stringMap(m *map[string]string, name string) {
 	}
 }
 
-// slice decodes an array into the slice v of elements of plan elem.
-func (r *reader) slice(v reflect.Value, elem *plan) {
+// slice decodes an array into the slice at h, of plan p. An array of one
+// item in one block (a VM's latest job, most often) is a new value of the
+// element's type, which is laid out as an array of one; reflect.MakeSlice
+// would allocate its result's header besides the array.
+func (r *reader) slice(h *sliceHeader, p *plan) {
+	elem := p.elem
 	size := elem.typ.Size()
 	for n := r.count(); n > 0; n = r.count() {
-		start := v.Len()
-		if start > 0 {
-			r.flush()
+		start := h.len
+		var data unsafe.Pointer
+		if start == 0 && n == 1 {
+			data = reflect.New(elem.typ).UnsafePointer()
+		} else {
+			if start > 0 {
+				r.flush()
+			}
+			grown := reflect.MakeSlice(p.typ, start+n, start+n)
+			reflect.Copy(grown, reflect.NewAt(p.typ, unsafe.Pointer(h)).Elem())
+			data = grown.UnsafePointer()
 		}
-		grown := reflect.MakeSlice(v.Type(), start+n, start+n)
-		reflect.Copy(grown, v)
-		data := grown.UnsafePointer()
 		for i := range n {
 			r.decode(unsafe.Add(data, uintptr(start+i)*size), elem.ops)
 		}
-		v.Set(grown)
+		h.data, h.len, h.cap = data, start+n, start+n
 	}
 }
 
