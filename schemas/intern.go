@@ -3,6 +3,7 @@ package schemas
 import (
 	"hash/maphash"
 	"sync/atomic"
+	"unsafe"
 )
 
 // Interned strings. A field tagged intern:"true" holds one of few values
@@ -34,10 +35,14 @@ var (
 )
 
 // internEntry is a table slot's string, with the one-entry long maps
-// whose key it is (below).
+// whose key it is (below). A string of up to 48 bytes (a UUID is 36) lies
+// in the entry itself, so that a look-up reads one object rather than an
+// entry and then the string's bytes (BenchmarkRestore, nine alternated
+// pairs, 2026-11-27: 116.1 -> 111.4 ms mean, lower in 6).
 type internEntry struct {
 	s    string
 	maps [2]atomic.Pointer[sharedLongMap]
+	buf  [48]byte
 }
 
 // intern returns a string equal to b, the table's copy when it has one.
@@ -57,7 +62,12 @@ func internOf(b []byte) *internEntry {
 			return e
 		}
 	}
-	e := &internEntry{s: string(b)}
+	e := &internEntry{}
+	if len(b) <= len(e.buf) {
+		e.s = unsafe.String(&e.buf[0], copy(e.buf[:], b))
+	} else {
+		e.s = string(b)
+	}
 	pair[1].Store(pair[0].Load())
 	pair[0].Store(e)
 	return e
