@@ -126,11 +126,16 @@ type op struct {
 // part is the inline part (avro.go) an op's field lies in: the struct the
 // pointer at off points to, of type typ. zero is the op's encoding of a
 // zero value, which it writes when the part is nil and which the decoder
-// skips without making the part.
+// skips without making the part. run is zero followed by the zeros of the
+// ops right after this one that lie in the same part, runOps ops in all:
+// while the part is nil the codec writes or skips them at once (the nine
+// rare fields at the end of a VmRecord are one run).
 type part struct {
-	off  uintptr
-	typ  reflect.Type
-	zero []byte
+	off    uintptr
+	typ    reflect.Type
+	zero   []byte
+	run    []byte
+	runOps int
 }
 
 var (
@@ -167,6 +172,18 @@ func opsOf(p *plan) []op {
 					o.intern = (o.kind == opString || o.kind == opStrings || o.kind == opLongMap) && f.intern
 				}
 				ops = append(ops, placed(o, off, in))
+			}
+		}
+		for i := len(ops) - 1; i >= 0; i-- {
+			in := ops[i].in
+			if in == nil {
+				continue
+			}
+			in.run, in.runOps = in.zero, 1
+			if i+1 < len(ops) && ops[i+1].in != nil && ops[i+1].in.off == in.off {
+				next := ops[i+1].in
+				in.run = append(append([]byte(nil), in.zero...), next.run...)
+				in.runOps += next.runOps
 			}
 		}
 		return ops
@@ -235,13 +252,14 @@ func appendString(b []byte, s string) []byte {
 
 // encode appends the value at base, encoded by ops.
 func encode(b []byte, base unsafe.Pointer, ops []op) []byte {
-	for i := range ops {
+	for i := 0; i < len(ops); i++ {
 		o := &ops[i]
 		at := unsafe.Add(base, o.off)
 		if o.in != nil {
 			part := *(*unsafe.Pointer)(unsafe.Add(base, o.in.off))
 			if part == nil {
-				b = append(b, o.in.zero...)
+				b = append(b, o.in.run...)
+				i += o.in.runOps - 1
 				continue
 			}
 			at = unsafe.Add(part, o.off)

@@ -189,7 +189,7 @@ func (r *reader) count() int {
 
 // decode runs ops on the value at base (see the rules above).
 func (r *reader) decode(base unsafe.Pointer, ops []op) {
-	for i := range ops {
+	for i := 0; i < len(ops); i++ {
 		if r.err != nil {
 			return
 		}
@@ -197,7 +197,9 @@ func (r *reader) decode(base unsafe.Pointer, ops []op) {
 		at := unsafe.Add(base, o.off)
 		var made *unsafe.Pointer
 		if o.in != nil {
-			if at, made = r.inPart(base, o); at == nil {
+			var skip int
+			if at, made, skip = r.inPart(base, o); skip > 0 {
+				i += skip - 1
 				continue
 			}
 		}
@@ -268,19 +270,24 @@ func (r *reader) dropIfZero(made *unsafe.Pointer, typ reflect.Type) {
 // inPart returns where op o of an inline part finds its value in the
 // value at base, and the part's pointer if it made the part for it. The
 // part is made for the first of its fields that is not written as zero;
-// while it is nil, a zero is skipped and at is nil.
-func (r *reader) inPart(base unsafe.Pointer, o *op) (at unsafe.Pointer, made *unsafe.Pointer) {
+// while it is nil, zeros are skipped: at is nil and skip is the number of
+// ops read, the op's whole run when all of it is zero.
+func (r *reader) inPart(base unsafe.Pointer, o *op) (at unsafe.Pointer, made *unsafe.Pointer, skip int) {
 	p := (*unsafe.Pointer)(unsafe.Add(base, o.in.off))
 	if *p != nil {
-		return unsafe.Add(*p, o.off), nil
+		return unsafe.Add(*p, o.off), nil, 0
 	}
-	if bytes.HasPrefix(r.body[r.pos:], o.in.zero) {
+	if bytes.HasPrefix(r.body[r.pos:], o.in.run) {
+		r.pos += len(o.in.run)
+		return nil, nil, o.in.runOps
+	}
+	if o.in.runOps > 1 && bytes.HasPrefix(r.body[r.pos:], o.in.zero) {
 		r.pos += len(o.in.zero)
-		return nil, nil
+		return nil, nil, 1
 	}
 	*p = reflect.New(o.in.typ).UnsafePointer()
 	r.partStrs = r.strs
-	return unsafe.Add(*p, o.off), p
+	return unsafe.Add(*p, o.off), p, 0
 }
 
 // strings decodes an array of strings into s. The collections have
