@@ -174,18 +174,7 @@ func opsOf(p *plan) []op {
 				ops = append(ops, placed(o, off, in))
 			}
 		}
-		for i := len(ops) - 1; i >= 0; i-- {
-			in := ops[i].in
-			if in == nil {
-				continue
-			}
-			in.run, in.runOps = in.zero, 1
-			if i+1 < len(ops) && ops[i+1].in != nil && ops[i+1].in.off == in.off {
-				next := ops[i+1].in
-				in.run = append(append([]byte(nil), in.zero...), next.run...)
-				in.runOps += next.runOps
-			}
-		}
+		markRuns(ops)
 		return ops
 	case reflect.String:
 		return []op{{kind: opString}}
@@ -217,6 +206,23 @@ func opsOf(p *plan) []op {
 		return []op{{kind: opPointer, p: p}}
 	}
 	panic(fmt.Sprintf("schemas: unsupported kind %s", t.Kind()))
+}
+
+// markRuns sets the run of every op of an inline part: its zero and
+// those of the ops right after it in the same part.
+func markRuns(ops []op) {
+	for i := len(ops) - 1; i >= 0; i-- {
+		in := ops[i].in
+		if in == nil {
+			continue
+		}
+		in.run, in.runOps = in.zero, 1
+		if i+1 < len(ops) && ops[i+1].in != nil && ops[i+1].in.off == in.off {
+			next := ops[i+1].in
+			in.run = append(append([]byte(nil), in.zero...), next.run...)
+			in.runOps += next.runOps
+		}
+	}
 }
 
 // placed moves op o of a field's own plan to offset off of the struct at
