@@ -17,9 +17,10 @@ import (
 // The table is a cache, never a registry: each value has a pair of slots,
 // which hold the two latest values of its hash that missed, so three that
 // collide take turns, and a value that lost its slot is read as a new
-// copy, equal to the old. What it holds is bounded (internSlots strings of
-// at most maxInterned bytes); readers in several goroutines share it
-// through atomic loads and stores.
+// copy, equal to the old. What it holds is bounded: internSlots entries,
+// each a string of at most maxInterned bytes and at most two one-entry
+// maps (below), about 40 MiB when every entry holds both; readers in
+// several goroutines share it through atomic loads and stores.
 
 // internSlots is the table's size: room for ten thousand hosts' ids
 // with few collisions.
