@@ -18,9 +18,9 @@ go test -count=1 -run '^TestSeeds$' ./ops/sim/
 # inputs, not durations: with a duration, Go 1.26's fuzzing coordinator
 # can report its own deadline as a failure ("context deadline exceeded",
 # no input written; go.dev/issue/75804, fixed in Go 1.27), as FuzzHTTP
-# did in CI on 2026-11-27. On this 2-core box 3,000 records take about 30 s with the
-# seeds' replay and 8,000 requests about 17 s, so that `make test` stays
-# under 15 minutes on a cold 2-core machine.
+# did in CI on 2026-11-27. On this 2-core box 3,000 records take about
+# 30 s with the seeds' replay and 8,000 requests about 17 s, so that
+# `make test` stays under 15 minutes on a cold 2-core machine.
 go test -run '^$' -fuzz '^FuzzConsumers$' -fuzztime 3000x -parallel 1 ./ops/poison/
 go test -run '^$' -fuzz '^FuzzHTTP$' -fuzztime 8000x ./gateway/
 # The benchmark harness in its quick mode, so that it never rots: it must
